@@ -1,0 +1,674 @@
+"""GPU memory and time-to-finish maths for one training or inference job.
+
+Pure Python, no Qt and no torch: the planner, the CLI and the window all call
+this, and it must answer in well under a frame. Every formula is stated next
+to the code that uses it; ``shared/reference/memory.md`` lists the sources.
+
+All byte counts are *per GPU*. ``batch`` is the per-GPU micro-batch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+
+Precision = Literal["fp32", "amp-fp16", "amp-bf16", "fp16", "bf16", "int8", "int4"]
+OptimizerName = Literal["sgd", "sgd-momentum", "adam", "adamw", "adafactor", "adam-8bit"]
+Mode = Literal["train", "inference"]
+ModelKind = Literal["decoder", "encoder", "vit", "cnn", "params"]
+
+PRECISIONS: tuple[str, ...] = ("fp32", "amp-fp16", "amp-bf16", "fp16", "bf16", "int8", "int4")
+TRAIN_PRECISIONS: tuple[str, ...] = ("fp32", "amp-fp16", "amp-bf16", "fp16", "bf16")
+OPTIMIZERS: tuple[str, ...] = ("sgd", "sgd-momentum", "adam", "adamw", "adafactor", "adam-8bit")
+
+MIB = 1024**2
+GIB = 1024**3
+# Context + cuBLAS/cuDNN workspaces that nvidia-smi counts but torch's allocator
+# does not: ~287 MB with lazy module loading, 300-500 MB typical on CUDA >= 11.7.
+DEFAULT_CUDA_CONTEXT_BYTES = 500 * MIB
+# DeepSpeed's estimators multiply CPU-offloaded states by this buffer factor.
+OFFLOAD_BUFFER_FACTOR = 1.5
+# Every nn.Linear in DDP lands in a 25 MiB gradient bucket copy by default.
+DDP_BUCKET_NOTE = "DDP gradient buckets (gradient_as_bucket_view=False)"
+
+
+class SizingError(ValueError):
+    """An input that makes no sense, naming the field so the UI can mark it.
+
+    ``template`` is an English text with ``{placeholders}``; the window
+    translates it (``QCoreApplication.translate("SizingError", template)``)
+    before formatting, so the core stays Qt-free and both languages work.
+    """
+
+    def __init__(self, field_name: str, template: str, **values: Any) -> None:
+        self.field = field_name
+        self.template = template
+        self.values = values
+        super().__init__(f"{field_name}: {template.format(**values)}")
+
+
+_ERR_POSITIVE = QT_TRANSLATE_NOOP("SizingError", "must be a whole number of at least {minimum}")
+_ERR_NUMBER = QT_TRANSLATE_NOOP("SizingError", "must be a number above zero")
+_ERR_HEADS = QT_TRANSLATE_NOOP("SizingError", "{heads} heads do not divide hidden size {hidden}")
+_ERR_KV = QT_TRANSLATE_NOOP("SizingError", "{kv_heads} KV heads do not divide {heads} heads")
+_ERR_PRESET = QT_TRANSLATE_NOOP("SizingError", "unknown preset '{name}'; choose one of {choices}")
+_ERR_CHOICE = QT_TRANSLATE_NOOP("SizingError", "'{value}' is not one of {choices}")
+_ERR_INT_TRAIN = QT_TRANSLATE_NOOP(
+    "SizingError", "{precision} weights are for inference only; train in fp32, amp or bf16"
+)
+_ERR_ZERO = QT_TRANSLATE_NOOP("SizingError", "must be 0 (plain DDP), 1, 2 or 3")
+_ERR_MFU = QT_TRANSLATE_NOOP("SizingError", "must be between 0 and 1 (e.g. 0.35 for 35%)")
+_ERR_PATCH = QT_TRANSLATE_NOOP(
+    "SizingError", "image size {image} is not a multiple of patch size {patch}"
+)
+_ERR_SEQ_LIMIT = QT_TRANSLATE_NOOP(
+    "SizingError", "{seq} tokens exceed this model's {limit}-token position table"
+)
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model described by its published configuration, never its weights.
+
+    ``kind="params"`` is a bare parameter count: model states are exact, but
+    activations need a shape, so they are estimated from ``hidden``/``layers``
+    when given and reported as zero (with a note) otherwise.
+    """
+
+    name: str
+    kind: ModelKind
+    layers: int = 0
+    hidden: int = 0
+    heads: int = 0
+    kv_heads: int = 0
+    ffn: int = 0
+    vocab: int = 0
+    max_positions: int = 0  # learned position table size; 0 = rotary/none
+    gated_ffn: bool = False  # SwiGLU: three FFN matrices instead of two
+    tied_embeddings: bool = True
+    biases: bool = True
+    dropout: bool = True  # stores a 1-byte mask per dropout, per Korthikanti
+    token_types: int = 0  # BERT segment embeddings
+    pooler: bool = False
+    image_size: int = 0
+    patch_size: int = 0
+    channels: int = 3
+    num_classes: int = 0
+    params_override: int = 0  # for kind="params"/"cnn": the published count
+    # CNNs: activation elements autograd keeps per image at image_size²
+    # (measured; see benchmarks/../tests/test_sizing_cpu_measure.py).
+    cnn_act_elements_per_image: float = 0.0
+    cnn_forward_flops_per_image: float = 0.0
+    source: str = ""
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads if self.heads else 0
+
+    @property
+    def is_transformer(self) -> bool:
+        return self.kind in ("decoder", "encoder", "vit")
+
+    def tokens_per_sample(self, seq: int, image_size: int = 0) -> int:
+        """Sequence length the transformer sees; for ViTs, patches + [CLS]."""
+        if self.kind == "vit":
+            size = image_size or self.image_size
+            return (size // self.patch_size) ** 2 + 1
+        return seq
+
+    def layer_params(self) -> int:
+        """Parameters of one transformer block (attention + FFN + norms)."""
+        h, hd = self.hidden, self.head_dim
+        kv = self.kv_heads * hd
+        b = 1 if self.biases else 0
+        attn = h * h + 2 * h * kv + h * h + b * (h + 2 * kv + h)
+        n_mats = 3 if self.gated_ffn else 2
+        ffn = n_mats * h * self.ffn + b * (self.ffn + h)
+        norms = (4 if self.biases else 2) * h
+        return attn + ffn + norms
+
+    def parameter_count(self) -> int:
+        if self.kind in ("params", "cnn"):
+            return self.params_override
+        h = self.hidden
+        total = self.layers * self.layer_params()
+        total += (4 if self.biases else 2) // 2 * h  # final norm (weight [+ bias])
+        if self.kind == "vit":
+            p = self.patch_size
+            n_patches = (self.image_size // p) ** 2
+            total += self.channels * p * p * h + h  # patch projection
+            total += (n_patches + 1) * h + h  # position table + [CLS]
+            total += self.num_classes * h + self.num_classes  # classifier head
+            return total
+        total += self.vocab * h
+        total += self.max_positions * h + self.token_types * h
+        if self.kind == "encoder":
+            total += 2 * h  # embedding LayerNorm
+        if self.pooler:
+            total += h * h + h
+        if not self.tied_embeddings:
+            total += self.vocab * h
+        return total
+
+
+def _decoder(name: str, source: str, **kw: Any) -> ModelSpec:
+    return ModelSpec(name=name, kind="decoder", source=source, **kw)
+
+
+def _llama(name: str, layers: int, hidden: int, heads: int, kv: int, ffn: int, vocab: int,
+           source: str) -> ModelSpec:
+    return _decoder(name, source, layers=layers, hidden=hidden, heads=heads, kv_heads=kv,
+                    ffn=ffn, vocab=vocab, gated_ffn=True, tied_embeddings=False, biases=False,
+                    dropout=False)
+
+
+def _gpt2(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
+    return _decoder(name, f"huggingface.co/{name}/config.json", layers=layers, hidden=hidden,
+                    heads=heads, kv_heads=heads, ffn=4 * hidden, vocab=50257,
+                    max_positions=1024)
+
+
+def _bert(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
+    return ModelSpec(name=name, kind="encoder", layers=layers, hidden=hidden, heads=heads,
+                     kv_heads=heads, ffn=4 * hidden, vocab=30522, max_positions=512,
+                     token_types=2, pooler=True, num_classes=2,
+                     source=f"huggingface.co/{name}/config.json")
+
+
+def _vit(name: str, layers: int, hidden: int, heads: int, source: str) -> ModelSpec:
+    return ModelSpec(name=name, kind="vit", layers=layers, hidden=hidden, heads=heads,
+                     kv_heads=heads, ffn=4 * hidden, image_size=224, patch_size=16,
+                     num_classes=1000, source=source)
+
+
+PRESETS: dict[str, ModelSpec] = {
+    m.name: m
+    for m in (
+        _bert("bert-base-uncased", 12, 768, 12),
+        _bert("bert-large-uncased", 24, 1024, 16),
+        _gpt2("gpt2", 12, 768, 12),
+        _gpt2("gpt2-medium", 24, 1024, 16),
+        _gpt2("gpt2-large", 36, 1280, 20),
+        _gpt2("gpt2-xl", 48, 1600, 25),
+        _llama("llama-2-7b", 32, 4096, 32, 32, 11008, 32000, "meta-llama/Llama-2-7b-hf"),
+        _llama("llama-2-13b", 40, 5120, 40, 40, 13824, 32000, "meta-llama/Llama-2-13b-hf"),
+        _llama("llama-3-8b", 32, 4096, 32, 8, 14336, 128256, "meta-llama/Meta-Llama-3-8B"),
+        _llama("llama-3-70b", 80, 8192, 64, 8, 28672, 128256, "meta-llama/Meta-Llama-3-70B"),
+        _llama("mistral-7b", 32, 4096, 32, 8, 14336, 32000, "mistralai/Mistral-7B-v0.1"),
+        _decoder("starcoder-15b", "bigcode/starcoder (GPTBigCode, multi-query attention)",
+                 layers=40, hidden=6144, heads=48, kv_heads=1, ffn=24576, vocab=49152,
+                 max_positions=8192),
+        _vit("vit-b-16", 12, 768, 12, "google/vit-base-patch16-224 (Dosovitskiy et al.)"),
+        _vit("vit-l-16", 24, 1024, 16, "google/vit-large-patch16-224 (Dosovitskiy et al.)"),
+        _vit("deit-s", 12, 384, 6, "facebook/deit-small-patch16-224 (Touvron et al.)"),
+        _vit("deit-ti", 12, 192, 3, "facebook/deit-tiny-patch16-224 (Touvron et al.)"),
+        ModelSpec(
+            name="resnet50", kind="cnn", params_override=25_557_032, image_size=224,
+            num_classes=1000,
+            # Elements saved for backward per 224² image, counted on CPU with
+            # torch.autograd.graph.saved_tensors_hooks (unique storages) on a
+            # standard torchvision-layout ResNet-50.
+            cnn_act_elements_per_image=1.00e8,
+            # 4.09 GMACs per 224² image (He et al. 2016) = 8.18 GFLOPs.
+            cnn_forward_flops_per_image=8.18e9,
+            source="He et al. 2016; torchvision resnet50 (25,557,032 parameters)",
+        ),
+    )
+}
+
+
+def preset(name: str) -> ModelSpec:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise SizingError("model", _ERR_PRESET, name=name,
+                          choices=", ".join(sorted(PRESETS))) from None
+
+
+def params_model(params: float, *, layers: int = 0, hidden: int = 0) -> ModelSpec:
+    """A model known only by its size (e.g. ``--params 7.5e9``)."""
+    if not params > 0 or not math.isfinite(params):
+        raise SizingError("params", _ERR_NUMBER)
+    return ModelSpec(name=f"{params:.3g} parameters", kind="params",
+                     params_override=int(round(params)), layers=layers, hidden=hidden)
+
+
+# --------------------------------------------------------------------------- setup
+
+
+@dataclass(frozen=True)
+class Setup:
+    """How the model is run: the knobs a researcher turns in the Plan page."""
+
+    batch: int = 1
+    seq: int = 512
+    image_size: int = 0  # 0 = the preset's native resolution
+    mode: Mode = "train"
+    precision: Precision = "amp-bf16"
+    optimizer: OptimizerName = "adamw"
+    grad_checkpointing: bool = False
+    flash_attention: bool = False
+    gpus: int = 1
+    zero: int = 0  # 0 = plain DDP (or a single GPU)
+    offload: bool = False  # ZeRO-Offload: optimizer (and ZeRO-3 params) to CPU
+    gen_tokens: int = 0  # inference: tokens generated after a ``seq``-token prompt
+    cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Per-GPU memory, each line separately, in bytes."""
+
+    weights_bytes: int
+    gradients_bytes: int
+    optimizer_bytes: int
+    activations_bytes: int
+    kv_cache_bytes: int
+    cuda_context_bytes: int
+    comm_buffer_bytes: int  # DDP buckets / ZeRO-3 working set: allocated by torch
+    params: int
+    cpu_offload_bytes: int = 0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def overhead_bytes(self) -> int:
+        return self.cuda_context_bytes + self.comm_buffer_bytes
+
+    @property
+    def model_states_bytes(self) -> int:
+        """What the ZeRO paper counts: weights + gradients + optimizer state."""
+        return self.weights_bytes + self.gradients_bytes + self.optimizer_bytes
+
+    @property
+    def allocated_bytes(self) -> int:
+        """Comparable to ``torch.cuda.max_memory_allocated`` (no CUDA context)."""
+        return self.total_bytes - self.cuda_context_bytes
+
+    @property
+    def total_bytes(self) -> int:
+        """Comparable to nvidia-smi "used" (allocator + CUDA context)."""
+        return (self.model_states_bytes + self.activations_bytes + self.kv_cache_bytes
+                + self.overhead_bytes)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["notes"] = list(self.notes)
+        data["overhead_bytes"] = self.overhead_bytes
+        data["total_bytes"] = self.total_bytes
+        data["model_states_bytes"] = self.model_states_bytes
+        data["allocated_bytes"] = self.allocated_bytes
+        return data
+
+
+def _bytes_per_value(precision: str) -> int:
+    return 4 if precision == "fp32" else 2
+
+
+def _weight_bytes_per_param(precision: str) -> float:
+    # int4 with a 16-bit scale per group of 128 weights (GPTQ/AWQ/bnb nf4 style).
+    return {"fp32": 4.0, "int8": 1.0 + 2 / 128, "int4": 0.5 + 2 / 128}.get(precision, 2.0)
+
+
+def _moment_bytes(optimizer: str, value_bytes: int, params: int, hidden: int) -> float:
+    """Optimizer moments per parameter (master weights are counted apart)."""
+    if optimizer == "sgd":
+        return 0.0
+    if optimizer == "sgd-momentum":
+        return float(value_bytes)
+    if optimizer in ("adam", "adamw"):
+        return 2.0 * value_bytes
+    if optimizer == "adam-8bit":
+        # bitsandbytes: two uint8 moments + one fp32 absmax per 2048-value block.
+        return 2.0 + 2 * 4 / 2048
+    # Adafactor without momentum keeps a row and a column second-moment vector
+    # per matrix: ~ (rows + cols) / (rows * cols) ≈ 2 / hidden values per weight.
+    d = hidden or max(256, int(math.sqrt(max(params, 1) / 12)))
+    return 4.0 * 2.0 / d
+
+
+def _check_int(field_name: str, value: int, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise SizingError(field_name, _ERR_POSITIVE, minimum=minimum)
+
+
+def _check_choice(field_name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise SizingError(field_name, _ERR_CHOICE, value=value, choices=", ".join(choices))
+
+
+def validate(model: ModelSpec, setup: Setup) -> None:
+    """Raise SizingError naming the first field that makes no sense."""
+    if model.is_transformer:
+        for name in ("layers", "hidden", "heads", "ffn"):
+            _check_int(name, getattr(model, name))
+        _check_int("kv_heads", model.kv_heads)
+        if model.hidden % model.heads:
+            raise SizingError("heads", _ERR_HEADS, heads=model.heads, hidden=model.hidden)
+        if model.heads % model.kv_heads:
+            raise SizingError("kv_heads", _ERR_KV, kv_heads=model.kv_heads, heads=model.heads)
+        if model.kind != "vit":
+            _check_int("vocab", model.vocab)
+    elif model.parameter_count() <= 0:
+        raise SizingError("params", _ERR_NUMBER)
+    _check_int("batch", setup.batch)
+    _check_int("gpus", setup.gpus)
+    _check_choice("mode", setup.mode, ("train", "inference"))
+    _check_choice("precision", setup.precision, PRECISIONS)
+    _check_choice("optimizer", setup.optimizer, OPTIMIZERS)
+    if setup.zero not in (0, 1, 2, 3) or isinstance(setup.zero, bool):
+        raise SizingError("zero", _ERR_ZERO)
+    _check_int("gen_tokens", setup.gen_tokens, minimum=0)
+    _check_int("cuda_context_bytes", setup.cuda_context_bytes, minimum=0)
+    if model.kind in ("vit", "cnn"):
+        _check_int("image_size", setup.image_size, minimum=0)
+        if model.kind == "vit":
+            size = setup.image_size or model.image_size
+            if size % model.patch_size:
+                raise SizingError("image_size", _ERR_PATCH, image=size, patch=model.patch_size)
+    else:
+        _check_int("seq", setup.seq)
+        total = setup.seq + (setup.gen_tokens if setup.mode == "inference" else 0)
+        if model.max_positions and total > model.max_positions:
+            raise SizingError("seq", _ERR_SEQ_LIMIT, seq=total, limit=model.max_positions)
+    if setup.mode == "train" and setup.precision in ("int8", "int4"):
+        raise SizingError("precision", _ERR_INT_TRAIN, precision=setup.precision)
+
+
+# --------------------------------------------------------------------------- activations
+
+
+def _layer_activation_bytes(model: ModelSpec, setup: Setup, s: int) -> float:
+    """Bytes one transformer block keeps for backward (Korthikanti et al. 2022).
+
+    The paper's 34·sbh + 5·as²b (16-bit values, 1-byte dropout masks, FFN=4h)
+    decomposed into saved tensors so that GQA, other FFN sizes, gated FFNs,
+    fp32, autocast and fused attention each change only their own term:
+    attention keeps its input, Q, K, V and the projection input; the FFN its
+    input and every intermediate; the two norms their inputs. Under autocast
+    norms and softmax run in fp32 (4 bytes) and the fp16 copy of the softmax
+    output is kept for the V matmul.
+    """
+    b, h, a = setup.batch, model.hidden, model.heads
+    amp = setup.precision.startswith("amp")
+    v = _bytes_per_value(setup.precision)
+    sbh = s * b * h
+    kv_ratio = model.kv_heads / model.heads
+    attn_elems = 3 + 2 * kv_ratio  # input, Q, proj input + K, V
+    ffn_elems = 1 + (4 if model.gated_ffn else 2) * model.ffn / h
+    norm_bytes = 4 if amp else v
+    masks = 2 if model.dropout else 0  # after attention projection and after FFN
+    total = sbh * ((attn_elems + ffn_elems) * v + 2 * norm_bytes + masks)
+    if not setup.flash_attention:
+        as2b = a * s * s * b
+        soft = 4 if amp else v
+        scores = soft + (2 if amp else 0)  # softmax output (+ its fp16 cast)
+        if model.dropout:
+            scores += soft + 1  # dropout output and its mask
+        total += as2b * scores
+    else:
+        total += 4 * a * s * b  # log-sum-exp per row
+    return total
+
+
+def activation_bytes(model: ModelSpec, setup: Setup) -> tuple[int, tuple[str, ...]]:
+    """Training activations per GPU at the backward-pass peak."""
+    notes: list[str] = []
+    b = setup.batch
+    v = _bytes_per_value(setup.precision)
+    if model.kind == "cnn":
+        size = setup.image_size or model.image_size
+        scale = (size / model.image_size) ** 2
+        elems = model.cnn_act_elements_per_image * scale * b
+        if setup.grad_checkpointing:
+            elems *= 0.25  # checkpointing every stage keeps ~a quarter (√-style)
+            notes.append("checkpointing: CNN activations taken as 1/4 (segment boundaries)")
+        inputs = b * model.channels * size * size * 4
+        return int(elems * v + inputs), tuple(notes)
+    if model.kind == "params":
+        if not (model.layers and model.hidden):
+            notes.append("activations need a shape (layers, hidden); counted as 0")
+            return 0, tuple(notes)
+        model = replace(model, kind="decoder", heads=max(1, model.hidden // 128),
+                        kv_heads=max(1, model.hidden // 128), ffn=4 * model.hidden, vocab=1)
+        notes.append("activations from layers/hidden with FFN=4h and 128-wide heads")
+    s = model.tokens_per_sample(setup.seq, setup.image_size)
+    h = model.hidden
+    layer = _layer_activation_bytes(model, setup, s)
+    if setup.grad_checkpointing:
+        # Full recomputation keeps each block's input, plus one block live.
+        per_layer_kept = s * b * h * (4 if setup.precision.startswith("amp") else v)
+        body = model.layers * per_layer_kept + layer
+    else:
+        body = model.layers * layer
+    # Embedding output (+ its dropout mask) and the final norm's input.
+    edges = s * b * h * (2 * v + (1 if model.dropout else 0))
+    if model.kind == "vit":
+        edges += b * model.channels * (setup.image_size or model.image_size) ** 2 * 4
+    head = 0.0
+    if model.kind == "decoder":
+        # LM head: logits, their fp32 log-softmax for the loss, and its
+        # gradient at the start of backward - b·s·V each.
+        head = b * s * model.vocab * (v + 4 + 4)
+    amp_cache = 0.0
+    if setup.precision.startswith("amp"):
+        # autocast caches a 16-bit copy of every weight until the forward ends.
+        amp_cache = 2.0 * model.parameter_count() / _weight_shards(setup)
+        notes.append("includes autocast's 16-bit weight cache (2 bytes/parameter)")
+    return int(body + edges + head + amp_cache), tuple(notes)
+
+
+def _weight_shards(setup: Setup) -> int:
+    return setup.gpus if setup.zero == 3 else 1
+
+
+def _inference_activation_bytes(model: ModelSpec, setup: Setup) -> int:
+    """The prefill's transient peak: one block's widest tensors plus logits."""
+    if not model.is_transformer:
+        size = setup.image_size or model.image_size
+        return int(model.cnn_act_elements_per_image * (size / max(model.image_size, 1)) ** 2
+                   * setup.batch * 2 * 0.1)
+    b, s, h = setup.batch, model.tokens_per_sample(setup.seq, setup.image_size), model.hidden
+    v = 2 if setup.precision != "fp32" else 4
+    widest = b * s * max(model.ffn * (2 if model.gated_ffn else 1), 3 * h) * v
+    scores = 0 if setup.flash_attention else b * model.heads * s * s * v
+    logits = b * model.vocab * 4 if model.kind == "decoder" else 0
+    return int(widest + scores + 2 * b * s * h * v + logits)
+
+
+def kv_cache_bytes(model: ModelSpec, setup: Setup) -> int:
+    """2 × layers × kv_heads × head_dim × tokens × batch × bytes."""
+    if setup.mode != "inference" or model.kind != "decoder":
+        return 0
+    tokens = setup.seq + setup.gen_tokens
+    v = 4 if setup.precision == "fp32" else 2
+    per_gpu = 2 * model.layers * model.kv_heads * model.head_dim * tokens * setup.batch * v
+    return int(per_gpu // setup.gpus) if setup.gpus > 1 else int(per_gpu)
+
+
+# --------------------------------------------------------------------------- estimate
+
+
+def estimate(model: ModelSpec, setup: Setup) -> Estimate:
+    """Per-GPU memory for ``model`` under ``setup``; raises SizingError."""
+    validate(model, setup)
+    psi = model.parameter_count()
+    n = setup.gpus
+    notes: list[str] = []
+    if setup.mode == "inference":
+        # Inference: tensor-parallel sharding across ``gpus`` when more than one.
+        weights = psi * _weight_bytes_per_param(setup.precision) / n
+        acts = _inference_activation_bytes(model, setup)
+        kv = kv_cache_bytes(model, setup)
+        return Estimate(int(weights), 0, 0, acts, kv, setup.cuda_context_bytes, 0, psi,
+                        notes=tuple(notes))
+
+    p = setup.precision
+    hidden = model.hidden
+    cpu = 0.0
+    comm = 0.0
+    if p.startswith("amp") and setup.zero >= 1:
+        # DeepSpeed mixed precision (the ZeRO paper): 16-bit weights and
+        # gradients, fp32 master weights + fp32 moments = K·Ψ, K = 12 for Adam.
+        w, g = 2.0, 2.0
+        opt = 4.0 + _moment_bytes(setup.optimizer, 4, psi, hidden)
+        notes.append("DeepSpeed mixed precision: 16-bit weights/grads, fp32 master + moments")
+    elif p.startswith("amp"):
+        # torch.autocast + GradScaler keep fp32 weights, grads and moments.
+        w, g = 4.0, 4.0
+        opt = _moment_bytes(setup.optimizer, 4, psi, hidden)
+    else:
+        v = _bytes_per_value(p)
+        w, g = float(v), float(v)
+        opt = _moment_bytes(setup.optimizer, v, psi, hidden)
+    weights, grads, optim = w * psi, g * psi, opt * psi
+    if setup.zero >= 1:
+        optim /= n
+    if setup.zero >= 2:
+        grads /= n
+    if setup.zero >= 3:
+        weights /= n
+        # DeepSpeed's ZeRO-3 estimator: 4 × the largest layer's parameters live.
+        largest = _largest_layer_params(model)
+        comm += 4 * largest * 2
+        notes.append("ZeRO-3 working set: 4 × largest layer's 16-bit parameters")
+    if setup.offload and setup.zero >= 1:
+        cpu += optim * OFFLOAD_BUFFER_FACTOR
+        optim = 0.0
+        if setup.zero >= 3:
+            cpu += weights * OFFLOAD_BUFFER_FACTOR
+            weights = 0.0
+        notes.append("ZeRO-Offload: states on CPU RAM with DeepSpeed's 1.5× buffer")
+    if n > 1 and setup.zero == 0:
+        comm += g * psi
+        notes.append(DDP_BUCKET_NOTE)
+    acts, act_notes = activation_bytes(model, setup)
+    notes.extend(act_notes)
+    return Estimate(
+        weights_bytes=int(round(weights)), gradients_bytes=int(round(grads)),
+        optimizer_bytes=int(round(optim)), activations_bytes=acts, kv_cache_bytes=0,
+        cuda_context_bytes=setup.cuda_context_bytes, comm_buffer_bytes=int(comm), params=psi,
+        cpu_offload_bytes=int(cpu), notes=tuple(notes),
+    )
+
+
+def _largest_layer_params(model: ModelSpec) -> int:
+    if model.is_transformer:
+        h = model.hidden
+        emb = model.vocab * h if model.kind != "vit" else 0
+        return max(emb, h * model.ffn, h * h)
+    return int(math.sqrt(model.parameter_count())) * 64
+
+
+# --------------------------------------------------------------------------- questions
+
+
+def fits(model: ModelSpec, setup: Setup, gpu_bytes: int) -> bool:
+    return estimate(model, setup).total_bytes <= gpu_bytes
+
+
+def largest_batch(model: ModelSpec, setup: Setup, gpu_bytes: int, limit: int = 1 << 16) -> int:
+    """The largest per-GPU batch that fits (0 if not even batch 1 does)."""
+    if not fits(model, replace(setup, batch=1), gpu_bytes):
+        return 0
+    lo, hi = 1, 2
+    while hi <= limit and fits(model, replace(setup, batch=hi), gpu_bytes):
+        lo, hi = hi, hi * 2
+    hi = min(hi, limit + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(model, replace(setup, batch=mid), gpu_bytes):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@dataclass(frozen=True)
+class ParallelPlan:
+    gpus: int
+    zero: int
+    offload: bool
+    estimate: Estimate
+
+
+def smallest_parallel_plan(model: ModelSpec, setup: Setup, gpu_bytes: int,
+                           max_gpus: int = 512) -> ParallelPlan | None:
+    """Fewest GPUs (then the lowest ZeRO stage, then no offload) that fit.
+
+    Lower stages communicate less, so for the same GPU count they win.
+    """
+    counts = [1]
+    while counts[-1] < max_gpus:
+        counts.append(counts[-1] * 2)
+    stages = (0,) if setup.mode == "inference" else (0, 1, 2, 3)
+    for n in counts:
+        for offload in (False, True):
+            for stage in stages:
+                if offload and stage == 0:
+                    continue
+                trial = replace(setup, gpus=n, zero=stage, offload=offload)
+                est = estimate(model, trial)
+                if est.total_bytes <= gpu_bytes:
+                    return ParallelPlan(n, stage, offload, est)
+    return None
+
+
+# --------------------------------------------------------------------------- time
+
+
+@dataclass(frozen=True)
+class Workload:
+    """How much work finishing the job is: tokens for text, samples for images."""
+
+    tokens: float = 0.0  # training tokens (all epochs) or tokens generated
+    samples: float = 0.0  # images (all epochs) for vision models
+    mfu: float = 0.35  # model FLOPs utilisation the user expects
+
+    def __post_init__(self) -> None:
+        if not 0 < self.mfu <= 1:
+            raise SizingError("mfu", _ERR_MFU)
+        if self.tokens < 0 or self.samples < 0:
+            raise SizingError("tokens", _ERR_NUMBER)
+
+
+FLOPS_FORMULA = {
+    "transformer-train": "6·Ψ·tokens + 12·layers·hidden·seq·tokens (attention); ×4/3 with "
+                         "gradient checkpointing (one extra forward)",
+    "cnn-train": "3 × forward FLOPs per image × images (backward ≈ 2× forward)",
+    "inference": "2·Ψ per generated token (+ 2·Ψ·prompt per request)",
+}
+
+
+def job_flops(model: ModelSpec, setup: Setup, work: Workload) -> float:
+    """Total FLOPs to finish; formulas in FLOPS_FORMULA."""
+    psi = model.parameter_count()
+    if setup.mode == "inference":
+        if setup.gen_tokens:
+            requests = work.tokens / setup.gen_tokens
+            return 2.0 * psi * (work.tokens + requests * setup.seq)
+        return 2.0 * psi * work.tokens
+    recompute = 4 / 3 if setup.grad_checkpointing else 1.0
+    if model.kind == "cnn":
+        size = setup.image_size or model.image_size
+        fwd = model.cnn_forward_flops_per_image * (size / model.image_size) ** 2
+        return 3.0 * fwd * work.samples * recompute
+    if model.kind == "vit":
+        tokens = work.samples * model.tokens_per_sample(0, setup.image_size)
+        s = model.tokens_per_sample(0, setup.image_size)
+    else:
+        tokens, s = work.tokens, setup.seq
+    attn = 12.0 * model.layers * model.hidden * s
+    return (6.0 * psi + attn) * tokens * recompute
+
+
+def hours_to_finish(flops: float, gpus: int, peak_tflops: float, mfu: float) -> float:
+    """Wall-clock hours at ``mfu`` of the GPUs' dense peak at this precision."""
+    if peak_tflops <= 0 or gpus <= 0:
+        return math.inf
+    return flops / (gpus * peak_tflops * 1e12 * mfu) / 3600.0
