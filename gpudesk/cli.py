@@ -1,0 +1,182 @@
+"""Headless ``gpudesk <verb>``: the same services the window uses, for scripts.
+
+Never imports Qt. Bad input prints one line naming the field and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from gpudesk import sizing
+from gpudesk.services.planner import Job, RankedOffer, format_bytes, rank_catalog
+
+LINES = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"),
+         ("optimizer", "optimizer_bytes"), ("activations", "activations_bytes"),
+         ("kv cache", "kv_cache_bytes"), ("overhead", "overhead_bytes"),
+         ("total", "total_bytes"))
+
+
+def _number(text: str) -> float:
+    """Accept 7.5e9, 7_500_000_000, 7.5B, 1.3M, 50k."""
+    t = text.strip().replace("_", "").lower()
+    scale = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}.get(t[-1:], 0)
+    try:
+        return float(t[:-1]) * scale if scale else float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+
+
+def _add_size_flags(p: argparse.ArgumentParser) -> None:
+    m = p.add_argument_group("model (one of)")
+    m.add_argument("--model", metavar="PRESET", help="a preset: " + ", ".join(sizing.PRESETS))
+    m.add_argument("--params", type=_number, metavar="N", help="parameter count, e.g. 7.5e9")
+    for name in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab"):
+        m.add_argument(f"--{name}", type=int, help=f"transformer shape: {name}")
+    m.add_argument("--gated-ffn", action="store_true", help="SwiGLU FFN (llama-style)")
+    s = p.add_argument_group("setup")
+    s.add_argument("--batch", type=int, default=1, help="per-GPU micro-batch (default 1)")
+    s.add_argument("--seq", type=int, default=512, help="sequence length / prompt tokens")
+    s.add_argument("--image-size", type=int, default=0, help="vision models (default native)")
+    s.add_argument("--mode", choices=("train", "inference"), default="train")
+    s.add_argument("--gen-tokens", type=int, default=0, help="inference: tokens generated")
+    s.add_argument("--precision", choices=sizing.PRECISIONS, default="amp-bf16")
+    s.add_argument("--optimizer", choices=sizing.OPTIMIZERS, default="adamw")
+    s.add_argument("--grad-checkpointing", action="store_true")
+    s.add_argument("--flash-attention", action="store_true")
+    s.add_argument("--gpus", type=int, default=1)
+    s.add_argument("--zero", type=int, default=0, choices=(0, 1, 2, 3))
+    s.add_argument("--offload", action="store_true", help="ZeRO-Offload to CPU")
+    s.add_argument("--cuda-context-mib", type=int, default=sizing.DEFAULT_CUDA_CONTEXT_BYTES
+                   // sizing.MIB, help="CUDA context counted by nvidia-smi (default 500)")
+    w = p.add_argument_group("work to finish (for time and cost)")
+    w.add_argument("--tokens", type=_number, default=0.0, help="training tokens, all epochs")
+    w.add_argument("--samples", type=_number, default=0.0, help="images, all epochs")
+    w.add_argument("--mfu", type=float, default=0.35, help="model FLOPs utilisation (0-1)")
+
+
+def _model(a: argparse.Namespace) -> sizing.ModelSpec:
+    shape = [a.layers, a.hidden, a.heads, a.ffn, a.vocab]
+    if a.model:
+        model = sizing.preset(a.model)
+        overrides = {k: v for k, v in (("layers", a.layers), ("hidden", a.hidden),
+                                       ("heads", a.heads), ("kv_heads", a.kv_heads),
+                                       ("ffn", a.ffn), ("vocab", a.vocab)) if v is not None}
+        return replace(model, **overrides) if overrides else model
+    if a.params is not None:
+        return sizing.params_model(a.params, layers=a.layers or 0, hidden=a.hidden or 0)
+    if any(v is not None for v in shape):
+        hidden = a.hidden or 0
+        return sizing.ModelSpec(
+            name="custom transformer", kind="decoder", layers=a.layers or 0, hidden=hidden,
+            heads=a.heads or 0, kv_heads=a.kv_heads or a.heads or 0,
+            ffn=a.ffn if a.ffn is not None else 4 * hidden, vocab=a.vocab or 0,
+            gated_ffn=a.gated_ffn, tied_embeddings=not a.gated_ffn,
+        )
+    raise sizing.SizingError("model", "give --model PRESET, --params N or a shape "
+                             "(--layers --hidden --heads --vocab)")
+
+
+def _job(a: argparse.Namespace) -> Job:
+    model = _model(a)
+    setup = sizing.Setup(
+        batch=a.batch, seq=a.seq, image_size=a.image_size, mode=a.mode,
+        precision=a.precision, optimizer=a.optimizer, grad_checkpointing=a.grad_checkpointing,
+        flash_attention=a.flash_attention, gpus=a.gpus, zero=a.zero, offload=a.offload,
+        gen_tokens=a.gen_tokens, cuda_context_bytes=a.cuda_context_mib * sizing.MIB,
+    )
+    sizing.validate(model, setup)
+    return Job(model, setup, sizing.Workload(tokens=a.tokens, samples=a.samples, mfu=a.mfu))
+
+
+def _cmd_size(a: argparse.Namespace) -> int:
+    job = _job(a)
+    est = sizing.estimate(job.model, job.setup)
+    if a.json:
+        out: dict[str, Any] = {"model": job.model.name, **est.to_json()}
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{job.model.name}: {est.params / 1e6:,.1f} M parameters, per GPU "
+          f"({job.setup.gpus} GPU{'s' if job.setup.gpus > 1 else ''}, ZeRO {job.setup.zero})")
+    for label, key in LINES:
+        value = est.to_json()[key]
+        print(f"  {label:<12} {format_bytes(value):>12}")
+    print(f"  (total is comparable to nvidia-smi 'used'; "
+          f"{format_bytes(est.allocated_bytes)} to torch.cuda.max_memory_allocated)")
+    if est.cpu_offload_bytes:
+        print(f"  CPU RAM for offloaded states: {format_bytes(est.cpu_offload_bytes)}")
+    for note in est.notes:
+        print(f"  note: {note}")
+    return 0
+
+
+def _offer_row(r: RankedOffer) -> str:
+    o = r.offer
+    hours = "-" if not r.fits else f"{r.hours:,.1f} h"
+    cost = "-" if not r.fits else f"${r.cost:,.2f}"
+    return (f"{o.provider:<8}{o.instance_type:<22}{o.region:<15}{o.gpu_count:>2}×"
+            f"{o.gpu.name:<11}${r.price_per_hour:>8.3f}/h {hours:>12} {cost:>12}  "
+            f"{r.reason_text}")
+
+
+def _cmd_offers(a: argparse.Namespace) -> int:
+    from gpudesk.services.catalog import load_catalog
+
+    job = _job(a)
+    catalog = load_catalog()
+    ranked = rank_catalog(job, catalog, provider=a.provider, region=a.region, spot=a.spot,
+                          max_price=a.max_price, sort=a.sort)
+    if not a.all:
+        ranked = [r for r in ranked if r.fits] + [r for r in ranked if not r.fits][: a.limit]
+    if a.json:
+        print(json.dumps({"catalog_price_date": catalog.oldest_price_date.isoformat(),
+                          "catalog_age_days": catalog.age_days(),
+                          "offers": [r.to_json() for r in ranked]}, indent=2))
+        return 0
+    print(f"Prices from {catalog.oldest_price_date.isoformat()} "
+          f"({catalog.age_days()} days old); MFU {job.work.mfu:.0%}")
+    for r in ranked:
+        print(_offer_row(r))
+    if not any(r.fits for r in ranked):
+        print("No offer fits; try gradient checkpointing, a smaller batch or ZeRO.")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpudesk", description="Plan, rent and watch GPUs.")
+    sub = parser.add_subparsers(dest="verb", required=True)
+    p = sub.add_parser("size", help="per-GPU memory for a training or inference job")
+    _add_size_flags(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_size)
+    p = sub.add_parser("offers", help="offers that fit, ranked by cost to finish")
+    _add_size_flags(p)
+    p.add_argument("--provider", choices=("aws", "tencent"))
+    p.add_argument("--region")
+    p.add_argument("--spot", action="store_true")
+    p.add_argument("--max-price", type=float, help="USD per hour")
+    p.add_argument("--sort", choices=("cost", "price", "headroom", "hours"), default="cost")
+    p.add_argument("--all", action="store_true", help="list every offer that does not fit")
+    p.add_argument("--limit", type=int, default=5, help="offers that don't fit to show")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_offers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    try:
+        result: int = args.func(args)
+        return result
+    except sizing.SizingError as err:
+        print(f"gpudesk: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
