@@ -1,0 +1,120 @@
+"""Start-up time: process start to main window shown, gpudesk vs a bare PySide6 window.
+
+Both are measured the same way: the wall clock just before the process is
+spawned, and the ``shown-at <time.time()>`` line the process prints on the
+first event-loop turn after ``show()``. Goal: gpudesk within 1.5x of the bare
+window. Runs offscreen, alternating the two, after one discarded warm-up each.
+
+    python -m benchmarks.bench_startup [runs]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+RUNS = 5
+GOAL_RATIO = 1.5
+
+BARE_WINDOW = """
+import sys, time
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication, QMainWindow
+
+app = QApplication(sys.argv)
+window = QMainWindow()
+window.show()
+
+def shown():
+    print(f"shown-at {time.time():.6f}", file=sys.stderr, flush=True)
+    QTimer.singleShot(1, app.quit)
+
+QTimer.singleShot(0, shown)
+sys.exit(app.exec())
+"""
+
+_SHOWN = re.compile(r"^shown-at (\d+\.\d+)$", re.M)
+_TORCH = re.compile(r"^import time:.*\|\s*torch(\.\S+)?\s*$", re.M)
+
+
+def _env(home: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        QT_QPA_PLATFORM="offscreen",
+        GPUDESK_HOME=home,
+        GPUDESK_QUIT_AFTER_MS="1",
+        GPUDESK_REPORT_SHOWN="1",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+    )
+    return env
+
+
+def _time_to_shown(args: list[str], env: dict[str, str]) -> float:
+    start = time.time()
+    result = subprocess.run(
+        [sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    match = _SHOWN.search(result.stderr)
+    if result.returncode != 0 or match is None:
+        raise RuntimeError(
+            f"{' '.join(args)} failed (exit {result.returncode}):\n{result.stderr[-2000:]}"
+        )
+    return float(match.group(1)) - start
+
+
+def main(runs: int = RUNS) -> dict[str, Any]:
+    gpudesk_args = ["-m", "gpudesk"]
+    bare_args = ["-c", BARE_WINDOW]
+    with tempfile.TemporaryDirectory(prefix="gpudesk-bench-") as home:
+        env = _env(home)
+        _time_to_shown(gpudesk_args, env)  # warm-up: disk cache, .pyc files
+        _time_to_shown(bare_args, env)
+        gpudesk_times: list[float] = []
+        bare_times: list[float] = []
+        for _ in range(runs):
+            gpudesk_times.append(_time_to_shown(gpudesk_args, env))
+            bare_times.append(_time_to_shown(bare_args, env))
+        check = subprocess.run(
+            [sys.executable, "-X", "importtime", *gpudesk_args],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    gpudesk_median = statistics.median(gpudesk_times)
+    bare_median = statistics.median(bare_times)
+    ratio = gpudesk_median / bare_median
+    torch_imported = bool(_TORCH.search(check.stderr))
+    result = {
+        "runs": runs,
+        "gpudesk_median_s": round(gpudesk_median, 4),
+        "bare_pyside6_median_s": round(bare_median, 4),
+        "ratio": round(ratio, 3),
+        "goal_ratio": GOAL_RATIO,
+        "goal_met": ratio <= GOAL_RATIO,
+        "torch_imported": torch_imported,
+    }
+    print(f"startup to window shown, median of {runs} (offscreen):")
+    print(f"  gpudesk       {gpudesk_median:.3f} s  {_fmt(gpudesk_times)}")
+    print(f"  bare PySide6  {bare_median:.3f} s  {_fmt(bare_times)}")
+    verdict = "met" if ratio <= GOAL_RATIO else "MISSED"
+    print(f"  ratio         {ratio:.2f}x (goal <= {GOAL_RATIO}x: {verdict})")
+    print(f"  torch imported at start-up: {'YES' if torch_imported else 'no'}")
+    return result
+
+
+def _fmt(times: list[float]) -> str:
+    return "[" + ", ".join(f"{t:.3f}" for t in times) + "]"
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else RUNS)

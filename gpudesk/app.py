@@ -1,0 +1,144 @@
+"""Start the window: QApplication, translations, logging, and the qasync event loop.
+
+Environment variables (used by tests, benchmarks and the frozen-app check):
+
+``GPUDESK_QUIT_AFTER_MS=N``
+    quit N milliseconds after the main window is shown; the exit status is 0.
+``GPUDESK_REPORT_SHOWN=1``
+    print ``shown-at <time.time()>`` to stderr once the window is shown and the
+    event loop is running (``benchmarks/bench_startup.py`` reads it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import logging.handlers
+import os
+import sys
+import time
+from types import TracebackType
+from typing import Any
+
+from gpudesk import __version__
+from gpudesk.services import paths
+
+log = logging.getLogger("gpudesk")
+
+QUIT_AFTER_ENV = "GPUDESK_QUIT_AFTER_MS"
+REPORT_SHOWN_ENV = "GPUDESK_REPORT_SHOWN"
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def setup_logging(level: int = logging.INFO) -> None:
+    """Log to a rotating file in the user log folder, and warnings to stderr."""
+    root = logging.getLogger()
+    root.setLevel(level)
+    if any(getattr(h, "_gpudesk", False) for h in root.handlers):
+        return
+    try:
+        file_handler: logging.Handler = logging.handlers.RotatingFileHandler(
+            paths.log_file(), maxBytes=2_000_000, backupCount=3, encoding="utf-8"
+        )
+    except OSError as exc:  # a read-only home must not stop the app
+        file_handler = logging.NullHandler()
+        if sys.stderr is not None:
+            print(f"gpudesk: cannot open the log file: {exc}", file=sys.stderr)
+    file_handler.setFormatter(logging.Formatter(_LOG_FORMAT))
+    handlers = [file_handler]
+    if sys.stderr is not None:  # None under a Windows gui-script
+        stderr_handler = logging.StreamHandler(sys.stderr)
+        stderr_handler.setLevel(logging.WARNING)
+        stderr_handler.setFormatter(logging.Formatter(_LOG_FORMAT))
+        handlers.append(stderr_handler)
+    for handler in handlers:
+        handler._gpudesk = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+
+
+def _excepthook(
+    exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
+) -> None:
+    if issubclass(exc_type, KeyboardInterrupt):
+        sys.__excepthook__(exc_type, exc, tb)
+        return
+    log.critical("Unhandled exception", exc_info=(exc_type, exc, tb))
+
+
+def _loop_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    exc = context.get("exception")
+    message = context.get("message", "Unhandled exception in the event loop")
+    if isinstance(exc, BaseException):
+        log.critical("%s", message, exc_info=(type(exc), exc, exc.__traceback__))
+    else:
+        log.critical("%s: %r", message, context)
+
+
+def _quit_after_ms() -> int | None:
+    value = os.environ.get(QUIT_AFTER_ENV, "").strip()
+    if not value:
+        return None
+    try:
+        ms = int(value)
+    except ValueError:
+        log.warning("ignoring %s=%r: not a whole number of milliseconds", QUIT_AFTER_ENV, value)
+        return None
+    return max(ms, 0)
+
+
+def run_gui() -> int:
+    """Run the desktop app until its last window closes; return the exit status."""
+    setup_logging()
+    sys.excepthook = _excepthook
+    log.info("gpudesk %s starting (Python %s)", __version__, sys.version.split()[0])
+
+    import qasync
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from gpudesk.services.settings import load_settings
+    from gpudesk.ui.i18n import install_translator
+    from gpudesk.ui.main_window import MainWindow
+
+    settings = load_settings()
+
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(sys.argv)
+    app.setApplicationName("gpudesk")
+    app.setOrganizationName("gpudesk")
+    app.setApplicationVersion(__version__)
+    language = install_translator(app, settings.language)
+    log.info("user interface language: %s (setting: %s)", language, settings.language)
+
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    loop.set_exception_handler(_loop_exception_handler)
+    quitting: asyncio.Future[None] = loop.create_future()
+
+    def on_about_to_quit() -> None:
+        if not quitting.done():
+            quitting.set_result(None)
+
+    app.aboutToQuit.connect(on_about_to_quit)
+
+    window = MainWindow(settings)
+    window.show()
+
+    quit_after = _quit_after_ms()
+    report_shown = os.environ.get(REPORT_SHOWN_ENV, "") not in ("", "0")
+
+    def on_shown() -> None:
+        # Runs on the first turn of the event loop after show(): the window is up.
+        if report_shown and sys.stderr is not None:
+            print(f"shown-at {time.time():.6f}", file=sys.stderr, flush=True)
+        if quit_after is not None:
+            log.info("quitting %d ms after the window was shown (%s)", quit_after, QUIT_AFTER_ENV)
+            QTimer.singleShot(quit_after, app.quit)
+
+    QTimer.singleShot(0, on_shown)
+
+    with loop:
+        loop.run_until_complete(quitting)
+    del window
+    log.info("gpudesk stopped")
+    return 0

@@ -1,0 +1,45 @@
+"""Start the real app the way a user does (``python -m gpudesk``) and let it quit itself."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+# `-X importtime` writes one line per imported module: "import time: self | cumulative | name".
+_IMPORT_LINE = re.compile(r"^import time:\s*\d+\s*\|\s*\d+\s*\|\s*(?P<name>\S+)\s*$", re.M)
+
+
+def test_gui_starts_shows_window_and_quits(gpudesk_home: Path) -> None:
+    env = dict(os.environ)
+    env.update(
+        GPUDESK_HOME=str(gpudesk_home),
+        GPUDESK_QUIT_AFTER_MS="300",
+        GPUDESK_REPORT_SHOWN="1",
+        QT_QPA_PLATFORM=env.get("QT_QPA_PLATFORM", "offscreen"),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+    )
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "gpudesk"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    tail = result.stderr[-4000:]
+    assert result.returncode == 0, tail
+    assert re.search(r"^shown-at \d+\.\d+$", result.stderr, re.M), "window never shown:\n" + tail
+
+    modules = {m.group("name").strip() for m in _IMPORT_LINE.finditer(result.stderr)}
+    # The import log must be real, or the torch check below would pass vacuously.
+    assert {"gpudesk.app", "PySide6.QtWidgets", "qasync"} <= modules
+    torch_modules = sorted(m for m in modules if m == "torch" or m.startswith("torch."))
+    assert torch_modules == [], "starting the window must not import torch"
+
+    log_file = gpudesk_home / "log" / "gpudesk.log"
+    assert "starting" in log_file.read_text(encoding="utf-8")
