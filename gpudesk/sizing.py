@@ -418,6 +418,16 @@ def _layer_activation_bytes(model: ModelSpec, setup: Setup, s: int) -> float:
 
 def activation_bytes(model: ModelSpec, setup: Setup) -> tuple[int, tuple[str, ...]]:
     """Training activations per GPU at the backward-pass peak."""
+    acts, notes = _stored_activation_bytes(model, setup)
+    if setup.precision.startswith("amp"):
+        # autocast caches a 16-bit copy of every weight until the forward ends.
+        acts += int(2.0 * model.parameter_count() / _weight_shards(setup))
+        notes += ("includes autocast's 16-bit weight cache (2 bytes/parameter)",)
+    return acts, notes
+
+
+def _stored_activation_bytes(model: ModelSpec, setup: Setup) -> tuple[int, tuple[str, ...]]:
+    """What autograd saves for backward, plus the loss head's logits."""
     notes: list[str] = []
     b = setup.batch
     v = _bytes_per_value(setup.precision)
@@ -455,12 +465,7 @@ def activation_bytes(model: ModelSpec, setup: Setup) -> tuple[int, tuple[str, ..
         # LM head: logits, their fp32 log-softmax for the loss, and its
         # gradient at the start of backward - b·s·V each.
         head = b * s * model.vocab * (v + 4 + 4)
-    amp_cache = 0.0
-    if setup.precision.startswith("amp"):
-        # autocast caches a 16-bit copy of every weight until the forward ends.
-        amp_cache = 2.0 * model.parameter_count() / _weight_shards(setup)
-        notes.append("includes autocast's 16-bit weight cache (2 bytes/parameter)")
-    return int(body + edges + head + amp_cache), tuple(notes)
+    return int(body + edges + head), tuple(notes)
 
 
 def _weight_shards(setup: Setup) -> int:
