@@ -8,6 +8,8 @@ set -euo pipefail
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$SCRIPT")/.."
 PYTHON=${PYTHON:-python3}
+
+bash scripts/system-deps.sh
 VENV=.venv
 
 if [[ ! -x "$VENV/bin/python" ]]; then
