@@ -146,6 +146,31 @@ def _cmd_offers(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_trace(a: argparse.Namespace) -> int:
+    from gpudesk import tracing
+
+    if not tracing.torch_available():
+        print("gpudesk: error: tracing needs PyTorch: pip install 'gpudesk[trace]' "
+              "(the analytical estimate, `gpudesk size`, needs nothing)", file=sys.stderr)
+        return 2
+    setup = sizing.Setup(batch=a.batch, mode=a.mode, precision=a.precision,
+                         optimizer=a.optimizer)
+    try:
+        result = tracing.trace_model(a.target, a.input, setup)
+    except tracing.TraceError as err:
+        print(f"gpudesk: error: {err}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps(result.to_json(), indent=2))
+        return 0
+    print(f"{a.target}: {result.params / 1e6:,.2f} M parameters, traced on {result.device}")
+    for label in ("weights", "gradients", "optimizer", "activations", "temp", "peak"):
+        print(f"  {label:<12} {format_bytes(getattr(result, label + '_bytes')):>12}")
+    for note in result.notes:
+        print(f"  note: {note}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpudesk", description="Plan, rent and watch GPUs.")
     sub = parser.add_subparsers(dest="verb", required=True)
@@ -164,6 +189,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=5, help="offers that don't fit to show")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_offers)
+    p = sub.add_parser("trace", help="measure your own nn.Module under fake tensors (torch)")
+    p.add_argument("target", help="package.module:function or path/file.py:function")
+    p.add_argument("--input", required=True,
+                   help="example input, e.g. 'float32[8,3,224,224]' or 'int64[4,512]<50257'")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--mode", choices=("train", "inference"), default="train")
+    p.add_argument("--precision", choices=sizing.TRAIN_PRECISIONS, default="fp32")
+    p.add_argument("--optimizer", choices=sizing.OPTIMIZERS, default="adamw")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_trace)
     return parser
 
 

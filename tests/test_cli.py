@@ -88,3 +88,23 @@ def test_human_output_lists_every_line() -> None:
     for label in ("weights", "gradients", "optimizer", "activations", "kv cache", "overhead",
                   "total"):
         assert label in proc.stdout
+
+
+def test_trace_verb_measures_a_module_file() -> None:
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    target = f"{Path(__file__).parent / 'fixtures_models.py'}:make_mlp"
+    proc = run_cli("trace", target, "--input", "float32[32,256]", "--optimizer", "adam",
+                   "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["weights_bytes"] == 4 * data["params"]
+    assert data["optimizer_bytes"] == 8 * data["params"]
+
+
+def test_trace_verb_failure_is_one_readable_paragraph() -> None:
+    proc = run_cli("trace", "no_such_module_xyz:build", "--input", "float32[1,4]")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("gpudesk: error:")
