@@ -1,0 +1,51 @@
+"""The "Trace my model" dialog runs a real fake-tensor trace off the GUI thread."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("qasync")
+
+from gpudesk import sizing  # noqa: E402
+from gpudesk.services.planner import format_bytes  # noqa: E402
+from gpudesk.ui.trace_dialog import TraceDialog  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "fixtures_models.py"
+
+
+def test_trace_dialog_shows_measured_lines(qtbot, loop) -> None:  # type: ignore[no-untyped-def]
+    dialog = TraceDialog(sizing.Setup(batch=32, precision="fp32", optimizer="adam"))
+    qtbot.addWidget(dialog)
+    dialog.target.setText(f"{FIXTURES}:make_mlp")
+    dialog.input_spec.setText("float32[8,256]")
+    dialog.run_button.click()
+    qtbot.waitUntil(lambda: dialog.result is not None, timeout=60_000)
+    result = dialog.result
+    assert result is not None
+    assert result.weights_bytes == 4 * result.params
+    assert result.optimizer_bytes == 8 * result.params
+    item = dialog.table.item(0, 0)
+    assert item is not None and item.text() == format_bytes(result.weights_bytes)
+    assert dialog.run_button.isEnabled()  # busy state ended
+
+
+def test_trace_dialog_failure_is_shown_in_words(qtbot, loop) -> None:  # type: ignore[no-untyped-def]
+    dialog = TraceDialog(sizing.Setup())
+    qtbot.addWidget(dialog)
+    dialog.target.setText("no_such_module_xyz:build")
+    dialog.input_spec.setText("float32[1,4]")
+    with qtbot.waitSignal(dialog.runner.finished, timeout=60_000):
+        dialog.run_button.click()
+    assert dialog.result is None
+    assert "no_such_module_xyz" in dialog.status.text()
+    assert "Traceback" not in dialog.status.text()
+
+
+def test_trace_dialog_needs_both_fields(qtbot) -> None:  # type: ignore[no-untyped-def]
+    dialog = TraceDialog(sizing.Setup())
+    qtbot.addWidget(dialog)
+    dialog.run_button.click()
+    assert dialog.result is None and not dialog.runner.busy
