@@ -22,8 +22,8 @@ def test_trace_dialog_shows_measured_lines(qtbot, loop) -> None:  # type: ignore
     dialog.target.setText(f"{FIXTURES}:make_mlp")
     dialog.input_spec.setText("float32[8,256]")
     dialog.run_button.click()
-    qtbot.waitUntil(lambda: dialog.result is not None, timeout=60_000)
-    result = dialog.result
+    qtbot.waitUntil(lambda: dialog.trace_result is not None, timeout=60_000)
+    result = dialog.trace_result
     assert result is not None
     assert result.weights_bytes == 4 * result.params
     assert result.optimizer_bytes == 8 * result.params
@@ -39,7 +39,7 @@ def test_trace_dialog_failure_is_shown_in_words(qtbot, loop) -> None:  # type: i
     dialog.input_spec.setText("float32[1,4]")
     with qtbot.waitSignal(dialog.runner.finished, timeout=60_000):
         dialog.run_button.click()
-    assert dialog.result is None
+    assert dialog.trace_result is None
     assert "no_such_module_xyz" in dialog.status.text()
     assert "Traceback" not in dialog.status.text()
 
@@ -48,4 +48,4 @@ def test_trace_dialog_needs_both_fields(qtbot) -> None:  # type: ignore[no-untyp
     dialog = TraceDialog(sizing.Setup())
     qtbot.addWidget(dialog)
     dialog.run_button.click()
-    assert dialog.result is None and not dialog.runner.busy
+    assert dialog.trace_result is None and not dialog.runner.busy

@@ -36,7 +36,7 @@ class TraceDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("traceDialog")
         self._setup = setup
-        self.result: tracing.TraceResult | None = None
+        self.trace_result: tracing.TraceResult | None = None
         self.target = QLineEdit(self)
         self.target.setObjectName("traceTarget")
         self.input_spec = QLineEdit(self)
@@ -90,7 +90,7 @@ class TraceDialog(QDialog):
             self.status.setText(self.tr(
                 "Tracing needs PyTorch, which is not installed. Install it with "
                 "pip install \"gpudesk[trace]\"; the analytical estimate needs nothing."))
-        elif self.result is None:
+        elif self.trace_result is None:
             self.status.setText(self.tr(
                 "Builds your model under fake tensors: no memory is used and no weights "
                 "are loaded. Batch, precision and optimizer come from the Plan page."))
@@ -110,7 +110,7 @@ class TraceDialog(QDialog):
                                  on_success=self._show)
 
     def _show(self, result: tracing.TraceResult) -> None:
-        self.result = result
+        self.trace_result = result
         for row, key in enumerate(LINES):
             value = getattr(result, f"{key}_bytes")
             self.table.setItem(row, 0, QTableWidgetItem(format_bytes(value)))
