@@ -1,0 +1,202 @@
+"""The main window: a navigation list of pages, the menus, and the catalog's age.
+
+Pages register with ``add_page(key, widget, title)`` where ``title`` is a
+function returning the translated name, so later pages (Account, Rent,
+Train, Watch) plug in without touching the menus or the language switch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt, QTimer
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QMessageBox,
+    QStackedWidget,
+    QWidget,
+)
+
+import gpudesk
+from gpudesk.services.catalog import Catalog
+from gpudesk.services.settings import Settings, save_settings
+from gpudesk.ui.i18n import install_translator
+from gpudesk.ui.plan_page import PlanPage
+
+log = logging.getLogger(__name__)
+
+LANGUAGE_NAMES = {"en": "English", "zh_CN": "简体中文"}  # each in its own language
+
+
+class MainWindow(QMainWindow):
+    """One window; pages on the left, File/View/Help menus, prices' age below."""
+
+    def __init__(self, settings: Settings, catalog: Catalog | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("mainWindow")
+        self.settings = settings
+        self._titles: list[Callable[[], str]] = []
+        self.nav = QListWidget(self)
+        self.nav.setObjectName("nav")
+        self.nav.setIconSize(QSize(20, 20))
+        self.nav.setMaximumWidth(110)
+        self.nav.setMinimumWidth(96)
+        self.pages = QStackedWidget(self)
+        self.nav.currentRowChanged.connect(self.pages.setCurrentIndex)
+        central = QWidget(self)
+        layout = QHBoxLayout(central)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.nav)
+        layout.addWidget(self.pages, 1)
+        self.setCentralWidget(central)
+
+        self.plan = PlanPage(settings, catalog, self)
+        self.add_page("plan", self.plan, lambda: self.tr("Plan"))
+        self.nav.setCurrentRow(0)
+        self.catalog_label = QLabel(self)
+        self.catalog_label.setObjectName("catalogAge")
+        self.statusBar().addPermanentWidget(self.catalog_label)
+        self.plan.catalog_changed.connect(lambda _c: self._show_catalog_age())
+        self._build_menus()
+        self.retranslate()
+        self.resize(1280, 800)
+        if catalog is None:
+            QTimer.singleShot(0, self._load_catalog)
+
+    def add_page(self, key: str, widget: QWidget, title: Callable[[], str]) -> None:
+        item = QListWidgetItem(title(), self.nav)
+        item.setData(Qt.ItemDataRole.UserRole, key)
+        item.setSizeHint(QSize(0, 36))
+        widget.setProperty("pageKey", key)
+        self.pages.addWidget(widget)
+        self._titles.append(title)
+
+    def _load_catalog(self) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no qasync loop (e.g. a bare QApplication): read it now
+            from gpudesk.services.catalog import load_catalog
+
+            self.plan.set_catalog(load_catalog())
+            return
+        self.plan.load_catalog_async()
+
+    # ----------------------------------------------------------------- menus
+
+    def _action(self, slot: Callable[[], object], shortcut: QKeySequence | None = None
+                ) -> QAction:
+        action = QAction(self)
+        action.triggered.connect(lambda _checked=False: slot())
+        if shortcut is not None:
+            action.setShortcut(shortcut)
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        self.file_menu = bar.addMenu("")
+        self.open_action = self._action(self.plan.open_plan_dialog,
+                                        QKeySequence(QKeySequence.StandardKey.Open))
+        self.save_action = self._action(self.plan.save_plan_dialog,
+                                        QKeySequence(QKeySequence.StandardKey.Save))
+        self.export_action = self._action(self.plan.export_csv_dialog)
+        self.quit_action = self._action(self.close, QKeySequence("Ctrl+Q"))
+        self.quit_action.setMenuRole(QAction.MenuRole.QuitRole)
+        for action in (self.open_action, self.save_action, self.export_action):
+            self.file_menu.addAction(action)
+        self.file_menu.addSeparator()
+        self.file_menu.addAction(self.quit_action)
+
+        self.view_menu = bar.addMenu("")
+        self.language_menu = self.view_menu.addMenu("")
+        self.language_group = QActionGroup(self)
+        self.language_actions: dict[str, QAction] = {}
+        for code in ("system", "en", "zh_CN"):
+            action = self._action(lambda c=code: self.set_language(c))  # type: ignore[misc]
+            action.setCheckable(True)
+            action.setChecked(code == self.settings.language)
+            self.language_group.addAction(action)
+            self.language_menu.addAction(action)
+            self.language_actions[code] = action
+
+        self.help_menu = bar.addMenu("")
+        self.about_action = self._action(self.show_about)
+        self.about_action.setMenuRole(QAction.MenuRole.AboutRole)
+        self.help_menu.addAction(self.about_action)
+
+    def set_language(self, language: str) -> str:
+        """Switch the UI language now; widgets retranslate on LanguageChange."""
+        app = QCoreApplication.instance()
+        assert app is not None
+        effective = install_translator(app, language)
+        self.settings.language = language
+        if language in self.language_actions:
+            self.language_actions[language].setChecked(True)
+        return effective
+
+    def show_about(self) -> QMessageBox:
+        box = QMessageBox(QMessageBox.Icon.Information, self.tr("About gpudesk"),
+                          self.tr("gpudesk {version}\nPlan, rent, sync, train and watch cloud "
+                                  "GPUs from one window.").format(version=gpudesk.__version__),
+                          QMessageBox.StandardButton.Ok, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        return box
+
+    # ----------------------------------------------------------------- language
+
+    def retranslate(self) -> None:
+        self.setWindowTitle(self.tr("gpudesk — plan, rent and train on cloud GPUs"))
+        for row, title in enumerate(self._titles):
+            item = self.nav.item(row)
+            if item is not None:
+                item.setText(title())
+        self.file_menu.setTitle(self.tr("&File"))
+        self.open_action.setText(self.tr("&Open plan…"))
+        self.save_action.setText(self.tr("&Save plan…"))
+        self.export_action.setText(self.tr("&Export offers CSV…"))
+        self.quit_action.setText(self.tr("&Quit"))
+        self.view_menu.setTitle(self.tr("&View"))
+        self.language_menu.setTitle(self.tr("&Language"))
+        self.language_actions["system"].setText(self.tr("System"))
+        for code, name in LANGUAGE_NAMES.items():
+            self.language_actions[code].setText(name)
+        self.help_menu.setTitle(self.tr("&Help"))
+        self.about_action.setText(self.tr("&About gpudesk"))
+        self._show_catalog_age()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    def _show_catalog_age(self) -> None:
+        catalog = self.plan.catalog
+        if catalog is None or not catalog.offers:
+            self.catalog_label.setText(self.tr("Loading prices…"))
+            return
+        days = catalog.age_days()
+        text = self.tr("Prices from {date} ({days} days old)").format(
+            date=catalog.oldest_price_date.isoformat(), days=days)
+        self.catalog_label.setText(text)
+        self.catalog_label.setToolTip(self.tr("List prices from the bundled catalog; the "
+                                              "oldest price is shown. Check before renting."))
+        self.catalog_label.setStyleSheet("color: #b26a00;" if days > 90 else "")
+
+    # ----------------------------------------------------------------- closing
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
+        """Keep the last plan and the language; a failed write must not block quitting."""
+        try:
+            save_settings(self.settings)
+        except OSError as exc:
+            log.warning("cannot save settings: %s", exc)
+        super().closeEvent(event)
+

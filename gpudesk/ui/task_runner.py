@@ -1,0 +1,166 @@
+"""The one way a widget runs slow work: busy state, cancel, and a readable error.
+
+Like Anki's ``QueryOp``, but on asyncio tasks under qasync: the work is a
+coroutine (``run``) or a blocking function sent to a thread with
+``asyncio.to_thread`` (``run_blocking``). The blocking function must not touch
+widgets; ``on_success`` runs back on the GUI thread with its result.
+
+Errors become a ``QMessageBox`` opened window-modal (never ``exec()``, which
+would nest an event loop inside the asyncio loop). Errors that carry their own
+translatable message (``SizingError``, provider errors with ``template`` and
+``values``, ``OSError``) are shown plainly; anything else is summarised in one
+line with the traceback under "Show Details…".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QAbstractButton, QMessageBox, QProgressBar, QWidget
+
+T = TypeVar("T")
+
+
+translate = QCoreApplication.translate  # the name lupdate looks for
+
+
+def error_text(exc: BaseException) -> tuple[str, bool]:
+    """The message a researcher reads, and whether the error is one we expected.
+
+    Expected errors carry a translatable ``template`` (context = the class's
+    ``translation_context`` or "SizingError") with ``values``; their text is
+    complete on its own. ``OSError`` text names the file and the reason.
+    """
+    template = getattr(exc, "template", None)
+    if isinstance(template, str):
+        context = getattr(exc, "translation_context", "SizingError")
+        values = getattr(exc, "values", {}) or {}
+        try:
+            message = QCoreApplication.translate(context, template).format(**values)
+        except (KeyError, IndexError, ValueError):
+            message = template
+        field = getattr(exc, "field", "")
+        return (f"{field}: {message}" if field else message), True
+    if isinstance(exc, OSError):
+        name = exc.filename if exc.filename else ""
+        reason = exc.strerror or str(exc)
+        return (f"{name}: {reason}" if name else reason), True
+    summary = translate("TaskRunner", "Something went wrong: {error}").format(
+        error=f"{type(exc).__name__}: {exc}".rstrip(": "))
+    return summary, False
+
+
+def show_error(parent: QWidget | None, title: str, exc: BaseException) -> QMessageBox:
+    """Open (not exec) an error box for ``exc``; the box deletes itself when closed."""
+    message, expected = error_text(exc)
+    box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok,
+                      parent)
+    box.setObjectName("taskErrorBox")
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    if not expected:
+        box.setDetailedText("".join(traceback.format_exception(exc)))
+    box.setWindowModality(Qt.WindowModality.WindowModal)
+    box.open()
+    return box
+
+
+class TaskRunner(QObject):
+    """Runs one task at a time for ``owner``; a second ``run`` cancels the first.
+
+    ``button`` is disabled while busy; ``progress`` (if given) shows an
+    indeterminate bar; ``cancel_button`` is enabled only while busy and cancels.
+    """
+
+    started = Signal()
+    finished = Signal(bool)  # True when the task succeeded
+    failed = Signal(str)  # the message shown to the user
+
+    def __init__(self, owner: QWidget, *, button: QAbstractButton | None = None,
+                 progress: QProgressBar | None = None,
+                 cancel_button: QAbstractButton | None = None,
+                 show_dialog: bool = True) -> None:
+        super().__init__(owner)
+        self._owner = owner
+        self._button = button
+        self._progress = progress
+        self._cancel = cancel_button
+        self._show_dialog = show_dialog
+        self._task: asyncio.Future[Any] | None = None
+        self._active = 0  # a cancelled task may still be unwinding when the next starts
+        self.last_error: BaseException | None = None
+        self.last_box: QMessageBox | None = None
+        if cancel_button is not None:
+            cancel_button.setEnabled(False)
+            cancel_button.clicked.connect(self.cancel)
+        if progress is not None:
+            progress.setVisible(False)
+
+    @property
+    def busy(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def run(self, work: Awaitable[T], on_success: Callable[[T], None] | None = None,
+            *, title: str = "") -> asyncio.Future[Any]:
+        """Start ``work`` (a coroutine) on the running qasync loop; busy from now on."""
+        self.cancel()
+        self._set_busy(True)
+        task = asyncio.ensure_future(self._guard(work, on_success, title))
+        # A done-callback, not ``finally``: a task cancelled before its first
+        # step never runs its coroutine, but still completes.
+        task.add_done_callback(self._done)
+        self._task = task
+        return task
+
+    def run_blocking(self, fn: Callable[..., T], *args: Any,
+                     on_success: Callable[[T], None] | None = None,
+                     title: str = "") -> asyncio.Future[Any]:
+        """Run ``fn(*args)`` in a worker thread; it must not touch widgets."""
+        return self.run(asyncio.to_thread(fn, *args), on_success, title=title)
+
+    def cancel(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    async def _guard(self, work: Awaitable[T], on_success: Callable[[T], None] | None,
+                     title: str) -> bool:
+        try:
+            result = await work
+            if on_success is not None:
+                on_success(result)
+            return True
+        except asyncio.CancelledError:
+            raise  # the user asked for it; nothing to report
+        except Exception as exc:  # noqa: BLE001 - every failure must reach the user
+            self.last_error = exc
+            message, _ = error_text(exc)
+            if self._show_dialog:
+                title = title or translate("TaskRunner", "gpudesk")
+                self.last_box = show_error(self._owner, title, exc)
+            self.failed.emit(message)
+            return False
+
+    def _done(self, task: asyncio.Future[Any]) -> None:
+        self._set_busy(False)
+        self.finished.emit(not task.cancelled() and task.result() is True)
+
+    def _set_busy(self, busy: bool) -> None:
+        self._active += 1 if busy else -1
+        if self._active > (1 if busy else 0):
+            return
+        if self._button is not None:
+            self._button.setEnabled(not busy)
+        if self._cancel is not None:
+            self._cancel.setEnabled(busy)
+        if self._progress is not None:
+            self._progress.setRange(0, 0)
+            self._progress.setVisible(busy)
+        if busy:
+            QGuiApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)
+            self.started.emit()
+        else:
+            QGuiApplication.restoreOverrideCursor()

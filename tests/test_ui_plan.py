@@ -1,0 +1,305 @@
+"""The Plan page against the real sizing maths, planner and bundled catalog."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+qasync = pytest.importorskip("qasync")
+
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
+
+from gpudesk import sizing  # noqa: E402
+from gpudesk.services import planner  # noqa: E402
+from gpudesk.services.catalog import load_catalog  # noqa: E402
+from gpudesk.services.settings import Settings  # noqa: E402
+from gpudesk.ui.main_window import MainWindow  # noqa: E402
+from gpudesk.ui.offers_model import format_hours, format_money, sort_key  # noqa: E402
+from gpudesk.ui.plan_form import is_invalid  # noqa: E402
+from gpudesk.ui.plan_page import PlanPage  # noqa: E402
+from gpudesk.ui.task_runner import TaskRunner  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUDESK_HOME", str(tmp_path / "home"))
+
+
+@pytest.fixture
+def page(qtbot) -> PlanPage:  # type: ignore[no-untyped-def]
+    p = PlanPage(Settings(), load_catalog())
+    qtbot.addWidget(p)
+    p.resize(1280, 800)
+    return p
+
+
+@pytest.fixture(scope="session")
+def _session_loop(qapp) -> Iterator[asyncio.AbstractEventLoop]:  # type: ignore[no-untyped-def]
+    """One qasync loop marked running, so Qt's event processing drives asyncio tasks.
+
+    One per session: a second QEventLoop on the same QApplication never runs.
+    """
+    ev = qasync.QEventLoop(qapp, already_running=True)
+    yield ev
+    ev.stop()
+    ev.close()  # joins the worker threads of asyncio.to_thread
+    asyncio.events._set_running_loop(None)
+
+
+@pytest.fixture
+def loop(qapp, _session_loop) -> Iterator[asyncio.AbstractEventLoop]:  # type: ignore[no-untyped-def]
+    yield _session_loop
+    tasks = asyncio.all_tasks(_session_loop)
+    for task in tasks:
+        task.cancel()
+    deadline = time.monotonic() + 5
+    while not all(t.done() for t in tasks) and time.monotonic() < deadline:
+        qapp.processEvents()
+
+
+def choose(combo, key: str) -> None:  # type: ignore[no-untyped-def]
+    index = combo.findData(key)
+    assert index >= 0, key
+    combo.setCurrentIndex(index)
+
+
+def set_llama(page: PlanPage) -> None:
+    f = page.form
+    choose(f.source, "preset")
+    choose(f.preset, "llama-2-7b")
+    f.edits["batch"].setText("1")
+    f.edits["seq"].setText("2048")
+    choose(f.precision, "bf16")
+    choose(f.optimizer, "adamw")
+
+
+def test_llama_bar_matches_sizing_estimate(page: PlanPage) -> None:
+    set_llama(page)
+    want = sizing.estimate(sizing.preset("llama-2-7b"),
+                           sizing.Setup(batch=1, seq=2048, precision="bf16", optimizer="adamw"))
+    got = {s.key: s.bytes for s in page.bar.segments}
+    assert got == {"weights": want.weights_bytes, "gradients": want.gradients_bytes,
+                   "optimizer": want.optimizer_bytes, "activations": want.activations_bytes,
+                   "kv_cache": want.kv_cache_bytes, "overhead": want.overhead_bytes}
+    assert page.bar.total_bytes == want.total_bytes
+    assert not page.errors and not page.bar.stale
+    lines = page.bar.legend_lines()
+    assert lines[0] == f"Weights: {planner.format_bytes(want.weights_bytes)}"
+    assert planner.format_bytes(want.total_bytes) in lines[-1]
+    # The answers are sentences about the selected offer's GPU.
+    gpu = page.selected_offer().offer.gpu  # type: ignore[union-attr]
+    batch = sizing.largest_batch(want_model := sizing.preset("llama-2-7b"),
+                                 sizing.Setup(batch=1, seq=2048, precision="bf16"),
+                                 gpu.usable_bytes)
+    assert want_model.name == "llama-2-7b"
+    assert gpu.name in page.answers.text()
+    assert f"Largest batch per GPU that fits: {batch}." in page.answers.text() or batch == 0
+
+
+def test_bad_heads_marks_field_keeps_inputs_and_last_result(page: PlanPage) -> None:
+    f = page.form
+    choose(f.source, "shape")
+    f.edits["hidden"].setText("768")
+    f.edits["batch"].setText("4")
+    good_total = page.bar.total_bytes
+    assert not page.errors
+    f.edits["heads"].setText("7")
+    assert [e.field for e in page.errors] == ["heads"]
+    assert is_invalid(f.edits["heads"])
+    assert not is_invalid(f.edits["hidden"])
+    assert "7 heads do not divide hidden size 768" in page.form_errors.text()
+    assert page.form_errors.text().startswith("Attention heads:")
+    assert f.edits["hidden"].text() == "768" and f.edits["batch"].text() == "4"
+    assert page.bar.stale and page.bar.total_bytes == good_total  # last good result, dimmed
+    f.edits["heads"].setText("12")
+    assert not page.errors and not is_invalid(f.edits["heads"]) and not page.bar.stale
+    assert page.form_errors.text() == ""
+
+
+def test_unparsable_number_is_marked_not_raised(page: PlanPage) -> None:
+    page.form.edits["batch"].setText("eight")
+    assert [e.field for e in page.errors] == ["batch"]
+    assert is_invalid(page.form.edits["batch"])
+    assert "whole number" in page.form_errors.text()
+
+
+def test_offers_sorted_by_cost_fitting_first(page: PlanPage) -> None:
+    job = page.job
+    assert job is not None
+    want = planner.rank_catalog(job, page.catalog, sort="cost")  # type: ignore[arg-type]
+    got = page.visible_offers()
+    assert len(got) == len(want) > 10
+    assert [sort_key(r, "cost") for r in got] == [sort_key(r, "cost") for r in want]
+    fits = [r.fits for r in got]
+    assert any(fits) and not all(fits)
+    assert fits == sorted(fits, reverse=True)  # every fitting offer before any other
+    costs = [r.cost for r in got if r.fits]
+    assert costs == sorted(costs)
+
+
+def test_sort_by_price_and_headroom(page: PlanPage) -> None:
+    choose(page.sort, "price")
+    got = page.visible_offers()
+    assert [sort_key(r, "price") for r in got] == sorted(sort_key(r, "price") for r in got)
+    choose(page.sort, "headroom")
+    heads = [r.headroom_bytes for r in page.visible_offers() if r.fits]
+    assert heads == sorted(heads, reverse=True)
+
+
+def test_filters_provider_and_spot(page: PlanPage) -> None:
+    choose(page.provider, "tencent")
+    rows = page.visible_offers()
+    assert rows and {r.offer.provider for r in rows} == {"tencent"}
+    choose(page.provider, "")
+    page.spot.setChecked(True)
+    rows = page.visible_offers()
+    assert rows and all(r.spot and r.offer.spot_price is not None for r in rows)
+    assert all(r.price_per_hour == r.offer.spot_price for r in rows)
+    page.max_price.setText("2")
+    assert all(r.price_per_hour <= 2 for r in page.visible_offers())
+
+
+def test_selecting_offer_updates_summary(page: PlanPage) -> None:
+    rows = page.visible_offers()
+    fitting = [i for i, r in enumerate(rows) if r.fits]
+    row = fitting[min(2, len(fitting) - 1)]
+    page.select_row(row)
+    chosen = page.selected_offer()
+    assert chosen is not None and chosen is rows[row]
+    judged = planner.judge(page.job, chosen.offer, spot=False)  # type: ignore[arg-type]
+    assert page.summary_values["hours"].text() == format_hours(judged.hours)
+    assert page.summary_values["cost"].text() == format_money(judged.cost)
+    assert chosen.offer.instance_type in page.summary_values["machine"].text()
+    assert page.bar.capacity_bytes == chosen.offer.gpu.usable_bytes
+    page.form.edits["batch"].setText("2")  # the selection survives a recompute
+    assert page.selected_offer().offer == chosen.offer  # type: ignore[union-attr]
+
+
+def test_save_and_open_plan_round_trip(page: PlanPage, tmp_path: Path) -> None:
+    set_llama(page)
+    page.form.grad_checkpointing.setChecked(True)
+    choose(page.provider, "aws")
+    before = page.inputs()
+    path = tmp_path / "plan.json"
+    page.save_plan(path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["format"] == "gpudesk-plan" and data["model"]["name"] == "llama-2-7b"
+    planner.plan_from_json(data)
+
+    other = PlanPage(Settings(), page.catalog)
+    assert other.inputs() != before
+    other.open_plan(path)
+    assert other.inputs() == before
+    assert other.bar.total_bytes == page.bar.total_bytes
+
+
+def test_open_bad_plan_raises_sizing_error(page: PlanPage, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(sizing.SizingError) as err:
+        page.open_plan(bad)
+    assert err.value.field == "plan"
+
+
+def test_export_csv_writes_ranked_rows(page: PlanPage, tmp_path: Path) -> None:
+    choose(page.provider, "aws")
+    path = tmp_path / "offers.csv"
+    page.export_csv(path)
+    rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+    visible = page.visible_offers()
+    assert len(rows) == len(visible)
+    assert [r["instance_type"] for r in rows] == [r.offer.instance_type for r in visible]
+    assert {r["provider"] for r in rows} == {"aws"}
+
+
+def test_last_plan_persists_in_settings(qtbot) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings()
+    first = PlanPage(settings, load_catalog())
+    qtbot.addWidget(first)
+    set_llama(first)
+    assert settings.last_plan["preset"] == "llama-2-7b"
+    second = PlanPage(settings, load_catalog())
+    qtbot.addWidget(second)
+    assert combo_text(second) == "llama-2-7b"
+    assert second.form.edits["seq"].text() == "2048"
+
+
+def combo_text(page: PlanPage) -> str:
+    return str(page.form.preset.currentData())
+
+
+def test_vision_preset_asks_for_images(page: PlanPage) -> None:
+    choose(page.form.preset, "vit-b-16")
+    assert page.form.form.isRowVisible(page.form.edits["image_size"])
+    assert not page.form.form.isRowVisible(page.form.edits["seq"])
+    assert page.form.labels["work"].text() == "Training images"
+    assert page.job is not None and page.job.work.samples > 0
+
+
+def test_catalog_loads_through_task_runner(qtbot, loop) -> None:  # type: ignore[no-untyped-def]
+    window = MainWindow(Settings())
+    qtbot.addWidget(window)
+    qtbot.waitUntil(lambda: window.plan.catalog is not None, timeout=5000)
+    assert window.plan.visible_offers()
+    assert "days old" in window.catalog_label.text()
+    assert window.catalog_label.text().startswith("Prices from 20")
+
+
+def test_task_runner_shows_readable_error(qtbot, loop) -> None:  # type: ignore[no-untyped-def]
+    page = PlanPage(Settings(), load_catalog())
+    qtbot.addWidget(page)
+    runner = TaskRunner(page, button=page.spot)
+
+    def boom() -> None:
+        raise sizing.SizingError("heads", "{heads} heads do not divide hidden size {hidden}",
+                                 heads=7, hidden=768)
+
+    with qtbot.waitSignal(runner.finished, timeout=5000) as blocker:
+        runner.run_blocking(boom)
+        assert not page.spot.isEnabled()  # busy
+    assert blocker.args == [False]
+    assert page.spot.isEnabled()
+    box = runner.last_box
+    assert isinstance(box, QMessageBox)
+    assert box.text() == "heads: 7 heads do not divide hidden size 768"
+    assert box.detailedText() == ""  # known errors: no traceback
+    box.close()
+
+    def unknown() -> None:
+        raise KeyError("x")
+
+    with qtbot.waitSignal(runner.finished, timeout=5000):
+        runner.run_blocking(unknown)
+    assert runner.last_box is not None and "KeyError" in runner.last_box.text()
+    assert "Traceback" in runner.last_box.detailedText()
+    runner.last_box.close()
+
+
+def test_task_runner_cancel(qtbot, loop) -> None:  # type: ignore[no-untyped-def]
+    page = PlanPage(Settings(), load_catalog())
+    qtbot.addWidget(page)
+    runner = TaskRunner(page, show_dialog=False)
+    with qtbot.waitSignal(runner.finished, timeout=5000) as blocker:
+        runner.run(asyncio.sleep(60))
+        qtbot.waitUntil(lambda: runner.busy)
+        runner.cancel()
+    assert blocker.args == [False] and not runner.busy and runner.last_error is None
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="None/True/False are immortal")
+def test_pyside_singleton_leak_is_shielded(page: PlanPage) -> None:
+    """PySide 6.12 drops a reference to None per void call; the shield must outlast it."""
+    before = sys.getrefcount(None)
+    for _ in range(20):
+        page.form.edits["batch"].setText("3")
+    assert before - sys.getrefcount(None) < 1 << 30
+    assert sys.getrefcount(None) > 1 << 39 and sys.getrefcount(True) > 1 << 39
