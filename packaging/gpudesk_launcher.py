@@ -1,0 +1,19 @@
+"""Entry script of the frozen app (see ``gpudesk.spec``); one script for both executables.
+
+The spec builds two executables from one analysis: ``gpudesk`` (console: the
+command line, or the window when run without arguments, like the pip-installed
+``gpudesk`` script) and ``gpudesk-gui`` (no console on Windows/macOS: always the
+window, like ``gpudesk-gui``). The executable's own name picks the behaviour.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from gpudesk.__main__ import main, main_gui
+
+if __name__ == "__main__":
+    if Path(sys.executable).stem.lower().endswith("-gui"):
+        sys.exit(main_gui())
+    sys.exit(main())
