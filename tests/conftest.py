@@ -20,20 +20,30 @@ def gpudesk_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-@pytest.fixture
-def loop(qapp):  # type: ignore[no-untyped-def]
-    """A qasync loop marked running, so Qt's event processing drives asyncio tasks."""
+@pytest.fixture(scope="session")
+def _session_loop(qapp):  # type: ignore[no-untyped-def]
+    """One qasync loop marked running, so Qt's event processing drives asyncio tasks.
+
+    One per session: a second QEventLoop on the same QApplication never runs.
+    """
     import asyncio
 
     import qasync
 
     ev = qasync.QEventLoop(qapp, already_running=True)
     yield ev
-    for task in asyncio.all_tasks(ev):
-        task.cancel()
-    # asyncio.to_thread's QThreadExecutor (a name-mangled private of qasync's loop):
-    # join its threads so none outlives the test.
-    for name, value in vars(ev).items():
-        if name.endswith("__default_executor") and value is not None:
-            value.shutdown(wait=True)
+    ev.stop()
+    ev.close()  # joins the worker threads of asyncio.to_thread
     asyncio.events._set_running_loop(None)
+
+
+@pytest.fixture
+def loop(qtbot, _session_loop):  # type: ignore[no-untyped-def]
+    """The session loop; tasks a test leaves behind are cancelled and awaited."""
+    import asyncio
+
+    yield _session_loop
+    tasks = asyncio.all_tasks(_session_loop)
+    for task in tasks:
+        task.cancel()
+    qtbot.waitUntil(lambda: all(t.done() for t in tasks), timeout=5000)

@@ -6,9 +6,6 @@ import asyncio
 import csv
 import io
 import json
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,30 +37,6 @@ def page(qtbot) -> PlanPage:  # type: ignore[no-untyped-def]
     qtbot.addWidget(p)
     p.resize(1280, 800)
     return p
-
-
-@pytest.fixture(scope="session")
-def _session_loop(qapp) -> Iterator[asyncio.AbstractEventLoop]:  # type: ignore[no-untyped-def]
-    """One qasync loop marked running, so Qt's event processing drives asyncio tasks.
-
-    One per session: a second QEventLoop on the same QApplication never runs.
-    """
-    ev = qasync.QEventLoop(qapp, already_running=True)
-    yield ev
-    ev.stop()
-    ev.close()  # joins the worker threads of asyncio.to_thread
-    asyncio.events._set_running_loop(None)
-
-
-@pytest.fixture
-def loop(qapp, _session_loop) -> Iterator[asyncio.AbstractEventLoop]:  # type: ignore[no-untyped-def]
-    yield _session_loop
-    tasks = asyncio.all_tasks(_session_loop)
-    for task in tasks:
-        task.cancel()
-    deadline = time.monotonic() + 5
-    while not all(t.done() for t in tasks) and time.monotonic() < deadline:
-        qapp.processEvents()
 
 
 def choose(combo, key: str) -> None:  # type: ignore[no-untyped-def]
@@ -293,13 +266,3 @@ def test_task_runner_cancel(qtbot, loop) -> None:  # type: ignore[no-untyped-def
         qtbot.waitUntil(lambda: runner.busy)
         runner.cancel()
     assert blocker.args == [False] and not runner.busy and runner.last_error is None
-
-
-@pytest.mark.skipif(sys.version_info >= (3, 12), reason="None/True/False are immortal")
-def test_pyside_singleton_leak_is_shielded(page: PlanPage) -> None:
-    """PySide 6.12 drops a reference to None per void call; the shield must outlast it."""
-    before = sys.getrefcount(None)
-    for _ in range(20):
-        page.form.edits["batch"].setText("3")
-    assert before - sys.getrefcount(None) < 1 << 30
-    assert sys.getrefcount(None) > 1 << 39 and sys.getrefcount(True) > 1 << 39
