@@ -21,9 +21,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import json
 import os
 import re
+import subprocess
 import sys
+import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -32,7 +36,8 @@ from typing import Any
 
 from gpudesk.sizing import Setup
 
-__all__ = ["TraceError", "TraceResult", "parse_input_spec", "torch_available", "trace_model"]
+__all__ = ["TraceError", "TraceResult", "parse_input_spec", "torch_available", "trace_model",
+           "trace_in_subprocess"]
 
 _FALLBACK = "Use the analytical estimate instead."
 
@@ -330,6 +335,50 @@ def trace_model(target: str, input_spec: str, setup: Setup) -> TraceResult:
             raise
         raise TraceError(step, f"Tracing {target} failed during the {_step_name(step)}: "
                          f"{_describe(exc)}.{_fake_hint(exc)} {_FALLBACK}") from None
+
+
+TRACE_TIMEOUT_S = 600.0
+
+
+def trace_in_subprocess(target: str, input_spec: str, setup: Setup,
+                        cancel: threading.Event | None = None,
+                        timeout: float = TRACE_TIMEOUT_S) -> TraceResult:
+    """:func:`trace_model` in a child ``gpudesk trace`` process; blocks until done.
+
+    The window uses this, not an in-process call: the researcher's code and
+    torch (hundreds of MB) stay out of the GUI process, a crash or hang in
+    their model cannot take the window down, and cancelling kills the child.
+    """
+    parse_input_spec(input_spec)  # refuse a bad spec before starting anything
+    argv = [sys.executable, "-m", "gpudesk", "trace", target, "--input", input_spec,
+            "--batch", str(setup.batch), "--mode", setup.mode,
+            "--precision", setup.precision, "--optimizer", setup.optimizer, "--json"]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=env) as proc:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                out, err = proc.communicate(timeout=0.1)
+                break
+            except subprocess.TimeoutExpired:
+                if (cancel is not None and cancel.is_set()) or time.monotonic() > deadline:
+                    proc.kill()
+                    proc.communicate()
+                    why = ("cancelled" if cancel is not None and cancel.is_set()
+                           else f"stopped after {timeout:.0f} s")
+                    raise TraceError("run", f"Tracing {target} was {why}. {_FALLBACK}") from None
+    if proc.returncode != 0:
+        message = err.strip().removeprefix("gpudesk: error: ").strip()
+        raise TraceError("run", message or f"Tracing {target} failed (exit status "
+                         f"{proc.returncode}). {_FALLBACK}")
+    try:
+        data = json.loads(out)
+        data["notes"] = tuple(data.get("notes", ()))
+        return TraceResult(**data)
+    except (ValueError, TypeError) as exc:
+        raise TraceError("run", f"Tracing {target} printed no result ({exc}). "
+                         f"{_FALLBACK}") from None
 
 
 class _Steps:

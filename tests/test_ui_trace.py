@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,38 @@ def test_trace_dialog_needs_both_fields(qtbot) -> None:  # type: ignore[no-untyp
     qtbot.addWidget(dialog)
     dialog.run_button.click()
     assert dialog.trace_result is None and not dialog.runner.busy
+
+
+def test_tools_menu_opens_trace_with_the_plan_setup(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from gpudesk.services.catalog import load_catalog
+    from gpudesk.services.settings import Settings
+    from gpudesk.ui.main_window import MainWindow
+
+    window = MainWindow(Settings(), load_catalog())
+    qtbot.addWidget(window)
+    window.plan.form.edits["batch"].setText("6")
+    window.trace_action.trigger()
+    dialog = window.findChild(TraceDialog)
+    assert dialog is not None and dialog.isVisible()
+    assert dialog._setup.batch == 6
+
+
+def test_cancel_kills_the_trace_process(qtbot, loop, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    slow = tmp_path / "slow_model.py"
+    slow.write_text("import time\n\ndef build():\n    time.sleep(120)\n")
+    dialog = TraceDialog(sizing.Setup())
+    qtbot.addWidget(dialog)
+    dialog.target.setText(f"{slow}:build")
+    dialog.input_spec.setText("float32[1,4]")
+    dialog.run_button.click()
+    qtbot.waitUntil(lambda: dialog.runner.busy and dialog.cancel_button.isEnabled())
+    with qtbot.waitSignal(dialog.runner.finished, timeout=30_000):
+        dialog.cancel_button.click()
+    assert dialog.trace_result is None
+    assert dialog.status.text() == "Trace cancelled."
+
+    def child_alive() -> bool:
+        found = subprocess.run(["pgrep", "-f", str(slow)], capture_output=True, text=True)
+        return bool(found.stdout.strip())
+
+    qtbot.waitUntil(lambda: not child_alive(), timeout=10_000)

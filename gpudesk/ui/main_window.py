@@ -14,6 +14,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QDialog,
     QHBoxLayout,
     QLabel,
     QListWidget,
@@ -25,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 import gpudesk
+from gpudesk import sizing
 from gpudesk.services.catalog import Catalog
 from gpudesk.services.settings import Settings, save_settings
 from gpudesk.ui.i18n import install_translator
@@ -126,6 +128,10 @@ class MainWindow(QMainWindow):
             self.language_menu.addAction(action)
             self.language_actions[code] = action
 
+        self.tools_menu = bar.addMenu("")
+        self.trace_action = self._action(self.show_trace_dialog, QKeySequence("Ctrl+T"))
+        self.tools_menu.addAction(self.trace_action)
+
         self.help_menu = bar.addMenu("")
         self.about_action = self._action(self.show_about)
         self.about_action.setMenuRole(QAction.MenuRole.AboutRole)
@@ -140,6 +146,17 @@ class MainWindow(QMainWindow):
         if language in self.language_actions:
             self.language_actions[language].setChecked(True)
         return effective
+
+    def show_trace_dialog(self) -> QDialog:
+        """Trace with the Plan page's batch, precision and optimizer (if they parse)."""
+        from gpudesk.ui.trace_dialog import TraceDialog  # only when asked: keeps start-up lean
+
+        job, errors = self.plan.form.build_job()
+        setup = job.setup if job is not None and not errors else sizing.Setup()
+        dialog = TraceDialog(setup, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
 
     def show_about(self) -> QMessageBox:
         box = QMessageBox(QMessageBox.Icon.Information, self.tr("About gpudesk"),
@@ -168,6 +185,8 @@ class MainWindow(QMainWindow):
         self.language_actions["system"].setText(self.tr("System"))
         for code, name in LANGUAGE_NAMES.items():
             self.language_actions[code].setText(name)
+        self.tools_menu.setTitle(self.tr("&Tools"))
+        self.trace_action.setText(self.tr("&Trace my model…"))
         self.help_menu.setTitle(self.tr("&Help"))
         self.about_action.setText(self.tr("&About gpudesk"))
         self._show_catalog_age()

@@ -15,6 +15,7 @@ line with the traceback under "Show Details…".
 from __future__ import annotations
 
 import asyncio
+import inspect
 import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -113,6 +114,11 @@ class TaskRunner(QObject):
         # A done-callback, not ``finally``: a task cancelled before its first
         # step never runs its coroutine, but still completes.
         task.add_done_callback(self._done)
+        if inspect.iscoroutine(work):
+            # ...and then ``work`` was never awaited: close it, or the garbage
+            # collector reports "never awaited" at some later, unrelated moment.
+            coro = work
+            task.add_done_callback(lambda _t: coro.close())
         self._task = task
         return task
 

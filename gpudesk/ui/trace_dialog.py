@@ -1,11 +1,14 @@
 """"Trace my model": measure the researcher's own nn.Module under fake tensors.
 
-The trace runs in a worker thread through the TaskRunner (torch is imported
-there, never at start-up); without torch the dialog says how to get it
+The trace runs in a child process (``tracing.trace_in_subprocess``) waited on
+from a worker thread through the TaskRunner: torch and the researcher's code
+never enter the GUI process, and Cancel kills the child; without torch the dialog says how to get it
 instead of offering a button that cannot work.
 """
 
 from __future__ import annotations
+
+import threading
 
 from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import (
@@ -67,6 +70,8 @@ class TraceDialog(QDialog):
         self.runner = TaskRunner(self, button=self.run_button, progress=self.progress,
                                  cancel_button=self.cancel_button, show_dialog=False)
         self.runner.failed.connect(self._failed)
+        self._cancel = threading.Event()
+        self.cancel_button.clicked.connect(self._cancelled)
         self.run_button.clicked.connect(self.start)
         self._available = tracing.torch_available()
         self.run_button.setEnabled(self._available)
@@ -100,14 +105,23 @@ class TraceDialog(QDialog):
             self.retranslate()
         super().changeEvent(event)
 
+    def _cancelled(self) -> None:
+        self._cancel.set()  # the worker thread kills the child process
+        self.status.setText(self.tr("Trace cancelled."))
+
+    def reject(self) -> None:
+        self._cancel.set()  # closing the dialog must not leave a trace running
+        super().reject()
+
     def start(self) -> None:
         target, spec = self.target.text().strip(), self.input_spec.text().strip()
         if not target or not spec:
             self.status.setText(self.tr("Give both the model builder and an example input."))
             return
         self.status.setText(self.tr("Tracing…"))
-        self.runner.run_blocking(tracing.trace_model, target, spec, self._setup,
-                                 on_success=self._show)
+        self._cancel.clear()
+        self.runner.run_blocking(tracing.trace_in_subprocess, target, spec, self._setup,
+                                 self._cancel, on_success=self._show)
 
     def _show(self, result: tracing.TraceResult) -> None:
         self.trace_result = result

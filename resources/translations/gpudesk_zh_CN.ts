@@ -113,6 +113,14 @@ Plan, rent, sync, train and watch cloud GPUs from one window.</source>
             <translation>跟随系统</translation>
         </message>
         <message>
+            <source>&amp;Tools</source>
+            <translation>工具(&amp;T)</translation>
+        </message>
+        <message>
+            <source>&amp;Trace my model…</source>
+            <translation>追踪我的模型(&amp;T)…</translation>
+        </message>
+        <message>
             <source>&amp;Help</source>
             <translation>帮助(&amp;H)</translation>
         </message>
@@ -675,6 +683,10 @@ Plan, rent, sync, train and watch cloud GPUs from one window.</source>
         <message>
             <source>Builds your model under fake tensors: no memory is used and no weights are loaded. Batch, precision and optimizer come from the Plan page.</source>
             <translation>在伪张量（fake tensor）下构建模型：不占用显存，也不加载权重。批大小、精度和优化器取自“规划”页。</translation>
+        </message>
+        <message>
+            <source>Trace cancelled.</source>
+            <translation>追踪已取消。</translation>
         </message>
         <message>
             <source>Give both the model builder and an example input.</source>
