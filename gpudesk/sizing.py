@@ -32,7 +32,8 @@ DEFAULT_CUDA_CONTEXT_BYTES = 500 * MIB
 # DeepSpeed's estimators multiply CPU-offloaded states by this buffer factor.
 OFFLOAD_BUFFER_FACTOR = 1.5
 # Every nn.Linear in DDP lands in a 25 MiB gradient bucket copy by default.
-DDP_BUCKET_NOTE = "DDP gradient buckets (gradient_as_bucket_view=False)"
+DDP_BUCKET_NOTE = QT_TRANSLATE_NOOP(
+    "SizingNote", "DDP gradient buckets (gradient_as_bucket_view=False)")
 
 
 class SizingError(ValueError):
@@ -422,7 +423,8 @@ def activation_bytes(model: ModelSpec, setup: Setup) -> tuple[int, tuple[str, ..
     if setup.precision.startswith("amp"):
         # autocast caches a 16-bit copy of every weight until the forward ends.
         acts += int(2.0 * model.parameter_count() / _weight_shards(setup))
-        notes += ("includes autocast's 16-bit weight cache (2 bytes/parameter)",)
+        notes += (QT_TRANSLATE_NOOP(
+            "SizingNote", "includes autocast's 16-bit weight cache (2 bytes/parameter)"),)
     return acts, notes
 
 
@@ -437,16 +439,19 @@ def _stored_activation_bytes(model: ModelSpec, setup: Setup) -> tuple[int, tuple
         elems = model.cnn_act_elements_per_image * scale * b
         if setup.grad_checkpointing:
             elems *= 0.25  # checkpointing every stage keeps ~a quarter (√-style)
-            notes.append("checkpointing: CNN activations taken as 1/4 (segment boundaries)")
+            notes.append(QT_TRANSLATE_NOOP(
+                "SizingNote", "checkpointing: CNN activations taken as 1/4 (segment boundaries)"))
         inputs = b * model.channels * size * size * 4
         return int(elems * v + inputs), tuple(notes)
     if model.kind == "params":
         if not (model.layers and model.hidden):
-            notes.append("activations need a shape (layers, hidden); counted as 0")
+            notes.append(QT_TRANSLATE_NOOP(
+                "SizingNote", "activations need a shape (layers, hidden); counted as 0"))
             return 0, tuple(notes)
         model = replace(model, kind="decoder", heads=max(1, model.hidden // 128),
                         kv_heads=max(1, model.hidden // 128), ffn=4 * model.hidden, vocab=1)
-        notes.append("activations from layers/hidden with FFN=4h and 128-wide heads")
+        notes.append(QT_TRANSLATE_NOOP(
+            "SizingNote", "activations from layers/hidden with FFN=4h and 128-wide heads"))
     s = model.tokens_per_sample(setup.seq, setup.image_size)
     h = model.hidden
     layer = _layer_activation_bytes(model, setup, s)
@@ -522,7 +527,8 @@ def estimate(model: ModelSpec, setup: Setup) -> Estimate:
         # gradients, fp32 master weights + fp32 moments = K·Ψ, K = 12 for Adam.
         w, g = 2.0, 2.0
         opt = 4.0 + _moment_bytes(setup.optimizer, 4, psi, hidden)
-        notes.append("DeepSpeed mixed precision: 16-bit weights/grads, fp32 master + moments")
+        notes.append(QT_TRANSLATE_NOOP(
+            "SizingNote", "DeepSpeed mixed precision: 16-bit weights/grads, fp32 master + moments"))
     elif p.startswith("amp"):
         # torch.autocast + GradScaler keep fp32 weights, grads and moments.
         w, g = 4.0, 4.0
@@ -541,14 +547,16 @@ def estimate(model: ModelSpec, setup: Setup) -> Estimate:
         # DeepSpeed's ZeRO-3 estimator: 4 × the largest layer's parameters live.
         largest = _largest_layer_params(model)
         comm += 4 * largest * 2
-        notes.append("ZeRO-3 working set: 4 × largest layer's 16-bit parameters")
+        notes.append(QT_TRANSLATE_NOOP(
+            "SizingNote", "ZeRO-3 working set: 4 × largest layer's 16-bit parameters"))
     if setup.offload and setup.zero >= 1:
         cpu += optim * OFFLOAD_BUFFER_FACTOR
         optim = 0.0
         if setup.zero >= 3:
             cpu += weights * OFFLOAD_BUFFER_FACTOR
             weights = 0.0
-        notes.append("ZeRO-Offload: states on CPU RAM with DeepSpeed's 1.5× buffer")
+        notes.append(QT_TRANSLATE_NOOP(
+            "SizingNote", "ZeRO-Offload: states on CPU RAM with DeepSpeed's 1.5× buffer"))
     if n > 1 and setup.zero == 0:
         comm += g * psi
         notes.append(DDP_BUCKET_NOTE)

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TS = ROOT / "resources" / "translations" / "gpudesk_zh_CN.ts"
 QM = TS.with_suffix(".qm")
 KNOWN_CONTEXTS = {"Answers", "MainWindow", "MemoryBar", "OffersModel", "PlanForm", "PlanPage",
-                  "Planner", "SizingError", "TaskRunner", "TraceDialog"}
+                  "Planner", "SizingError", "SizingNote", "TaskRunner", "TraceDialog"}
 
 
 def qt_tool(name: str) -> str | None:

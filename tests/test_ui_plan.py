@@ -266,3 +266,25 @@ def test_task_runner_cancel(qtbot, loop) -> None:  # type: ignore[no-untyped-def
         qtbot.waitUntil(lambda: runner.busy)
         runner.cancel()
     assert blocker.args == [False] and not runner.busy and runner.last_error is None
+
+
+def test_estimate_notes_are_translated(page: PlanPage) -> None:
+    from gpudesk.ui.i18n import install_translator
+
+    f = page.form
+    choose(f.source, "preset")
+    choose(f.preset, "gpt2")
+    choose(f.precision, "amp-bf16")
+    assert "autocast" in page.notes.text()
+    install_translator(_app(), "zh_CN")
+    try:
+        page.recompute()
+        assert "16 位权重缓存" in page.notes.text()
+    finally:
+        install_translator(_app(), "en")
+
+
+def _app():  # type: ignore[no-untyped-def]
+    from PySide6.QtWidgets import QApplication
+
+    return QApplication.instance()

@@ -397,7 +397,8 @@ class PlanPage(QWidget):
                               gpu.name if gpu else "")
         self.bar.set_stale(bool(self.errors))
         self.answers.setText("\n".join(answers_for(self.job, self.estimate, gpu)))
-        self.notes.setText("\n".join(self.estimate.notes))
+        self.notes.setText("\n".join(QCoreApplication.translate("SizingNote", n)
+                                     for n in self.estimate.notes))
         self._show_summary(chosen)
 
     def _show_summary(self, r: RankedOffer | None) -> None:

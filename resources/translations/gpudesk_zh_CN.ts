@@ -608,6 +608,41 @@ Plan, rent, sync, train and watch cloud GPUs from one window.</source>
         </message>
     </context>
     <context>
+        <name>SizingNote</name>
+        <message>
+            <source>DDP gradient buckets (gradient_as_bucket_view=False)</source>
+            <translation>DDP 梯度桶（gradient_as_bucket_view=False）</translation>
+        </message>
+        <message>
+            <source>includes autocast's 16-bit weight cache (2 bytes/parameter)</source>
+            <translation>含 autocast 的 16 位权重缓存（每参数 2 字节）</translation>
+        </message>
+        <message>
+            <source>checkpointing: CNN activations taken as 1/4 (segment boundaries)</source>
+            <translation>检查点：CNN 激活按 1/4 计（仅保留分段边界）</translation>
+        </message>
+        <message>
+            <source>activations need a shape (layers, hidden); counted as 0</source>
+            <translation>激活需要模型形状（层数、隐藏维度）；此处按 0 计</translation>
+        </message>
+        <message>
+            <source>activations from layers/hidden with FFN=4h and 128-wide heads</source>
+            <translation>激活按层数/隐藏维度估算，假设 FFN=4h、每头 128 维</translation>
+        </message>
+        <message>
+            <source>DeepSpeed mixed precision: 16-bit weights/grads, fp32 master + moments</source>
+            <translation>DeepSpeed 混合精度：16 位权重/梯度，fp32 主权重 + 动量</translation>
+        </message>
+        <message>
+            <source>ZeRO-3 working set: 4 × largest layer's 16-bit parameters</source>
+            <translation>ZeRO-3 工作集：最大层 16 位参数的 4 倍</translation>
+        </message>
+        <message>
+            <source>ZeRO-Offload: states on CPU RAM with DeepSpeed's 1.5× buffer</source>
+            <translation>ZeRO-Offload：状态放在 CPU 内存，按 DeepSpeed 的 1.5 倍缓冲计</translation>
+        </message>
+    </context>
+    <context>
         <name>TaskRunner</name>
         <message>
             <source>Something went wrong: {error}</source>
