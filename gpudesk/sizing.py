@@ -9,6 +9,7 @@ All byte counts are *per GPU*. ``batch`` is the per-GPU micro-batch.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
@@ -504,8 +505,13 @@ def kv_cache_bytes(model: ModelSpec, setup: Setup) -> int:
 # --------------------------------------------------------------------------- estimate
 
 
+@functools.lru_cache(maxsize=4096)
 def estimate(model: ModelSpec, setup: Setup) -> Estimate:
-    """Per-GPU memory for ``model`` under ``setup``; raises SizingError."""
+    """Per-GPU memory for ``model`` under ``setup``; raises SizingError.
+
+    Cached: inputs and result are frozen, and the Plan page asks for the same
+    (model, setup) once per offer with the same GPU count on every keystroke.
+    """
     validate(model, setup)
     psi = model.parameter_count()
     n = setup.gpus
