@@ -7,24 +7,9 @@ set -euo pipefail
 
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$SCRIPT")/.."
-PYTHON=${PYTHON:-python3}
-
 bash scripts/system-deps.sh
-VENV=.venv
-
-if [[ ! -x "$VENV/bin/python" ]]; then
-    "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
-        || { echo "gpudesk needs Python >= 3.11 (found $("$PYTHON" --version))" >&2; exit 1; }
-    "$PYTHON" -m venv "$VENV"
-fi
-
-stamp="$VENV/.gpudesk-test-install"
-want="$(sha256sum pyproject.toml | cut -d' ' -f1) test"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]] \
-    || ! "$VENV/bin/python" -c 'import gpudesk, pytest, pytestqt' 2>/dev/null; then
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test]'
-    echo "$want" > "$stamp"
-fi
+source scripts/venv.sh
+ensure_venv ".[test]" "gpudesk, pytest, pytestqt, torch, PyInstaller"
 
 # Tests that use the real Secret Service need a session bus and an unlocked
 # keyring. Provide both when the tools are installed (CI installs them) and no
