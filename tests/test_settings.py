@@ -168,3 +168,52 @@ def test_replace_failure_keeps_old_file(monkeypatch: pytest.MonkeyPatch) -> None
             save_settings(Settings(language="zh_CN"))
     assert paths.settings_file().read_bytes() == before
     assert [p.name for p in paths.config_dir().iterdir()] == ["settings.json"]
+
+
+def test_new_fields_round_trip() -> None:
+    original = Settings(cny_per_usd=7.1, monthly_budget_usd=500.0, machine_budget_usd=40.0,
+                        idle_gpu_percent=10.0, idle_minutes=45, idle_action="stop",
+                        welcomed=True)
+    save_settings(original)
+    assert load_settings() == original
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("cny_per_usd", 0), ("cny_per_usd", -1.0), ("cny_per_usd", "7.2"),
+        ("cny_per_usd", float("nan")), ("cny_per_usd", True),
+        ("monthly_budget_usd", -5), ("monthly_budget_usd", "100"),
+        ("machine_budget_usd", float("inf")), ("machine_budget_usd", None),
+        ("idle_gpu_percent", 101), ("idle_gpu_percent", -0.5), ("idle_gpu_percent", False),
+        ("idle_minutes", 0), ("idle_minutes", 1441), ("idle_minutes", 2.5),
+        ("idle_minutes", True), ("idle_action", "reboot"), ("idle_action", 1),
+        ("welcomed", "yes"), ("welcomed", 1),
+    ],
+)
+def test_new_fields_invalid_values_fall_back(key: str, value: object,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    paths.settings_file().write_text(json.dumps({"version": 1, key: value}, allow_nan=True),
+                                     encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="gpudesk.services.settings"):
+        loaded = load_settings()
+    assert getattr(loaded, key) == getattr(Settings(), key)
+    assert key in caplog.text
+
+
+def test_new_fields_integers_become_floats() -> None:
+    paths.settings_file().write_text(
+        json.dumps({"cny_per_usd": 7, "monthly_budget_usd": 100, "idle_gpu_percent": 0,
+                    "idle_minutes": 1440}), encoding="utf-8")
+    loaded = load_settings()
+    assert isinstance(loaded.cny_per_usd, float) and loaded.cny_per_usd == 7.0
+    assert isinstance(loaded.monthly_budget_usd, float)
+    assert loaded.idle_gpu_percent == 0.0 and loaded.idle_minutes == 1440
+
+
+def test_is_valid_matches_the_loader() -> None:
+    from gpudesk.services.settings import is_valid
+
+    assert is_valid("idle_action", "terminate") and not is_valid("idle_action", "halt")
+    assert is_valid("cny_per_usd", 6.9) and not is_valid("cny_per_usd", 0.0)
+    assert not is_valid("no_such_setting", 1)

@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 SETTINGS_VERSION = 1
 LANGUAGES: tuple[str, ...] = ("system", "en", "zh_CN")
 THEMES: tuple[str, ...] = ("system", "light", "dark")
+CURRENCIES: tuple[str, ...] = ("USD", "CNY")
+"""The currencies the Preferences dialog offers (prices are stored in USD)."""
+IDLE_ACTIONS: tuple[str, ...] = ("warn", "stop", "terminate")
+MAX_IDLE_MINUTES = 24 * 60
 
 
 @dataclass
@@ -43,6 +47,20 @@ class Settings:
     """Provider region preselected when renting; empty means none."""
     mfu: float = 0.35
     """Model FLOPs utilisation assumed by time-to-finish estimates, in (0, 1]."""
+    cny_per_usd: float = 7.2
+    """The user's exchange rate, used when ``currency`` is ``"CNY"``; > 0."""
+    monthly_budget_usd: float = 0.0
+    """Spending limit per calendar month in USD; 0 means no budget."""
+    machine_budget_usd: float = 0.0
+    """Spending limit per rented machine in USD; 0 means no budget."""
+    idle_gpu_percent: float = 5.0
+    """A machine whose GPU utilisation stays below this (0-100 %) counts as idle."""
+    idle_minutes: int = 30
+    """...for this many minutes (1 to 1440)."""
+    idle_action: str = "warn"
+    """What to do with an idle machine: ``"warn"``, ``"stop"`` or ``"terminate"``."""
+    welcomed: bool = False
+    """True once the first-start welcome has been dismissed."""
     last_plan: dict[str, Any] = field(default_factory=dict)
     """The planner's last inputs, restored at start-up (JSON-compatible values)."""
 
@@ -69,6 +87,32 @@ def _is_mfu(value: object) -> bool:
     return math.isfinite(value) and 0.0 < value <= 1.0
 
 
+def _is_number(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(
+        value)
+
+
+def _is_rate(value: object) -> bool:
+    return _is_number(value) and 0.0 < value <= 1000.0  # type: ignore[operator]
+
+
+def _is_budget(value: object) -> bool:
+    return _is_number(value) and 0.0 <= value <= 1e9  # type: ignore[operator]
+
+
+def _is_percent(value: object) -> bool:
+    return _is_number(value) and 0.0 <= value <= 100.0  # type: ignore[operator]
+
+
+def _is_minutes(value: object) -> bool:
+    return (not isinstance(value, bool) and isinstance(value, int)
+            and 1 <= value <= MAX_IDLE_MINUTES)
+
+
+def _is_bool(value: object) -> bool:
+    return isinstance(value, bool)
+
+
 def _is_plan(value: object) -> bool:
     return isinstance(value, dict) and all(isinstance(k, str) for k in value)
 
@@ -79,8 +123,23 @@ _VALIDATORS: dict[str, Callable[[object], bool]] = {
     "currency": _is_currency,
     "default_region": _is_str,
     "mfu": _is_mfu,
+    "cny_per_usd": _is_rate,
+    "monthly_budget_usd": _is_budget,
+    "machine_budget_usd": _is_budget,
+    "idle_gpu_percent": _is_percent,
+    "idle_minutes": _is_minutes,
+    "idle_action": _one_of(IDLE_ACTIONS),
+    "welcomed": _is_bool,
     "last_plan": _is_plan,
 }
+_FLOAT_FIELDS = frozenset({"mfu", "cny_per_usd", "monthly_budget_usd", "machine_budget_usd",
+                           "idle_gpu_percent"})
+
+
+def is_valid(key: str, value: object) -> bool:
+    """Whether ``value`` is acceptable for the setting ``key`` (the loader's own rule)."""
+    check = _VALIDATORS.get(key)
+    return check is not None and check(value)
 
 # Migrations from version N to N + 1, applied in order to the raw dict before
 # validation. Add one here whenever a field is renamed or its meaning changes.
@@ -131,7 +190,7 @@ def settings_from_dict(raw: dict[str, Any], source: Path | str = "<settings>") -
                 getattr(defaults, key),
             )
             continue
-        values[key] = float(value) if key == "mfu" else value
+        values[key] = float(value) if key in _FLOAT_FIELDS else value
     return Settings(**values)
 
 
