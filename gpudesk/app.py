@@ -63,6 +63,20 @@ def _excepthook(
         sys.__excepthook__(exc_type, exc, tb)
         return
     log.critical("Unhandled exception", exc_info=(exc_type, exc, tb))
+    _show_crash(exc_type, exc, tb)
+
+
+def _show_crash(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None,
+                context: str = "") -> None:
+    """Open the crash dialog when a GUI is running; the app keeps going."""
+    if "PySide6.QtWidgets" not in sys.modules:  # no GUI (yet): the log has it
+        return
+    try:
+        from gpudesk.ui.crash_dialog import show_crash
+
+        show_crash(exc_type, exc, tb, context)
+    except Exception:  # noqa: BLE001 - never raise from an exception hook
+        log.exception("cannot show the crash dialog")
 
 
 def _loop_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -70,6 +84,7 @@ def _loop_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, 
     message = context.get("message", "Unhandled exception in the event loop")
     if isinstance(exc, BaseException):
         log.critical("%s", message, exc_info=(type(exc), exc, exc.__traceback__))
+        _show_crash(type(exc), exc, exc.__traceback__, str(message))
     else:
         log.critical("%s: %r", message, context)
 
@@ -99,6 +114,7 @@ def run_gui() -> int:
     from gpudesk.services.settings import load_settings
     from gpudesk.ui.i18n import install_translator
     from gpudesk.ui.main_window import MainWindow
+    from gpudesk.ui.theme import apply_theme
 
     settings = load_settings()
 
@@ -109,6 +125,7 @@ def run_gui() -> int:
     app.setApplicationVersion(__version__)
     language = install_translator(app, settings.language)
     log.info("user interface language: %s (setting: %s)", language, settings.language)
+    log.info("theme: %s (setting: %s)", apply_theme(app, settings.theme), settings.theme)
 
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
@@ -123,6 +140,7 @@ def run_gui() -> int:
 
     window = MainWindow(settings)
     window.show()
+    window.maybe_show_welcome()
 
     quit_after = _quit_after_ms()
     report_shown = os.environ.get(REPORT_SHOWN_ENV, "") not in ("", "0")

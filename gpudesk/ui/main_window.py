@@ -8,24 +8,24 @@ Train, Watch) plug in without touching the menus or the language switch.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QDialog,
     QHBoxLayout,
     QLabel,
     QListWidget,
     QListWidgetItem,
     QMainWindow,
-    QMessageBox,
     QStackedWidget,
     QWidget,
 )
 
-import gpudesk
 from gpudesk import sizing
 from gpudesk.services.catalog import Catalog
 from gpudesk.services.settings import Settings, save_settings
@@ -46,6 +46,8 @@ class MainWindow(QMainWindow):
         self.setObjectName("mainWindow")
         self.settings = settings
         self._titles: list[Callable[[], str]] = []
+        self.page_actions: list[QAction] = []
+        self.welcome: QDialog | None = None
         self.nav = QListWidget(self)
         self.nav.setObjectName("nav")
         self.nav.setIconSize(QSize(20, 20))
@@ -80,6 +82,16 @@ class MainWindow(QMainWindow):
         widget.setProperty("pageKey", key)
         self.pages.addWidget(widget)
         self._titles.append(title)
+        row = len(self._titles) - 1
+        action = QAction(title(), self)
+        action.setObjectName(f"page_{key}")
+        if row < 9:
+            action.setShortcut(QKeySequence(f"Ctrl+{row + 1}"))
+        action.triggered.connect(lambda _checked=False, r=row: self.nav.setCurrentRow(r))
+        self.addAction(action)  # the shortcut works even before the menus exist
+        self.page_actions.append(action)
+        if hasattr(self, "pages_menu"):
+            self.pages_menu.addAction(action)
 
     def _load_catalog(self) -> None:
         try:
@@ -108,11 +120,15 @@ class MainWindow(QMainWindow):
                                         QKeySequence(QKeySequence.StandardKey.Open))
         self.save_action = self._action(self.plan.save_plan_dialog,
                                         QKeySequence(QKeySequence.StandardKey.Save))
-        self.export_action = self._action(self.plan.export_csv_dialog)
+        self.export_action = self._action(self.plan.export_csv_dialog, QKeySequence("Ctrl+E"))
+        self.preferences_action = self._action(self.show_preferences, QKeySequence("Ctrl+,"))
+        self.preferences_action.setMenuRole(QAction.MenuRole.PreferencesRole)
         self.quit_action = self._action(self.close, QKeySequence("Ctrl+Q"))
         self.quit_action.setMenuRole(QAction.MenuRole.QuitRole)
         for action in (self.open_action, self.save_action, self.export_action):
             self.file_menu.addAction(action)
+        self.file_menu.addSeparator()
+        self.file_menu.addAction(self.preferences_action)
         self.file_menu.addSeparator()
         self.file_menu.addAction(self.quit_action)
 
@@ -127,14 +143,30 @@ class MainWindow(QMainWindow):
             self.language_group.addAction(action)
             self.language_menu.addAction(action)
             self.language_actions[code] = action
+        self.theme_menu = self.view_menu.addMenu("")
+        self.theme_group = QActionGroup(self)
+        self.theme_actions: dict[str, QAction] = {}
+        for code in ("system", "light", "dark"):
+            action = self._action(lambda c=code: self.set_theme(c))  # type: ignore[misc]
+            action.setCheckable(True)
+            action.setChecked(code == self.settings.theme)
+            self.theme_group.addAction(action)
+            self.theme_menu.addAction(action)
+            self.theme_actions[code] = action
+        self.pages_menu = self.view_menu.addMenu("")
+        for page_action in self.page_actions:
+            self.pages_menu.addAction(page_action)
 
         self.tools_menu = bar.addMenu("")
         self.trace_action = self._action(self.show_trace_dialog, QKeySequence("Ctrl+T"))
         self.tools_menu.addAction(self.trace_action)
 
         self.help_menu = bar.addMenu("")
-        self.about_action = self._action(self.show_about)
+        self.about_action = self._action(self.show_about, QKeySequence("F1"))
         self.about_action.setMenuRole(QAction.MenuRole.AboutRole)
+        self.logs_action = self._action(self.open_log_folder)
+        self.help_menu.addAction(self.logs_action)
+        self.help_menu.addSeparator()
         self.help_menu.addAction(self.about_action)
 
     def set_language(self, language: str) -> str:
@@ -147,6 +179,65 @@ class MainWindow(QMainWindow):
             self.language_actions[language].setChecked(True)
         return effective
 
+    def set_theme(self, theme: str) -> str:
+        """Switch between the OS colours, light and dark now; return the scheme in effect."""
+        from gpudesk.ui.theme import apply_theme
+
+        app = QApplication.instance()
+        assert isinstance(app, QApplication)
+        effective = apply_theme(app, theme)
+        self.settings.theme = theme
+        if theme in self.theme_actions:
+            self.theme_actions[theme].setChecked(True)
+        return effective
+
+    def show_preferences(self) -> QDialog:
+        from gpudesk.ui.settings_dialog import SettingsDialog
+
+        dialog = SettingsDialog(self.settings, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.saved.connect(self.apply_settings)
+        dialog.open()
+        return dialog
+
+    def apply_settings(self, new: Settings) -> None:
+        """Take the saved preferences: copy them into the shared settings, apply live ones."""
+        language_changed = new.language != self.settings.language
+        theme_changed = new.theme != self.settings.theme
+        for f in dataclasses.fields(Settings):
+            if f.name != "last_plan":
+                setattr(self.settings, f.name, getattr(new, f.name))
+        if language_changed:
+            self.set_language(new.language)
+        if theme_changed:
+            self.set_theme(new.theme)
+
+    def maybe_show_welcome(self) -> QDialog | None:
+        """On first start, show the welcome; dismissing it (any way) is remembered."""
+        if self.settings.welcomed:
+            return None
+        from gpudesk.ui.welcome import WelcomeDialog
+
+        dialog = WelcomeDialog(self.settings.language, self.set_language, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.finished.connect(lambda _r: self._welcome_dismissed())
+        self.welcome = dialog
+        dialog.open()
+        return dialog
+
+    def _welcome_dismissed(self) -> None:
+        self.welcome = None
+        self.settings.welcomed = True
+        try:
+            save_settings(self.settings)
+        except OSError as exc:
+            log.warning("cannot save settings: %s", exc)
+
+    def open_log_folder(self) -> bool:
+        from gpudesk.ui.crash_dialog import open_log_folder
+
+        return open_log_folder()
+
     def show_trace_dialog(self) -> QDialog:
         """Trace with the Plan page's batch, precision and optimizer (if they parse)."""
         from gpudesk.ui.trace_dialog import TraceDialog  # only when asked: keeps start-up lean
@@ -158,14 +249,13 @@ class MainWindow(QMainWindow):
         dialog.open()
         return dialog
 
-    def show_about(self) -> QMessageBox:
-        box = QMessageBox(QMessageBox.Icon.Information, self.tr("About gpudesk"),
-                          self.tr("gpudesk {version}\nPlan, rent, sync, train and watch cloud "
-                                  "GPUs from one window.").format(version=gpudesk.__version__),
-                          QMessageBox.StandardButton.Ok, self)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.open()
-        return box
+    def show_about(self) -> QDialog:
+        from gpudesk.ui.about_dialog import AboutDialog
+
+        dialog = AboutDialog(self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
 
     # ----------------------------------------------------------------- language
 
@@ -180,6 +270,15 @@ class MainWindow(QMainWindow):
         self.save_action.setText(self.tr("&Save plan…"))
         self.export_action.setText(self.tr("&Export offers CSV…"))
         self.quit_action.setText(self.tr("&Quit"))
+        self.preferences_action.setText(self.tr("&Preferences…"))
+        self.theme_menu.setTitle(self.tr("&Theme"))
+        self.theme_actions["system"].setText(self.tr("System"))
+        self.theme_actions["light"].setText(self.tr("Light"))
+        self.theme_actions["dark"].setText(self.tr("Dark"))
+        self.pages_menu.setTitle(self.tr("&Go to page"))
+        for action, title in zip(self.page_actions, self._titles, strict=True):
+            action.setText(title())
+        self.logs_action.setText(self.tr("Open &log folder"))
         self.view_menu.setTitle(self.tr("&View"))
         self.language_menu.setTitle(self.tr("&Language"))
         self.language_actions["system"].setText(self.tr("System"))

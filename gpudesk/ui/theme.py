@@ -1,0 +1,99 @@
+"""Light, dark, or whatever the OS uses: the Fusion style with a matching palette.
+
+``apply_theme(app, "system" | "light" | "dark")`` can be called at any time;
+Qt repaints every widget with the new palette. With ``"system"`` the OS colour
+scheme (Qt 6.5+ ``QStyleHints.colorScheme``) is followed, also when it changes
+while the app runs.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtWidgets import QApplication
+
+THEMES: tuple[str, ...] = ("system", "light", "dark")
+
+_state: dict[str, str] = {"theme": "light", "effective": "light"}
+_connected: list[bool] = []
+
+
+def system_scheme() -> str:
+    """``"dark"`` when the OS says so, else ``"light"`` (also when it does not know)."""
+    hints = QGuiApplication.styleHints()
+    return "dark" if hints.colorScheme() == Qt.ColorScheme.Dark else "light"
+
+
+def resolve_theme(theme: str) -> str:
+    if theme == "system":
+        return system_scheme()
+    return theme if theme in ("light", "dark") else "light"
+
+
+def dark_palette() -> QPalette:
+    p = QPalette()
+    window, base, text = QColor(45, 45, 48), QColor(30, 30, 32), QColor(230, 230, 230)
+    disabled = QColor(127, 127, 127)
+    roles = {
+        QPalette.ColorRole.Window: window,
+        QPalette.ColorRole.WindowText: text,
+        QPalette.ColorRole.Base: base,
+        QPalette.ColorRole.AlternateBase: QColor(40, 40, 43),
+        QPalette.ColorRole.ToolTipBase: QColor(60, 60, 64),
+        QPalette.ColorRole.ToolTipText: text,
+        QPalette.ColorRole.PlaceholderText: QColor(150, 150, 150),
+        QPalette.ColorRole.Text: text,
+        QPalette.ColorRole.Button: QColor(55, 55, 59),
+        QPalette.ColorRole.ButtonText: text,
+        QPalette.ColorRole.BrightText: QColor(255, 90, 90),
+        QPalette.ColorRole.Light: QColor(75, 75, 80),
+        QPalette.ColorRole.Midlight: QColor(62, 62, 66),
+        QPalette.ColorRole.Mid: QColor(40, 40, 43),
+        QPalette.ColorRole.Dark: QColor(25, 25, 27),
+        QPalette.ColorRole.Shadow: QColor(0, 0, 0),
+        QPalette.ColorRole.Highlight: QColor(42, 130, 218),
+        QPalette.ColorRole.HighlightedText: QColor(255, 255, 255),
+        QPalette.ColorRole.Link: QColor(90, 170, 255),
+        QPalette.ColorRole.LinkVisited: QColor(180, 140, 255),
+    }
+    for role, colour in roles.items():
+        p.setColor(role, colour)
+    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text,
+                 QPalette.ColorRole.ButtonText):
+        p.setColor(QPalette.ColorGroup.Disabled, role, disabled)
+    p.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Highlight, QColor(80, 80, 80))
+    return p
+
+
+def light_palette(app: QApplication) -> QPalette:
+    style = app.style()
+    return style.standardPalette() if style is not None else QPalette()
+
+
+def apply_theme(app: QApplication, theme: str) -> str:
+    """Use ``theme`` from now on; return the scheme in effect (``"light"``/``"dark"``)."""
+    if app.style() is None or app.style().name().lower() != "fusion":
+        app.setStyle("Fusion")
+    _state["theme"] = theme if theme in THEMES else "system"
+    effective = resolve_theme(_state["theme"])
+    _state["effective"] = effective
+    app.setPalette(dark_palette() if effective == "dark" else light_palette(app))
+    if not _connected:
+        _connected.append(True)
+        QGuiApplication.styleHints().colorSchemeChanged.connect(
+            lambda _scheme: _follow_system(app))
+    return effective
+
+
+def _follow_system(app: QApplication) -> None:
+    if _state["theme"] == "system":
+        apply_theme(app, "system")
+
+
+def current_theme() -> str:
+    """The scheme in effect: ``"light"`` or ``"dark"``."""
+    return _state["effective"]
+
+
+def is_dark() -> bool:
+    return _state["effective"] == "dark"

@@ -1,0 +1,109 @@
+"""The first-start welcome: what gpudesk can do now, and the language to use.
+
+Shown once (``Settings.welcomed``); any way of closing it counts as dismissed.
+Cloud accounts and SSH machines come in a later version, and the welcome says so
+instead of pretending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+
+class WelcomeDialog(QDialog):
+    def __init__(self, language: str, set_language: Callable[[str], object],
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("welcomeDialog")
+        self._set_language = set_language
+        self.heading = QLabel(self)
+        self.heading.setObjectName("welcomeHeading")
+        font = self.heading.font()
+        font.setPointSizeF(font.pointSizeF() * 1.5)
+        font.setBold(True)
+        self.heading.setFont(font)
+        self.intro = QLabel(self)
+        self.intro.setWordWrap(True)
+        self.explore_button = QPushButton(self)
+        self.explore_button.setObjectName("welcomeExplore")
+        self.explore_button.setDefault(True)
+        self.cloud_button = QPushButton(self)
+        self.cloud_button.setObjectName("welcomeCloud")
+        self.ssh_button = QPushButton(self)
+        self.ssh_button.setObjectName("welcomeSsh")
+        self.note = QLabel(self)
+        self.note.setObjectName("welcomeNote")
+        self.note.setWordWrap(True)
+        self.note.setVisible(False)
+        self._note_key = ""
+        self.language_label = QLabel(self)
+        self.language = QComboBox(self)
+        for code, name in (("system", ""), ("en", "English"), ("zh_CN", "简体中文")):
+            self.language.addItem(name, code)
+        self.language.setCurrentIndex(max(self.language.findData(language), 0))
+        self.language_label.setBuddy(self.language)
+        self.language.currentIndexChanged.connect(
+            lambda _i: self._set_language(self.language.currentData()))
+        self.explore_button.clicked.connect(self.accept)
+        self.cloud_button.clicked.connect(lambda: self._later("cloud"))
+        self.ssh_button.clicked.connect(lambda: self._later("ssh"))
+
+        layout = QVBoxLayout(self)
+        layout.setSpacing(10)
+        layout.addWidget(self.heading)
+        layout.addWidget(self.intro)
+        for button in (self.explore_button, self.cloud_button, self.ssh_button):
+            button.setMinimumHeight(36)
+            layout.addWidget(button)
+        layout.addWidget(self.note)
+        row = QHBoxLayout()
+        row.addWidget(self.language_label)
+        row.addWidget(self.language, 1)
+        layout.addLayout(row)
+        self.setMinimumWidth(520)
+        self.setWindowModality(Qt.WindowModality.WindowModal)
+        self.retranslate()
+
+    def _later(self, which: str) -> None:
+        self._note_key = which
+        self._show_note()
+        self.note.setVisible(True)
+
+    def _show_note(self) -> None:
+        if self._note_key == "cloud":
+            self.note.setText(self.tr("Adding a cloud account is coming in a later version. "
+                                      "For now you can plan with list prices, no account "
+                                      "needed."))
+        elif self._note_key == "ssh":
+            self.note.setText(self.tr("Adding your own SSH machine is coming in a later "
+                                      "version. For now you can plan with list prices."))
+
+    def retranslate(self) -> None:
+        self.setWindowTitle(self.tr("Welcome to gpudesk"))
+        self.heading.setText(self.tr("Welcome to gpudesk"))
+        self.intro.setText(self.tr(
+            "gpudesk tells you how much GPU memory a training or inference job needs, which "
+            "cloud GPUs fit it, and what finishing it would cost. You can start right away: "
+            "planning needs no account and sends nothing anywhere."))
+        self.explore_button.setText(self.tr("Explore Plan without an account"))
+        self.cloud_button.setText(self.tr("Add a cloud account"))
+        self.ssh_button.setText(self.tr("Add my own SSH machine"))
+        self.language_label.setText(self.tr("&Language:"))
+        self.language.setItemText(0, self.tr("System"))
+        self._show_note()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)

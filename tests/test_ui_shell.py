@@ -1,0 +1,179 @@
+"""The shell around the pages: theme, Preferences, welcome, crash dialog, About."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QTimer  # noqa: E402
+from PySide6.QtGui import QPalette  # noqa: E402
+from PySide6.QtWidgets import QApplication, QDialogButtonBox  # noqa: E402
+
+from gpudesk import app as app_module  # noqa: E402
+from gpudesk.services.catalog import load_catalog  # noqa: E402
+from gpudesk.services.settings import Settings, load_settings, save_settings  # noqa: E402
+from gpudesk.ui import crash_dialog  # noqa: E402
+from gpudesk.ui.i18n import install_translator  # noqa: E402
+from gpudesk.ui.main_window import MainWindow  # noqa: E402
+from gpudesk.ui.settings_dialog import SettingsDialog  # noqa: E402
+from gpudesk.ui.theme import apply_theme  # noqa: E402
+
+
+@pytest.fixture
+def window(qtbot, qapp):  # type: ignore[no-untyped-def]
+    w = MainWindow(Settings(language="en", welcomed=True), load_catalog())
+    qtbot.addWidget(w)
+    yield w
+    apply_theme(qapp, "light")
+    install_translator(qapp, "en")
+
+
+def window_colour(app: QApplication) -> int:
+    return app.palette().color(QPalette.ColorRole.Window).lightness()
+
+
+def test_theme_switching_changes_window_colour(window, qapp) -> None:  # type: ignore[no-untyped-def]
+    assert window.set_theme("light") == "light"
+    light = window_colour(qapp)
+    assert window.set_theme("dark") == "dark"
+    assert window_colour(qapp) < 100 < light
+    assert window.settings.theme == "dark" and window.theme_actions["dark"].isChecked()
+    assert qapp.style().name().lower() == "fusion"
+    window.set_theme("light")
+    assert window_colour(qapp) == light
+    assert window.set_theme("system") in ("light", "dark")
+
+
+def test_preferences_save_valid_values(window, qtbot, qapp) -> None:  # type: ignore[no-untyped-def]
+    dialog = window.show_preferences()
+    assert isinstance(dialog, SettingsDialog)
+    dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
+    dialog.currency.setCurrentIndex(dialog.currency.findData("CNY"))
+    dialog.edits["cny_per_usd"].setText("7.1")
+    dialog.edits["mfu"].setText("40")
+    dialog.edits["monthly_budget_usd"].setText("1,200")
+    dialog.edits["machine_budget_usd"].setText("50")
+    dialog.edits["idle_gpu_percent"].setText("3")
+    dialog.edits["idle_minutes"].setText("20")
+    dialog.edits["default_region"].setText(" ap-shanghai ")
+    dialog.idle_action.setCurrentIndex(dialog.idle_action.findData("stop"))
+    with qtbot.waitSignal(dialog.saved):
+        dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    saved = load_settings()
+    assert (saved.theme, saved.currency, saved.cny_per_usd, saved.mfu) == ("dark", "CNY", 7.1,
+                                                                          0.4)
+    assert (saved.monthly_budget_usd, saved.machine_budget_usd) == (1200.0, 50.0)
+    assert (saved.idle_gpu_percent, saved.idle_minutes, saved.idle_action) == (3.0, 20, "stop")
+    assert saved.default_region == "ap-shanghai"
+    assert window.settings.theme == "dark" and window_colour(qapp) < 100
+
+
+def test_preferences_refuse_invalid_values(window, qtbot) -> None:  # type: ignore[no-untyped-def]
+    save_settings(window.settings)
+    before = load_settings()
+    dialog = window.show_preferences()
+    dialog.edits["mfu"].setText("0")
+    dialog.edits["idle_minutes"].setText("2.5")
+    dialog.edits["idle_gpu_percent"].setText("150")
+    dialog.edits["monthly_budget_usd"].setText("lots")
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    assert dialog.isVisible()
+    for key in ("mfu", "idle_minutes", "idle_gpu_percent", "monthly_budget_usd"):
+        assert dialog.edits[key].property("invalid") is True, key
+    assert dialog.edits["machine_budget_usd"].property("invalid") is not True
+    assert dialog.errors.isVisible() and "MFU" in dialog.errors.text()
+    assert load_settings() == before and window.settings.mfu == before.mfu
+    dialog.edits["mfu"].setText("35")  # typing clears the mark
+    assert dialog.edits["mfu"].property("invalid") is False
+
+
+def test_preferences_cancel_changes_nothing(window, qtbot, qapp) -> None:  # type: ignore[no-untyped-def]
+    window.set_theme("light")
+    dialog = window.show_preferences()
+    dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
+    dialog.language.setCurrentIndex(dialog.language.findData("zh_CN"))
+    dialog.edits["idle_minutes"].setText("99")
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Cancel).click()
+    qtbot.waitUntil(lambda: not dialog.isVisible())
+    from gpudesk.services import paths
+
+    assert not paths.settings_file().exists()
+    assert window.settings.theme == "light" and window.settings.idle_minutes == 30
+    assert window.settings.language == "en" and window.nav.item(0).text() == "Plan"
+    assert window_colour(qapp) > 100
+
+
+def test_preferences_language_applies_live(window, qtbot) -> None:  # type: ignore[no-untyped-def]
+    dialog = window.show_preferences()
+    dialog.language.setCurrentIndex(dialog.language.findData("zh_CN"))
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    qtbot.waitUntil(lambda: window.nav.item(0).text() == "规划")
+    assert load_settings().language == "zh_CN"
+
+
+def test_welcome_shows_on_first_start_only(qtbot, qapp) -> None:  # type: ignore[no-untyped-def]
+    first = MainWindow(load_settings(), load_catalog())
+    qtbot.addWidget(first)
+    first.show()
+    welcome = first.maybe_show_welcome()
+    assert welcome is not None
+    qtbot.waitUntil(welcome.isVisible)
+    welcome.cloud_button.click()
+    assert "later version" in welcome.note.text() and welcome.isVisible()
+    welcome.explore_button.click()
+    qtbot.waitUntil(lambda: first.welcome is None)
+    assert load_settings().welcomed is True
+    second = MainWindow(load_settings(), load_catalog())
+    qtbot.addWidget(second)
+    assert second.maybe_show_welcome() is None
+
+
+@pytest.mark.qt_no_exception_capture
+def test_exception_in_slot_shows_redacted_crash_dialog(window, qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(sys, "excepthook", app_module._excepthook)
+    window.show()
+    key = "AKIAIOSFODNN7EXAMPLE"
+
+    def broken_slot() -> None:
+        raise RuntimeError(f"upload failed for {key} with password=hunter2")
+
+    QTimer.singleShot(0, broken_slot)
+    qtbot.waitUntil(lambda: bool(crash_dialog.open_dialogs()))
+    dialog = crash_dialog.open_dialogs()[-1]
+    text = dialog.text()
+    assert "RuntimeError: upload failed for [REDACTED]" in text
+    assert key not in text and "hunter2" not in text
+    assert "broken_slot" in text and "Python" in text and "Qt" in text
+    assert window.isVisible()  # the app keeps running
+    dialog.close()
+    qtbot.waitUntil(lambda: not crash_dialog.open_dialogs())
+
+
+def test_loop_exception_handler_shows_crash_dialog(window, qtbot) -> None:  # type: ignore[no-untyped-def]
+    exc = ValueError("token=abc123secret")
+    app_module._loop_exception_handler(None, {"message": "Task exception", "exception": exc})  # type: ignore[arg-type]
+    qtbot.waitUntil(lambda: bool(crash_dialog.open_dialogs()))
+    dialog = crash_dialog.open_dialogs()[-1]
+    assert "abc123secret" not in dialog.text() and "Task exception" in dialog.text()
+    dialog.close()
+    qtbot.waitUntil(lambda: not crash_dialog.open_dialogs())
+
+
+def test_about_lists_pyside6_and_its_licence(window) -> None:  # type: ignore[no-untyped-def]
+    dialog = window.show_about()
+    rows = {name: (version, licence) for name, version, licence in dialog.rows()}
+    assert {"Python", "Qt", "PySide6", "qasync", "pyqtgraph", "keyring", "numpy"} <= set(rows)
+    assert "LGPL-3.0" in rows["PySide6"][1] and rows["PySide6"][0].startswith("6.")
+    assert rows["qasync"][1] and rows["numpy"][0][0].isdigit()
+    dialog.close()
+
+
+def test_shortcuts(window) -> None:  # type: ignore[no-untyped-def]
+    shortcuts = {a.shortcut().toString() for a in (
+        window.open_action, window.save_action, window.export_action,
+        window.preferences_action, window.trace_action, window.quit_action)}
+    assert {"Ctrl+O", "Ctrl+S", "Ctrl+E", "Ctrl+,", "Ctrl+T", "Ctrl+Q"} <= shortcuts
+    assert window.page_actions[0].shortcut().toString() == "Ctrl+1"
