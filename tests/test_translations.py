@@ -24,8 +24,9 @@ from gpudesk.ui.offers_model import COL  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 TS = ROOT / "resources" / "translations" / "gpudesk_zh_CN.ts"
 QM = TS.with_suffix(".qm")
-KNOWN_CONTEXTS = {"Answers", "MainWindow", "MemoryBar", "OffersModel", "PlanForm", "PlanPage",
-                  "Planner", "SizingError", "SizingNote", "TaskRunner", "TraceDialog"}
+KNOWN_CONTEXTS = {"AboutDialog", "Answers", "CrashDialog", "MainWindow", "MemoryBar",
+                  "OffersModel", "PlanForm", "PlanPage", "Planner", "SettingsDialog",
+                  "SizingError", "SizingNote", "TaskRunner", "TraceDialog", "WelcomeDialog"}
 
 
 def qt_tool(name: str) -> str | None:

@@ -2,6 +2,37 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
     <context>
+        <name>AboutDialog</name>
+        <message>
+            <source>About gpudesk</source>
+            <translation>关于 gpudesk</translation>
+        </message>
+        <message>
+            <source>gpudesk {version}
+Plan, rent, sync, train and watch cloud GPUs from one window.
+{system}</source>
+            <translation>gpudesk {version}
+在一个窗口中规划、租用、同步、训练和监控云 GPU。
+{system}</translation>
+        </message>
+        <message>
+            <source>Component</source>
+            <translation>组件</translation>
+        </message>
+        <message>
+            <source>Version</source>
+            <translation>版本</translation>
+        </message>
+        <message>
+            <source>Licence</source>
+            <translation>许可证</translation>
+        </message>
+        <message>
+            <source>Qt and PySide6 are used under the GNU LGPL version 3; their source is available from qt.io.</source>
+            <translation>Qt 和 PySide6 依据 GNU LGPL 第 3 版使用；其源代码可从 qt.io 获取。</translation>
+        </message>
+    </context>
+    <context>
         <name>Answers</name>
         <message>
             <source>a single GPU</source>
@@ -61,20 +92,29 @@
         </message>
     </context>
     <context>
+        <name>CrashDialog</name>
+        <message>
+            <source>gpudesk hit a problem</source>
+            <translation>gpudesk 遇到问题</translation>
+        </message>
+        <message>
+            <source>Something went wrong inside gpudesk. It keeps running, but the last action may not have finished. Please copy this report into an issue; keys and passwords that looked like secrets have been removed from it.</source>
+            <translation>gpudesk 内部出错。程序仍在运行，但上一个操作可能没有完成。请将此报告复制到问题反馈中；看起来像密钥和密码的内容已被移除。</translation>
+        </message>
+        <message>
+            <source>&amp;Copy report</source>
+            <translation>复制报告(&amp;C)</translation>
+        </message>
+        <message>
+            <source>Open &amp;log folder</source>
+            <translation>打开日志文件夹(&amp;L)</translation>
+        </message>
+    </context>
+    <context>
         <name>MainWindow</name>
         <message>
             <source>Plan</source>
             <translation>规划</translation>
-        </message>
-        <message>
-            <source>About gpudesk</source>
-            <translation>关于 gpudesk</translation>
-        </message>
-        <message>
-            <source>gpudesk {version}
-Plan, rent, sync, train and watch cloud GPUs from one window.</source>
-            <translation>gpudesk {version}
-在一个窗口中规划、租用、同步、训练并监控云 GPU。</translation>
         </message>
         <message>
             <source>gpudesk — plan, rent and train on cloud GPUs</source>
@@ -99,6 +139,30 @@ Plan, rent, sync, train and watch cloud GPUs from one window.</source>
         <message>
             <source>&amp;Quit</source>
             <translation>退出(&amp;Q)</translation>
+        </message>
+        <message>
+            <source>&amp;Preferences…</source>
+            <translation>偏好设置(&amp;P)…</translation>
+        </message>
+        <message>
+            <source>&amp;Theme</source>
+            <translation>主题(&amp;T)</translation>
+        </message>
+        <message>
+            <source>Light</source>
+            <translation>浅色</translation>
+        </message>
+        <message>
+            <source>Dark</source>
+            <translation>深色</translation>
+        </message>
+        <message>
+            <source>&amp;Go to page</source>
+            <translation>转到页面(&amp;G)</translation>
+        </message>
+        <message>
+            <source>Open &amp;log folder</source>
+            <translation>打开日志文件夹(&amp;L)</translation>
         </message>
         <message>
             <source>&amp;View</source>
@@ -537,6 +601,117 @@ Plan, rent, sync, train and watch cloud GPUs from one window.</source>
         </message>
     </context>
     <context>
+        <name>SettingsDialog</name>
+        <message>
+            <source>Please correct: {fields}</source>
+            <translation>请更正：{fields}</translation>
+        </message>
+        <message>
+            <source>Cannot save the settings: {error}</source>
+            <translation>无法保存设置：{error}</translation>
+        </message>
+        <message>
+            <source>Preferences</source>
+            <translation>偏好设置</translation>
+        </message>
+        <message>
+            <source>General</source>
+            <translation>常规</translation>
+        </message>
+        <message>
+            <source>Money</source>
+            <translation>费用</translation>
+        </message>
+        <message>
+            <source>Idle machines</source>
+            <translation>空闲机器</translation>
+        </message>
+        <message>
+            <source>&amp;Language</source>
+            <translation>语言(&amp;L)</translation>
+        </message>
+        <message>
+            <source>&amp;Theme</source>
+            <translation>主题(&amp;T)</translation>
+        </message>
+        <message>
+            <source>Default &amp;region</source>
+            <translation>默认地域(&amp;R)</translation>
+        </message>
+        <message>
+            <source>Default &amp;MFU (%)</source>
+            <translation>默认 MFU (%)(&amp;M)</translation>
+        </message>
+        <message>
+            <source>Show prices &amp;in</source>
+            <translation>价格显示币种(&amp;I)</translation>
+        </message>
+        <message>
+            <source>CNY per USD (your &amp;rate)</source>
+            <translation>1 美元兑人民币（自定汇率）(&amp;R)</translation>
+        </message>
+        <message>
+            <source>Monthly &amp;budget (USD, 0 = none)</source>
+            <translation>每月预算（美元，0 = 不限）(&amp;B)</translation>
+        </message>
+        <message>
+            <source>Budget per &amp;machine (USD, 0 = none)</source>
+            <translation>每台机器预算（美元，0 = 不限）(&amp;M)</translation>
+        </message>
+        <message>
+            <source>Idle below GPU &amp;utilisation (%)</source>
+            <translation>GPU 利用率低于此值视为空闲 (%)(&amp;U)</translation>
+        </message>
+        <message>
+            <source>Idle f&amp;or (minutes)</source>
+            <translation>空闲持续时间（分钟）(&amp;O)</translation>
+        </message>
+        <message>
+            <source>When idle, &amp;do</source>
+            <translation>空闲时操作(&amp;D)</translation>
+        </message>
+        <message>
+            <source>System</source>
+            <translation>跟随系统</translation>
+        </message>
+        <message>
+            <source>Light</source>
+            <translation>浅色</translation>
+        </message>
+        <message>
+            <source>Dark</source>
+            <translation>深色</translation>
+        </message>
+        <message>
+            <source>Warn me</source>
+            <translation>提醒我</translation>
+        </message>
+        <message>
+            <source>Stop the machine</source>
+            <translation>停止机器</translation>
+        </message>
+        <message>
+            <source>Terminate the machine</source>
+            <translation>销毁机器</translation>
+        </message>
+        <message>
+            <source>e.g. us-east-1 or ap-shanghai; empty = none</source>
+            <translation>例如 us-east-1 或 ap-shanghai；留空表示不指定</translation>
+        </message>
+        <message>
+            <source>Model FLOPs utilisation assumed for new plans, above 0 and at most 100</source>
+            <translation>新规划假定的模型算力利用率（MFU），大于 0 且不超过 100</translation>
+        </message>
+        <message>
+            <source>Catalog prices are in USD; they are converted with this rate</source>
+            <translation>目录价格以美元计，按此汇率换算</translation>
+        </message>
+        <message>
+            <source>A whole number from 1 to 1440</source>
+            <translation>1 到 1440 之间的整数</translation>
+        </message>
+    </context>
+    <context>
         <name>SizingError</name>
         <message>
             <source>this file is not a gpudesk plan</source>
@@ -734,6 +909,45 @@ Plan, rent, sync, train and watch cloud GPUs from one window.</source>
         <message>
             <source>{params} parameters, traced on {device}.</source>
             <translation>{params} 个参数，在 {device} 上追踪。</translation>
+        </message>
+    </context>
+    <context>
+        <name>WelcomeDialog</name>
+        <message>
+            <source>Adding a cloud account is coming in a later version. For now you can plan with list prices, no account needed.</source>
+            <translation>添加云账户将在后续版本中提供。目前你可以使用公开价格进行规划，无需账户。</translation>
+        </message>
+        <message>
+            <source>Adding your own SSH machine is coming in a later version. For now you can plan with list prices.</source>
+            <translation>添加自己的 SSH 机器将在后续版本中提供。目前你可以使用公开价格进行规划。</translation>
+        </message>
+        <message>
+            <source>Welcome to gpudesk</source>
+            <translation>欢迎使用 gpudesk</translation>
+        </message>
+        <message>
+            <source>gpudesk tells you how much GPU memory a training or inference job needs, which cloud GPUs fit it, and what finishing it would cost. You can start right away: planning needs no account and sends nothing anywhere.</source>
+            <translation>gpudesk 会告诉你一个训练或推理任务需要多少显存、哪些云 GPU 放得下，以及完成它要花多少钱。现在就可以开始：规划无需账户，也不会向任何地方发送数据。</translation>
+        </message>
+        <message>
+            <source>Explore Plan without an account</source>
+            <translation>无需账户，先试试规划</translation>
+        </message>
+        <message>
+            <source>Add a cloud account</source>
+            <translation>添加云账户</translation>
+        </message>
+        <message>
+            <source>Add my own SSH machine</source>
+            <translation>添加我自己的 SSH 机器</translation>
+        </message>
+        <message>
+            <source>&amp;Language:</source>
+            <translation>语言(&amp;L)：</translation>
+        </message>
+        <message>
+            <source>System</source>
+            <translation>跟随系统</translation>
         </message>
     </context>
 </TS>
