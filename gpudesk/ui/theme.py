@@ -8,9 +8,10 @@ while the app runs.
 
 from __future__ import annotations
 
+import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 THEMES: tuple[str, ...] = ("system", "light", "dark")
 
@@ -78,6 +79,15 @@ def apply_theme(app: QApplication, theme: str) -> str:
     effective = resolve_theme(_state["theme"])
     _state["effective"] = effective
     app.setPalette(dark_palette() if effective == "dark" else light_palette(app))
+    # Widgets under a style sheet keep the palette they were polished with; set the
+    # sheet again so that they pick up the new one.
+    for top in app.topLevelWidgets():
+        if not shiboken6.isValid(top):
+            continue
+        for widget in (top, *top.findChildren(QWidget)):
+            sheet = widget.styleSheet()
+            if sheet:
+                widget.setStyleSheet(sheet)
     if not _connected:
         _connected.append(True)
         QGuiApplication.styleHints().colorSchemeChanged.connect(
