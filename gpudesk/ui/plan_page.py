@@ -114,7 +114,7 @@ class PlanPage(QWidget):
         self.answers.setTextFormat(Qt.TextFormat.PlainText)
         self.notes = QLabel(self.memory_box)
         self.notes.setWordWrap(True)
-        self.notes.setStyleSheet("color: palette(mid);")
+        self.notes.setStyleSheet("color: palette(placeholder-text);")
         mv = QVBoxLayout(self.memory_box)
         mv.addWidget(self.bar)
         mv.addWidget(self.answers)
