@@ -10,6 +10,7 @@ at run time. Each function creates its folder if needed.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import platformdirs
@@ -23,41 +24,32 @@ def _home_override() -> Path | None:
     return Path(value).expanduser() if value else None
 
 
-def _ensure(path: Path) -> Path:
+def _user_dir(sub: str, platform_dir: Callable[..., str]) -> Path:
+    """``$GPUDESK_HOME/<sub>`` when set, else the platform's folder; created if needed."""
+    home = _home_override()
+    path = home / sub if home is not None else Path(platform_dir(APP_NAME, appauthor=False))
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
 def config_dir() -> Path:
     """Settings live here (``settings.json``)."""
-    home = _home_override()
-    if home is not None:
-        return _ensure(home / "config")
-    return _ensure(Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)))
+    return _user_dir("config", platformdirs.user_config_dir)
 
 
 def data_dir() -> Path:
     """The state database and other durable data live here."""
-    home = _home_override()
-    if home is not None:
-        return _ensure(home / "data")
-    return _ensure(Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)))
+    return _user_dir("data", platformdirs.user_data_dir)
 
 
 def log_dir() -> Path:
     """Rotating log files live here."""
-    home = _home_override()
-    if home is not None:
-        return _ensure(home / "log")
-    return _ensure(Path(platformdirs.user_log_dir(APP_NAME, appauthor=False)))
+    return _user_dir("log", platformdirs.user_log_dir)
 
 
 def cache_dir() -> Path:
     """Disposable files (downloaded catalogs, traces) live here."""
-    home = _home_override()
-    if home is not None:
-        return _ensure(home / "cache")
-    return _ensure(Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False)))
+    return _user_dir("cache", platformdirs.user_cache_dir)
 
 
 def settings_file() -> Path:

@@ -13,6 +13,7 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from gpudesk import sizing
@@ -27,6 +28,8 @@ REASON_TOO_BIG = QT_TRANSLATE_NOOP(
 )
 REASON_NO_PRECISION = QT_TRANSLATE_NOOP("Planner", "the {gpu} has no {precision} support")
 REASON_NO_SPOT = QT_TRANSLATE_NOOP("Planner", "no spot price known for this offer")
+ERR_NOT_PLAN = QT_TRANSLATE_NOOP("SizingError", "this file is not a gpudesk plan")
+ERR_DAMAGED = QT_TRANSLATE_NOOP("SizingError", "the plan file is damaged ({detail})")
 
 
 def format_bytes(n: float) -> str:
@@ -150,18 +153,26 @@ def plan_json(job: Job, chosen: RankedOffer | None, ranked: list[RankedOffer]) -
 
 def plan_from_json(data: dict[str, Any]) -> Job:
     """Rebuild a Job from :func:`plan_json` output; raises SizingError on bad data."""
-    if data.get("format") != "gpudesk-plan":
-        raise sizing.SizingError("plan", QT_TRANSLATE_NOOP("SizingError",
-                                 "this file is not a gpudesk plan"))
+    if not isinstance(data, dict) or data.get("format") != "gpudesk-plan":
+        raise sizing.SizingError("plan", ERR_NOT_PLAN)
     try:
         model = sizing.ModelSpec(**data["model"])
         setup = sizing.Setup(**data["setup"])
         work = sizing.Workload(**data["work"])
     except (KeyError, TypeError) as exc:
-        raise sizing.SizingError("plan", QT_TRANSLATE_NOOP(
-            "SizingError", "the plan file is damaged ({detail})"), detail=str(exc)) from None
+        raise sizing.SizingError("plan", ERR_DAMAGED, detail=str(exc)) from None
     sizing.validate(model, setup)
     return Job(model, setup, work)
+
+
+def read_plan_file(path: Path) -> dict[str, Any]:
+    """Read and check a saved plan (blocking I/O: call it off the GUI thread)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise sizing.SizingError("plan", ERR_DAMAGED, detail=str(exc)) from None
+    plan_from_json(data)  # raises SizingError with a readable reason
+    return data  # type: ignore[no-any-return]
 
 
 CSV_COLUMNS = ("provider", "instance_type", "region", "gpu", "gpu_count", "market",

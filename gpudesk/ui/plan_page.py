@@ -10,7 +10,6 @@ dimmed, so nothing jumps around while typing.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -57,8 +56,6 @@ from gpudesk.ui.plan_form import PlanForm, combo_key, parse_amount, set_invalid
 from gpudesk.ui.task_runner import TaskRunner
 
 ERR_NOTHING = QT_TRANSLATE_NOOP("SizingError", "fix the inputs marked in red first")
-ERR_DAMAGED = QT_TRANSLATE_NOOP("SizingError", "the plan file is damaged ({detail})")
-ERR_NOT_PLAN = QT_TRANSLATE_NOOP("SizingError", "this file is not a gpudesk plan")
 SORTS = ("cost", "price", "headroom", "hours")
 STYLE = """
 QLineEdit[invalid="true"], QComboBox[invalid="true"] { border: 2px solid #d32f2f; }
@@ -468,14 +465,7 @@ class PlanPage(QWidget):
     @staticmethod
     def read_plan(path: str | Path) -> dict[str, Any]:
         """Read and check a plan file (safe to run in a worker thread)."""
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise sizing.SizingError("plan", ERR_DAMAGED, detail=str(exc)) from None
-        if not isinstance(data, dict):
-            raise sizing.SizingError("plan", ERR_NOT_PLAN)
-        planner.plan_from_json(data)  # raises SizingError with a readable reason
-        return data
+        return planner.read_plan_file(Path(path))
 
     def apply_plan(self, data: dict[str, Any]) -> None:
         inputs = data.get("inputs")
