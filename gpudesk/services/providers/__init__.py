@@ -1,0 +1,1 @@
+"""Machine providers behind one interface (see base.py)."""
