@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from gpudesk import sizing
+from gpudesk import cli_cloud, sizing
 from gpudesk.services.planner import Job, RankedOffer, format_bytes, rank_catalog
 
 LINES = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"),
@@ -199,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--optimizer", choices=sizing.OPTIMIZERS, default="adamw")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_trace)
+    cli_cloud.add_parsers(sub)
     return parser
 
 
@@ -211,6 +212,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except sizing.SizingError as err:
         print(f"gpudesk: error: {err}", file=sys.stderr)
         return 2
+    except Exception as err:
+        code = cli_cloud.handle_error(err)
+        if code is None:
+            raise
+        return code
+    except KeyboardInterrupt:
+        print("gpudesk: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover
