@@ -121,10 +121,9 @@ def test_welcome_shows_on_first_start_only(qtbot, qapp) -> None:  # type: ignore
     welcome = first.maybe_show_welcome()
     assert welcome is not None
     qtbot.waitUntil(welcome.isVisible)
-    welcome.cloud_button.click()
-    assert "later version" in welcome.note.text() and welcome.isVisible()
-    welcome.explore_button.click()
+    welcome.cloud_button.click()  # closes the welcome and opens the Accounts page
     qtbot.waitUntil(lambda: first.welcome is None)
+    assert first.pages.currentWidget() is first.accounts
     assert load_settings().welcomed is True
     second = MainWindow(load_settings(), load_catalog())
     qtbot.addWidget(second)

@@ -47,14 +47,15 @@ MSG_PROFILE = QT_TRANSLATE_NOOP(
 class CredentialError(RuntimeError):
     """A keyring problem or bad input, with a translatable template (context Credentials)."""
 
+    translation_context = "Credentials"
+
     def __init__(self, template: str, **values: Any) -> None:
         self.template = template
         self.values = values
         super().__init__(template.format(**values))
 
-    def message(self, translate: Any = None) -> str:
-        text = translate(self.template) if translate else self.template
-        return str(text.format(**self.values))
+    def message(self) -> str:
+        return self.template.format(**self.values)
 
 
 class KeyringUnavailable(CredentialError):

@@ -1,8 +1,12 @@
 """The main window: a navigation list of pages, the menus, and the catalog's age.
 
 Pages register with ``add_page(key, widget, title)`` where ``title`` is a
-function returning the translated name, so later pages (Account, Rent,
-Train, Watch) plug in without touching the menus or the language switch.
+function returning the translated name, so later pages (Train, Watch) plug in
+without touching the menus or the language switch.
+
+The window owns the one ledger connection and hands it to the pages; at start
+it reconciles with the clouds (when keys exist), so a machine left running by
+a crash is on screen and in the status bar at once.
 """
 
 from __future__ import annotations
@@ -27,9 +31,16 @@ from PySide6.QtWidgets import (
 )
 
 from gpudesk import sizing
+from gpudesk.services.accounts import ProviderFactory, provider_from_keyring
+from gpudesk.services.accounts import title as provider_title
 from gpudesk.services.catalog import Catalog
+from gpudesk.services.launcher import Launcher
+from gpudesk.services.ledger import Ledger
 from gpudesk.services.settings import Settings, save_settings
+from gpudesk.ui.accounts_page import AccountsPage
 from gpudesk.ui.i18n import install_translator
+from gpudesk.ui.instances_model import Money
+from gpudesk.ui.instances_page import InstancesPage
 from gpudesk.ui.plan_page import PlanPage
 
 log = logging.getLogger(__name__)
@@ -41,7 +52,8 @@ class MainWindow(QMainWindow):
     """One window; pages on the left, File/View/Help menus, prices' age below."""
 
     def __init__(self, settings: Settings, catalog: Catalog | None = None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, *, ledger: Ledger | None = None,
+                 providers: ProviderFactory = provider_from_keyring) -> None:
         super().__init__(parent)
         self.setObjectName("mainWindow")
         self.settings = settings
@@ -62,9 +74,24 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.pages, 1)
         self.setCentralWidget(central)
 
+        self.ledger = ledger if ledger is not None else Ledger()
+        self.providers = providers
+        self.money = Money(settings.currency, settings.cny_per_usd)
+        self.launcher = Launcher(self.ledger, providers)
         self.plan = PlanPage(settings, catalog, self)
         self.add_page("plan", self.plan, lambda: self.tr("Plan"))
+        self.accounts = AccountsPage(self.ledger, parent=self)
+        self.add_page("accounts", self.accounts, lambda: self.tr("Accounts"))
+        self.instances = InstancesPage(self.ledger, providers, self.money, self)
+        self.add_page("instances", self.instances, lambda: self.tr("Instances"))
         self.nav.setCurrentRow(0)
+        self.launch_dialog: QDialog | None = None
+        self.plan.launch_requested.connect(self.show_launch_dialog)
+        self.accounts.changed.connect(self.instances.refresh)
+        self.billing_label = QLabel(self)
+        self.billing_label.setObjectName("billingStatus")
+        self.statusBar().addPermanentWidget(self.billing_label)
+        self.instances.billing_changed.connect(self._show_billing)
         self.catalog_label = QLabel(self)
         self.catalog_label.setObjectName("catalogAge")
         self.statusBar().addPermanentWidget(self.catalog_label)
@@ -74,6 +101,59 @@ class MainWindow(QMainWindow):
         self.resize(1280, 800)
         if catalog is None:
             QTimer.singleShot(0, self._load_catalog)
+        self.instances.reload()
+        if self.ledger.accounts():
+            QTimer.singleShot(0, self._reconcile_at_start)
+
+    def _reconcile_at_start(self) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no qasync loop (a bare QApplication in a test)
+        self.instances.refresh()
+
+    def show_page(self, key: str) -> None:
+        for row in range(self.pages.count()):
+            if self.pages.widget(row).property("pageKey") == key:
+                self.nav.setCurrentRow(row)
+
+    def show_launch_dialog(self, ranked: object) -> QDialog | None:
+        """The Launch dialog for an offer from the Plan page (a RankedOffer)."""
+        from gpudesk.ui.launch_dialog import LaunchDialog
+
+        offer = getattr(ranked, "offer", None)
+        catalog = self.plan.catalog
+        if offer is None or catalog is None:
+            return None
+        if self.ledger.account(offer.provider) is None:
+            self.show_page("accounts")
+            self.statusBar().showMessage(self.tr("Add your {provider} keys first.").format(
+                provider=provider_title(offer.provider)), 10000)
+            return None
+        dialog = LaunchDialog(offer, catalog, self.launcher.launch,
+                              spot=bool(getattr(ranked, "spot", False)), money=self.money,
+                              parent=self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.launched.connect(self._launched)
+        dialog.ended.connect(self.instances.reload)
+        dialog.destroyed.connect(lambda _o=None: setattr(self, "launch_dialog", None))
+        self.launch_dialog = dialog
+        dialog.open()
+        self.instances.reload()
+        return dialog
+
+    def _launched(self, ledger_id: str) -> None:
+        self.instances.reload()
+        self.instances.select_machine(ledger_id)
+
+    def _show_billing(self, count: int, per_hour: float) -> None:
+        if count:
+            self.billing_label.setText(self.tr("● {n} billing ({rate}/h)").format(
+                n=count, rate=self.money(per_hour)))
+            self.billing_label.setStyleSheet("color: #c0392b; font-weight: bold;")
+        else:
+            self.billing_label.setText("")
+            self.billing_label.setStyleSheet("")
 
     def add_page(self, key: str, widget: QWidget, title: Callable[[], str]) -> None:
         item = QListWidgetItem(title(), self.nav)
@@ -207,6 +287,8 @@ class MainWindow(QMainWindow):
         for f in dataclasses.fields(Settings):
             if f.name != "last_plan":
                 setattr(self.settings, f.name, getattr(new, f.name))
+        self.money.currency, self.money.rate = new.currency, new.cny_per_usd
+        self.instances.reload()
         if language_changed:
             self.set_language(new.language)
         if theme_changed:
@@ -220,13 +302,15 @@ class MainWindow(QMainWindow):
 
         dialog = WelcomeDialog(self.settings.language, self.set_language, self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.finished.connect(lambda _r: self._welcome_dismissed())
+        dialog.finished.connect(lambda _r: self._welcome_dismissed(dialog.choice))
         self.welcome = dialog
         dialog.open()
         return dialog
 
-    def _welcome_dismissed(self) -> None:
+    def _welcome_dismissed(self, choice: str = "") -> None:
         self.welcome = None
+        if choice:
+            self.show_page("accounts")
         self.settings.welcomed = True
         try:
             save_settings(self.settings)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QProgressBar,
+    QPushButton,
     QScrollArea,
     QSplitter,
     QTableView,
@@ -72,6 +73,7 @@ class PlanPage(QWidget):
 
     recomputed = Signal()  # after every successful update of the bar and the table
     catalog_changed = Signal(object)  # the Catalog now in use
+    launch_requested = Signal(object)  # the RankedOffer the user wants to rent
 
     def __init__(self, settings: Settings, catalog: Catalog | None = None,
                  parent: QWidget | None = None) -> None:
@@ -130,6 +132,11 @@ class PlanPage(QWidget):
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self.summary_labels[name], self.summary_values[name] = label, value
             sf.addRow(label, value)
+        self.launch_button = QPushButton(self.summary_box)
+        self.launch_button.setObjectName("launchOffer")
+        self.launch_button.setEnabled(False)
+        self.launch_button.clicked.connect(self._request_launch)
+        sf.addRow(self.launch_button)
 
         top = QWidget(self)
         th = QHBoxLayout(top)
@@ -210,6 +217,7 @@ class PlanPage(QWidget):
                  "hours": self.tr("Est. time"), "cost": self.tr("Cost to finish")}
         for name, text in names.items():
             self.summary_labels[name].setText(text)
+        self.launch_button.setText(self.tr("Launch this machine…"))
         self.spot.setText(self.tr("Spot"))
         self.filter_labels[0].setText(self.tr("Max $/h"))
         self.filter_labels[1].setText(self.tr("Sort by"))
@@ -398,8 +406,16 @@ class PlanPage(QWidget):
                                      for n in self.estimate.notes))
         self._show_summary(chosen)
 
+    def _request_launch(self) -> None:
+        chosen = self.selected_offer()
+        if chosen is not None:
+            self.launch_requested.emit(chosen)
+
     def _show_summary(self, r: RankedOffer | None) -> None:
         v = self.summary_values
+        self.launch_button.setEnabled(r is not None and r.fits)
+        self.launch_button.setToolTip("" if r is None or r.fits else
+                                      self.tr("This offer does not fit the job."))
         if r is None:
             for label in v.values():
                 label.setText("—")

@@ -30,6 +30,24 @@ T = TypeVar("T")
 translate = QCoreApplication.translate  # the name lupdate looks for
 
 
+def format_template(context: str, template: str, values: dict[str, Any]) -> str:
+    """Translate ``template`` and fill it in; string values that are themselves
+    templates (a quota's "how to ask for more") are translated and filled too."""
+
+    def fill(text: str) -> str:
+        try:
+            return text.format(**values)
+        except (KeyError, IndexError, ValueError):
+            return text
+
+    filled = {k: fill(QCoreApplication.translate(context, v)) if isinstance(v, str) and v
+              else v for k, v in values.items()}
+    try:
+        return QCoreApplication.translate(context, template).format(**filled)
+    except (KeyError, IndexError, ValueError):
+        return template
+
+
 def error_text(exc: BaseException) -> tuple[str, bool]:
     """The message a researcher reads, and whether the error is one we expected.
 
@@ -40,11 +58,7 @@ def error_text(exc: BaseException) -> tuple[str, bool]:
     template = getattr(exc, "template", None)
     if isinstance(template, str):
         context = getattr(exc, "translation_context", "SizingError")
-        values = getattr(exc, "values", {}) or {}
-        try:
-            message = QCoreApplication.translate(context, template).format(**values)
-        except (KeyError, IndexError, ValueError):
-            message = template
+        message = format_template(context, template, getattr(exc, "values", {}) or {})
         field = getattr(exc, "field", "")
         return (f"{field}: {message}" if field else message), True
     if isinstance(exc, OSError):

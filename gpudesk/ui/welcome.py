@@ -1,8 +1,8 @@
 """The first-start welcome: what gpudesk can do now, and the language to use.
 
 Shown once (``Settings.welcomed``); any way of closing it counts as dismissed.
-Cloud accounts and SSH machines come in a later version, and the welcome says so
-instead of pretending.
+"Add a cloud account" and "Add my own SSH machine" close it and open the
+Accounts page (``choice`` says which was pressed).
 """
 
 from __future__ import annotations
@@ -42,11 +42,7 @@ class WelcomeDialog(QDialog):
         self.cloud_button.setObjectName("welcomeCloud")
         self.ssh_button = QPushButton(self)
         self.ssh_button.setObjectName("welcomeSsh")
-        self.note = QLabel(self)
-        self.note.setObjectName("welcomeNote")
-        self.note.setWordWrap(True)
-        self.note.setVisible(False)
-        self._note_key = ""
+        self.choice = ""  # "cloud" or "ssh" when the user chose to add one
         self.language_label = QLabel(self)
         self.language = QComboBox(self)
         for code, name in (("system", ""), ("en", "English"), ("zh_CN", "简体中文")):
@@ -56,8 +52,8 @@ class WelcomeDialog(QDialog):
         self.language.currentIndexChanged.connect(
             lambda _i: self._set_language(self.language.currentData()))
         self.explore_button.clicked.connect(self.accept)
-        self.cloud_button.clicked.connect(lambda: self._later("cloud"))
-        self.ssh_button.clicked.connect(lambda: self._later("ssh"))
+        self.cloud_button.clicked.connect(lambda: self._choose("cloud"))
+        self.ssh_button.clicked.connect(lambda: self._choose("ssh"))
 
         layout = QVBoxLayout(self)
         layout.setSpacing(10)
@@ -66,7 +62,6 @@ class WelcomeDialog(QDialog):
         for button in (self.explore_button, self.cloud_button, self.ssh_button):
             button.setMinimumHeight(36)
             layout.addWidget(button)
-        layout.addWidget(self.note)
         row = QHBoxLayout()
         row.addWidget(self.language_label)
         row.addWidget(self.language, 1)
@@ -75,19 +70,9 @@ class WelcomeDialog(QDialog):
         self.setWindowModality(Qt.WindowModality.WindowModal)
         self.retranslate()
 
-    def _later(self, which: str) -> None:
-        self._note_key = which
-        self._show_note()
-        self.note.setVisible(True)
-
-    def _show_note(self) -> None:
-        if self._note_key == "cloud":
-            self.note.setText(self.tr("Adding a cloud account is coming in a later version. "
-                                      "For now you can plan with list prices, no account "
-                                      "needed."))
-        elif self._note_key == "ssh":
-            self.note.setText(self.tr("Adding your own SSH machine is coming in a later "
-                                      "version. For now you can plan with list prices."))
+    def _choose(self, which: str) -> None:
+        self.choice = which
+        self.accept()
 
     def retranslate(self) -> None:
         self.setWindowTitle(self.tr("Welcome to gpudesk"))
@@ -95,13 +80,14 @@ class WelcomeDialog(QDialog):
         self.intro.setText(self.tr(
             "gpudesk tells you how much GPU memory a training or inference job needs, which "
             "cloud GPUs fit it, and what finishing it would cost. You can start right away: "
-            "planning needs no account and sends nothing anywhere."))
+            "planning needs no account and sends nothing anywhere. When you are ready to rent, "
+            "add your cloud keys (kept only in the system keyring) or a machine you already "
+            "have."))
         self.explore_button.setText(self.tr("Explore Plan without an account"))
         self.cloud_button.setText(self.tr("Add a cloud account"))
         self.ssh_button.setText(self.tr("Add my own SSH machine"))
         self.language_label.setText(self.tr("&Language:"))
         self.language.setItemText(0, self.tr("System"))
-        self._show_note()
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
         if event.type() == QEvent.Type.LanguageChange:

@@ -235,6 +235,8 @@ class ProviderError(RuntimeError):
     secrets, for the log and the "details" part of an error dialog.
     """
 
+    translation_context = "ProviderError"
+
     def __init__(self, kind: ErrorKind, template: str, detail: str = "", **values: Any) -> None:
         self.kind = kind
         self.template = template
@@ -242,12 +244,19 @@ class ProviderError(RuntimeError):
         self.detail = detail
         super().__init__(self.message())
 
-    def message(self, translate: Any = None) -> str:
-        text = translate(self.template) if translate else self.template
+    def message(self) -> str:
+        """English text; nested templates among the values are filled in too."""
+        def fill(text: str) -> str:
+            try:
+                return text.format(**self.values)
+            except (KeyError, IndexError, ValueError):
+                return text
+
+        values = {k: fill(v) if isinstance(v, str) else v for k, v in self.values.items()}
         try:
-            return str(text.format(**self.values))
+            return self.template.format(**values)
         except (KeyError, IndexError, ValueError):
-            return str(self.template)
+            return self.template
 
     @property
     def failover(self) -> bool:
