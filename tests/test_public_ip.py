@@ -1,0 +1,68 @@
+"""The address SSH is opened to comes from an echo service; LAN answers are refused."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from gpudesk.services.providers.base import ProviderError, single_address
+from gpudesk.services.public_ip import ECHO_ENV, detect_public_address
+
+
+@pytest.fixture
+def echo(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    answer = ["203.0.113.7\n"]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            body = answer[0].encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv(ECHO_ENV, f"http://127.0.0.1:{server.server_address[1]}/")
+    yield answer
+    server.shutdown()
+    server.server_close()
+
+
+def test_detects_the_public_address_as_a_single_host(echo: list[str]) -> None:
+    assert detect_public_address() == "203.0.113.7/32"
+    echo[0] = "2001:db8::7"
+    assert detect_public_address() == "2001:db8::7/128"
+
+
+@pytest.mark.parametrize("answer", ["192.168.1.20", "10.1.2.3", "127.0.0.1", "<html>", ""])
+def test_lan_or_garbage_answers_are_refused(echo: list[str], answer: str) -> None:
+    echo[0] = answer
+    with pytest.raises(ProviderError) as info:
+        detect_public_address()
+    assert info.value.kind == "network" and "--allow-from" in str(info.value)
+
+
+def test_unreachable_service_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ECHO_ENV, "http://127.0.0.1:9/")  # discard port: connection refused
+    with pytest.raises(ProviderError, match="Pass --allow-from"):
+        detect_public_address(timeout=2)
+
+
+@pytest.mark.parametrize("cidr", ["0.0.0.0/0", "203.0.113.0/24", "::/0", "nonsense", "0.0.0.0"])
+def test_only_single_addresses_may_reach_ssh(cidr: str) -> None:
+    with pytest.raises(ProviderError) as info:
+        single_address(cidr)
+    assert info.value.kind == "invalid"
+
+
+def test_single_address_normalises() -> None:
+    assert single_address(" 198.51.100.4 ") == "198.51.100.4/32"
+    assert single_address("198.51.100.4/32") == "198.51.100.4/32"
