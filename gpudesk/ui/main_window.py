@@ -42,6 +42,7 @@ from gpudesk.ui.i18n import install_translator
 from gpudesk.ui.instances_model import Money
 from gpudesk.ui.instances_page import InstancesPage
 from gpudesk.ui.plan_page import PlanPage
+from gpudesk.ui.task_runner import TaskRunner
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ class MainWindow(QMainWindow):
         self.add_page("instances", self.instances, lambda: self.tr("Instances"))
         self.nav.setCurrentRow(0)
         self.launch_dialog: QDialog | None = None
+        self.prices_runner = TaskRunner(self)
         self.plan.launch_requested.connect(self.show_launch_dialog)
         self.accounts.changed.connect(self.instances.refresh)
         self.billing_label = QLabel(self)
@@ -114,7 +116,8 @@ class MainWindow(QMainWindow):
 
     def show_page(self, key: str) -> None:
         for row in range(self.pages.count()):
-            if self.pages.widget(row).property("pageKey") == key:
+            page = self.pages.widget(row)
+            if page is not None and page.property("pageKey") == key:
                 self.nav.setCurrentRow(row)
 
     def show_launch_dialog(self, ranked: object) -> QDialog | None:
@@ -141,6 +144,34 @@ class MainWindow(QMainWindow):
         dialog.open()
         self.instances.reload()
         return dialog
+
+    def refresh_prices(self) -> None:
+        """Live prices for the providers with keys; the bundled catalog stays the fallback."""
+        from gpudesk.services.live_prices import RefreshReport, refresh_prices
+
+        catalog = self.plan.catalog
+        names = [a.provider for a in self.ledger.accounts() if a.provider in ("aws", "tencent")]
+        if catalog is None or not names:
+            self.statusBar().showMessage(self.tr("Add cloud keys on the Accounts page to get "
+                                                 "live prices."), 10000)
+            return
+
+        def done(report: RefreshReport) -> None:
+            self.plan.set_catalog(report.catalog)
+            text = self.tr("Live prices: {n} offers updated.").format(n=report.updated)
+            if report.sold_out:
+                text += " " + self.tr("Sold out: {items}.").format(
+                    items=", ".join(report.sold_out))
+            if report.errors:
+                text += " " + self.tr("{n} regions did not answer.").format(
+                    n=len(report.errors))
+            self.statusBar().showMessage(text, 15000)
+
+        self.statusBar().showMessage(self.tr("Asking the clouds for prices…"))
+        work = refresh_prices(catalog, names, self.settings.cny_per_usd,  # type: ignore[arg-type]
+                              self.providers)
+        self.prices_runner.run(work, on_success=done,
+                               title=self.tr("Prices were not refreshed"))
 
     def _launched(self, ledger_id: str) -> None:
         self.instances.reload()
@@ -240,6 +271,8 @@ class MainWindow(QMainWindow):
         self.tools_menu = bar.addMenu("")
         self.trace_action = self._action(self.show_trace_dialog, QKeySequence("Ctrl+T"))
         self.tools_menu.addAction(self.trace_action)
+        self.prices_action = self._action(self.refresh_prices)
+        self.tools_menu.addAction(self.prices_action)
 
         self.help_menu = bar.addMenu("")
         self.about_action = self._action(self.show_about, QKeySequence("F1"))
@@ -370,6 +403,7 @@ class MainWindow(QMainWindow):
             self.language_actions[code].setText(name)
         self.tools_menu.setTitle(self.tr("&Tools"))
         self.trace_action.setText(self.tr("&Trace my model…"))
+        self.prices_action.setText(self.tr("&Refresh prices from my clouds"))
         self.help_menu.setTitle(self.tr("&Help"))
         self.about_action.setText(self.tr("&About gpudesk"))
         self._show_catalog_age()
