@@ -1,0 +1,41 @@
+"""Fixtures for the Tencent Cloud stand-in: one server per session, fresh state per test.
+
+Use from a test module with ``pytest_plugins = ("fixtures_tencent",)`` (importing the
+fixture names works too, but ruff then flags every parameter as a redefinition, F811).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from tencent_standin import SECRET_ID, SECRET_KEY, TencentStandin
+
+from gpudesk.services.providers.base import Credentials
+
+
+@pytest.fixture(scope="session")
+def tencent_server() -> Iterator[TencentStandin]:
+    server = TencentStandin().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def tencent(tencent_server: TencentStandin, monkeypatch: pytest.MonkeyPatch) -> TencentStandin:
+    """The stand-in, reset, knowing SECRET_ID/SECRET_KEY; no proxy between it and the SDK.
+
+    The SDK's own proxy check is a substring test on ``host:port``, and requests
+    checks the bare host, so NO_PROXY names both.
+    """
+    tencent_server.reset()
+    tencent_server.add_secret(SECRET_ID, SECRET_KEY)
+    no_proxy = f"127.0.0.1,{tencent_server.endpoint},localhost"
+    monkeypatch.setenv("NO_PROXY", no_proxy)
+    monkeypatch.setenv("no_proxy", no_proxy)
+    return tencent_server
+
+
+@pytest.fixture
+def tencent_creds() -> Credentials:
+    return Credentials(provider="tencent", key_id=SECRET_ID, secret=SECRET_KEY)

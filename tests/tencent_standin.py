@@ -1,0 +1,804 @@
+"""A stand-in Tencent Cloud API server: the CVM and VPC (2017-03-12) actions gpudesk uses.
+
+It speaks the real wire format (POST JSON, ``X-TC-*`` headers, answers as
+``{"Response": {..., "RequestId"}}`` with ``Content-Type: application/json``,
+errors as ``{"Response": {"Error": {"Code", "Message"}, "RequestId"}}``) and
+checks TC3-HMAC-SHA256 signatures exactly as tencentcloud-sdk-python makes
+them (``abstract_client._build_req_with_tc3_signature``): canonical request
+``POST\\n/\\n\\ncontent-type:…\\nhost:…\\n\\ncontent-type;host\\n<sha256(body)>``,
+scope ``<UTC date>/<service>/tc3_request``. SDK 3.1.x signs with the client's
+own service name (``cvm``/``vpc``) whatever the endpoint, so for an IP host
+the server takes the service that owns the action, as the real gateway takes
+it from the host name ``cvm.tencentcloudapi.com``.
+
+State is kept per region: instances (PENDING → RUNNING on a later describe,
+STOPPING → STOPPED, STARTING → RUNNING, TERMINATING → gone after being seen
+once, like real CVM), key pairs, security groups and their rules, ClientToken
+answers. ``fail_next`` makes the next matching call(s) fail with a real code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import itertools
+import json
+import random
+import re
+import string
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+VERSION = "2017-03-12"
+SECRET_ID = "AKIDgpudeskStandinKey0123456789abcd"  # AKID + 32, shaped like a real one
+SECRET_KEY = "Gk7pQ2xVb9Lm4Nc8Rt1Yw6Zs3Hd5Jf0a"  # 32 characters, mixed case and digits
+MAX_SKEW_S = 300
+
+CVM_ACTIONS = frozenset({
+    "DescribeRegions", "DescribeZones", "DescribeImages", "ImportKeyPair", "DescribeKeyPairs",
+    "DeleteKeyPairs", "RunInstances", "DescribeInstances", "StopInstances", "StartInstances",
+    "TerminateInstances", "DescribeZoneInstanceConfigInfos", "InquiryPriceRunInstances",
+})
+VPC_ACTIONS = frozenset({
+    "CreateSecurityGroup", "DescribeSecurityGroups", "CreateSecurityGroupPolicies",
+    "DescribeSecurityGroupPolicies", "DeleteSecurityGroupPolicies", "DeleteSecurityGroup",
+})
+
+REGIONS: dict[str, tuple[str, list[str]]] = {
+    "ap-guangzhou": ("South China (Guangzhou)", ["ap-guangzhou-3", "ap-guangzhou-4",
+                                                 "ap-guangzhou-6"]),
+    "ap-shanghai": ("East China (Shanghai)", ["ap-shanghai-2", "ap-shanghai-4", "ap-shanghai-5"]),
+    "ap-beijing": ("North China (Beijing)", ["ap-beijing-5", "ap-beijing-6", "ap-beijing-7"]),
+}
+
+# type: (family, vCPU, GiB, GPU model, GPUs, on-demand CNY/hour)
+TYPES: dict[str, tuple[str, int, int, str, int, float]] = {
+    "GN7.2XLARGE32": ("GN7", 8, 32, "T4", 1, 8.68),
+    "GN7.20XLARGE320": ("GN7", 80, 320, "T4", 4, 43.40),
+    "GN10Xp.2XLARGE40": ("GN10Xp", 10, 40, "V100", 1, 21.36),
+    "GN10Xp.20XLARGE320": ("GN10Xp", 80, 320, "V100", 8, 170.88),
+    "GT4.4XLARGE96": ("GT4", 16, 96, "A100", 1, 28.60),
+    "GT4.41XLARGE948": ("GT4", 164, 948, "A100", 8, 228.80),
+    "PNV4.7XLARGE116": ("PNV4", 28, 116, "A10", 1, 13.20),
+    "PNV4.56XLARGE932": ("PNV4", 224, 932, "A10", 8, 105.60),
+    "S5.MEDIUM4": ("S5", 2, 4, "", 0, 0.33),
+}
+SPOT_FACTOR = 0.3  # spot price = 30 % of on-demand, rounded to 0.01
+
+IMAGES: list[dict[str, Any]] = [
+    {"ImageId": "img-gpu22cu12", "ImageName": "Ubuntu Server 22.04 LTS 64bit GPU (driver 535, "
+     "CUDA 12.2)", "ImageDescription": "Ubuntu 22.04 with the NVIDIA GPU driver and CUDA",
+     "OsName": "Ubuntu Server 22.04 LTS 64bit", "CreatedTime": "2024-05-10T02:00:00Z",
+     "Platform": "Ubuntu"},
+    {"ImageId": "img-gpu20cu11", "ImageName": "Ubuntu Server 20.04 LTS 64bit GPU (driver 470, "
+     "CUDA 11.4)", "ImageDescription": "Ubuntu 20.04 with the NVIDIA GPU driver",
+     "OsName": "Ubuntu Server 20.04 LTS 64bit", "CreatedTime": "2022-03-01T02:00:00Z",
+     "Platform": "Ubuntu"},
+    {"ImageId": "img-ubuntu22", "ImageName": "Ubuntu Server 22.04 LTS 64bit",
+     "ImageDescription": "Ubuntu 22.04", "OsName": "Ubuntu Server 22.04 LTS 64bit",
+     "CreatedTime": "2025-01-01T02:00:00Z", "Platform": "Ubuntu"},
+    {"ImageId": "img-tos31gpu", "ImageName": "TencentOS Server 3.1 GPU (driver 535)",
+     "ImageDescription": "TencentOS with the GPU driver", "OsName": "TencentOS Server 3.1",
+     "CreatedTime": "2025-02-01T02:00:00Z", "Platform": "TencentOS"},
+    {"ImageId": "img-mygpu001", "ImageName": "my GPU image", "ImageType": "PRIVATE_IMAGE",
+     "ImageDescription": "private", "OsName": "Ubuntu Server 22.04 LTS 64bit",
+     "CreatedTime": "2025-06-01T02:00:00Z", "Platform": "Ubuntu"},
+]
+
+_ID_CHARS = string.ascii_lowercase + string.digits
+_INSTANCE_ID = re.compile(r"^ins-[a-z0-9]{8}$")
+_KEY_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+_AUTH = re.compile(r"^TC3-HMAC-SHA256 Credential=(?P<id>[^/]+)/(?P<date>\d{4}-\d{2}-\d{2})/"
+                   r"(?P<service>[a-z0-9]+)/tc3_request, SignedHeaders=(?P<signed>[a-z;-]+), "
+                   r"Signature=(?P<sig>[0-9a-f]{64})$")
+
+
+class ApiError(Exception):
+    def __init__(self, code: str, message: str = "") -> None:
+        super().__init__(code)
+        self.code = code
+        self.message = message or code
+
+
+@dataclass
+class Failure:
+    action: str
+    code: str
+    message: str
+    times: int
+    match: dict[str, str]
+
+
+@dataclass
+class State:
+    instances: dict[str, dict[str, Any]] = field(default_factory=dict)
+    key_pairs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tokens: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+
+
+def tc3_signature(secret_key: str, date: str, service: str, string_to_sign: str) -> str:
+    def _hmac(key: bytes, msg: str) -> bytes:
+        return hmac.new(key, msg.encode("utf-8"), hashlib.sha256).digest()
+
+    k_date = _hmac(("TC3" + secret_key).encode("utf-8"), date)
+    k_signing = _hmac(_hmac(k_date, service), "tc3_request")
+    return hmac.new(k_signing, string_to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def _new_id(prefix: str) -> str:
+    return prefix + "".join(random.choices(_ID_CHARS, k=8))
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _tags(items: Any) -> list[dict[str, str]]:
+    return [{"Key": str(t["Key"]), "Value": str(t.get("Value", ""))} for t in items or []]
+
+
+def _tag_spec(params: dict[str, Any], resource: str) -> list[dict[str, str]]:
+    tags: list[dict[str, str]] = []
+    for spec in params.get("TagSpecification") or []:
+        if spec.get("ResourceType") == resource:
+            tags += _tags(spec.get("Tags"))
+    return tags
+
+
+def _filters(params: dict[str, Any]) -> dict[str, list[str]]:
+    return {str(f["Name"]): [str(v) for v in f.get("Values") or []]
+            for f in params.get("Filters") or []}
+
+
+def _tag_match(tags: list[dict[str, str]], filters: dict[str, list[str]]) -> bool:
+    keys = {t["Key"]: t["Value"] for t in tags}
+    if "tag-key" in filters and not any(k in keys for k in filters["tag-key"]):
+        return False
+    for name, values in filters.items():
+        if name.startswith("tag:") and keys.get(name[4:]) not in values:
+            return False
+    return True
+
+
+def _page(items: list[dict[str, Any]], params: dict[str, Any], cap: int) -> list[dict[str, Any]]:
+    offset = int(params.get("Offset") or 0)
+    limit = min(int(params.get("Limit") or 20), cap)
+    return items[offset:offset + limit]
+
+
+class TencentStandin:
+    """The server; ``endpoint`` is what ``HttpProfile(endpoint=…)`` takes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.secrets: dict[str, str] = {}
+        self.reset()
+
+    # ------------------------------------------------------------------ control
+
+    def reset(self) -> None:
+        with self._lock:
+            self.state = State()
+            self.calls: Counter[str] = Counter()
+            self.requests: list[tuple[str, str, dict[str, Any]]] = []  # action, region, params
+            self.failures: list[Failure] = []
+            self.clock_offset = 0.0  # seconds the server's clock is ahead of the caller's
+            self.max_page = 100
+            self.instance_quota: int | None = None
+            self.zone_state = {z: "AVAILABLE" for _, zones in REGIONS.values() for z in zones}
+            self.sold_out: dict[tuple[str, str, str], str] = {}
+            self.denied: set[str] = set()  # actions answered UnauthorizedOperation
+            self.images = [dict(i) for i in IMAGES]
+            self.secrets = {}
+            self._ips = itertools.count(10)
+
+    def add_secret(self, secret_id: str, secret_key: str) -> None:
+        with self._lock:
+            self.secrets[secret_id] = secret_key
+
+    def fail_next(self, action: str, code: str, message: str = "", *, times: int = 1,
+                  **match: str) -> None:
+        """Answer the next ``times`` calls of ``action`` (matching ``zone=``,
+        ``instance_type=``, ``charge_type=``, ``region=``) with error ``code``."""
+        with self._lock:
+            self.failures.append(Failure(action, code, message or f"{code} (stand-in)", times,
+                                         match))
+
+    def sell_out(self, zone: str, instance_type: str, charge_type: str | None = None,
+                 reason: str = "The instance type is sold out in this zone.") -> None:
+        with self._lock:
+            for charge in [charge_type] if charge_type else ["POSTPAID_BY_HOUR", "SPOTPAID"]:
+                self.sold_out[(zone, instance_type, charge)] = reason
+
+    def params(self, action: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [p for a, _, p in self.requests if a == action]
+
+    def add_rule(self, group_id: str, direction: str, rule: dict[str, Any]) -> None:
+        """Put a rule straight into a group (as another tool or a person might)."""
+        with self._lock:
+            group = self.state.groups[group_id]
+            group[direction].append(dict(rule))
+            group["Version"] += 1
+
+    @property
+    def endpoint(self) -> str:
+        assert self._httpd is not None
+        host, port = self._httpd.server_address[:2]
+        return f"{host}:{port}"
+
+    def start(self) -> TencentStandin:
+        standin = self
+
+        class Handler(_Handler):
+            server_ref = standin
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="tencent-standin",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    # ------------------------------------------------------------------ request path
+
+    def handle(self, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+        action = headers.get("x-tc-action", "")
+        region = headers.get("x-tc-region", "")
+        with self._lock:
+            self.calls[action] += 1
+        try:
+            self._authenticate(headers, body, action)
+            if headers.get("x-tc-version") != VERSION:
+                raise ApiError("NoSuchVersion", "The API version does not exist.")
+            if action not in CVM_ACTIONS | VPC_ACTIONS:
+                raise ApiError("InvalidAction", f"The action {action} does not exist.")
+            try:
+                params = json.loads(body or b"{}")
+            except ValueError:
+                raise ApiError("InvalidParameter", "The body is not JSON.") from None
+            with self._lock:
+                self.requests.append((action, region, params))
+                self._maybe_fail(action, region, params)
+                if action != "DescribeRegions" and region not in REGIONS:
+                    raise ApiError("UnsupportedRegion", f"Region {region} is not supported.")
+                answer = getattr(self, "_" + action)(region, params)
+        except ApiError as err:
+            return {"Error": {"Code": err.code, "Message": err.message},
+                    "RequestId": str(uuid.uuid4())}
+        answer["RequestId"] = str(uuid.uuid4())
+        return answer
+
+    def _authenticate(self, headers: dict[str, str], body: bytes, action: str) -> None:
+        match = _AUTH.match(headers.get("authorization", ""))
+        if not match:
+            raise ApiError("AuthFailure.InvalidAuthorization",
+                           "The Authorization header does not follow the TC3 standard.")
+        secret_id = match["id"]
+        if not secret_id.startswith("AKID"):
+            raise ApiError("AuthFailure.InvalidSecretId", "Invalid key (not a cloud API key).")
+        with self._lock:
+            secret_key = self.secrets.get(secret_id)
+            offset = self.clock_offset
+        if secret_key is None:
+            raise ApiError("AuthFailure.SecretIdNotFound",
+                           "The SecretId does not exist; check that it is right.")
+        try:
+            timestamp = int(headers.get("x-tc-timestamp", ""))
+        except ValueError:
+            raise ApiError("AuthFailure.SignatureFailure", "X-TC-Timestamp is missing.") from None
+        if abs(time.time() + offset - timestamp) > MAX_SKEW_S:
+            raise ApiError("AuthFailure.SignatureExpire",
+                           "The signature expired: the timestamp differs from server time by "
+                           "more than 5 minutes.")
+        host = headers.get("host", "")
+        first = host.split(".")[0]
+        owner = "vpc" if action in VPC_ACTIONS else "cvm"
+        service = first if first in ("cvm", "vpc") else owner
+        date = datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d")
+        signed = match["signed"].split(";")
+        canonical_headers = "".join(f"{h}:{headers.get(h, '').strip().lower()}\n" for h in signed)
+        payload = (b"UNSIGNED-PAYLOAD" if headers.get("x-tc-content-sha256") == "UNSIGNED-PAYLOAD"
+                   else body)
+        canonical = "\n".join(["POST", "/", "", canonical_headers, match["signed"],
+                               hashlib.sha256(payload).hexdigest()])
+        scope = f"{date}/{service}/tc3_request"
+        to_sign = "\n".join(["TC3-HMAC-SHA256", str(timestamp), scope,
+                             hashlib.sha256(canonical.encode("utf-8")).hexdigest()])
+        expected = tc3_signature(secret_key, date, service, to_sign)
+        if (match["date"] != date or match["service"] != service
+                or "content-type" not in signed or "host" not in signed
+                or not hmac.compare_digest(expected, match["sig"])):
+            raise ApiError("AuthFailure.SignatureFailure",
+                           "The provided credentials could not be validated. Please check your "
+                           "signature is correct.")
+
+    def _maybe_fail(self, action: str, region: str, params: dict[str, Any]) -> None:
+        if action in self.denied:
+            raise ApiError("UnauthorizedOperation",
+                           f"You are not authorized to perform operation ({action}).")
+        seen = {"region": region, "zone": str((params.get("Placement") or {}).get("Zone")
+                                              or (_filters(params).get("zone") or [""])[0]),
+                "instance_type": str(params.get("InstanceType", "")),
+                "charge_type": str(params.get("InstanceChargeType", ""))}
+        for failure in self.failures:
+            if failure.action == action and failure.times > 0 and all(
+                    seen.get(k) == v for k, v in failure.match.items()):
+                failure.times -= 1
+                raise ApiError(failure.code, failure.message)
+
+    # ------------------------------------------------------------------ CVM: places & prices
+
+    def _DescribeRegions(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        regions = [{"Region": r, "RegionName": n, "RegionState": "AVAILABLE"}
+                   for r, (n, _) in REGIONS.items()]
+        return {"TotalCount": len(regions), "RegionSet": regions}
+
+    def _DescribeZones(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        zones = [{"Zone": z, "ZoneName": z, "ZoneId": str(100000 + i), "ZoneState":
+                  self.zone_state[z]} for i, z in enumerate(REGIONS[region][1])]
+        return {"TotalCount": len(zones), "ZoneSet": zones}
+
+    def _image(self, raw: dict[str, Any]) -> dict[str, Any]:
+        image = {"ImageType": "PUBLIC_IMAGE", "ImageSize": 50, "Architecture": "x86_64",
+                 "ImageState": "NORMAL", "ImageCreator": "", "ImageSource": "OFFICIAL",
+                 "IsSupportCloudinit": True, "Tags": [], "ImageDeprecated": False}
+        image.update(raw)
+        return image
+
+    def _DescribeImages(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        if params.get("InstanceType") and params["InstanceType"] not in TYPES:
+            raise ApiError("InvalidInstanceType.Malformed", "InstanceType is malformed.")
+        f = _filters(params)
+        ids = params.get("ImageIds") or f.get("image-id")
+        images = [self._image(i) for i in self.images]
+        images = [i for i in images
+                  if (not ids or i["ImageId"] in ids)
+                  and ("image-type" not in f or i["ImageType"] in f["image-type"])
+                  and ("platform" not in f or i["Platform"] in f["platform"])
+                  and ("image-name" not in f or i["ImageName"] in f["image-name"])]
+        return {"TotalCount": len(images), "ImageSet": _page(images, params, 100)}
+
+    def _quota_items(self, region: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        f = _filters(params)
+        items = []
+        for zone in REGIONS[region][1]:
+            for itype, (family, cpu, mem, gpu, gpus, price) in TYPES.items():
+                for charge in ("POSTPAID_BY_HOUR", "SPOTPAID"):
+                    if any(name in f and value not in f[name] for name, value in (
+                            ("zone", zone), ("instance-type", itype),
+                            ("instance-charge-type", charge), ("instance-family", family))):
+                        continue
+                    unit = round(price * SPOT_FACTOR, 2) if charge == "SPOTPAID" else price
+                    reason = self.sold_out.get((zone, itype, charge), "")
+                    items.append({
+                        "Zone": zone, "InstanceType": itype, "InstanceChargeType": charge,
+                        "NetworkCard": 0, "Externals": {}, "Cpu": cpu, "Memory": mem,
+                        "InstanceFamily": family, "TypeName": f"{family} {gpu}".strip(),
+                        "LocalDiskTypeList": [], "Status": "SOLD_OUT" if reason else "SELL",
+                        "Price": {"UnitPrice": price, "ChargeUnit": "HOUR",
+                                  "UnitPriceDiscount": unit,
+                                  "Discount": round(unit / price * 100, 1)},
+                        "SoldOutReason": reason, "InstanceBandwidth": 10.0,
+                        "InstancePps": 100, "StorageBlockAmount": 0, "CpuType": "Intel",
+                        "Gpu": gpus, "Fpga": 0, "Remark": gpu, "GpuCount": float(gpus),
+                        "Frequency": "2.5GHz", "StatusCategory": "EnoughStock"
+                        if not reason else "WithoutStock"})
+        return items
+
+    def _DescribeZoneInstanceConfigInfos(self, region: str, params: dict[str, Any]
+                                         ) -> dict[str, Any]:
+        return {"InstanceTypeQuotaSet": self._quota_items(region, params)}
+
+    def _check_launch(self, region: str, params: dict[str, Any]) -> tuple[str, str, str]:
+        zone = str((params.get("Placement") or {}).get("Zone") or "")
+        if not zone:
+            raise ApiError("MissingParameter", "Placement.Zone is missing.")
+        if zone not in REGIONS[region][1]:
+            raise ApiError("InvalidZone.MismatchRegion", f"The zone {zone} does not exist.")
+        itype = str(params.get("InstanceType") or "")
+        if itype not in TYPES:
+            raise ApiError("InvalidParameterValue.InstanceTypeNotFound",
+                           f"The instance type {itype} does not exist.")
+        image = params.get("ImageId")
+        if not any(i["ImageId"] == image for i in self.images):
+            raise ApiError("InvalidImageId.NotFound", f"The image {image} was not found.")
+        charge = params.get("InstanceChargeType", "POSTPAID_BY_HOUR")
+        if charge not in ("POSTPAID_BY_HOUR", "SPOTPAID"):
+            raise ApiError("InvalidParameterValue",
+                           f"InstanceChargeType {charge} is not offered by the stand-in.")
+        return zone, itype, charge
+
+    def _InquiryPriceRunInstances(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        zone, itype, charge = self._check_launch(region, params)
+        price = TYPES[itype][5]
+        unit = round(price * SPOT_FACTOR, 2) if charge == "SPOTPAID" else price
+        return {"Price": {"InstancePrice": {"UnitPrice": price, "ChargeUnit": "HOUR",
+                                            "UnitPriceDiscount": unit,
+                                            "Discount": round(unit / price * 100, 1)},
+                          "BandwidthPrice": {"UnitPrice": 0.8, "ChargeUnit": "GB",
+                                             "UnitPriceDiscount": 0.8, "Discount": 100.0}}}
+
+    # ------------------------------------------------------------------ CVM: key pairs
+
+    def _ImportKeyPair(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        name = str(params.get("KeyName") or "")
+        if "ProjectId" not in params:
+            raise ApiError("MissingParameter", "ProjectId is missing.")
+        if not name:
+            raise ApiError("InvalidKeyPairNameEmpty", "The key name is empty.")
+        if not _KEY_NAME.match(name):
+            raise ApiError("InvalidKeyPairNameIncludeIllegalChar",
+                           "Key names allow only letters, digits and underscores.")
+        if len(name) > 25:
+            raise ApiError("InvalidKeyPairNameTooLong", "The key name exceeds 25 characters.")
+        public = str(params.get("PublicKey") or "").split()
+        if len(public) < 2 or public[0] not in ("ssh-rsa", "ssh-ed25519"):
+            raise ApiError("InvalidPublicKey.Malformed", "The public key is malformed.")
+        if any(k["KeyName"] == name and k["_region"] == region
+               for k in self.state.key_pairs.values()):
+            raise ApiError("InvalidKeyPairName.Duplicate", f"Key name {name} already exists.")
+        key_id = _new_id("skey-")
+        self.state.key_pairs[key_id] = {
+            "KeyId": key_id, "KeyName": name, "ProjectId": int(params["ProjectId"]),
+            "Description": "", "PublicKey": " ".join(public), "PrivateKey": "",
+            "CreatedTime": _now_iso(), "Tags": _tag_spec(params, "keypair"), "_region": region}
+        return {"KeyId": key_id}
+
+    def _key_view(self, key: dict[str, Any]) -> dict[str, Any]:
+        view = {k: v for k, v in key.items() if not k.startswith("_")}
+        view["AssociatedInstanceIds"] = [
+            i["InstanceId"] for i in self.state.instances.values()
+            if key["KeyId"] in i["LoginSettings"]["KeyIds"] and i["InstanceState"] !=
+            "TERMINATING"]
+        return view
+
+    def _DescribeKeyPairs(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        f = _filters(params)
+        ids = params.get("KeyIds")
+        keys = [self._key_view(k) for k in self.state.key_pairs.values()
+                if k["_region"] == region and (not ids or k["KeyId"] in ids)
+                and ("key-name" not in f or k["KeyName"] in f["key-name"])
+                and _tag_match(k["Tags"], f)]
+        return {"TotalCount": len(keys), "KeyPairSet": _page(keys, params, self.max_page)}
+
+    def _DeleteKeyPairs(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        ids = [str(i) for i in params.get("KeyIds") or []]
+        for key_id in ids:
+            key = self.state.key_pairs.get(key_id)
+            if key is None or key["_region"] != region:
+                raise ApiError("InvalidKeyPairId.NotFound", f"Key pair {key_id} not found.")
+        for key_id in ids:
+            del self.state.key_pairs[key_id]
+        return {}
+
+    # ------------------------------------------------------------------ CVM: instances
+
+    def _RunInstances(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        if params.get("DryRun"):
+            raise ApiError("DryRunOperation", "The request would have succeeded (DryRun).")
+        token = str(params.get("ClientToken") or "")
+        if len(token) > 64 or not token.isascii():
+            raise ApiError("InvalidClientToken.TooLong", "ClientToken exceeds 64 characters.")
+        if token and (region, token) in self.state.tokens:
+            return {"InstanceIdSet": list(self.state.tokens[(region, token)])}
+        zone, itype, charge = self._check_launch(region, params)
+        if self.zone_state[zone] != "AVAILABLE":
+            raise ApiError("ResourcesSoldOut.AvailableZone", f"The zone {zone} is sold out.")
+        groups = [str(g) for g in params.get("SecurityGroupIds") or []]
+        for group in groups:
+            if group not in self.state.groups:
+                raise ApiError("InvalidSecurityGroupId.NotFound",
+                               f"The security group {group} does not exist.")
+        keys = [str(k) for k in (params.get("LoginSettings") or {}).get("KeyIds") or []]
+        for key in keys:
+            if key not in self.state.key_pairs:
+                raise ApiError("InvalidParameterValue.KeyPairNotFound",
+                               f"The key pair {key} does not exist.")
+        if charge == "SPOTPAID":
+            market = params.get("InstanceMarketOptions") or {}
+            spot = market.get("SpotOptions") or {}
+            if market.get("MarketType") != "spot" or "MaxPrice" not in spot:
+                raise ApiError("MissingParameter",
+                               "InstanceMarketOptions.SpotOptions.MaxPrice is missing.")
+        if (zone, itype, charge) in self.sold_out:
+            raise ApiError("ResourcesSoldOut.SpecifiedInstanceType",
+                           f"The instance type {itype} is sold out in {zone}.")
+        if charge == "SPOTPAID":
+            bid = float(params["InstanceMarketOptions"]["SpotOptions"]["MaxPrice"])
+            if bid < round(TYPES[itype][5] * SPOT_FACTOR, 2):
+                raise ApiError("InvalidParameterValue.InsufficientPrice",
+                               "The bid is below the current spot price.")
+        count = int(params.get("InstanceCount") or 1)
+        alive = sum(1 for i in self.state.instances.values()
+                    if i["_region"] == region and i["InstanceState"] != "TERMINATING")
+        if self.instance_quota is not None and alive + count > self.instance_quota:
+            raise ApiError("LimitExceeded.InstanceQuota",
+                           "The instance quota is not enough for this request.")
+        ids = [self._create(region, zone, itype, charge, params, groups, keys)
+               for _ in range(count)]
+        if token:
+            self.state.tokens[(region, token)] = ids
+        return {"InstanceIdSet": ids}
+
+    def _create(self, region: str, zone: str, itype: str, charge: str, params: dict[str, Any],
+                groups: list[str], keys: list[str]) -> str:
+        instance_id = _new_id("ins-")
+        family, cpu, mem, gpu, gpus, _ = TYPES[itype]
+        disk = params.get("SystemDisk") or {}
+        n = next(self._ips)
+        self.state.instances[instance_id] = {
+            "Placement": {"Zone": zone, "ProjectId": 0}, "InstanceId": instance_id,
+            "InstanceType": itype, "CPU": cpu, "Memory": mem, "RestrictState": "NORMAL",
+            "InstanceName": params.get("InstanceName", "未命名"), "InstanceChargeType": charge,
+            "SystemDisk": {"DiskType": disk.get("DiskType", "CLOUD_PREMIUM"),
+                           "DiskId": _new_id("disk-"), "DiskSize": disk.get("DiskSize", 50)},
+            "DataDisks": None, "PrivateIpAddresses": [f"10.0.0.{n}"], "PublicIpAddresses": None,
+            "InternetAccessible": params.get("InternetAccessible") or {},
+            "VirtualPrivateCloud": {"VpcId": "vpc-default0", "SubnetId": "subnet-default0"},
+            "ImageId": params["ImageId"], "RenewFlag": None, "CreatedTime": _now_iso(),
+            "ExpiredTime": None, "OsName": "Ubuntu Server 22.04 LTS 64bit",
+            "SecurityGroupIds": groups, "LoginSettings": {"KeyIds": keys},
+            "InstanceState": "PENDING", "Tags": _tag_spec(params, "instance"),
+            "StopChargingMode": "NOT_APPLICABLE", "Uuid": str(uuid.uuid4()),
+            "LatestOperation": "RunInstances", "LatestOperationState": "OPERATING",
+            "GPUInfo": {"GPUCount": float(gpus), "GPUType": gpu} if gpus else None,
+            "DefaultLoginUser": "ubuntu", "DefaultLoginPort": 22,
+            "_region": region, "_public": f"198.51.100.{n}",
+        }
+        return instance_id
+
+    def _advance(self, instance: dict[str, Any]) -> None:
+        """Each describe that shows a moving machine moves it one step on."""
+        nxt = {"PENDING": "RUNNING", "STARTING": "RUNNING", "STOPPING": "STOPPED",
+               "REBOOTING": "RUNNING"}.get(instance["InstanceState"])
+        if nxt:
+            instance["InstanceState"] = nxt
+            instance["LatestOperationState"] = "SUCCESS"
+            if nxt == "RUNNING":
+                instance["PublicIpAddresses"] = [instance["_public"]]
+        elif instance["InstanceState"] == "TERMINATING":
+            del self.state.instances[instance["InstanceId"]]
+
+    def _DescribeInstances(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        ids = [str(i) for i in params.get("InstanceIds") or []]
+        f = _filters(params)
+        if ids and f:
+            raise ApiError("InvalidParameter", "InstanceIds and Filters cannot be used together.")
+        for instance_id in ids + f.get("instance-id", []):
+            if not _INSTANCE_ID.match(instance_id):
+                raise ApiError("InvalidInstanceId.Malformed",
+                               f"The instance id {instance_id} is malformed.")
+        wanted = ids or f.get("instance-id")
+        matched = [i for i in self.state.instances.values()
+                   if i["_region"] == region and (not wanted or i["InstanceId"] in wanted)
+                   and ("zone" not in f or i["Placement"]["Zone"] in f["zone"])
+                   and ("instance-state" not in f or i["InstanceState"] in f["instance-state"])
+                   and _tag_match(i["Tags"], f)]
+        page = _page(matched, params, self.max_page)
+        view = [{k: v for k, v in i.items() if not k.startswith("_")} for i in page]
+        view = json.loads(json.dumps(view))  # a snapshot, before the machines move on
+        for instance in page:
+            self._advance(instance)
+        return {"TotalCount": len(matched), "InstanceSet": view}
+
+    def _instances(self, region: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        ids = [str(i) for i in params.get("InstanceIds") or []]
+        if not ids:
+            raise ApiError("MissingParameter", "InstanceIds is missing.")
+        found = []
+        for instance_id in ids:
+            if not _INSTANCE_ID.match(instance_id):
+                raise ApiError("InvalidInstanceId.Malformed",
+                               f"The instance id {instance_id} is malformed.")
+            instance = self.state.instances.get(instance_id)
+            if instance is None or instance["_region"] != region:
+                raise ApiError("InvalidInstanceId.NotFound",
+                               f"The instance {instance_id} was not found.")
+            found.append(instance)
+        return found
+
+    def _transition(self, region: str, params: dict[str, Any], allowed: str, to: str
+                    ) -> list[dict[str, Any]]:
+        instances = self._instances(region, params)
+        for instance in instances:
+            state = instance["InstanceState"]
+            if state not in allowed.split("|"):
+                raise ApiError(f"UnsupportedOperation.InstanceState{state.title()}",
+                               f"The instance {instance['InstanceId']} is {state}.")
+        for instance in instances:
+            instance["InstanceState"] = to
+            instance["LatestOperationState"] = "OPERATING"
+        return instances
+
+    def _StopInstances(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        mode = params.get("StoppedMode", "KEEP_CHARGING")
+        if mode not in ("KEEP_CHARGING", "STOP_CHARGING"):
+            raise ApiError("InvalidParameterValue", f"StoppedMode {mode} is not valid.")
+        for instance in self._transition(region, params, "RUNNING", "STOPPING"):
+            instance["StopChargingMode"] = mode
+        return {}
+
+    def _StartInstances(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        for instance in self._transition(region, params, "STOPPED", "STARTING"):
+            instance["StopChargingMode"] = "NOT_APPLICABLE"
+        return {}
+
+    def _TerminateInstances(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        self._transition(region, params, "PENDING|RUNNING|STOPPED|STOPPING|STARTING|"
+                         "LAUNCH_FAILED|REBOOTING", "TERMINATING")
+        return {}
+
+    # ------------------------------------------------------------------ VPC: security groups
+
+    def _group(self, region: str, group_id: str) -> dict[str, Any]:
+        group = self.state.groups.get(group_id)
+        if group is None or group["_region"] != region:
+            raise ApiError("InvalidSecurityGroupID.NotFound",
+                           f"The security group {group_id} does not exist.")
+        return group
+
+    def _CreateSecurityGroup(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        for name in ("GroupName", "GroupDescription"):
+            if not params.get(name):
+                raise ApiError("MissingParameter", f"{name} is missing.")
+        if len(str(params["GroupName"])) > 60:
+            raise ApiError("InvalidParameterValue.Range", "GroupName exceeds 60 characters.")
+        group_id = _new_id("sg-")
+        self.state.groups[group_id] = {
+            "SecurityGroupId": group_id, "SecurityGroupName": params["GroupName"],
+            "SecurityGroupDesc": params["GroupDescription"],
+            "ProjectId": str(params.get("ProjectId", "0")), "IsDefault": False,
+            "CreatedTime": _now_iso().replace("T", " ").rstrip("Z"),
+            "TagSet": _tags(params.get("Tags")), "UpdateTime": _now_iso(),
+            "Ingress": [], "Egress": [], "Version": 0, "_region": region}
+        return {"SecurityGroup": self._group_view(self.state.groups[group_id])}
+
+    def _group_view(self, group: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in group.items()
+                if not k.startswith("_") and k not in ("Ingress", "Egress", "Version")}
+
+    def _DescribeSecurityGroups(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        f = _filters(params)
+        ids = params.get("SecurityGroupIds") or f.get("security-group-id")
+        groups = [self._group_view(g) for g in self.state.groups.values()
+                  if g["_region"] == region and (not ids or g["SecurityGroupId"] in ids)
+                  and ("security-group-name" not in f
+                       or g["SecurityGroupName"] in f["security-group-name"])
+                  and _tag_match(g["TagSet"], f)]
+        return {"TotalCount": len(groups), "SecurityGroupSet": _page(groups, params,
+                                                                     self.max_page)}
+
+    def _DescribeSecurityGroupPolicies(self, region: str, params: dict[str, Any]
+                                       ) -> dict[str, Any]:
+        group = self._group(region, str(params.get("SecurityGroupId")))
+        out: dict[str, Any] = {"Version": str(group["Version"])}
+        for direction in ("Ingress", "Egress"):
+            out[direction] = [dict(rule, PolicyIndex=i, SecurityGroupId="", AddressTemplate={},
+                                   ServiceTemplate={}, ModifyTime=group["UpdateTime"])
+                              for i, rule in enumerate(group[direction])]
+        return {"SecurityGroupPolicySet": out}
+
+    @staticmethod
+    def _direction(params: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        policy_set = params.get("SecurityGroupPolicySet") or {}
+        given = [d for d in ("Ingress", "Egress") if policy_set.get(d)]
+        if len(given) != 1:
+            raise ApiError("InvalidParameter",
+                           "One request changes the rules of one direction only.")
+        return given[0], list(policy_set[given[0]])
+
+    @staticmethod
+    def _check_rule(rule: dict[str, Any]) -> dict[str, Any]:
+        protocol = str(rule.get("Protocol", "")).upper()
+        port = str(rule.get("Port", "ALL") or "ALL").upper()
+        if protocol not in ("TCP", "UDP", "ICMP", "ICMPV6", "ALL"):
+            raise ApiError("InvalidParameterValue.Malformed", f"Protocol {protocol} is invalid.")
+        if protocol == "ALL" and port != "ALL":
+            raise ApiError("InvalidParameterValue.Range", "Protocol ALL takes port ALL.")
+        if port != "ALL" and not re.fullmatch(r"\d{1,5}(-\d{1,5})?(,\d{1,5})*", port):
+            raise ApiError("InvalidParameterValue.Malformed", f"Port {port} is invalid.")
+        v4, v6 = rule.get("CidrBlock"), rule.get("Ipv6CidrBlock")
+        if bool(v4) == bool(v6):
+            raise ApiError("InvalidParameter", "Give exactly one of CidrBlock/Ipv6CidrBlock.")
+        try:
+            ipaddress.ip_network(str(v4 or v6), strict=False)
+        except ValueError:
+            raise ApiError("InvalidParameterValue.Malformed", "The CIDR is malformed.") from None
+        action = str(rule.get("Action", "")).upper()
+        if action not in ("ACCEPT", "DROP"):
+            raise ApiError("InvalidParameterValue.Malformed", f"Action {action} is invalid.")
+        clean = {"Protocol": protocol, "Port": port, "Action": action,
+                 "PolicyDescription": str(rule.get("PolicyDescription", ""))}
+        clean["CidrBlock" if v4 else "Ipv6CidrBlock"] = str(v4 or v6)
+        clean.setdefault("CidrBlock", "")
+        clean.setdefault("Ipv6CidrBlock", "")
+        return clean
+
+    def _CreateSecurityGroupPolicies(self, region: str, params: dict[str, Any]
+                                     ) -> dict[str, Any]:
+        group = self._group(region, str(params.get("SecurityGroupId")))
+        direction, rules = self._direction(params)
+        group[direction].extend(self._check_rule(r) for r in rules)
+        group["Version"] += 1
+        group["UpdateTime"] = _now_iso()
+        return {}
+
+    def _DeleteSecurityGroupPolicies(self, region: str, params: dict[str, Any]
+                                     ) -> dict[str, Any]:
+        group = self._group(region, str(params.get("SecurityGroupId")))
+        direction, rules = self._direction(params)
+        current = group[direction]
+        if all("PolicyIndex" in r and len(r) == 1 for r in rules):
+            doomed = {int(r["PolicyIndex"]) for r in rules}
+            if any(i >= len(current) or i < 0 for i in doomed):
+                raise ApiError("InvalidParameterValue.Range", "PolicyIndex is out of range.")
+        else:
+            wanted = [self._check_rule(r) for r in rules]
+            doomed = {i for i, r in enumerate(current)
+                      if any({k: r[k] for k in w if k != "PolicyDescription"}
+                             == {k: w[k] for k in w if k != "PolicyDescription"}
+                             for w in wanted)}
+        group[direction] = [r for i, r in enumerate(current) if i not in doomed]
+        group["Version"] += 1
+        return {}
+
+    def _DeleteSecurityGroup(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        group_id = str(params.get("SecurityGroupId"))
+        self._group(region, group_id)
+        if any(group_id in i["SecurityGroupIds"] for i in self.state.instances.values()):
+            raise ApiError("ResourceInUse", f"The security group {group_id} is in use.")
+        del self.state.groups[group_id]
+        return {}
+
+
+def sdk_client(server: TencentStandin, service: str = "cvm", region: str = "ap-guangzhou",
+               secret_id: str = SECRET_ID, secret_key: str = SECRET_KEY) -> Any:
+    """A real SDK client (CvmClient/VpcClient) pointed at ``server``."""
+    from tencentcloud.common import credential
+    from tencentcloud.common.profile.client_profile import ClientProfile
+    from tencentcloud.common.profile.http_profile import HttpProfile
+    from tencentcloud.cvm.v20170312.cvm_client import CvmClient
+    from tencentcloud.vpc.v20170312.vpc_client import VpcClient
+
+    profile = ClientProfile(httpProfile=HttpProfile(protocol="http", endpoint=server.endpoint,
+                                                    reqTimeout=10))
+    cls = VpcClient if service == "vpc" else CvmClient
+    return cls(credential.Credential(secret_id, secret_key), region, profile)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_ref: TencentStandin
+    protocol_version = "HTTP/1.0"  # one request per connection: nothing left open
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        answer = self.server_ref.handle(headers, body)
+        data = json.dumps({"Response": answer}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+        return

@@ -1,0 +1,526 @@
+"""TencentProvider against the stand-in CVM/VPC server, over HTTP, with the real SDK."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+from tencent_standin import SECRET_ID, SECRET_KEY, TencentStandin, sdk_client
+
+from gpudesk.services.providers import base
+from gpudesk.services.providers import tencent_parse as tp
+from gpudesk.services.providers.base import Credentials, LaunchRequest, ProviderError
+from gpudesk.services.providers.tencent import TencentProvider, client_token
+from gpudesk.services.providers.tencent_errors import CallContext, map_error
+
+pytest_plugins = ("fixtures_tencent",)  # the tencent, tencent_creds fixtures
+
+REGION = "ap-guangzhou"
+T4 = "GN7.2XLARGE32"
+PUBLIC_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGpudeskTestKeyOnlyForTheStandinServer00 me@lap"
+OTHER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAnotherKeyForTheStandinServerTest0000 me@lap"
+MY_IP = "203.0.113.7"
+
+
+class Sleeps(list[float]):
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+@pytest.fixture
+def sleeps() -> Sleeps:
+    return Sleeps()
+
+
+@pytest.fixture
+def provider(tencent: TencentStandin, tencent_creds: Credentials,
+             sleeps: Sleeps) -> Any:
+    p = TencentProvider(tencent_creds, endpoint=tencent.endpoint, protocol="http", sleep=sleeps)
+    yield p
+    p.close()
+
+
+def _request(**kw: Any) -> LaunchRequest:
+    values: dict[str, Any] = {"ledger_id": "L1", "region": REGION, "instance_type": T4,
+                              "zone": "ap-guangzhou-3", "allow_from": MY_IP}
+    values.update(kw)
+    return LaunchRequest(**values)
+
+
+def _raises(kind: str, call: Any) -> ProviderError:
+    with pytest.raises(ProviderError) as info:
+        call()
+    assert info.value.kind == kind, (info.value.kind, info.value.detail)
+    return info.value
+
+
+def _text(err: ProviderError) -> str:
+    return " ".join([str(err), err.message(), err.detail, repr(err.values), repr(err.args)])
+
+
+# --------------------------------------------------------------------------- verify
+
+
+def test_verify_ok_with_dry_run(provider: TencentProvider, tencent: TencentStandin) -> None:
+    identity = provider.verify()
+    assert identity == base.Identity(account="", principal=base.mask(SECRET_ID),
+                                     can_launch=True)
+    assert tencent.calls == {"DescribeRegions": 1, "RunInstances": 1}
+    assert tencent.params("RunInstances")[0]["DryRun"] is True
+    assert tencent.state.instances == {}
+
+
+def test_verify_wrong_secret_and_unknown_key_are_auth(tencent: TencentStandin) -> None:
+    for creds in (Credentials("tencent", SECRET_ID, "Wrong" + SECRET_KEY[5:]),
+                  Credentials("tencent", "AKID" + "9" * 32, SECRET_KEY)):
+        p = TencentProvider(creds, endpoint=tencent.endpoint, protocol="http")
+        err = _raises("auth", p.verify)
+        assert "Tencent Cloud rejected the keys" in str(err)
+        assert err.detail.startswith("[AuthFailure.")
+        assert creds.secret not in _text(err)
+
+
+def test_verify_skewed_clock_is_clock(provider: TencentProvider,
+                                      tencent: TencentStandin) -> None:
+    tencent.clock_offset = 3600.0  # the server is an hour ahead of this computer
+    err = _raises("clock", provider.verify)
+    assert "clock" in str(err) and err.detail.startswith("[AuthFailure.SignatureExpire]")
+
+
+def test_verify_permission(provider: TencentProvider, tencent: TencentStandin) -> None:
+    tencent.denied.add("RunInstances")
+    assert provider.verify().can_launch is False
+    tencent.fail_next("DescribeRegions", "AuthFailure.UnauthorizedOperation", "not allowed")
+    err = _raises("permission", provider.verify)
+    assert err.values == {"action": "call DescribeRegions", "permission": "cvm:DescribeRegions"}
+    assert "cvm:DescribeRegions" in str(err)
+
+
+def test_verify_no_server_is_network(tencent_creds: Credentials) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = TencentProvider(tencent_creds, endpoint=f"127.0.0.1:{port}", protocol="http")
+    err = _raises("network", p.verify)
+    assert "Could not reach Tencent Cloud ([ClientNetworkError]" in str(err)
+
+
+# --------------------------------------------------------------------------- key & group
+
+
+def test_key_pair_is_imported_once_under_a_legal_name(provider: TencentProvider,
+                                                      tencent: TencentStandin) -> None:
+    key_id = provider.ensure_key_pair(REGION, "gpudesk-my-laptop-ed25519-2025", PUBLIC_KEY)
+    assert key_id.startswith("skey-")
+    assert provider.ensure_key_pair(REGION, "gpudesk-my-laptop-ed25519-2025", PUBLIC_KEY) \
+        == key_id
+    assert tencent.calls["ImportKeyPair"] == 1
+    stored = tencent.state.key_pairs[key_id]
+    assert stored["KeyName"] == tp.key_name("gpudesk-my-laptop-ed25519-2025")
+    assert len(stored["KeyName"]) == 25 and stored["ProjectId"] == 0
+    assert stored["Tags"] == [{"Key": "gpudesk", "Value": "1"}]
+    # Same name, another public key: a second key, never the wrong one.
+    other = provider.ensure_key_pair(REGION, "gpudesk-my-laptop-ed25519-2025", OTHER_KEY)
+    assert other != key_id and tencent.state.key_pairs[other]["PublicKey"] == OTHER_KEY
+    assert provider.ensure_key_pair(REGION, "gpudesk-my-laptop-ed25519-2025", OTHER_KEY) == other
+    assert tencent.calls["ImportKeyPair"] == 2
+
+
+def _rules(tencent: TencentStandin, group_id: str, direction: str) -> list[tuple[str, ...]]:
+    return [(r["Protocol"], r["Port"], r["CidrBlock"] or r["Ipv6CidrBlock"], r["Action"])
+            for r in tencent.state.groups[group_id][direction]]
+
+
+def test_security_group_opens_only_ssh_to_one_address(provider: TencentProvider,
+                                                      tencent: TencentStandin) -> None:
+    group_id = provider.ensure_security_group(REGION, MY_IP)
+    assert _rules(tencent, group_id, "Ingress") == [("TCP", "22", f"{MY_IP}/32", "ACCEPT")]
+    assert set(_rules(tencent, group_id, "Egress")) == {("ALL", "ALL", "0.0.0.0/0", "ACCEPT"),
+                                                        ("ALL", "ALL", "::/0", "ACCEPT")}
+    group = tencent.state.groups[group_id]
+    assert group["SecurityGroupName"] == f"gpudesk-ssh-{MY_IP}"
+    assert group["TagSet"] == [{"Key": "gpudesk", "Value": "1"}]
+    writes = tencent.calls["CreateSecurityGroupPolicies"]
+    assert provider.ensure_security_group(REGION, f"{MY_IP}/32") == group_id
+    assert tencent.calls["CreateSecurityGroup"] == 1
+    assert tencent.calls["CreateSecurityGroupPolicies"] == writes  # nothing to change
+    # Someone opened RDP and SSH to the world: the next ensure closes both.
+    tencent.add_rule(group_id, "Ingress", {"Protocol": "TCP", "Port": "3389",
+                                           "CidrBlock": "0.0.0.0/0", "Ipv6CidrBlock": "",
+                                           "Action": "ACCEPT"})
+    tencent.add_rule(group_id, "Ingress", {"Protocol": "TCP", "Port": "22",
+                                           "CidrBlock": "0.0.0.0/0", "Ipv6CidrBlock": "",
+                                           "Action": "ACCEPT"})
+    assert provider.ensure_security_group(REGION, MY_IP) == group_id
+    assert _rules(tencent, group_id, "Ingress") == [("TCP", "22", f"{MY_IP}/32", "ACCEPT")]
+
+
+def test_security_group_ipv6_single_address(provider: TencentProvider,
+                                            tencent: TencentStandin) -> None:
+    group_id = provider.ensure_security_group(REGION, "2001:db8::7")
+    assert _rules(tencent, group_id, "Ingress") == [("TCP", "22", "2001:db8::7/128", "ACCEPT")]
+
+
+@pytest.mark.parametrize("cidr", ["0.0.0.0/0", "10.0.0.0/8", "::/0", "not-an-address", ""])
+def test_wide_or_bad_ranges_are_refused_before_any_call(provider: TencentProvider,
+                                                        tencent: TencentStandin,
+                                                        cidr: str) -> None:
+    _raises("invalid", lambda: provider.ensure_security_group(REGION, cidr))
+    _raises("invalid", lambda: provider.run_instance(_request(allow_from=cidr)))
+    assert sum(tencent.calls.values()) == 0
+
+
+# --------------------------------------------------------------------------- image
+
+
+def test_find_image_picks_the_newest_public_ubuntu_gpu_image(provider: TencentProvider,
+                                                             tencent: TencentStandin) -> None:
+    # Newer but without a driver (img-ubuntu22), another OS (img-tos31gpu) and a private
+    # image (img-mygpu001) are all passed over.
+    assert provider.find_image(REGION, T4) == "img-gpu22cu12"
+    params = tencent.params("DescribeImages")[0]
+    assert params["InstanceType"] == T4
+    assert {"Name": "image-type", "Values": ["PUBLIC_IMAGE"]} in params["Filters"]
+    tencent.images = [i for i in tencent.images if "GPU" not in i["ImageName"].upper()
+                      or i.get("ImageType") == "PRIVATE_IMAGE"]
+    err = _raises("not-found", lambda: provider.find_image(REGION, T4))
+    assert "GPU driver" in str(err) and REGION in str(err)
+
+
+# --------------------------------------------------------------------------- launch
+
+
+def _prepared(provider: TencentProvider, **kw: Any) -> LaunchRequest:
+    key = provider.ensure_key_pair(REGION, "gpudesk_test", PUBLIC_KEY)
+    group = provider.ensure_security_group(REGION, MY_IP)
+    return _request(key_name=key, security_group=group, **kw)
+
+
+def test_run_on_demand_sends_everything_and_comes_up(provider: TencentProvider,
+                                                     tencent: TencentStandin) -> None:
+    request = _prepared(provider, disk_gb=200, client_token="tok-on-demand")
+    machine = provider.run_instance(request)
+    params = tencent.params("RunInstances")[-1]
+    assert params["InstanceChargeType"] == "POSTPAID_BY_HOUR"
+    assert "InstanceMarketOptions" not in params
+    assert params["Placement"]["Zone"] == "ap-guangzhou-3"
+    assert params["ImageId"] == "img-gpu22cu12"
+    assert params["SystemDisk"] == {"DiskType": "CLOUD_PREMIUM", "DiskSize": 200}
+    assert params["LoginSettings"] == {"KeyIds": [request.key_name]}
+    assert params["SecurityGroupIds"] == [request.security_group]
+    assert params["InternetAccessible"] == {"PublicIpAssigned": True,
+                                            "InternetChargeType": "TRAFFIC_POSTPAID_BY_HOUR",
+                                            "InternetMaxBandwidthOut": 100}
+    assert params["ClientToken"] == "tok-on-demand"
+    assert params["InstanceName"] == "gpudesk-L1"
+    assert params["TagSpecification"] == [{"ResourceType": "instance", "Tags": [
+        {"Key": "gpudesk", "Value": "1"}, {"Key": "gpudesk-ledger-id", "Value": "L1"}]}]
+    assert (machine.provider, machine.state, machine.market, machine.instance_type,
+            machine.zone, machine.ledger_id) == ("tencent", "pending", "on-demand", T4,
+                                                 "ap-guangzhou-3", "L1")
+    assert machine.launched_at is not None and machine.public_ip == ""
+    (later,) = provider.describe(REGION, [machine.cloud_id])
+    assert later.state == "running" and later.public_ip.startswith("198.51.100.")
+
+
+def test_run_picks_the_first_available_zone_and_makes_the_group(
+        provider: TencentProvider, tencent: TencentStandin) -> None:
+    tencent.zone_state["ap-guangzhou-3"] = "UNAVAILABLE"
+    machine = provider.run_instance(_request(zone=""))
+    assert machine.zone == "ap-guangzhou-4"
+    (group_id,) = tencent.params("RunInstances")[-1]["SecurityGroupIds"]
+    assert _rules(tencent, group_id, "Ingress") == [("TCP", "22", f"{MY_IP}/32", "ACCEPT")]
+    assert client_token(_request()) == tencent.params("RunInstances")[-1]["ClientToken"]
+
+
+def test_run_without_any_group_is_refused(provider: TencentProvider,
+                                          tencent: TencentStandin) -> None:
+    _raises("invalid", lambda: provider.run_instance(_request(allow_from="")))
+    assert sum(tencent.calls.values()) == 0
+
+
+def test_run_spot_with_and_without_max_price(provider: TencentProvider,
+                                             tencent: TencentStandin) -> None:
+    machine = provider.run_instance(_prepared(provider, market="spot", max_price=3.0))
+    params = tencent.params("RunInstances")[-1]
+    assert params["InstanceChargeType"] == "SPOTPAID"
+    assert params["InstanceMarketOptions"] == {"MarketType": "spot", "SpotOptions": {
+        "MaxPrice": "3", "SpotInstanceType": "one-time"}}
+    assert machine.market == "spot"
+    provider.run_instance(_prepared(provider, market="spot", ledger_id="L2"))
+    assert tencent.params("RunInstances")[-1]["InstanceMarketOptions"]["SpotOptions"][
+        "MaxPrice"] == "8.68"  # bids the on-demand price of that zone
+    assert [m.market for m in provider.list_managed(REGION)] == ["spot", "spot"]
+
+
+def test_same_client_token_makes_one_machine(provider: TencentProvider,
+                                             tencent: TencentStandin) -> None:
+    request = _prepared(provider, client_token="same-token")
+    first = provider.run_instance(request)
+    second = provider.run_instance(request)
+    assert first.cloud_id == second.cloud_id
+    assert len(tencent.state.instances) == 1 and tencent.calls["RunInstances"] == 2
+
+
+def test_client_token_is_short_ascii() -> None:
+    long = client_token(_request(client_token="x" * 80))
+    assert len(long) <= 64 and long.isascii() and long == client_token(
+        _request(client_token="x" * 80))
+    assert client_token(_request(client_token="令牌")).isascii()
+    assert client_token(_request(ledger_id="L9")) == "gpudesk-L9"
+
+
+def test_sold_out_is_capacity_naming_type_and_zone(provider: TencentProvider,
+                                                   tencent: TencentStandin) -> None:
+    request = _prepared(provider)
+    tencent.fail_next("RunInstances", "ResourcesSoldOut.SpecifiedInstanceType",
+                      "sold out", zone="ap-guangzhou-3")
+    err = _raises("capacity", lambda: provider.run_instance(request))
+    assert str(err) == "Tencent Cloud has no GN7.2XLARGE32 free in ap-guangzhou-3 right now."
+    assert err.failover
+    tencent.sell_out("ap-guangzhou-3", T4)  # the stand-in's own stock, not an injected error
+    err = _raises("capacity", lambda: provider.run_instance(request))
+    assert err.detail.startswith("[ResourcesSoldOut.SpecifiedInstanceType]")
+    assert provider.run_instance(_prepared(provider, zone="ap-guangzhou-4")).zone == \
+        "ap-guangzhou-4"
+
+
+def test_quota(provider: TencentProvider, tencent: TencentStandin) -> None:
+    request = _prepared(provider)
+    tencent.instance_quota = 0
+    err = _raises("quota", lambda: provider.run_instance(request))
+    assert "\"CVM instances\" in ap-guangzhou is too small for GN7.2XLARGE32" in str(err)
+    assert "CVM → Quotas" in str(err) and err.failover
+    tencent.instance_quota = None
+    tencent.fail_next("RunInstances", "LimitExceeded.SpotQuota", "spot quota")
+    err = _raises("quota", lambda: provider.run_instance(
+        _prepared(provider, market="spot", max_price=5.0)))
+    assert err.values["quota"] == "spot instances of this type"
+
+
+def test_spot_price_below_market_is_price(provider: TencentProvider,
+                                          tencent: TencentStandin) -> None:
+    err = _raises("price", lambda: provider.run_instance(
+        _prepared(provider, market="spot", max_price=1.0)))
+    assert str(err).startswith("Your maximum spot price 1 CNY/h is below the market price in "
+                               "ap-guangzhou-3")
+    assert err.detail.startswith("[InvalidParameterValue.InsufficientPrice]") and err.failover
+
+
+def test_throttling_is_retried_with_backoff(provider: TencentProvider, tencent: TencentStandin,
+                                            sleeps: Sleeps) -> None:
+    request = _prepared(provider)
+    before = tencent.calls["RunInstances"]
+    tencent.fail_next("RunInstances", "RequestLimitExceeded", "slow down", times=2)
+    provider.run_instance(request)
+    assert tencent.calls["RunInstances"] - before == 3
+    assert sleeps == [1.0, 2.0]
+    sleeps.clear()
+    tencent.fail_next("DescribeInstances", "RequestLimitExceeded.UinLimitExceeded", times=99)
+    err = _raises("throttled", lambda: provider.list_managed(REGION))
+    assert tencent.calls["DescribeInstances"] == 1 + 4  # one describe in run_instance, 4 tries
+    assert sleeps == [1.0, 2.0, 4.0]
+    assert "retried and gave up" in str(err)
+
+
+# --------------------------------------------------------------------------- lifecycle
+
+
+def test_describe_unknown_and_malformed_ids(provider: TencentProvider,
+                                            tencent: TencentStandin) -> None:
+    assert provider.describe(REGION, ["ins-00000000"]) == []
+    assert tencent.calls["DescribeInstances"] == 1
+    assert provider.describe(REGION, ["i-0123456789", "", "../x"]) == []  # cannot exist
+    assert tencent.calls["DescribeInstances"] == 1
+    err = _raises("not-found", lambda: provider.stop(REGION, "ins-00000000"))
+    assert str(err) == "Tencent Cloud has no machine called ins-00000000 in ap-guangzhou."
+
+
+def test_list_managed_only_tagged_and_paged(provider: TencentProvider,
+                                            tencent: TencentStandin) -> None:
+    ours = {provider.run_instance(_prepared(provider, ledger_id=f"L{n}")).cloud_id
+            for n in range(3)}
+    foreign = sdk_client(tencent).call_json("RunInstances", {
+        "Placement": {"Zone": "ap-guangzhou-3"}, "InstanceType": T4,
+        "ImageId": "img-gpu22cu12"})["Response"]["InstanceIdSet"][0]  # untagged
+    tencent.max_page = 2
+    managed = provider.list_managed(REGION)
+    assert {m.cloud_id for m in managed} == ours and foreign not in ours
+    assert sorted(m.ledger_id for m in managed) == ["L0", "L1", "L2"]
+    assert provider.list_managed("ap-shanghai") == []
+
+
+def test_stop_start_terminate(provider: TencentProvider, tencent: TencentStandin) -> None:
+    machine = provider.run_instance(_prepared(provider))
+    provider.describe(REGION, [machine.cloud_id])  # PENDING → RUNNING
+    provider.stop(REGION, machine.cloud_id)
+    provider.stop(REGION, machine.cloud_id)  # already stopping: fine
+    assert tencent.params("StopInstances")[0]["StoppedMode"] == "KEEP_CHARGING"
+    assert [m.state for m in provider.describe(REGION, [machine.cloud_id])] == ["stopping"]
+    assert [m.state for m in provider.describe(REGION, [machine.cloud_id])] == ["stopped"]
+    provider.start(REGION, machine.cloud_id)
+    assert [m.state for m in provider.describe(REGION, [machine.cloud_id])] == ["pending"]
+    assert [m.state for m in provider.describe(REGION, [machine.cloud_id])] == ["running"]
+    provider.start(REGION, machine.cloud_id)  # already running: fine
+    provider.stop(REGION, machine.cloud_id, stopped_mode="STOP_CHARGING")
+    assert tencent.state.instances[machine.cloud_id]["StopChargingMode"] == "STOP_CHARGING"
+    provider.terminate(REGION, machine.cloud_id)
+    provider.terminate(REGION, machine.cloud_id)  # already terminating: fine
+    assert [m.state for m in provider.describe(REGION, [machine.cloud_id])] == ["terminated"]
+    assert provider.describe(REGION, [machine.cloud_id]) == []
+    _raises("not-found", lambda: provider.terminate(REGION, machine.cloud_id))
+
+
+def test_cleanup_deletes_only_unused_gpudesk_resources(provider: TencentProvider,
+                                                       tencent: TencentStandin) -> None:
+    request = _prepared(provider)
+    spare_key = provider.ensure_key_pair(REGION, "gpudesk_spare", OTHER_KEY)
+    spare_group = provider.ensure_security_group(REGION, "198.51.100.99")
+    foreign = sdk_client(tencent).call_json("ImportKeyPair", {
+        "KeyName": "mine", "ProjectId": 0, "PublicKey": OTHER_KEY})["Response"]["KeyId"]
+    machine = provider.run_instance(request)
+    assert sorted(provider.cleanup(REGION)) == sorted([spare_key, spare_group])
+    assert set(tencent.state.key_pairs) == {request.key_name, foreign}
+    assert set(tencent.state.groups) == {request.security_group}
+    provider.terminate(REGION, machine.cloud_id)
+    provider.describe(REGION, [machine.cloud_id])  # seen terminating, then gone
+    assert sorted(provider.cleanup(REGION)) == sorted([request.key_name,
+                                                        request.security_group])
+    assert set(tencent.state.key_pairs) == {foreign} and tencent.state.groups == {}
+    assert provider.cleanup(REGION) == []
+
+
+# --------------------------------------------------------------------------- offers & price
+
+
+def test_live_offers_with_a_sold_out_zone(provider: TencentProvider,
+                                          tencent: TencentStandin) -> None:
+    tencent.sell_out("ap-guangzhou-4", T4, reason="No stock of GN7.2XLARGE32 right now.")
+    offers = provider.live_offers(REGION)
+    assert len(offers) == 3 * 8 * 2  # zones × known types × markets; S5 is not asked for
+    params = tencent.params("DescribeZoneInstanceConfigInfos")[0]
+    assert {"Name": "instance-charge-type", "Values": ["POSTPAID_BY_HOUR", "SPOTPAID"]} in \
+        params["Filters"]
+    t4 = {(o.zone, o.market): o for o in offers if o.instance_type == T4}
+    assert t4[("ap-guangzhou-3", "on-demand")].price_per_hour == pytest.approx(8.68)
+    assert t4[("ap-guangzhou-3", "spot")].price_per_hour == pytest.approx(2.6)
+    assert all(o.currency == "CNY" and o.provider == "tencent" for o in offers)
+    sold = [o for o in offers if not o.available]
+    assert {(o.zone, o.instance_type) for o in sold} == {("ap-guangzhou-4", T4)}
+    assert {o.reason for o in sold} == {"No stock of GN7.2XLARGE32 right now."}
+
+
+def test_inquiry_price(provider: TencentProvider) -> None:
+    assert provider.inquiry_price(_request(image_id="img-gpu22cu12")) == pytest.approx(8.68)
+    assert provider.inquiry_price(_request(image_id="img-gpu22cu12", market="spot")) == \
+        pytest.approx(2.6)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize("bad", [
+    {"region": "us-east-1"}, {"instance_type": "g5.xlarge"}, {"instance_type": "S5.MEDIUM4"},
+    {"market": "spot", "max_price": 0.0}, {"market": "spot", "max_price": -1.0},
+    {"max_price": 2.0}, {"disk_gb": 10},
+])
+def test_bad_requests_make_no_call(provider: TencentProvider, tencent: TencentStandin,
+                                   bad: dict[str, Any]) -> None:
+    _raises("invalid", lambda: provider.run_instance(_request(**bad)))
+    assert sum(tencent.calls.values()) == 0
+
+
+def test_bad_region_refused_everywhere_before_any_call(provider: TencentProvider,
+                                                       tencent: TencentStandin) -> None:
+    for call in (lambda: provider.live_offers("mars-1"), lambda: provider.list_managed("x"),
+                 lambda: provider.describe("x", ["ins-00000000"]),
+                 lambda: provider.find_image("x", T4), lambda: provider.cleanup("x"),
+                 lambda: provider.ensure_key_pair("x", "k", PUBLIC_KEY),
+                 lambda: provider.stop("x", "ins-00000000")):
+        err = _raises("invalid", call)
+        assert "ap-guangzhou" in str(err)
+    assert sum(tencent.calls.values()) == 0
+
+
+def test_regions_and_types_default_to_the_bundled_catalog(tencent_creds: Credentials) -> None:
+    p = TencentProvider(tencent_creds)
+    assert p.regions() == ["ap-beijing", "ap-guangzhou", "ap-shanghai"]
+    assert isinstance(p, base.Provider)
+
+
+def test_no_secret_in_repr_str_or_errors(provider: TencentProvider, tencent: TencentStandin,
+                                         tencent_creds: Credentials) -> None:
+    texts = [repr(provider), str(provider), repr(tencent_creds)]
+    tencent.fail_next("DescribeRegions", "InternalError",
+                      f"oops SecretKey={SECRET_KEY} id {SECRET_ID}")
+    texts.append(_text(_raises("other", provider.verify)))
+    wrong = TencentProvider(Credentials("tencent", SECRET_ID, "x" + SECRET_KEY[1:]),
+                            endpoint=tencent.endpoint, protocol="http")
+    texts.append(_text(_raises("auth", wrong.verify)))
+    texts.append(repr(wrong))
+    for text in texts:
+        assert SECRET_KEY not in text and SECRET_KEY[1:] not in text
+        assert SECRET_ID not in text
+
+
+# --------------------------------------------------------------------------- tables
+
+
+@pytest.mark.parametrize(("code", "kind"), [
+    ("AuthFailure.SecretIdNotFound", "auth"), ("AuthFailure.SignatureFailure", "auth"),
+    ("AuthFailure.InvalidSecretId", "auth"), ("InvalidCredential", "auth"),
+    ("AuthFailure.SignatureExpire", "clock"),
+    ("UnauthorizedOperation", "permission"), ("AuthFailure.UnauthorizedOperation", "permission"),
+    ("UnauthorizedOperation.PermissionDenied", "permission"),
+    ("ClientNetworkError", "network"), ("ServerNetworkError", "network"),
+    ("RequestLimitExceeded", "throttled"), ("RequestLimitExceeded.IPLimitExceeded", "throttled"),
+    ("ResourcesSoldOut.SpecifiedInstanceType", "capacity"),
+    ("ResourcesSoldOut.AvailableZone", "capacity"),
+    ("ResourceInsufficient.SpecifiedInstanceType", "capacity"),
+    ("ResourceInsufficient.ZoneSoldOutForSpecifiedInstance", "capacity"),
+    ("InvalidParameterValue.InsufficientOffering", "capacity"),
+    ("LimitExceeded.InstanceQuota", "quota"), ("LimitExceeded.SpotQuota", "quota"),
+    ("LimitExceeded.UserSpotQuota", "quota"), ("LimitExceeded.CvmInstanceQuota", "quota"),
+    ("InstancesQuotaLimitExceeded", "quota"), ("LimitExceeded.TagResourceQuota", "quota"),
+    ("InvalidParameterValue.InsufficientPrice", "price"),
+    ("InvalidInstanceId.NotFound", "not-found"), ("InvalidInstanceId.Malformed", "not-found"),
+    ("InvalidSecurityGroupID.NotFound", "not-found"), ("InvalidImageId.NotFound", "not-found"),
+    ("InvalidZone.MismatchRegion", "invalid"), ("InvalidParameterValue.ZoneNotSupported",
+                                                "invalid"),
+    ("InvalidPublicKey.Malformed", "invalid"), ("MissingParameter", "invalid"),
+    ("InternalError", "other"), ("ResourceInUse", "other"),
+])
+def test_error_table(code: str, kind: str) -> None:
+    ctx = CallContext("cvm", "RunInstances", REGION, zone="ap-guangzhou-3", instance_type=T4,
+                      max_price=2.5, resource="ins-12345678")
+    err = map_error(code, "words from Tencent", ctx)
+    assert err.kind == kind
+    assert err.detail == f"[{code}] words from Tencent"
+    assert "{" not in err.message()  # every placeholder filled
+    assert err.failover == (kind in ("quota", "capacity", "price"))
+
+
+@pytest.mark.parametrize(("state", "mapped"), [
+    ("PENDING", "pending"), ("LAUNCH_FAILED", "terminated"), ("RUNNING", "running"),
+    ("STOPPING", "stopping"), ("STOPPED", "stopped"), ("STARTING", "pending"),
+    ("REBOOTING", "running"), ("TERMINATING", "terminated"), ("SHUTDOWN", "terminated"),
+    ("SOMETHING_NEW", "pending"),
+])
+def test_state_table(state: str, mapped: str) -> None:
+    assert tp.state_of(state) == mapped
+
+
+def test_key_names_are_legal_and_deterministic() -> None:
+    assert tp.key_name("gpudesk_laptop") == "gpudesk_laptop"
+    for name in ("gpudesk-laptop", "gpudesk-" + "x" * 40, "", "键", "a b/c"):
+        legal = tp.key_name(name)
+        assert 0 < len(legal) <= 25 and legal.replace("_", "").isalnum() and legal.isascii()
+        assert legal == tp.key_name(name)
+    assert tp.key_name("gpudesk-a") != tp.key_name("gpudesk_a")
+
+
+def test_created_time_is_utc() -> None:
+    assert tp.parse_time("2025-06-01T08:00:00Z") == 1748764800.0
+    assert tp.parse_time("2025-06-01T08:00:00") == 1748764800.0
+    assert tp.parse_time("") is None and tp.parse_time("yesterday") is None

@@ -1,0 +1,209 @@
+"""The stand-in Tencent server itself, driven by the real tencentcloud SDK over HTTP."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import urllib.request
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from tencent_standin import SECRET_ID, SECRET_KEY, TencentStandin, sdk_client, tc3_signature
+from tencentcloud.common.exception.tencent_cloud_sdk_exception import TencentCloudSDKException
+from tencentcloud.cvm.v20170312 import models
+from tencentcloud.cvm.v20170312.cvm_client import CvmClient
+from tencentcloud.vpc.v20170312.vpc_client import VpcClient
+
+pytest_plugins = ("fixtures_tencent",)  # the tencent fixture
+
+
+def _client(server: TencentStandin, cls: Any = CvmClient, secret_id: str = SECRET_ID,
+            secret_key: str = SECRET_KEY, region: str = "ap-guangzhou") -> Any:
+    service = "vpc" if cls is VpcClient else "cvm"
+    return sdk_client(server, service, region, secret_id, secret_key)
+
+
+def _code(call: Any) -> str:
+    with pytest.raises(TencentCloudSDKException) as info:
+        call()
+    return str(info.value.code)
+
+
+def test_real_sdk_signature_is_accepted(tencent: TencentStandin) -> None:
+    answer = _client(tencent).call_json("DescribeRegions", {})["Response"]
+    assert {r["Region"] for r in answer["RegionSet"]} >= {"ap-guangzhou", "ap-shanghai"}
+    assert answer["RequestId"]
+    # The model path too (the SDK's typed request/response objects).
+    zones = _client(tencent).DescribeZones(models.DescribeZonesRequest())
+    assert [z.Zone for z in zones.ZoneSet] == ["ap-guangzhou-3", "ap-guangzhou-4",
+                                               "ap-guangzhou-6"]
+    vpc = _client(tencent, VpcClient).call_json("DescribeSecurityGroups", {})["Response"]
+    assert vpc["TotalCount"] == 0
+    assert tencent.calls == {"DescribeRegions": 1, "DescribeZones": 1,
+                             "DescribeSecurityGroups": 1}
+
+
+def test_wrong_secret_unknown_id_and_malformed_id_are_refused(tencent: TencentStandin) -> None:
+    wrong = _client(tencent, secret_key=SECRET_KEY[:-1] + "X")
+    assert _code(lambda: wrong.call_json("DescribeRegions", {})) == "AuthFailure.SignatureFailure"
+    unknown = _client(tencent, secret_id="AKID" + "0" * 32)
+    assert _code(lambda: unknown.call_json("DescribeRegions", {})) == \
+        "AuthFailure.SecretIdNotFound"
+    odd = _client(tencent, secret_id="not-a-key-id")
+    assert _code(lambda: odd.call_json("DescribeRegions", {})) == "AuthFailure.InvalidSecretId"
+    assert tencent.params("DescribeRegions") == []  # refused before any action ran
+
+
+def test_clock_skew_over_300_s_is_refused(tencent: TencentStandin) -> None:
+    client = _client(tencent)
+    tencent.clock_offset = 301.0
+    assert _code(lambda: client.call_json("DescribeRegions", {})) == \
+        "AuthFailure.SignatureExpire"
+    tencent.clock_offset = -290.0  # inside the window: fine
+    assert client.call_json("DescribeRegions", {})["Response"]["TotalCount"] == 3
+
+
+def test_signing_service_follows_the_action_as_for_an_ip_host(tencent: TencentStandin) -> None:
+    # A CVM client signs with service "cvm"; a VPC action must be signed for "vpc".
+    wrong_service = _client(tencent, CvmClient)
+    assert _code(lambda: wrong_service.call_json("DescribeSecurityGroups", {})) == \
+        "AuthFailure.SignatureFailure"
+
+
+def _raw(server: TencentStandin, action: str, body: bytes, signed_body: bytes | None = None,
+         service: str = "cvm") -> dict[str, Any]:
+    """A request signed by hand (the SDK's recipe), optionally with a body swapped after."""
+    timestamp = int(time.time())
+    date = datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d")
+    host = server.endpoint
+    canonical = (f"POST\n/\n\ncontent-type:application/json\nhost:{host}\n\ncontent-type;host\n"
+                 f"{hashlib.sha256(signed_body or body).hexdigest()}")
+    to_sign = (f"TC3-HMAC-SHA256\n{timestamp}\n{date}/{service}/tc3_request\n"
+               f"{hashlib.sha256(canonical.encode()).hexdigest()}")
+    signature = tc3_signature(SECRET_KEY, date, service, to_sign)
+    request = urllib.request.Request(f"http://{host}/", data=body, method="POST", headers={
+        "Content-Type": "application/json", "Host": host, "X-TC-Action": action,
+        "X-TC-Version": "2017-03-12", "X-TC-Timestamp": str(timestamp),
+        "X-TC-Region": "ap-guangzhou",
+        "Authorization": f"TC3-HMAC-SHA256 Credential={SECRET_ID}/{date}/{service}/tc3_request, "
+                         f"SignedHeaders=content-type;host, Signature={signature}"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(request, timeout=10) as answer:
+        assert answer.headers["Content-Type"] == "application/json"
+        result: dict[str, Any] = json.loads(answer.read())
+        return result
+
+
+def test_hand_signed_request_passes_and_a_changed_body_fails(tencent: TencentStandin) -> None:
+    body = json.dumps({"Limit": 1}).encode()
+    ok = _raw(tencent, "DescribeImages", body)["Response"]
+    assert len(ok["ImageSet"]) == 1 and "Error" not in ok
+    tampered = _raw(tencent, "DescribeImages", json.dumps({"Limit": 5}).encode(),
+                    signed_body=body)["Response"]
+    assert set(tampered) == {"Error", "RequestId"}
+    assert tampered["Error"]["Code"] == "AuthFailure.SignatureFailure"
+    assert tampered["Error"]["Message"]
+
+
+def _run(client: Any, **extra: Any) -> list[str]:
+    params = {"Placement": {"Zone": "ap-guangzhou-3"}, "InstanceType": "GN7.2XLARGE32",
+              "ImageId": "img-gpu22cu12", "InstanceChargeType": "POSTPAID_BY_HOUR",
+              "TagSpecification": [{"ResourceType": "instance",
+                                    "Tags": [{"Key": "gpudesk", "Value": "1"}]}], **extra}
+    ids: list[str] = client.call_json("RunInstances", params)["Response"]["InstanceIdSet"]
+    return ids
+
+
+def _states(client: Any, ids: list[str]) -> list[str]:
+    answer = client.call_json("DescribeInstances", {"InstanceIds": ids})["Response"]
+    return [i["InstanceState"] for i in answer["InstanceSet"]]
+
+
+def test_instances_move_through_states_and_terminated_ones_vanish(
+        tencent: TencentStandin) -> None:
+    client = _client(tencent)
+    ids = _run(client)
+    assert len(ids) == 1 and ids[0].startswith("ins-")
+    assert _states(client, ids) == ["PENDING"]
+    assert _states(client, ids) == ["RUNNING"]
+    client.call_json("StopInstances", {"InstanceIds": ids})
+    assert _code(lambda: client.call_json("StopInstances", {"InstanceIds": ids})) == \
+        "UnsupportedOperation.InstanceStateStopping"
+    assert _states(client, ids) == ["STOPPING"]
+    assert _states(client, ids) == ["STOPPED"]
+    client.call_json("StartInstances", {"InstanceIds": ids})
+    assert _states(client, ids) == ["STARTING"]
+    assert _states(client, ids) == ["RUNNING"]
+    client.call_json("TerminateInstances", {"InstanceIds": ids})
+    assert _states(client, ids) == ["TERMINATING"]
+    assert _states(client, ids) == []
+    assert _code(lambda: client.call_json("TerminateInstances", {"InstanceIds": ids})) == \
+        "InvalidInstanceId.NotFound"
+    assert _code(lambda: client.call_json("DescribeInstances", {"InstanceIds": ["i-1"]})) == \
+        "InvalidInstanceId.Malformed"
+
+
+def test_client_token_spot_and_fail_next(tencent: TencentStandin) -> None:
+    client = _client(tencent)
+    first = _run(client, ClientToken="tok-1")
+    assert _run(client, ClientToken="tok-1") == first
+    assert _run(client, ClientToken="tok-2") != first
+    spot = {"InstanceChargeType": "SPOTPAID", "InstanceMarketOptions": {
+        "MarketType": "spot", "SpotOptions": {"MaxPrice": "1.0", "SpotInstanceType": "one-time"}}}
+    assert _code(lambda: _run(client, **spot)) == "InvalidParameterValue.InsufficientPrice"
+    spot["InstanceMarketOptions"]["SpotOptions"]["MaxPrice"] = "3.0"  # type: ignore[index]
+    assert len(_run(client, **spot)) == 1
+    tencent.fail_next("RunInstances", "ResourcesSoldOut.SpecifiedInstanceType",
+                      zone="ap-guangzhou-4")
+    assert len(_run(client)) == 1  # another zone: not matched
+    assert _code(lambda: _run(client, Placement={"Zone": "ap-guangzhou-4"})) == \
+        "ResourcesSoldOut.SpecifiedInstanceType"
+    assert len(_run(client, Placement={"Zone": "ap-guangzhou-4"})) == 1  # only the next one
+    assert tencent.calls["RunInstances"] == 8
+    assert _code(lambda: _run(client, Placement={"Zone": "ap-shanghai-2"})) == \
+        "InvalidZone.MismatchRegion"
+
+
+def test_describe_instances_filters_and_pages(tencent: TencentStandin) -> None:
+    client = _client(tencent)
+    tagged = [_run(client)[0] for _ in range(3)]
+    untagged = _run(client, TagSpecification=[])[0]
+    tencent.max_page = 2
+    filters = [{"Name": "tag-key", "Values": ["gpudesk"]}]
+    first = client.call_json("DescribeInstances", {"Filters": filters, "Limit": 100})["Response"]
+    assert first["TotalCount"] == 3 and len(first["InstanceSet"]) == 2
+    second = client.call_json("DescribeInstances", {"Filters": filters, "Offset": 2,
+                                                    "Limit": 100})["Response"]
+    seen = {i["InstanceId"] for i in first["InstanceSet"] + second["InstanceSet"]}
+    assert seen == set(tagged) and untagged not in seen
+    by_tag_value = client.call_json("DescribeInstances", {"Filters": [
+        {"Name": "tag:gpudesk", "Values": ["1"]}, {"Name": "zone", "Values": ["ap-guangzhou-3"]}]})
+    assert by_tag_value["Response"]["TotalCount"] == 3
+    other_region = _client(tencent, region="ap-shanghai")
+    assert other_region.call_json("DescribeInstances", {})["Response"]["TotalCount"] == 0
+
+
+def test_security_group_rules_one_direction_per_call(tencent: TencentStandin) -> None:
+    vpc = _client(tencent, VpcClient)
+    group = vpc.call_json("CreateSecurityGroup", {"GroupName": "g", "GroupDescription": "d"})
+    group_id = group["Response"]["SecurityGroup"]["SecurityGroupId"]
+    rule = {"Protocol": "TCP", "Port": "22", "CidrBlock": "203.0.113.7/32", "Action": "ACCEPT"}
+    both = {"Ingress": [rule], "Egress": [rule]}
+    assert _code(lambda: vpc.call_json("CreateSecurityGroupPolicies", {
+        "SecurityGroupId": group_id, "SecurityGroupPolicySet": both})) == "InvalidParameter"
+    vpc.call_json("CreateSecurityGroupPolicies", {"SecurityGroupId": group_id,
+                                                  "SecurityGroupPolicySet": {"Ingress": [rule]}})
+    rules = vpc.call_json("DescribeSecurityGroupPolicies", {"SecurityGroupId": group_id})
+    ingress = rules["Response"]["SecurityGroupPolicySet"]["Ingress"]
+    assert [(r["Protocol"], r["Port"], r["CidrBlock"], r["PolicyIndex"]) for r in ingress] == \
+        [("TCP", "22", "203.0.113.7/32", 0)]
+    vpc.call_json("DeleteSecurityGroupPolicies", {"SecurityGroupId": group_id,
+                                                  "SecurityGroupPolicySet": {
+                                                      "Ingress": [{"PolicyIndex": 0}]}})
+    rules = vpc.call_json("DescribeSecurityGroupPolicies", {"SecurityGroupId": group_id})
+    assert rules["Response"]["SecurityGroupPolicySet"]["Ingress"] == []
+    vpc.call_json("DeleteSecurityGroup", {"SecurityGroupId": group_id})
+    assert _code(lambda: vpc.call_json("DeleteSecurityGroup", {"SecurityGroupId": group_id})) \
+        == "InvalidSecurityGroupID.NotFound"
