@@ -1,7 +1,9 @@
 """Fixtures for the Tencent Cloud stand-in: one server per session, fresh state per test.
 
-Use from a test module with ``pytest_plugins = ("fixtures_tencent",)`` (importing the
-fixture names works too, but ruff then flags every parameter as a redefinition, F811).
+Use from a test module with
+``from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401``
+(not ``pytest_plugins``: once another test module has imported this one, registering it as
+a plugin warns, and warnings are errors).
 """
 
 from __future__ import annotations

@@ -199,6 +199,7 @@ class TencentStandin:
             self.sold_out: dict[tuple[str, str, str], str] = {}
             self.denied: set[str] = set()  # actions answered UnauthorizedOperation
             self.images = [dict(i) for i in IMAGES]
+            self.launch_failures: list[tuple[str, str]] = []  # (zone or "", message)
             self.secrets = {}
             self._ips = itertools.count(10)
 
@@ -219,6 +220,13 @@ class TencentStandin:
         with self._lock:
             for charge in [charge_type] if charge_type else ["POSTPAID_BY_HOUR", "SPOTPAID"]:
                 self.sold_out[(zone, instance_type, charge)] = reason
+
+    def fail_launch_next(self, zone: str = "", message: str = "Insufficient stock for the "
+                         "spot request.") -> None:
+        """The next machine made (in ``zone``) is accepted, then ends LAUNCH_FAILED, as CVM
+        does when an asynchronous launch cannot be fulfilled."""
+        with self._lock:
+            self.launch_failures.append((zone, message))
 
     def params(self, action: str) -> list[dict[str, Any]]:
         with self._lock:
@@ -561,15 +569,24 @@ class TencentStandin:
             "LatestOperation": "RunInstances", "LatestOperationState": "OPERATING",
             "GPUInfo": {"GPUCount": float(gpus), "GPUType": gpu} if gpus else None,
             "DefaultLoginUser": "ubuntu", "DefaultLoginPort": 22,
-            "_region": region, "_public": f"198.51.100.{n}",
+            "_region": region, "_public": f"198.51.100.{n}", "_fails": "",
         }
+        for i, (fail_zone, message) in enumerate(self.launch_failures):
+            if fail_zone in ("", zone):
+                self.state.instances[instance_id]["_fails"] = message
+                del self.launch_failures[i]
+                break
         return instance_id
 
     def _advance(self, instance: dict[str, Any]) -> None:
         """Each describe that shows a moving machine moves it one step on."""
         nxt = {"PENDING": "RUNNING", "STARTING": "RUNNING", "STOPPING": "STOPPED",
                "REBOOTING": "RUNNING"}.get(instance["InstanceState"])
-        if nxt:
+        if nxt == "RUNNING" and instance["_fails"] and instance["InstanceState"] == "PENDING":
+            instance["InstanceState"] = "LAUNCH_FAILED"
+            instance["LatestOperationState"] = "FAILED"
+            instance["LatestOperationErrorMsg"] = instance["_fails"]
+        elif nxt:
             instance["InstanceState"] = nxt
             instance["LatestOperationState"] = "SUCCESS"
             if nxt == "RUNNING":

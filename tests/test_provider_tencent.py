@@ -6,6 +6,7 @@ import socket
 from typing import Any
 
 import pytest
+from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
 from tencent_standin import SECRET_ID, SECRET_KEY, TencentStandin, sdk_client
 
 from gpudesk.services.providers import base
@@ -14,7 +15,16 @@ from gpudesk.services.providers.base import Credentials, LaunchRequest, Provider
 from gpudesk.services.providers.tencent import TencentProvider, client_token
 from gpudesk.services.providers.tencent_errors import CallContext, map_error
 
-pytest_plugins = ("fixtures_tencent",)  # the tencent, tencent_creds fixtures
+
+@pytest.fixture
+def cloud(tencent: TencentStandin) -> TencentStandin:  # noqa: F811
+    return tencent
+
+
+@pytest.fixture
+def creds(tencent_creds: Credentials) -> Credentials:  # noqa: F811
+    return tencent_creds
+
 
 REGION = "ap-guangzhou"
 T4 = "GN7.2XLARGE32"
@@ -34,9 +44,9 @@ def sleeps() -> Sleeps:
 
 
 @pytest.fixture
-def provider(tencent: TencentStandin, tencent_creds: Credentials,
+def provider(cloud: TencentStandin, creds: Credentials,
              sleeps: Sleeps) -> Any:
-    p = TencentProvider(tencent_creds, endpoint=tencent.endpoint, protocol="http", sleep=sleeps)
+    p = TencentProvider(creds, endpoint=cloud.endpoint, protocol="http", sleep=sleeps)
     yield p
     p.close()
 
@@ -62,19 +72,19 @@ def _text(err: ProviderError) -> str:
 # --------------------------------------------------------------------------- verify
 
 
-def test_verify_ok_with_dry_run(provider: TencentProvider, tencent: TencentStandin) -> None:
+def test_verify_ok_with_dry_run(provider: TencentProvider, cloud: TencentStandin) -> None:
     identity = provider.verify()
     assert identity == base.Identity(account="", principal=base.mask(SECRET_ID),
                                      can_launch=True)
-    assert tencent.calls == {"DescribeRegions": 1, "RunInstances": 1}
-    assert tencent.params("RunInstances")[0]["DryRun"] is True
-    assert tencent.state.instances == {}
+    assert cloud.calls == {"DescribeRegions": 1, "RunInstances": 1}
+    assert cloud.params("RunInstances")[0]["DryRun"] is True
+    assert cloud.state.instances == {}
 
 
-def test_verify_wrong_secret_and_unknown_key_are_auth(tencent: TencentStandin) -> None:
+def test_verify_wrong_secret_and_unknown_key_are_auth(cloud: TencentStandin) -> None:
     for creds in (Credentials("tencent", SECRET_ID, "Wrong" + SECRET_KEY[5:]),
                   Credentials("tencent", "AKID" + "9" * 32, SECRET_KEY)):
-        p = TencentProvider(creds, endpoint=tencent.endpoint, protocol="http")
+        p = TencentProvider(creds, endpoint=cloud.endpoint, protocol="http")
         err = _raises("auth", p.verify)
         assert "Tencent Cloud rejected the keys" in str(err)
         assert err.detail.startswith("[AuthFailure.")
@@ -82,26 +92,26 @@ def test_verify_wrong_secret_and_unknown_key_are_auth(tencent: TencentStandin) -
 
 
 def test_verify_skewed_clock_is_clock(provider: TencentProvider,
-                                      tencent: TencentStandin) -> None:
-    tencent.clock_offset = 3600.0  # the server is an hour ahead of this computer
+                                      cloud: TencentStandin) -> None:
+    cloud.clock_offset = 3600.0  # the server is an hour ahead of this computer
     err = _raises("clock", provider.verify)
     assert "clock" in str(err) and err.detail.startswith("[AuthFailure.SignatureExpire]")
 
 
-def test_verify_permission(provider: TencentProvider, tencent: TencentStandin) -> None:
-    tencent.denied.add("RunInstances")
+def test_verify_permission(provider: TencentProvider, cloud: TencentStandin) -> None:
+    cloud.denied.add("RunInstances")
     assert provider.verify().can_launch is False
-    tencent.fail_next("DescribeRegions", "AuthFailure.UnauthorizedOperation", "not allowed")
+    cloud.fail_next("DescribeRegions", "AuthFailure.UnauthorizedOperation", "not allowed")
     err = _raises("permission", provider.verify)
     assert err.values == {"action": "call DescribeRegions", "permission": "cvm:DescribeRegions"}
     assert "cvm:DescribeRegions" in str(err)
 
 
-def test_verify_no_server_is_network(tencent_creds: Credentials) -> None:
+def test_verify_no_server_is_network(creds: Credentials) -> None:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    p = TencentProvider(tencent_creds, endpoint=f"127.0.0.1:{port}", protocol="http")
+    p = TencentProvider(creds, endpoint=f"127.0.0.1:{port}", protocol="http")
     err = _raises("network", p.verify)
     assert "Could not reach Tencent Cloud ([ClientNetworkError]" in str(err)
 
@@ -110,79 +120,79 @@ def test_verify_no_server_is_network(tencent_creds: Credentials) -> None:
 
 
 def test_key_pair_is_imported_once_under_a_legal_name(provider: TencentProvider,
-                                                      tencent: TencentStandin) -> None:
+                                                      cloud: TencentStandin) -> None:
     key_id = provider.ensure_key_pair(REGION, "gpudesk-my-laptop-ed25519-2025", PUBLIC_KEY)
     assert key_id.startswith("skey-")
     assert provider.ensure_key_pair(REGION, "gpudesk-my-laptop-ed25519-2025", PUBLIC_KEY) \
         == key_id
-    assert tencent.calls["ImportKeyPair"] == 1
-    stored = tencent.state.key_pairs[key_id]
+    assert cloud.calls["ImportKeyPair"] == 1
+    stored = cloud.state.key_pairs[key_id]
     assert stored["KeyName"] == tp.key_name("gpudesk-my-laptop-ed25519-2025")
     assert len(stored["KeyName"]) == 25 and stored["ProjectId"] == 0
     assert stored["Tags"] == [{"Key": "gpudesk", "Value": "1"}]
     # Same name, another public key: a second key, never the wrong one.
     other = provider.ensure_key_pair(REGION, "gpudesk-my-laptop-ed25519-2025", OTHER_KEY)
-    assert other != key_id and tencent.state.key_pairs[other]["PublicKey"] == OTHER_KEY
+    assert other != key_id and cloud.state.key_pairs[other]["PublicKey"] == OTHER_KEY
     assert provider.ensure_key_pair(REGION, "gpudesk-my-laptop-ed25519-2025", OTHER_KEY) == other
-    assert tencent.calls["ImportKeyPair"] == 2
+    assert cloud.calls["ImportKeyPair"] == 2
 
 
-def _rules(tencent: TencentStandin, group_id: str, direction: str) -> list[tuple[str, ...]]:
+def _rules(cloud: TencentStandin, group_id: str, direction: str) -> list[tuple[str, ...]]:
     return [(r["Protocol"], r["Port"], r["CidrBlock"] or r["Ipv6CidrBlock"], r["Action"])
-            for r in tencent.state.groups[group_id][direction]]
+            for r in cloud.state.groups[group_id][direction]]
 
 
 def test_security_group_opens_only_ssh_to_one_address(provider: TencentProvider,
-                                                      tencent: TencentStandin) -> None:
+                                                      cloud: TencentStandin) -> None:
     group_id = provider.ensure_security_group(REGION, MY_IP)
-    assert _rules(tencent, group_id, "Ingress") == [("TCP", "22", f"{MY_IP}/32", "ACCEPT")]
-    assert set(_rules(tencent, group_id, "Egress")) == {("ALL", "ALL", "0.0.0.0/0", "ACCEPT"),
+    assert _rules(cloud, group_id, "Ingress") == [("TCP", "22", f"{MY_IP}/32", "ACCEPT")]
+    assert set(_rules(cloud, group_id, "Egress")) == {("ALL", "ALL", "0.0.0.0/0", "ACCEPT"),
                                                         ("ALL", "ALL", "::/0", "ACCEPT")}
-    group = tencent.state.groups[group_id]
+    group = cloud.state.groups[group_id]
     assert group["SecurityGroupName"] == f"gpudesk-ssh-{MY_IP}"
     assert group["TagSet"] == [{"Key": "gpudesk", "Value": "1"}]
-    writes = tencent.calls["CreateSecurityGroupPolicies"]
+    writes = cloud.calls["CreateSecurityGroupPolicies"]
     assert provider.ensure_security_group(REGION, f"{MY_IP}/32") == group_id
-    assert tencent.calls["CreateSecurityGroup"] == 1
-    assert tencent.calls["CreateSecurityGroupPolicies"] == writes  # nothing to change
+    assert cloud.calls["CreateSecurityGroup"] == 1
+    assert cloud.calls["CreateSecurityGroupPolicies"] == writes  # nothing to change
     # Someone opened RDP and SSH to the world: the next ensure closes both.
-    tencent.add_rule(group_id, "Ingress", {"Protocol": "TCP", "Port": "3389",
+    cloud.add_rule(group_id, "Ingress", {"Protocol": "TCP", "Port": "3389",
                                            "CidrBlock": "0.0.0.0/0", "Ipv6CidrBlock": "",
                                            "Action": "ACCEPT"})
-    tencent.add_rule(group_id, "Ingress", {"Protocol": "TCP", "Port": "22",
+    cloud.add_rule(group_id, "Ingress", {"Protocol": "TCP", "Port": "22",
                                            "CidrBlock": "0.0.0.0/0", "Ipv6CidrBlock": "",
                                            "Action": "ACCEPT"})
     assert provider.ensure_security_group(REGION, MY_IP) == group_id
-    assert _rules(tencent, group_id, "Ingress") == [("TCP", "22", f"{MY_IP}/32", "ACCEPT")]
+    assert _rules(cloud, group_id, "Ingress") == [("TCP", "22", f"{MY_IP}/32", "ACCEPT")]
 
 
 def test_security_group_ipv6_single_address(provider: TencentProvider,
-                                            tencent: TencentStandin) -> None:
+                                            cloud: TencentStandin) -> None:
     group_id = provider.ensure_security_group(REGION, "2001:db8::7")
-    assert _rules(tencent, group_id, "Ingress") == [("TCP", "22", "2001:db8::7/128", "ACCEPT")]
+    assert _rules(cloud, group_id, "Ingress") == [("TCP", "22", "2001:db8::7/128", "ACCEPT")]
 
 
 @pytest.mark.parametrize("cidr", ["0.0.0.0/0", "10.0.0.0/8", "::/0", "not-an-address", ""])
 def test_wide_or_bad_ranges_are_refused_before_any_call(provider: TencentProvider,
-                                                        tencent: TencentStandin,
+                                                        cloud: TencentStandin,
                                                         cidr: str) -> None:
     _raises("invalid", lambda: provider.ensure_security_group(REGION, cidr))
     _raises("invalid", lambda: provider.run_instance(_request(allow_from=cidr)))
-    assert sum(tencent.calls.values()) == 0
+    assert sum(cloud.calls.values()) == 0
 
 
 # --------------------------------------------------------------------------- image
 
 
 def test_find_image_picks_the_newest_public_ubuntu_gpu_image(provider: TencentProvider,
-                                                             tencent: TencentStandin) -> None:
+                                                             cloud: TencentStandin) -> None:
     # Newer but without a driver (img-ubuntu22), another OS (img-tos31gpu) and a private
     # image (img-mygpu001) are all passed over.
     assert provider.find_image(REGION, T4) == "img-gpu22cu12"
-    params = tencent.params("DescribeImages")[0]
+    params = cloud.params("DescribeImages")[0]
     assert params["InstanceType"] == T4
     assert {"Name": "image-type", "Values": ["PUBLIC_IMAGE"]} in params["Filters"]
-    tencent.images = [i for i in tencent.images if "GPU" not in i["ImageName"].upper()
+    cloud.images = [i for i in cloud.images if "GPU" not in i["ImageName"].upper()
                       or i.get("ImageType") == "PRIVATE_IMAGE"]
     err = _raises("not-found", lambda: provider.find_image(REGION, T4))
     assert "GPU driver" in str(err) and REGION in str(err)
@@ -198,10 +208,10 @@ def _prepared(provider: TencentProvider, **kw: Any) -> LaunchRequest:
 
 
 def test_run_on_demand_sends_everything_and_comes_up(provider: TencentProvider,
-                                                     tencent: TencentStandin) -> None:
+                                                     cloud: TencentStandin) -> None:
     request = _prepared(provider, disk_gb=200, client_token="tok-on-demand")
     machine = provider.run_instance(request)
-    params = tencent.params("RunInstances")[-1]
+    params = cloud.params("RunInstances")[-1]
     assert params["InstanceChargeType"] == "POSTPAID_BY_HOUR"
     assert "InstanceMarketOptions" not in params
     assert params["Placement"]["Zone"] == "ap-guangzhou-3"
@@ -225,42 +235,52 @@ def test_run_on_demand_sends_everything_and_comes_up(provider: TencentProvider,
 
 
 def test_run_picks_the_first_available_zone_and_makes_the_group(
-        provider: TencentProvider, tencent: TencentStandin) -> None:
-    tencent.zone_state["ap-guangzhou-3"] = "UNAVAILABLE"
+        provider: TencentProvider, cloud: TencentStandin) -> None:
+    cloud.zone_state["ap-guangzhou-3"] = "UNAVAILABLE"
     machine = provider.run_instance(_request(zone=""))
     assert machine.zone == "ap-guangzhou-4"
-    (group_id,) = tencent.params("RunInstances")[-1]["SecurityGroupIds"]
-    assert _rules(tencent, group_id, "Ingress") == [("TCP", "22", f"{MY_IP}/32", "ACCEPT")]
-    assert client_token(_request()) == tencent.params("RunInstances")[-1]["ClientToken"]
+    (group_id,) = cloud.params("RunInstances")[-1]["SecurityGroupIds"]
+    assert _rules(cloud, group_id, "Ingress") == [("TCP", "22", f"{MY_IP}/32", "ACCEPT")]
+    assert client_token(_request()) == cloud.params("RunInstances")[-1]["ClientToken"]
 
 
 def test_run_without_any_group_is_refused(provider: TencentProvider,
-                                          tencent: TencentStandin) -> None:
+                                          cloud: TencentStandin) -> None:
     _raises("invalid", lambda: provider.run_instance(_request(allow_from="")))
-    assert sum(tencent.calls.values()) == 0
+    assert sum(cloud.calls.values()) == 0
 
 
 def test_run_spot_with_and_without_max_price(provider: TencentProvider,
-                                             tencent: TencentStandin) -> None:
+                                             cloud: TencentStandin) -> None:
     machine = provider.run_instance(_prepared(provider, market="spot", max_price=3.0))
-    params = tencent.params("RunInstances")[-1]
+    params = cloud.params("RunInstances")[-1]
     assert params["InstanceChargeType"] == "SPOTPAID"
     assert params["InstanceMarketOptions"] == {"MarketType": "spot", "SpotOptions": {
         "MaxPrice": "3", "SpotInstanceType": "one-time"}}
     assert machine.market == "spot"
     provider.run_instance(_prepared(provider, market="spot", ledger_id="L2"))
-    assert tencent.params("RunInstances")[-1]["InstanceMarketOptions"]["SpotOptions"][
+    assert cloud.params("RunInstances")[-1]["InstanceMarketOptions"]["SpotOptions"][
         "MaxPrice"] == "8.68"  # bids the on-demand price of that zone
     assert [m.market for m in provider.list_managed(REGION)] == ["spot", "spot"]
 
 
+def test_a_launch_that_fails_later_reads_as_terminated(provider: TencentProvider,
+                                                       cloud: TencentStandin) -> None:
+    cloud.fail_launch_next(zone="ap-guangzhou-3")
+    machine = provider.run_instance(_prepared(provider))
+    assert machine.state == "pending"
+    (later,) = provider.describe(REGION, [machine.cloud_id])
+    assert later.state == "terminated"  # LAUNCH_FAILED: never billed
+    assert cloud.state.instances[machine.cloud_id]["InstanceState"] == "LAUNCH_FAILED"
+
+
 def test_same_client_token_makes_one_machine(provider: TencentProvider,
-                                             tencent: TencentStandin) -> None:
+                                             cloud: TencentStandin) -> None:
     request = _prepared(provider, client_token="same-token")
     first = provider.run_instance(request)
     second = provider.run_instance(request)
     assert first.cloud_id == second.cloud_id
-    assert len(tencent.state.instances) == 1 and tencent.calls["RunInstances"] == 2
+    assert len(cloud.state.instances) == 1 and cloud.calls["RunInstances"] == 2
 
 
 def test_client_token_is_short_ascii() -> None:
@@ -272,35 +292,35 @@ def test_client_token_is_short_ascii() -> None:
 
 
 def test_sold_out_is_capacity_naming_type_and_zone(provider: TencentProvider,
-                                                   tencent: TencentStandin) -> None:
+                                                   cloud: TencentStandin) -> None:
     request = _prepared(provider)
-    tencent.fail_next("RunInstances", "ResourcesSoldOut.SpecifiedInstanceType",
+    cloud.fail_next("RunInstances", "ResourcesSoldOut.SpecifiedInstanceType",
                       "sold out", zone="ap-guangzhou-3")
     err = _raises("capacity", lambda: provider.run_instance(request))
     assert str(err) == "Tencent Cloud has no GN7.2XLARGE32 free in ap-guangzhou-3 right now."
     assert err.failover
-    tencent.sell_out("ap-guangzhou-3", T4)  # the stand-in's own stock, not an injected error
+    cloud.sell_out("ap-guangzhou-3", T4)  # the stand-in's own stock, not an injected error
     err = _raises("capacity", lambda: provider.run_instance(request))
     assert err.detail.startswith("[ResourcesSoldOut.SpecifiedInstanceType]")
     assert provider.run_instance(_prepared(provider, zone="ap-guangzhou-4")).zone == \
         "ap-guangzhou-4"
 
 
-def test_quota(provider: TencentProvider, tencent: TencentStandin) -> None:
+def test_quota(provider: TencentProvider, cloud: TencentStandin) -> None:
     request = _prepared(provider)
-    tencent.instance_quota = 0
+    cloud.instance_quota = 0
     err = _raises("quota", lambda: provider.run_instance(request))
     assert "\"CVM instances\" in ap-guangzhou is too small for GN7.2XLARGE32" in str(err)
     assert "CVM → Quotas" in str(err) and err.failover
-    tencent.instance_quota = None
-    tencent.fail_next("RunInstances", "LimitExceeded.SpotQuota", "spot quota")
+    cloud.instance_quota = None
+    cloud.fail_next("RunInstances", "LimitExceeded.SpotQuota", "spot quota")
     err = _raises("quota", lambda: provider.run_instance(
         _prepared(provider, market="spot", max_price=5.0)))
     assert err.values["quota"] == "spot instances of this type"
 
 
 def test_spot_price_below_market_is_price(provider: TencentProvider,
-                                          tencent: TencentStandin) -> None:
+                                          cloud: TencentStandin) -> None:
     err = _raises("price", lambda: provider.run_instance(
         _prepared(provider, market="spot", max_price=1.0)))
     assert str(err).startswith("Your maximum spot price 1 CNY/h is below the market price in "
@@ -308,18 +328,18 @@ def test_spot_price_below_market_is_price(provider: TencentProvider,
     assert err.detail.startswith("[InvalidParameterValue.InsufficientPrice]") and err.failover
 
 
-def test_throttling_is_retried_with_backoff(provider: TencentProvider, tencent: TencentStandin,
+def test_throttling_is_retried_with_backoff(provider: TencentProvider, cloud: TencentStandin,
                                             sleeps: Sleeps) -> None:
     request = _prepared(provider)
-    before = tencent.calls["RunInstances"]
-    tencent.fail_next("RunInstances", "RequestLimitExceeded", "slow down", times=2)
+    before = cloud.calls["RunInstances"]
+    cloud.fail_next("RunInstances", "RequestLimitExceeded", "slow down", times=2)
     provider.run_instance(request)
-    assert tencent.calls["RunInstances"] - before == 3
+    assert cloud.calls["RunInstances"] - before == 3
     assert sleeps == [1.0, 2.0]
     sleeps.clear()
-    tencent.fail_next("DescribeInstances", "RequestLimitExceeded.UinLimitExceeded", times=99)
+    cloud.fail_next("DescribeInstances", "RequestLimitExceeded.UinLimitExceeded", times=99)
     err = _raises("throttled", lambda: provider.list_managed(REGION))
-    assert tencent.calls["DescribeInstances"] == 1 + 4  # one describe in run_instance, 4 tries
+    assert cloud.calls["DescribeInstances"] == 1 + 4  # one describe in run_instance, 4 tries
     assert sleeps == [1.0, 2.0, 4.0]
     assert "retried and gave up" in str(err)
 
@@ -328,35 +348,35 @@ def test_throttling_is_retried_with_backoff(provider: TencentProvider, tencent: 
 
 
 def test_describe_unknown_and_malformed_ids(provider: TencentProvider,
-                                            tencent: TencentStandin) -> None:
+                                            cloud: TencentStandin) -> None:
     assert provider.describe(REGION, ["ins-00000000"]) == []
-    assert tencent.calls["DescribeInstances"] == 1
+    assert cloud.calls["DescribeInstances"] == 1
     assert provider.describe(REGION, ["i-0123456789", "", "../x"]) == []  # cannot exist
-    assert tencent.calls["DescribeInstances"] == 1
+    assert cloud.calls["DescribeInstances"] == 1
     err = _raises("not-found", lambda: provider.stop(REGION, "ins-00000000"))
     assert str(err) == "Tencent Cloud has no machine called ins-00000000 in ap-guangzhou."
 
 
 def test_list_managed_only_tagged_and_paged(provider: TencentProvider,
-                                            tencent: TencentStandin) -> None:
+                                            cloud: TencentStandin) -> None:
     ours = {provider.run_instance(_prepared(provider, ledger_id=f"L{n}")).cloud_id
             for n in range(3)}
-    foreign = sdk_client(tencent).call_json("RunInstances", {
+    foreign = sdk_client(cloud).call_json("RunInstances", {
         "Placement": {"Zone": "ap-guangzhou-3"}, "InstanceType": T4,
         "ImageId": "img-gpu22cu12"})["Response"]["InstanceIdSet"][0]  # untagged
-    tencent.max_page = 2
+    cloud.max_page = 2
     managed = provider.list_managed(REGION)
     assert {m.cloud_id for m in managed} == ours and foreign not in ours
     assert sorted(m.ledger_id for m in managed) == ["L0", "L1", "L2"]
     assert provider.list_managed("ap-shanghai") == []
 
 
-def test_stop_start_terminate(provider: TencentProvider, tencent: TencentStandin) -> None:
+def test_stop_start_terminate(provider: TencentProvider, cloud: TencentStandin) -> None:
     machine = provider.run_instance(_prepared(provider))
     provider.describe(REGION, [machine.cloud_id])  # PENDING → RUNNING
     provider.stop(REGION, machine.cloud_id)
     provider.stop(REGION, machine.cloud_id)  # already stopping: fine
-    assert tencent.params("StopInstances")[0]["StoppedMode"] == "KEEP_CHARGING"
+    assert cloud.params("StopInstances")[0]["StoppedMode"] == "KEEP_CHARGING"
     assert [m.state for m in provider.describe(REGION, [machine.cloud_id])] == ["stopping"]
     assert [m.state for m in provider.describe(REGION, [machine.cloud_id])] == ["stopped"]
     provider.start(REGION, machine.cloud_id)
@@ -364,7 +384,7 @@ def test_stop_start_terminate(provider: TencentProvider, tencent: TencentStandin
     assert [m.state for m in provider.describe(REGION, [machine.cloud_id])] == ["running"]
     provider.start(REGION, machine.cloud_id)  # already running: fine
     provider.stop(REGION, machine.cloud_id, stopped_mode="STOP_CHARGING")
-    assert tencent.state.instances[machine.cloud_id]["StopChargingMode"] == "STOP_CHARGING"
+    assert cloud.state.instances[machine.cloud_id]["StopChargingMode"] == "STOP_CHARGING"
     provider.terminate(REGION, machine.cloud_id)
     provider.terminate(REGION, machine.cloud_id)  # already terminating: fine
     assert [m.state for m in provider.describe(REGION, [machine.cloud_id])] == ["terminated"]
@@ -373,21 +393,21 @@ def test_stop_start_terminate(provider: TencentProvider, tencent: TencentStandin
 
 
 def test_cleanup_deletes_only_unused_gpudesk_resources(provider: TencentProvider,
-                                                       tencent: TencentStandin) -> None:
+                                                       cloud: TencentStandin) -> None:
     request = _prepared(provider)
     spare_key = provider.ensure_key_pair(REGION, "gpudesk_spare", OTHER_KEY)
     spare_group = provider.ensure_security_group(REGION, "198.51.100.99")
-    foreign = sdk_client(tencent).call_json("ImportKeyPair", {
+    foreign = sdk_client(cloud).call_json("ImportKeyPair", {
         "KeyName": "mine", "ProjectId": 0, "PublicKey": OTHER_KEY})["Response"]["KeyId"]
     machine = provider.run_instance(request)
     assert sorted(provider.cleanup(REGION)) == sorted([spare_key, spare_group])
-    assert set(tencent.state.key_pairs) == {request.key_name, foreign}
-    assert set(tencent.state.groups) == {request.security_group}
+    assert set(cloud.state.key_pairs) == {request.key_name, foreign}
+    assert set(cloud.state.groups) == {request.security_group}
     provider.terminate(REGION, machine.cloud_id)
     provider.describe(REGION, [machine.cloud_id])  # seen terminating, then gone
     assert sorted(provider.cleanup(REGION)) == sorted([request.key_name,
                                                         request.security_group])
-    assert set(tencent.state.key_pairs) == {foreign} and tencent.state.groups == {}
+    assert set(cloud.state.key_pairs) == {foreign} and cloud.state.groups == {}
     assert provider.cleanup(REGION) == []
 
 
@@ -395,11 +415,11 @@ def test_cleanup_deletes_only_unused_gpudesk_resources(provider: TencentProvider
 
 
 def test_live_offers_with_a_sold_out_zone(provider: TencentProvider,
-                                          tencent: TencentStandin) -> None:
-    tencent.sell_out("ap-guangzhou-4", T4, reason="No stock of GN7.2XLARGE32 right now.")
+                                          cloud: TencentStandin) -> None:
+    cloud.sell_out("ap-guangzhou-4", T4, reason="No stock of GN7.2XLARGE32 right now.")
     offers = provider.live_offers(REGION)
     assert len(offers) == 3 * 8 * 2  # zones × known types × markets; S5 is not asked for
-    params = tencent.params("DescribeZoneInstanceConfigInfos")[0]
+    params = cloud.params("DescribeZoneInstanceConfigInfos")[0]
     assert {"Name": "instance-charge-type", "Values": ["POSTPAID_BY_HOUR", "SPOTPAID"]} in \
         params["Filters"]
     t4 = {(o.zone, o.market): o for o in offers if o.instance_type == T4}
@@ -425,14 +445,14 @@ def test_inquiry_price(provider: TencentProvider) -> None:
     {"market": "spot", "max_price": 0.0}, {"market": "spot", "max_price": -1.0},
     {"max_price": 2.0}, {"disk_gb": 10},
 ])
-def test_bad_requests_make_no_call(provider: TencentProvider, tencent: TencentStandin,
+def test_bad_requests_make_no_call(provider: TencentProvider, cloud: TencentStandin,
                                    bad: dict[str, Any]) -> None:
     _raises("invalid", lambda: provider.run_instance(_request(**bad)))
-    assert sum(tencent.calls.values()) == 0
+    assert sum(cloud.calls.values()) == 0
 
 
 def test_bad_region_refused_everywhere_before_any_call(provider: TencentProvider,
-                                                       tencent: TencentStandin) -> None:
+                                                       cloud: TencentStandin) -> None:
     for call in (lambda: provider.live_offers("mars-1"), lambda: provider.list_managed("x"),
                  lambda: provider.describe("x", ["ins-00000000"]),
                  lambda: provider.find_image("x", T4), lambda: provider.cleanup("x"),
@@ -440,23 +460,23 @@ def test_bad_region_refused_everywhere_before_any_call(provider: TencentProvider
                  lambda: provider.stop("x", "ins-00000000")):
         err = _raises("invalid", call)
         assert "ap-guangzhou" in str(err)
-    assert sum(tencent.calls.values()) == 0
+    assert sum(cloud.calls.values()) == 0
 
 
-def test_regions_and_types_default_to_the_bundled_catalog(tencent_creds: Credentials) -> None:
-    p = TencentProvider(tencent_creds)
+def test_regions_and_types_default_to_the_bundled_catalog(creds: Credentials) -> None:
+    p = TencentProvider(creds)
     assert p.regions() == ["ap-beijing", "ap-guangzhou", "ap-shanghai"]
     assert isinstance(p, base.Provider)
 
 
-def test_no_secret_in_repr_str_or_errors(provider: TencentProvider, tencent: TencentStandin,
-                                         tencent_creds: Credentials) -> None:
-    texts = [repr(provider), str(provider), repr(tencent_creds)]
-    tencent.fail_next("DescribeRegions", "InternalError",
+def test_no_secret_in_repr_str_or_errors(provider: TencentProvider, cloud: TencentStandin,
+                                         creds: Credentials) -> None:
+    texts = [repr(provider), str(provider), repr(creds)]
+    cloud.fail_next("DescribeRegions", "InternalError",
                       f"oops SecretKey={SECRET_KEY} id {SECRET_ID}")
     texts.append(_text(_raises("other", provider.verify)))
     wrong = TencentProvider(Credentials("tencent", SECRET_ID, "x" + SECRET_KEY[1:]),
-                            endpoint=tencent.endpoint, protocol="http")
+                            endpoint=cloud.endpoint, protocol="http")
     texts.append(_text(_raises("auth", wrong.verify)))
     texts.append(repr(wrong))
     for text in texts:

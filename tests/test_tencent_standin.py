@@ -10,13 +10,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from fixtures_tencent import tencent, tencent_server  # noqa: F401
 from tencent_standin import SECRET_ID, SECRET_KEY, TencentStandin, sdk_client, tc3_signature
 from tencentcloud.common.exception.tencent_cloud_sdk_exception import TencentCloudSDKException
 from tencentcloud.cvm.v20170312 import models
 from tencentcloud.cvm.v20170312.cvm_client import CvmClient
 from tencentcloud.vpc.v20170312.vpc_client import VpcClient
 
-pytest_plugins = ("fixtures_tencent",)  # the tencent fixture
+
+@pytest.fixture
+def cloud(tencent: TencentStandin) -> TencentStandin:  # noqa: F811
+    return tencent
+
 
 
 def _client(server: TencentStandin, cls: Any = CvmClient, secret_id: str = SECRET_ID,
@@ -31,43 +36,43 @@ def _code(call: Any) -> str:
     return str(info.value.code)
 
 
-def test_real_sdk_signature_is_accepted(tencent: TencentStandin) -> None:
-    answer = _client(tencent).call_json("DescribeRegions", {})["Response"]
+def test_real_sdk_signature_is_accepted(cloud: TencentStandin) -> None:
+    answer = _client(cloud).call_json("DescribeRegions", {})["Response"]
     assert {r["Region"] for r in answer["RegionSet"]} >= {"ap-guangzhou", "ap-shanghai"}
     assert answer["RequestId"]
     # The model path too (the SDK's typed request/response objects).
-    zones = _client(tencent).DescribeZones(models.DescribeZonesRequest())
+    zones = _client(cloud).DescribeZones(models.DescribeZonesRequest())
     assert [z.Zone for z in zones.ZoneSet] == ["ap-guangzhou-3", "ap-guangzhou-4",
                                                "ap-guangzhou-6"]
-    vpc = _client(tencent, VpcClient).call_json("DescribeSecurityGroups", {})["Response"]
+    vpc = _client(cloud, VpcClient).call_json("DescribeSecurityGroups", {})["Response"]
     assert vpc["TotalCount"] == 0
-    assert tencent.calls == {"DescribeRegions": 1, "DescribeZones": 1,
+    assert cloud.calls == {"DescribeRegions": 1, "DescribeZones": 1,
                              "DescribeSecurityGroups": 1}
 
 
-def test_wrong_secret_unknown_id_and_malformed_id_are_refused(tencent: TencentStandin) -> None:
-    wrong = _client(tencent, secret_key=SECRET_KEY[:-1] + "X")
+def test_wrong_secret_unknown_id_and_malformed_id_are_refused(cloud: TencentStandin) -> None:
+    wrong = _client(cloud, secret_key=SECRET_KEY[:-1] + "X")
     assert _code(lambda: wrong.call_json("DescribeRegions", {})) == "AuthFailure.SignatureFailure"
-    unknown = _client(tencent, secret_id="AKID" + "0" * 32)
+    unknown = _client(cloud, secret_id="AKID" + "0" * 32)
     assert _code(lambda: unknown.call_json("DescribeRegions", {})) == \
         "AuthFailure.SecretIdNotFound"
-    odd = _client(tencent, secret_id="not-a-key-id")
+    odd = _client(cloud, secret_id="not-a-key-id")
     assert _code(lambda: odd.call_json("DescribeRegions", {})) == "AuthFailure.InvalidSecretId"
-    assert tencent.params("DescribeRegions") == []  # refused before any action ran
+    assert cloud.params("DescribeRegions") == []  # refused before any action ran
 
 
-def test_clock_skew_over_300_s_is_refused(tencent: TencentStandin) -> None:
-    client = _client(tencent)
-    tencent.clock_offset = 301.0
+def test_clock_skew_over_300_s_is_refused(cloud: TencentStandin) -> None:
+    client = _client(cloud)
+    cloud.clock_offset = 301.0
     assert _code(lambda: client.call_json("DescribeRegions", {})) == \
         "AuthFailure.SignatureExpire"
-    tencent.clock_offset = -290.0  # inside the window: fine
+    cloud.clock_offset = -290.0  # inside the window: fine
     assert client.call_json("DescribeRegions", {})["Response"]["TotalCount"] == 3
 
 
-def test_signing_service_follows_the_action_as_for_an_ip_host(tencent: TencentStandin) -> None:
+def test_signing_service_follows_the_action_as_for_an_ip_host(cloud: TencentStandin) -> None:
     # A CVM client signs with service "cvm"; a VPC action must be signed for "vpc".
-    wrong_service = _client(tencent, CvmClient)
+    wrong_service = _client(cloud, CvmClient)
     assert _code(lambda: wrong_service.call_json("DescribeSecurityGroups", {})) == \
         "AuthFailure.SignatureFailure"
 
@@ -96,11 +101,11 @@ def _raw(server: TencentStandin, action: str, body: bytes, signed_body: bytes | 
         return result
 
 
-def test_hand_signed_request_passes_and_a_changed_body_fails(tencent: TencentStandin) -> None:
+def test_hand_signed_request_passes_and_a_changed_body_fails(cloud: TencentStandin) -> None:
     body = json.dumps({"Limit": 1}).encode()
-    ok = _raw(tencent, "DescribeImages", body)["Response"]
+    ok = _raw(cloud, "DescribeImages", body)["Response"]
     assert len(ok["ImageSet"]) == 1 and "Error" not in ok
-    tampered = _raw(tencent, "DescribeImages", json.dumps({"Limit": 5}).encode(),
+    tampered = _raw(cloud, "DescribeImages", json.dumps({"Limit": 5}).encode(),
                     signed_body=body)["Response"]
     assert set(tampered) == {"Error", "RequestId"}
     assert tampered["Error"]["Code"] == "AuthFailure.SignatureFailure"
@@ -122,8 +127,8 @@ def _states(client: Any, ids: list[str]) -> list[str]:
 
 
 def test_instances_move_through_states_and_terminated_ones_vanish(
-        tencent: TencentStandin) -> None:
-    client = _client(tencent)
+        cloud: TencentStandin) -> None:
+    client = _client(cloud)
     ids = _run(client)
     assert len(ids) == 1 and ids[0].startswith("ins-")
     assert _states(client, ids) == ["PENDING"]
@@ -145,8 +150,8 @@ def test_instances_move_through_states_and_terminated_ones_vanish(
         "InvalidInstanceId.Malformed"
 
 
-def test_client_token_spot_and_fail_next(tencent: TencentStandin) -> None:
-    client = _client(tencent)
+def test_client_token_spot_and_fail_next(cloud: TencentStandin) -> None:
+    client = _client(cloud)
     first = _run(client, ClientToken="tok-1")
     assert _run(client, ClientToken="tok-1") == first
     assert _run(client, ClientToken="tok-2") != first
@@ -155,22 +160,22 @@ def test_client_token_spot_and_fail_next(tencent: TencentStandin) -> None:
     assert _code(lambda: _run(client, **spot)) == "InvalidParameterValue.InsufficientPrice"
     spot["InstanceMarketOptions"]["SpotOptions"]["MaxPrice"] = "3.0"  # type: ignore[index]
     assert len(_run(client, **spot)) == 1
-    tencent.fail_next("RunInstances", "ResourcesSoldOut.SpecifiedInstanceType",
+    cloud.fail_next("RunInstances", "ResourcesSoldOut.SpecifiedInstanceType",
                       zone="ap-guangzhou-4")
     assert len(_run(client)) == 1  # another zone: not matched
     assert _code(lambda: _run(client, Placement={"Zone": "ap-guangzhou-4"})) == \
         "ResourcesSoldOut.SpecifiedInstanceType"
     assert len(_run(client, Placement={"Zone": "ap-guangzhou-4"})) == 1  # only the next one
-    assert tencent.calls["RunInstances"] == 8
+    assert cloud.calls["RunInstances"] == 8
     assert _code(lambda: _run(client, Placement={"Zone": "ap-shanghai-2"})) == \
         "InvalidZone.MismatchRegion"
 
 
-def test_describe_instances_filters_and_pages(tencent: TencentStandin) -> None:
-    client = _client(tencent)
+def test_describe_instances_filters_and_pages(cloud: TencentStandin) -> None:
+    client = _client(cloud)
     tagged = [_run(client)[0] for _ in range(3)]
     untagged = _run(client, TagSpecification=[])[0]
-    tencent.max_page = 2
+    cloud.max_page = 2
     filters = [{"Name": "tag-key", "Values": ["gpudesk"]}]
     first = client.call_json("DescribeInstances", {"Filters": filters, "Limit": 100})["Response"]
     assert first["TotalCount"] == 3 and len(first["InstanceSet"]) == 2
@@ -181,12 +186,12 @@ def test_describe_instances_filters_and_pages(tencent: TencentStandin) -> None:
     by_tag_value = client.call_json("DescribeInstances", {"Filters": [
         {"Name": "tag:gpudesk", "Values": ["1"]}, {"Name": "zone", "Values": ["ap-guangzhou-3"]}]})
     assert by_tag_value["Response"]["TotalCount"] == 3
-    other_region = _client(tencent, region="ap-shanghai")
+    other_region = _client(cloud, region="ap-shanghai")
     assert other_region.call_json("DescribeInstances", {})["Response"]["TotalCount"] == 0
 
 
-def test_security_group_rules_one_direction_per_call(tencent: TencentStandin) -> None:
-    vpc = _client(tencent, VpcClient)
+def test_security_group_rules_one_direction_per_call(cloud: TencentStandin) -> None:
+    vpc = _client(cloud, VpcClient)
     group = vpc.call_json("CreateSecurityGroup", {"GroupName": "g", "GroupDescription": "d"})
     group_id = group["Response"]["SecurityGroup"]["SecurityGroupId"]
     rule = {"Protocol": "TCP", "Port": "22", "CidrBlock": "203.0.113.7/32", "Action": "ACCEPT"}
