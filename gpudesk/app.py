@@ -30,6 +30,15 @@ REPORT_SHOWN_ENV = "GPUDESK_REPORT_SHOWN"
 _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+class RedactingFormatter(logging.Formatter):
+    """Whatever a library logs, a key or a private key never reaches the file."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from gpudesk.services.redact import redact
+
+        return redact(super().format(record))
+
+
 def setup_logging(level: int = logging.INFO) -> None:
     """Log to a rotating file in the user log folder, and warnings to stderr."""
     root = logging.getLogger()
@@ -44,12 +53,12 @@ def setup_logging(level: int = logging.INFO) -> None:
         file_handler = logging.NullHandler()
         if sys.stderr is not None:
             print(f"gpudesk: cannot open the log file: {exc}", file=sys.stderr)
-    file_handler.setFormatter(logging.Formatter(_LOG_FORMAT))
+    file_handler.setFormatter(RedactingFormatter(_LOG_FORMAT))
     handlers = [file_handler]
     if sys.stderr is not None:  # None under a Windows gui-script
         stderr_handler = logging.StreamHandler(sys.stderr)
         stderr_handler.setLevel(logging.WARNING)
-        stderr_handler.setFormatter(logging.Formatter(_LOG_FORMAT))
+        stderr_handler.setFormatter(RedactingFormatter(_LOG_FORMAT))
         handlers.append(stderr_handler)
     for handler in handlers:
         handler._gpudesk = True  # type: ignore[attr-defined]

@@ -206,6 +206,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
+    if args.verb in cli_cloud.VERBS:
+        from gpudesk.app import setup_logging
+
+        setup_logging()
     try:
         result: int = args.func(args)
         return result

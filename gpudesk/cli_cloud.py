@@ -21,6 +21,8 @@ from gpudesk.services.catalog import load_catalog
 from gpudesk.services.ledger import Ledger, Machine
 from gpudesk.services.providers.base import Credentials, ProviderError
 
+VERBS = frozenset({"accounts", "launch", "ls", "stop", "start", "terminate", "add-machine"})
+
 
 def _fail(message: str, code: int = 1) -> int:
     print(f"gpudesk: error: {message}", file=sys.stderr)

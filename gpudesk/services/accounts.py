@@ -48,13 +48,16 @@ def build_provider(creds: Credentials) -> Provider:
 
         return AwsProvider(creds)  # boto3 itself honours AWS_ENDPOINT_URL
     if creds.provider == "tencent":
-        from gpudesk.services.providers.tencent import TencentProvider  # noqa: PLC0415
+        from gpudesk.services.providers.tencent import STOP_CHARGING, TencentProvider  # noqa: PLC0415
 
+        # Stopping releases the CPU/GPU and stops the bill (the ledger counts a stopped
+        # machine as free); the price is that a restart may find no GPU free.
         endpoint = os.environ.get(TENCENT_ENDPOINT_ENV, "").strip()
         if endpoint:
             parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
-            return TencentProvider(creds, endpoint=parts.netloc, protocol=parts.scheme)
-        return TencentProvider(creds)
+            return TencentProvider(creds, endpoint=parts.netloc, protocol=parts.scheme,
+                                   stopped_mode=STOP_CHARGING)
+        return TencentProvider(creds, stopped_mode=STOP_CHARGING)
     raise ProviderError("invalid", MSG_UNKNOWN_PROVIDER, provider=creds.provider)
 
 

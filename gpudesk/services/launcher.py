@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import os
 import signal
 import time
@@ -38,6 +39,8 @@ from gpudesk.services.providers.base import (
     validate_request,
 )
 from gpudesk.services.public_ip import detect_public_address
+
+log = logging.getLogger(__name__)
 
 Step = Literal["key", "security-group", "instance", "running", "ssh"]
 STEPS: tuple[Step, ...] = ("key", "security-group", "instance", "running", "ssh")
@@ -117,7 +120,8 @@ class LaunchRefused(ProviderError):
 
     def __init__(self, refusals: list[Refusal]) -> None:
         last = refusals[-1].error
-        super().__init__(last.kind, last.template, last.detail, **last.values)
+        values = {k: v for k, v in last.values.items() if k != "detail"}
+        super().__init__(last.kind, last.template, last.detail, **values)
         self.refusals = refusals
 
 
@@ -199,6 +203,8 @@ class _Run:
 
     def _progress(self, step: Step, status: Literal["started", "done", "failed", "retry"],
                   error: ProviderError | None = None) -> None:
+        log.info("launch %s %s: %s%s", self.machine.id, step, status,
+                 f" ({error.kind}: {error.message()} {error.detail})" if error else "")
         self.report(Progress(step, status, error.message() if error else "", error,
                              self.machine.id))
 

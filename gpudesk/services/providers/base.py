@@ -240,7 +240,7 @@ class ProviderError(RuntimeError):
     def __init__(self, kind: ErrorKind, template: str, detail: str = "", **values: Any) -> None:
         self.kind = kind
         self.template = template
-        self.values = values
+        self.values = {"detail": detail, **values}  # templates may name {detail} too
         self.detail = detail
         super().__init__(self.message())
 
