@@ -7,6 +7,7 @@ cleared once the keys are safely in the keyring.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
@@ -155,7 +156,8 @@ class CloudAccountBox(QGroupBox):
             return
         self.status.setText(self.tr("Checking the keys with {provider}…").format(
             provider=accounts.title(self.provider)))
-        self.runner.run_blocking(accounts.add_account, self.ledger, creds, True, self.build,
+        self.runner.run_blocking(functools.partial(accounts.add_account, self.ledger, creds,
+                                                   check=True, build=self.build),
                                  on_success=self._saved,
                                  title=self.tr("The keys were not saved"))
 

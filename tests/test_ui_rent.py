@@ -1,0 +1,179 @@
+"""Accounts, Launch and Instances in the window, against the Tencent stand-in (real SDK)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+
+import keyring
+import pytest
+from fixtures_keyring import memory_keyring  # noqa: F401
+from fixtures_tencent import SECRET_ID, SECRET_KEY, tencent, tencent_creds, tencent_server  # noqa: F401
+from PySide6.QtWidgets import QMessageBox
+
+from gpudesk.services import credentials
+from gpudesk.services.accounts import TENCENT_ENDPOINT_ENV
+from gpudesk.services.catalog import load_catalog
+from gpudesk.services.launcher import probe_ssh
+from gpudesk.services.ledger import Ledger
+from gpudesk.services.settings import Settings
+from gpudesk.ui.main_window import MainWindow
+
+
+@pytest.fixture
+def banner_port() -> Iterator[int]:
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(b"SSH-2.0-standin\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
+
+
+@pytest.fixture
+def window(qtbot, loop, tencent, memory_keyring, monkeypatch, banner_port):  # type: ignore[no-untyped-def]  # noqa: F811
+    monkeypatch.setenv(TENCENT_ENDPOINT_ENV, f"http://{tencent.endpoint}")
+    ledger = Ledger()
+    w = MainWindow(Settings(language="en", welcomed=True), load_catalog(), ledger=ledger)
+    w.launcher.ssh_probe = lambda _addr: probe_ssh("127.0.0.1", banner_port, 2)
+    w.launcher.poll_s = 0.01
+    qtbot.addWidget(w)
+    w.show()
+    yield w
+    w.close()
+    ledger.close()
+
+
+def test_wrong_key_keeps_the_input_and_stores_nothing(window, qtbot, memory_keyring) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    box = window.accounts.tencent
+    box.key_id.setText(SECRET_ID)
+    box.secret.setText("not-the-secret-0123456789abcdefg")
+    box.save_button.click()
+    qtbot.waitUntil(lambda: box.status.property("state") == "error", timeout=10000)
+    assert "rejected the keys" in box.status.text()
+    assert box.secret.text() == "not-the-secret-0123456789abcdefg"  # nothing lost
+    assert memory_keyring.items == {} and window.ledger.accounts() == []
+    box.runner.last_box.close()
+    box.secret.setText(SECRET_KEY)
+    box.save_button.click()
+    qtbot.waitUntil(lambda: box.status.property("state") == "ok", timeout=10000)
+    assert box.secret.text() == ""  # in the keyring now, not in a widget
+    assert credentials.load_credentials("tencent").secret == SECRET_KEY  # type: ignore[union-attr]
+    assert "valid" in box.status.text() and box.remove_button.isEnabled()
+
+
+def test_no_keyring_disables_saving(qtbot, loop) -> None:  # type: ignore[no-untyped-def]
+    from fixtures_keyring import FailKeyring
+
+    before = keyring.get_keyring()
+    keyring.set_keyring(FailKeyring())
+    try:
+        w = MainWindow(Settings(language="en", welcomed=True), load_catalog())
+        qtbot.addWidget(w)
+        assert not w.accounts.aws.save_button.isEnabled()
+        assert "never stores keys in a file" in w.accounts.aws.status.text()
+    finally:
+        keyring.set_keyring(before)
+
+
+def _select_offer(window, instance_type: str, region: str) -> None:  # type: ignore[no-untyped-def]
+    plan = window.plan
+    f = plan.form
+    f.source.setCurrentIndex(f.source.findData("preset"))
+    f.preset.setCurrentIndex(f.preset.findData("gpt2"))  # fits a T4
+    f.edits["batch"].setText("4")
+    f.precision.setCurrentIndex(f.precision.findData("amp-fp16"))  # a T4 has no bf16
+    plan.recompute()
+    for row in range(plan.proxy.rowCount()):
+        r = plan.proxy.ranked_at(row)
+        if r.offer.instance_type == instance_type and r.offer.region == region:
+            plan.select_row(row)
+            return
+    raise AssertionError("offer not shown")
+
+
+def test_launch_from_plan_then_terminate_from_instances(window, qtbot, tencent, tencent_creds) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    credentials.save_credentials(tencent_creds)
+    from gpudesk.services.ledger import Account
+
+    window.ledger.save_account(Account("tencent", "AKID…abcd"))
+    plan = window.plan
+    _select_offer(window, "GN7.2XLARGE32", "ap-guangzhou")
+    assert plan.launch_button.isEnabled()
+    plan.launch_button.click()
+    dialog = window.launch_dialog
+    assert dialog is not None and "GN7.2XLARGE32" in dialog.heading.text()
+    assert "/h" in dialog.launch_button.text()
+    dialog.detect_runner.cancel()
+    dialog.allow_from.setText("203.0.113.7")
+    for i in range(dialog.fallbacks.count()):  # keep the test to one region
+        dialog.fallbacks.item(i).setCheckState(dialog.fallbacks.item(i).checkState().Unchecked)
+    with qtbot.waitSignal(dialog.launched, timeout=20000):
+        dialog.launch_button.click()
+    assert dialog.allow_from.text() == "203.0.113.7/32"
+    assert all(m.text() == "✓" for m in dialog.step_marks.values())
+    assert "is running" in dialog.log.text()
+    page = window.instances
+    (m,) = page.model.machines
+    assert m.state == "running" and m.cloud_id in tencent.state.instances
+    assert "may be billing" in page.banner.text() and "1 billing" in window.billing_label.text()
+    dialog.close()
+
+    page.select_machine(m.id)
+    assert page.terminate_button.isEnabled()
+    box = page.ask_terminate()
+    assert box is not None and box.defaultButton() == box.button(QMessageBox.StandardButton.Cancel)
+    yes = next(b for b in box.buttons() if b.objectName() == "confirmTerminateYes")
+    yes.click()
+    qtbot.waitUntil(lambda: window.ledger.get(m.id).state == "terminated", timeout=10000)
+    qtbot.waitUntil(lambda: "Nothing is billing" in page.banner.text())
+    assert tencent.calls["TerminateInstances"] == 1
+
+
+def test_cancel_in_the_dialog_terminates_what_was_requested(window, qtbot, tencent, tencent_creds) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    credentials.save_credentials(tencent_creds)
+    from gpudesk.services.ledger import Account
+
+    window.ledger.save_account(Account("tencent", "AKID…abcd"))
+    waiting = threading.Event()
+
+    async def never(_addr: str) -> bool:
+        waiting.set()
+        return False
+
+    window.launcher.ssh_probe = never
+    _select_offer(window, "GN7.2XLARGE32", "ap-guangzhou")
+    window.plan.launch_button.click()
+    dialog = window.launch_dialog
+    dialog.detect_runner.cancel()
+    dialog.allow_from.setText("203.0.113.7/32")
+    dialog.launch_button.click()
+    qtbot.waitUntil(waiting.is_set, timeout=20000)
+    assert dialog.cancel_button.isEnabled()
+    with qtbot.waitSignal(dialog.ended, timeout=20000):
+        dialog.cancel_button.click()
+    (m,) = window.ledger.machines()
+    assert m.state == "terminated" and not m.billing
+    assert "Cancelled" in dialog.log.text()
+    assert tencent.calls["TerminateInstances"] == 1
+
+
+def test_launch_without_keys_goes_to_accounts(window) -> None:  # type: ignore[no-untyped-def]
+    _select_offer(window, "GN7.2XLARGE32", "ap-guangzhou")
+    window.plan.launch_button.click()
+    assert window.launch_dialog is None
+    assert window.pages.currentWidget() is window.accounts
