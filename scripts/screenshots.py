@@ -1,7 +1,8 @@
 """Regenerate the screenshots in docs/ (run under Xvfb: ``xvfb-run -s '-screen 0 1280x800x24'``).
 
-Writes screenshot-plan-{en,zh_CN}[-{light,dark}].png, screenshot-preferences-*.png
-and screenshot-welcome-*.png. Settings go to a temporary GPUDESK_HOME.
+Writes screenshot-plan-{en,zh_CN}[-{light,dark}].png, screenshot-preferences-*.png,
+screenshot-welcome-*.png, screenshot-accounts-*.png, screenshot-instances-*.png and
+screenshot-launch-*.png. Settings and a sample ledger go to a temporary GPUDESK_HOME.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ def main() -> int:
             app.processEvents()
 
     catalog = load_catalog()
+    ledger = sample_ledger()
     for language in ("en", "zh_CN"):
         install_translator(app, language)
-        window = MainWindow(Settings(language=language, welcomed=True), catalog)
+        window = MainWindow(Settings(language=language, welcomed=True), catalog, ledger=ledger)
         window.resize(1280, 800)
         window.show()
         for theme in ("light", "dark"):
@@ -53,16 +55,71 @@ def main() -> int:
         window.settings.welcomed = False
         welcome = window.maybe_show_welcome()
         assert welcome is not None
-        welcome.cloud_button.click()
         settle()
         welcome.adjustSize()
         settle()
         welcome.grab().save(str(DOCS / f"screenshot-welcome-{language}.png"))
         welcome.finished.disconnect()  # do not save settings from the screenshot run
         welcome.reject()
+        for key in ("accounts", "instances"):
+            window.show_page(key)
+            window.instances.reload()
+            window.instances.table.selectRow(0)
+            settle()
+            window.grab().save(str(DOCS / f"screenshot-{key}-{language}.png"))
+        shoot_launch(window, catalog, settle, language)
         window.close()
         settle()
     return 0
+
+
+def sample_ledger():  # type: ignore[no-untyped-def]
+    """Three machines as a researcher might have them: running, stopped, their own."""
+    import time
+
+    from gpudesk.services.ledger import Account, Ledger, Machine
+
+    ledger = Ledger()
+    now = time.time()
+    ledger.save_account(Account("aws", "AKIA…7Q2X", "123456789012", "arn:aws:iam::123456789012"
+                                ":user/alice", True, now - 3600))
+    ledger.add(Machine(id="m-3f9a1c20b7", provider="aws", region="us-east-1",
+                       zone="us-east-1b", instance_type="g5.xlarge", gpu="A10G", gpus=1,
+                       market="spot", price_per_hour=0.43, cloud_id="i-0a1b2c3d4e5f60718",
+                       state="running", public_ip="54.210.7.19", ssh_user="ubuntu",
+                       name="m-3f9a1c20b7", running_since=now - 2 * 3600 - 840))
+    ledger.add(Machine(id="m-77c2e0d915", provider="tencent", region="ap-guangzhou",
+                       zone="ap-guangzhou-3", instance_type="GN7.2XLARGE32", gpu="T4", gpus=1,
+                       price_per_hour=1.209, cloud_id="ins-8k2j4h1q", state="stopped",
+                       public_ip="", name="m-77c2e0d915", billed_seconds=5400))
+    ledger.add(Machine(id="m-0d4b6e8a21", provider="own", name="lab-4090", public_ip="10.8.0.12",
+                       ssh_user="alice", gpus=2, gpu="RTX 4090", state="ready", origin="added"))
+    return ledger
+
+
+def shoot_launch(window, catalog, settle, language: str) -> None:  # type: ignore[no-untyped-def]
+    """The Launch dialog part-way through, as the progress view shows it."""
+    from gpudesk.services.launcher import Progress
+    from gpudesk.ui.launch_dialog import LaunchDialog
+
+    offer = next(o for o in catalog.offers
+                 if o.instance_type == "g5.xlarge" and o.region == "us-east-1")
+
+    async def never(_plan, _report):  # type: ignore[no-untyped-def]
+        raise RuntimeError
+
+    dialog = LaunchDialog(offer, catalog, never, spot=True, money=window.money, detect=False,
+                          parent=window)
+    dialog.allow_from.setText("203.0.113.7/32")
+    for step, status in (("key", "done"), ("security-group", "done"), ("instance", "done"),
+                         ("running", "started")):
+        dialog.on_progress(Progress(step, status, ledger_id="m-3f9a1c20b7"))  # type: ignore[arg-type]
+    dialog.show()
+    settle()
+    dialog.adjustSize()
+    settle()
+    dialog.grab().save(str(DOCS / f"screenshot-launch-{language}.png"))
+    dialog.close()
 
 
 if __name__ == "__main__":

@@ -87,9 +87,8 @@ class CloudAccountBox(QGroupBox):
             self.form.addRow(self.labels[3], row)
             self.profile.addItems(["default"])
         else:
-            self.token.hide()
-            self.profile.hide()
-            self.import_button.hide()
+            for widget in (self.token, self.profile, self.import_button, *self.labels[2:]):
+                widget.hide()
         buttons = QHBoxLayout()
         buttons.addWidget(self.save_button)
         buttons.addWidget(self.remove_button)
@@ -217,6 +216,7 @@ class OwnMachinesBox(QGroupBox):
         self.setObjectName("ownMachines")
         self.ledger = ledger
         self.list = QListWidget(self)
+        self.list.setMaximumHeight(160)
         self.name = QLineEdit(self)
         self.name.setObjectName("ownName")
         self.target = QLineEdit(self)
@@ -323,6 +323,7 @@ class AccountsPage(QWidget):
         right = QVBoxLayout()
         right.addWidget(self.own)
         right.addWidget(self.note)
+        right.addStretch(1)
         layout = QHBoxLayout(self)
         layout.addLayout(left, 1)
         layout.addLayout(right, 1)
