@@ -194,3 +194,26 @@ def test_stop_start_terminate_update_the_ledger(cloud, ledger, banner_port) -> N
     with pytest.raises(ProviderError) as info:
         asyncio.run(act(ledger, "m-nope", "stop"))
     assert info.value.kind == "not-found"
+
+
+def test_a_launch_that_fails_after_acceptance_fails_over(cloud, ledger, banner_port) -> None:  # type: ignore[no-untyped-def]
+    cloud.fail_launch_next()  # accepted, then LAUNCH_FAILED (no stock after all)
+    plan = LaunchPlan(**{**PLAN.__dict__, "fallback_regions": ("ap-shanghai",)})
+    result = asyncio.run(launcher(ledger, banner_port).launch(plan))
+    assert result.machine.region == "ap-shanghai" and result.machine.state == "running"
+    assert [r.error.kind for r in result.refusals] == ["capacity"]
+    assert cloud.calls["RunInstances"] == 2
+    (row,) = ledger.machines()
+    assert row.cloud_id == result.machine.cloud_id
+
+
+def test_a_machine_stuck_starting_stays_on_the_books(cloud, ledger, banner_port,  # type: ignore[no-untyped-def]
+                                                      monkeypatch) -> None:
+    l = launcher(ledger, banner_port)
+    l.running_timeout_s = 0.0  # give up at once: the machine still exists at the cloud
+    monkeypatch.setattr(cloud, "_advance", lambda instance: None)  # it never leaves PENDING
+    with pytest.raises(ProviderError) as info:
+        asyncio.run(l.launch(PLAN))
+    assert "Instances page" in str(info.value)
+    (row,) = ledger.machines()
+    assert row.cloud_id and row.state == "pending" and row.billing

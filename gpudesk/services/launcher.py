@@ -238,7 +238,8 @@ class _Run:
                 token = f"{self.machine.id}-{attempt}"
                 self.machine = ledger.update(
                     self.machine.id, region=region, zone=zone, client_token=token,
-                    key_name=key_name, security_group=group, state=STATE_INTENT,
+                    key_name=key_name, security_group=group, state=STATE_INTENT, cloud_id="",
+                    public_ip="",
                     step="request", detail=f"{region} {zone or '(any zone)'} token {token}")
                 request = LaunchRequest(
                     self.machine.id, region, self.plan.instance_type, self.plan.market, zone,
@@ -252,24 +253,29 @@ class _Run:
                 self.inflight = None
                 _fault("instance-recorded")
                 self._progress(step, "done")
+                step = "running"
+                await self._wait_running()  # a launch can fail after it was accepted
                 break
             except ProviderError as error:
                 self.inflight = None
-                if error.failover and attempt < len(candidates):
-                    self.refusals.append(Refusal(region, zone, error))
+                # A machine that exists and has not ended stays on the books, whatever failed.
+                exists = bool(self.machine.cloud_id) and self.machine.state != STATE_TERMINATED
+                self.refusals.append(Refusal(region, zone, error))
+                if error.failover and attempt < len(candidates) and not exists:
                     ledger.log(self.machine.id, "refused", f"{region} {zone}: {error.message()}")
                     self._progress(step, "retry", error)
                     continue
-                self.refusals.append(Refusal(region, zone, error))
-                self.machine = ledger.update(self.machine.id, state=STATE_FAILED,
-                                             error=error.message(), step="failed",
-                                             detail=error.detail)
+                if exists:
+                    ledger.log(self.machine.id, "failed", error.message())
+                else:
+                    self.machine = ledger.update(self.machine.id, state=STATE_FAILED,
+                                                 error=error.message(), step="failed",
+                                                 detail=error.detail)
                 self._progress(step, "failed", error)
                 if len(self.refusals) > 1:
                     raise LaunchRefused(self.refusals) from None
                 raise
         assert instance is not None
-        await self._wait_running()
         _fault("running")
         if self.plan.wait_ssh:
             await self._wait_ssh()
