@@ -143,8 +143,8 @@ def test_cancel_while_waiting_terminates_and_records(cloud, ledger) -> None:  # 
         return False
 
     async def scenario() -> str:
-        l = Launcher(ledger, ssh_probe=never, poll_s=0.01)
-        task = asyncio.ensure_future(l.launch(PLAN))
+        runner = Launcher(ledger, ssh_probe=never, poll_s=0.01)
+        task = asyncio.ensure_future(runner.launch(PLAN))
         await blocked.wait()  # the machine runs and SSH is being waited for
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -209,11 +209,11 @@ def test_a_launch_that_fails_after_acceptance_fails_over(cloud, ledger, banner_p
 
 def test_a_machine_stuck_starting_stays_on_the_books(cloud, ledger, banner_port,  # type: ignore[no-untyped-def]
                                                       monkeypatch) -> None:
-    l = launcher(ledger, banner_port)
-    l.running_timeout_s = 0.0  # give up at once: the machine still exists at the cloud
+    runner = launcher(ledger, banner_port)
+    runner.running_timeout_s = 0.0  # give up at once: the machine still exists at the cloud
     monkeypatch.setattr(cloud, "_advance", lambda instance: None)  # it never leaves PENDING
     with pytest.raises(ProviderError) as info:
-        asyncio.run(l.launch(PLAN))
+        asyncio.run(runner.launch(PLAN))
     assert "Instances page" in str(info.value)
     (row,) = ledger.machines()
     assert row.cloud_id and row.state == "pending" and row.billing
