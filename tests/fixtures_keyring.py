@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import keyring
@@ -75,8 +76,6 @@ def secret_service() -> Iterator[keyring.backend.KeyringBackend]:
     keyring.set_keyring(backend)
     yield backend
     for entry in ("cloud:aws", "cloud:tencent", "ssh-key:gpudesk", "ssh-key:test"):
-        try:
+        with contextlib.suppress(keyring.errors.KeyringError):
             keyring.delete_password("gpudesk", entry)
-        except keyring.errors.KeyringError:
-            pass
     keyring.set_keyring(before)

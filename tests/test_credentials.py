@@ -89,7 +89,8 @@ def test_aws_profile_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_real_secret_service_round_trip(secret_service) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
-    creds = Credentials("tencent", "AKIDz8krbsJ5yKBZQpn74WFkmLPx3EXAMPLE", "Gu5t9xGARNpq86cd98joQYCN3EXAMPLE")
+    creds = Credentials("tencent", "AKIDz8krbsJ5yKBZQpn74WFkmLPx3EXAMPLE",
+                        "Gu5t9xGARNpq86cd98joQYCN3EXAMPLE")
     credentials.save_credentials(creds)
     assert credentials.load_credentials("tencent") == creds
     credentials.delete_credentials("tencent")

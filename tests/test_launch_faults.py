@@ -32,7 +32,8 @@ LAUNCH = ["launch", "--provider", "tencent", "--type", "GN7.2XLARGE32", "--regio
           "ap-guangzhou", "--allow-from", "203.0.113.7/32", "--no-wait-ssh", "--poll", "0.01"]
 
 
-def gpudesk(args: list[str], env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+def gpudesk(args: list[str], env: dict[str, str], stdin: str = ""
+            ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "gpudesk", *args], input=stdin, env=env,
                           capture_output=True, text=True, timeout=120)
 

@@ -106,7 +106,8 @@ def _select_offer(window, instance_type: str, region: str) -> None:  # type: ign
     raise AssertionError("offer not shown")
 
 
-def test_launch_from_plan_then_terminate_from_instances(window, qtbot, tencent, tencent_creds) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_launch_from_plan_then_terminate_from_instances(window, qtbot, tencent,
+                                                        tencent_creds) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     credentials.save_credentials(tencent_creds)
     from gpudesk.services.ledger import Account
 
@@ -144,7 +145,8 @@ def test_launch_from_plan_then_terminate_from_instances(window, qtbot, tencent, 
     assert tencent.calls["TerminateInstances"] == 1
 
 
-def test_cancel_in_the_dialog_terminates_what_was_requested(window, qtbot, tencent, tencent_creds) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_cancel_in_the_dialog_terminates_what_was_requested(window, qtbot, tencent,
+                                                            tencent_creds) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     credentials.save_credentials(tencent_creds)
     from gpudesk.services.ledger import Account
 
