@@ -106,7 +106,7 @@ def _select_offer(window, instance_type: str, region: str) -> None:  # type: ign
     raise AssertionError("offer not shown")
 
 
-def test_launch_from_plan_then_terminate_from_instances(window, qtbot, tencent,
+def test_launch_from_plan_then_terminate_from_instances(window, qtbot, tencent,  # noqa: F811
                                                         tencent_creds) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     credentials.save_credentials(tencent_creds)
     from gpudesk.services.ledger import Account
@@ -145,7 +145,7 @@ def test_launch_from_plan_then_terminate_from_instances(window, qtbot, tencent,
     assert tencent.calls["TerminateInstances"] == 1
 
 
-def test_cancel_in_the_dialog_terminates_what_was_requested(window, qtbot, tencent,
+def test_cancel_in_the_dialog_terminates_what_was_requested(window, qtbot, tencent,  # noqa: F811
                                                             tencent_creds) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     credentials.save_credentials(tencent_creds)
     from gpudesk.services.ledger import Account
