@@ -80,8 +80,21 @@ for ep in entry_points(group="keyring.backends"):
     except Exception as exc:
         loaded[ep.name] = repr(exc)
 backend = type(keyring.get_keyring())
+# The cloud SDKs with their data files: a client is built offline (no call is made).
+import boto3, paramiko
+from tencentcloud.common import credential
+from tencentcloud.cvm.v20170312 import cvm_client
+from tencentcloud.vpc.v20170312 import vpc_client
+
+session = boto3.session.Session(aws_access_key_id="AKIAEXAMPLE", aws_secret_access_key="x")
+clouds = [type(session.client(name, region_name="us-east-1")).__name__
+          for name in ("ec2", "sts", "ssm")]
+cred = credential.Credential("AKIDEXAMPLE", "x")
+clouds += [type(cvm_client.CvmClient(cred, "ap-guangzhou")).__name__,
+           type(vpc_client.VpcClient(cred, "ap-guangzhou")).__name__,
+           type(paramiko.Ed25519Key).__name__]
 print(json.dumps({"pyqtgraph": pyqtgraph.__version__, "entry_points": loaded,
-                  "default": backend.__module__ + "." + backend.__name__}))
+                  "default": backend.__module__ + "." + backend.__name__, "clouds": clouds}))
 """
 
 
@@ -161,6 +174,16 @@ def test_cli_exe_sizes_a_model(bundle: Bundle, gpudesk_home: Path) -> None:
     assert isinstance(out["total_bytes"], int) and out["total_bytes"] > 0
 
 
+def test_cli_exe_keeps_the_ledger(bundle: Bundle, gpudesk_home: Path) -> None:
+    added = _run(bundle, "gpudesk", ["add-machine", "lab", "ssh://alice@10.0.0.1:2222"],
+                 gpudesk_home)
+    assert added.returncode == 0, added.stderr[-4000:]
+    listed = _run(bundle, "gpudesk", ["ls", "--json", "--no-reconcile"], gpudesk_home)
+    assert listed.returncode == 0, listed.stderr[-4000:]
+    (row,) = json.loads(listed.stdout)
+    assert (row["name"], row["provider"], row["public_address"]) == ("lab", "own", "10.0.0.1")
+
+
 def test_cli_exe_ranks_offers_from_the_bundled_catalog(bundle: Bundle, gpudesk_home: Path) -> None:
     result = _run(bundle, "gpudesk", ["offers", "--model", "gpt2", "--json"], gpudesk_home)
     assert result.returncode == 0, result.stderr[-4000:]
@@ -216,13 +239,15 @@ def test_bundle_has_keyring_backends_and_only_the_qt_modules_it_needs(bundle: Bu
     assert not present & {"QtNetwork", "QtQml", "QtQuick", "QtWebEngineCore", "QtTest"}
 
 
-def test_frozen_keyring_and_pyqtgraph_work(builds: tuple[Bundle, Path], gpudesk_home: Path) -> None:
+def test_frozen_keyring_pyqtgraph_and_cloud_sdks_work(builds: tuple[Bundle, Path], gpudesk_home: Path) -> None:
     probe = Bundle(builds[1], None)
     result = _run(probe, "gpudesk", [], gpudesk_home,
                   DBUS_SESSION_BUS_ADDRESS=os.environ.get("DBUS_SESSION_BUS_ADDRESS", ""))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out["pyqtgraph"]
+    assert out["clouds"][:3] == ["EC2", "STS", "SSM"], out
+    assert out["clouds"][3:5] == ["CvmClient", "VpcClient"], out
     platform_backend = {"linux": "SecretService", "win32": "Windows", "darwin": "macOS"}
     name = platform_backend.get(sys.platform)
     if name is not None:
