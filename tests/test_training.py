@@ -314,6 +314,9 @@ def test_spot_watcher_ignores_an_old_notice_and_sees_new_ones(tmp_path: Path) ->
         (tmp_path / SPOT_NOTICE_FILE).write_text('{"action": "stop", "time": "soon"}')
         assert (watcher.poll(), watcher.poll()) == ("file", None)
         assert watcher.read_notice() == {"action": "stop", "time": "soon"}
+        (tmp_path / SPOT_NOTICE_FILE).write_text('{"action": "stop", "again": 1}')
+        watcher.acknowledge()  # another node sharing the folder already checkpointed for it
+        assert watcher.poll() is None
         signal.raise_signal(signal.SIGUSR1)
         assert (watcher.poll(), watcher.poll()) == ("signal", None)
     finally:

@@ -86,9 +86,9 @@ class Session:
         self.log_every = log_every
         self._resume_enabled = resume
         cuda = torch.cuda.is_available()
-        if cuda:
-            torch.cuda.set_device(self.env.local_rank)
-            self.device = torch.device("cuda", self.env.local_rank)
+        if cuda:  # one GPU per local rank; index 0 when each process sees only its own GPU
+            self.device = torch.device("cuda", self.env.local_rank % torch.cuda.device_count())
+            torch.cuda.set_device(self.device)
         else:
             self.device = torch.device("cpu")
         self.backend = backend or ("nccl" if cuda else "gloo")
@@ -99,6 +99,7 @@ class Session:
                 dist.init_process_group(self.backend, rank=self.env.rank,
                                         world_size=self.env.world_size)
                 self._owns_group = True
+            self.backend = str(dist.get_backend())
             if dist.get_backend() != "gloo":
                 self._group = dist.new_group(backend="gloo")
         seed_everything(seed + self.env.rank, deterministic=deterministic)
@@ -169,7 +170,7 @@ class Session:
         if self._resume_enabled:
             self._resume()
         if self.env.is_distributed:
-            ids = [self.env.local_rank] if self.device.type == "cuda" else None
+            ids = [self.device.index] if self.device.type == "cuda" else None
             self.model = DistributedDataParallel(self.module, device_ids=ids)
         else:
             self.model = self.module
@@ -308,6 +309,7 @@ class Session:
         reason = None
         if flags[0] or flags[1]:
             reason = "spot notice"
+            self.spot.acknowledge()  # a node that shares the folder must not act on it again
             self._log_notice(flags[0] - 1 if flags[0] else None, bool(flags[1]))
         elif steps_due or flags[2]:
             reason = "interval"

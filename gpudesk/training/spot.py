@@ -61,6 +61,11 @@ class SpotWatcher:
                 return "file"
         return None
 
+    def acknowledge(self) -> None:
+        """Treat the notice file as it is now as handled (another rank already acted on it)."""
+        if self._watch_file:
+            self._seen = self._file_id()
+
     def read_notice(self) -> dict[str, Any]:
         """The notice's JSON, for the log; {} when absent or not JSON."""
         try:
