@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import boto3
@@ -94,11 +95,10 @@ class AwsProvider:
                  max_attempts: int = MAX_ATTEMPTS) -> None:
         self._creds = credentials
         self._endpoint_url = endpoint_url
-        bundled_regions, bundled_types = ((regions, known_types)
-                                          if regions is not None and known_types is not None
-                                          else _bundled_aws())
-        self._regions = list(regions if regions is not None else bundled_regions)
-        self.known_types = set(known_types if known_types is not None else bundled_types)
+        bundled = (_bundled_aws() if regions is None or known_types is None
+                   else ([], set()))  # the catalog is read only when a default is needed
+        self._regions = list(regions if regions is not None else bundled[0])
+        self.known_types = set(known_types if known_types is not None else bundled[1])
         self._config = Config(
             connect_timeout=CONNECT_TIMEOUT_S, read_timeout=READ_TIMEOUT_S,
             retries={"mode": "standard", "total_max_attempts": max_attempts},
@@ -347,7 +347,7 @@ class AwsProvider:
             spot: dict[str, Any] = {"SpotInstanceType": "one-time",
                                     "InstanceInterruptionBehavior": "terminate"}
             if request.max_price is not None:
-                spot["MaxPrice"] = f"{request.max_price:.6g}"
+                spot["MaxPrice"] = f"{request.max_price:.6f}".rstrip("0").rstrip(".")
             params["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": spot}
         ctx = self._ec2("RunInstances", region, zone=request.zone,
                         instance_type=request.instance_type, market=request.market,
@@ -461,7 +461,7 @@ class AwsProvider:
         ctx = self._ec2("DescribeSpotPriceHistory", region)
         history = self._pages(ctx, "SpotPriceHistory", InstanceTypes=sorted(present),
                               ProductDescriptions=["Linux/UNIX"],
-                              StartTime=_now())
+                              StartTime=datetime.now(UTC))
         for (zone, itype), price in sorted(offers.latest_spot_prices(history).items(),
                                            key=lambda kv: (kv[0][1], kv[0][0])):
             if itype in present:
@@ -507,9 +507,3 @@ def _atoms(permissions: list[dict[str, Any]]
 def _snake(action: str) -> str:
     out = [("_" + ch.lower()) if ch.isupper() else ch for ch in action]
     return "".join(out).lstrip("_")
-
-
-def _now() -> Any:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC)
