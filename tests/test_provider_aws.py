@@ -463,11 +463,14 @@ def test_real_refusals_from_ec2_are_typed(aws: MotoAws) -> None:  # noqa: F811
         p.run_instance(req)
     assert (info.value.kind, info.value.values["what"]) == ("not-found", "image")
     assert info.value.detail.startswith("InvalidAMIID.NotFound")
+    assert "image called ami-0badbadbadbadbad0" in str(info.value)
     aws.publish_dlami()
     with pytest.raises(ProviderError) as info:
         p.run_instance(_launch(aws, p, "m-2", security_group="sg-0123456789abcdef0"))
     assert info.value.kind == "not-found"
     assert info.value.detail.startswith("InvalidGroup.NotFound")
+    assert str(info.value) == \
+        "AWS has no security group called sg-0123456789abcdef0 in us-east-1."
     assert aws.instance_count() == 0
 
 

@@ -351,7 +351,9 @@ class AwsProvider:
             params["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": spot}
         ctx = self._ec2("RunInstances", region, zone=request.zone,
                         instance_type=request.instance_type, market=request.market,
-                        max_price=request.max_price, resource=image)
+                        max_price=request.max_price, resource=image,
+                        names=(("image", image), ("security group", group),
+                               ("key pair", request.key_name), ("machine", request.ledger_id)))
         answer = self._call(ctx, lambda c: c.run_instances(**params))
         return offers.to_instance(region, answer["Instances"][0])
 

@@ -109,6 +109,7 @@ class CallContext:
     market: base.Market = "on-demand"
     max_price: float | None = None
     resource: str = ""  # the id or name the call was about (for not-found)
+    names: tuple[tuple[str, str], ...] = ()  # what → name, for calls naming several things
 
     @property
     def where(self) -> str:
@@ -198,7 +199,9 @@ def map_error(code: str, message: str, ctx: CallContext) -> base.ProviderError:
                                   where=ctx.where)
     if code in _NOT_FOUND_WHAT:
         return base.ProviderError("not-found", base.MSG_NOT_FOUND, detail, provider=provider,
-                                  what=_NOT_FOUND_WHAT[code], name=ctx.resource or "?",
+                                  what=_NOT_FOUND_WHAT[code],
+                                  name=dict(ctx.names).get(_NOT_FOUND_WHAT[code])
+                                  or ctx.resource or "?",
                                   region=ctx.region)
     if code.startswith(_INVALID_PREFIXES):
         return error("invalid", base.MSG_OTHER, detail, provider=provider)
