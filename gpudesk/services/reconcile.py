@@ -84,6 +84,9 @@ def reconcile_provider(ledger: Ledger, name: ProviderName, provider: Provider,
             found = provider.describe(m.region, [m.cloud_id])
             if found:
                 _merge(ledger, name, found[0], report)
+            elif m.state in ("pending", STATE_INTENT) and \
+                    now - (m.launched_at or m.created_at) < INTENT_GRACE_S:
+                continue  # a just-launched machine may be unknown to describe for a while
             else:
                 ledger.update(m.id, state=STATE_GONE, step="reconcile",
                               detail="the provider no longer has it")
