@@ -10,6 +10,7 @@ import keyring
 import pytest
 from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_tencent import SECRET_ID, SECRET_KEY, tencent, tencent_creds, tencent_server  # noqa: F401
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 from gpudesk.services import credentials
@@ -179,3 +180,24 @@ def test_launch_without_keys_goes_to_accounts(window) -> None:  # type: ignore[n
     window.plan.launch_button.click()
     assert window.launch_dialog is None
     assert window.pages.currentWidget() is window.accounts
+
+
+def test_prices_follow_the_currency_preference(window, qtbot) -> None:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    from gpudesk.ui.offers_model import COL
+
+    _select_offer(window, "GN7.2XLARGE32", "ap-guangzhou")
+    r = window.plan.selected_offer()
+    usd = window.plan.proxy.index(0, COL["price"]).data()
+    assert usd.startswith("$")
+    window.apply_settings(replace(window.settings, currency="CNY", cny_per_usd=7.0))
+    try:
+        row = next(i for i in range(window.plan.proxy.rowCount())
+                   if window.plan.proxy.ranked_at(i).offer == r.offer)
+        shown = window.plan.proxy.index(row, COL["price"]).data()
+        assert shown == f"¥{r.price_per_hour * 7.0:,.2f}"
+        header = window.plan.model.headerData(COL["price"], Qt.Orientation.Horizontal)
+        assert header.startswith("¥")
+    finally:
+        window.apply_settings(replace(window.settings, currency="USD"))

@@ -10,6 +10,7 @@ from PySide6.QtGui import QBrush, QColor
 
 from gpudesk.services import accounts
 from gpudesk.services.ledger import Machine
+from gpudesk.ui.money import DISPLAY, Money
 from gpudesk.ui.offers_model import Index
 
 translate = QCoreApplication.translate  # the name lupdate looks for
@@ -56,24 +57,11 @@ def duration_text(seconds: float) -> str:
     return translate("InstancesModel", "{h} h {m:02d} min").format(h=s // 3600, m=s % 3600 // 60)
 
 
-class Money:
-    """USD amounts shown in the user's currency (Preferences: USD, or CNY at their rate)."""
-
-    def __init__(self, currency: str = "USD", cny_per_usd: float = 7.2) -> None:
-        self.currency = currency
-        self.rate = cny_per_usd
-
-    def __call__(self, usd: float, digits: int = 2) -> str:
-        if self.currency == "CNY":
-            return f"¥{usd * self.rate:,.{digits}f}"
-        return f"${usd:,.{digits}f}"
-
-
 class InstancesModel(QAbstractTableModel):
     def __init__(self, parent: Any = None, money: Money | None = None) -> None:
         super().__init__(parent)
         self.machines: list[Machine] = []
-        self.money = money or Money()
+        self.money = money or DISPLAY
         self.now = time.time
 
     def set_machines(self, machines: list[Machine]) -> None:

@@ -28,7 +28,8 @@ from gpudesk.services.accounts import ProviderFactory
 from gpudesk.services.ledger import Ledger, Machine
 from gpudesk.services.machines import act
 from gpudesk.services.reconcile import ReconcileReport, reconcile
-from gpudesk.ui.instances_model import InstancesModel, Money
+from gpudesk.ui.instances_model import InstancesModel
+from gpudesk.ui.money import Money
 from gpudesk.ui.task_runner import TaskRunner, error_text
 
 RECONCILE_EVERY_MS = 5 * 60 * 1000

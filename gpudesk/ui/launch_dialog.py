@@ -34,7 +34,7 @@ from gpudesk.services.catalog import Catalog, Offer
 from gpudesk.services.launcher import STEP_TITLES, STEPS, LaunchPlan, LaunchResult, Progress
 from gpudesk.services.providers.base import MSG_BAD_CIDR, ProviderError, single_address
 from gpudesk.services.public_ip import detect_public_address
-from gpudesk.ui.instances_model import Money
+from gpudesk.ui.money import DISPLAY, Money
 from gpudesk.ui.task_runner import TaskRunner, error_text
 
 LaunchFn = Callable[[LaunchPlan, Callable[[Progress], None]], Awaitable[LaunchResult]]
@@ -52,7 +52,7 @@ class LaunchDialog(QDialog):
         self.setObjectName("launchDialog")
         self.offer = offer
         self.launch_fn = launch
-        self.money = money or Money()
+        self.money = money or DISPLAY
         self.outcome: LaunchResult | None = None
         self.ledger_id = ""
         self._refusals: list[str] = []

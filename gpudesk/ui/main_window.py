@@ -39,8 +39,8 @@ from gpudesk.services.ledger import Ledger
 from gpudesk.services.settings import Settings, save_settings
 from gpudesk.ui.accounts_page import AccountsPage
 from gpudesk.ui.i18n import install_translator
-from gpudesk.ui.instances_model import Money
 from gpudesk.ui.instances_page import InstancesPage
+from gpudesk.ui.money import DISPLAY
 from gpudesk.ui.plan_page import PlanPage
 from gpudesk.ui.task_runner import TaskRunner
 
@@ -77,7 +77,8 @@ class MainWindow(QMainWindow):
 
         self.ledger = ledger if ledger is not None else Ledger()
         self.providers = providers
-        self.money = Money(settings.currency, settings.cny_per_usd)
+        self.money = DISPLAY
+        self.money.set(settings.currency, settings.cny_per_usd)
         self.launcher = Launcher(self.ledger, providers)
         self.plan = PlanPage(settings, catalog, self)
         self.add_page("plan", self.plan, lambda: self.tr("Plan"))
@@ -320,8 +321,9 @@ class MainWindow(QMainWindow):
         for f in dataclasses.fields(Settings):
             if f.name != "last_plan":
                 setattr(self.settings, f.name, getattr(new, f.name))
-        self.money.currency, self.money.rate = new.currency, new.cny_per_usd
+        self.money.set(new.currency, new.cny_per_usd)
         self.instances.reload()
+        self.plan.recompute()
         if language_changed:
             self.set_language(new.language)
         if theme_changed:

@@ -23,6 +23,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QBrush, QColor
 
 from gpudesk.services.planner import RankedOffer, format_bytes
+from gpudesk.ui.money import DISPLAY
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -45,7 +46,8 @@ translate = QCoreApplication.translate  # the name lupdate looks for
 
 
 def format_money(value: float) -> str:
-    return "—" if math.isinf(value) or math.isnan(value) else f"${value:,.2f}"
+    """USD from the catalog, shown in the currency chosen in Preferences."""
+    return DISPLAY(value)
 
 
 def format_hours(hours: float) -> str:
@@ -83,7 +85,7 @@ def header_text(column: str) -> str:
         "region": translate("OffersModel", "Region"),
         "gpus": translate("OffersModel", "GPUs"),
         "market": translate("OffersModel", "Market"),
-        "price": translate("OffersModel", "$/h"),
+        "price": translate("OffersModel", "{symbol}/h").format(symbol=DISPLAY.symbol),
         "hours": translate("OffersModel", "Est. hours"),
         "cost": translate("OffersModel", "Cost to finish"),
         "headroom": translate("OffersModel", "Headroom"),
