@@ -201,3 +201,19 @@ def test_prices_follow_the_currency_preference(window, qtbot) -> None:  # type: 
         assert header.startswith("¥")
     finally:
         window.apply_settings(replace(window.settings, currency="USD"))
+
+
+def test_the_tray_menu_lists_what_bills(window, qtbot, tencent, tencent_creds) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    from gpudesk.services.ledger import Machine
+
+    window.ledger.add(Machine(id="m-aaaaaaaaaa", provider="tencent", region="ap-guangzhou",
+                              instance_type="GN7.2XLARGE32", cloud_id="ins-1", state="running",
+                              price_per_hour=1.2, name="m-aaaaaaaaaa"))
+    window.instances.reload()
+    texts = [a.text() for a in window.tray.menu.actions() if a.text()]
+    assert any("m-aaaaaaaaaa" in t and "GN7.2XLARGE32" in t for t in texts), texts
+    assert "1 machine(s) may be billing ($1.20/h)" in window.tray.icon.toolTip()
+    assert texts[-2:] == ["Show gpudesk", "Quit"]
+    window.ledger.update("m-aaaaaaaaaa", state="terminated")
+    window.instances.reload()
+    assert window.tray.icon.toolTip().endswith("nothing is billing")

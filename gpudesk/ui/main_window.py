@@ -43,6 +43,7 @@ from gpudesk.ui.instances_page import InstancesPage
 from gpudesk.ui.money import DISPLAY
 from gpudesk.ui.plan_page import PlanPage
 from gpudesk.ui.task_runner import TaskRunner
+from gpudesk.ui.tray import BillingTray
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,11 @@ class MainWindow(QMainWindow):
         self.billing_label.setObjectName("billingStatus")
         self.statusBar().addPermanentWidget(self.billing_label)
         self.instances.billing_changed.connect(self._show_billing)
+        self.tray = BillingTray(self.windowIcon(), self._raise, lambda: self.close() and None, self)
+        if BillingTray.available():
+            self.tray.icon.show()
+        self._told_no_tray = False
+        self._warned_at_start = False
         self.catalog_label = QLabel(self)
         self.catalog_label.setObjectName("catalogAge")
         self.statusBar().addPermanentWidget(self.catalog_label)
@@ -178,7 +184,27 @@ class MainWindow(QMainWindow):
         self.instances.reload()
         self.instances.select_machine(ledger_id)
 
+    def _raise(self) -> None:
+        self.showNormal()
+        self.raise_()
+        self.activateWindow()
+        self.show_page("instances")
+
     def _show_billing(self, count: int, per_hour: float) -> None:
+        billing = [m for m in self.instances.model.machines if m.billing]
+        self.tray.update(billing)
+        report = self.instances.last_report
+        if report is not None and not self._warned_at_start:
+            self._warned_at_start = True
+            if billing:  # the first check of this session found machines still billing
+                self.tray.notify(self.tr("Machines are billing"), self.tr(
+                    "{n} machine(s) from before are still billing. See Instances.").format(
+                    n=len(billing)))
+                if not BillingTray.available() and not self._told_no_tray:
+                    self._told_no_tray = True
+                    self.statusBar().showMessage(self.tr(
+                        "This desktop has no system tray: billing alerts show here and on the "
+                        "Instances page."), 15000)
         if count:
             self.billing_label.setText(self.tr("● {n} billing ({rate}/h)").format(
                 n=count, rate=self.money(per_hour)))
