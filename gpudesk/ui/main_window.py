@@ -96,7 +96,7 @@ class MainWindow(QMainWindow):
         self.billing_label.setObjectName("billingStatus")
         self.statusBar().addPermanentWidget(self.billing_label)
         self.instances.billing_changed.connect(self._show_billing)
-        self.tray = BillingTray(self.windowIcon(), self._raise, lambda: self.close() and None, self)
+        self.tray = BillingTray(self.windowIcon(), self._raise, self.close, self)
         if BillingTray.available():
             self.tray.icon.show()
         self._told_no_tray = False

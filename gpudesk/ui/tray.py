@@ -20,7 +20,7 @@ from gpudesk.ui.money import DISPLAY
 
 class BillingTray(QObject):
     def __init__(self, icon: QIcon, show_window: Callable[[], None],
-                 quit_app: Callable[[], None], parent: QWidget | None = None) -> None:
+                 quit_app: Callable[[], object], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.icon = QSystemTrayIcon(icon, self)
         self.icon.setObjectName("billingTray")
