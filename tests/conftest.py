@@ -47,3 +47,20 @@ def loop(qtbot, _session_loop):  # type: ignore[no-untyped-def]
     for task in tasks:
         task.cancel()
     qtbot.waitUntil(lambda: all(t.done() for t in tasks), timeout=5000)
+
+
+@pytest.fixture(autouse=True)
+def _plain_asyncio(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Tests without the ``loop`` fixture may call ``asyncio.run``: hide the qasync loop
+    that an earlier GUI test marked as running, and put it back afterwards."""
+    if "loop" in request.fixturenames:
+        yield
+        return
+    import asyncio
+
+    running = asyncio.events._get_running_loop()
+    asyncio.events._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio.events._set_running_loop(running)

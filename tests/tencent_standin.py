@@ -458,7 +458,8 @@ class TencentStandin:
         if len(name) > 25:
             raise ApiError("InvalidKeyPairNameTooLong", "The key name exceeds 25 characters.")
         public = str(params.get("PublicKey") or "").split()
-        if len(public) < 2 or public[0] not in ("ssh-rsa", "ssh-ed25519"):
+        # Tencent documents PublicKey as "OpenSSH RSA format": refuse other types.
+        if len(public) < 2 or public[0] != "ssh-rsa":
             raise ApiError("InvalidPublicKey.Malformed", "The public key is malformed.")
         if any(k["KeyName"] == name and k["_region"] == region
                for k in self.state.key_pairs.values()):

@@ -95,3 +95,12 @@ def test_real_secret_service_round_trip(secret_service) -> None:  # type: ignore
     assert credentials.load_credentials("tencent") == creds
     credentials.delete_credentials("tencent")
     assert credentials.load_credentials("tencent") is None
+
+
+def test_tencent_gets_an_rsa_key(memory_keyring) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    kind = credentials.key_kind_for("tencent")
+    pair = credentials.ensure_ssh_key(credentials.KEY_KINDS[kind], kind)
+    assert pair.public_openssh.startswith("ssh-rsa AAAA")
+    pem = memory_keyring.items[("gpudesk", "ssh-key:gpudesk-rsa")]
+    assert credentials.private_key_from_pem(pem).get_bits() == 3072
+    assert credentials.key_kind_for("aws") == "ed25519"

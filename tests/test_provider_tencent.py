@@ -28,8 +28,8 @@ def creds(tencent_creds: Credentials) -> Credentials:  # noqa: F811
 
 REGION = "ap-guangzhou"
 T4 = "GN7.2XLARGE32"
-PUBLIC_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGpudeskTestKeyOnlyForTheStandinServer00 me@lap"
-OTHER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAnotherKeyForTheStandinServerTest0000 me@lap"
+PUBLIC_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQgpudeskTestKeyOnlyForTheStandinServer00 me@lap"
+OTHER_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQanotherKeyForTheStandinServerTest0000 me@lap"
 MY_IP = "203.0.113.7"
 
 

@@ -154,44 +154,55 @@ class KeyPair:
     public_openssh: str  # "ssh-ed25519 AAAA... gpudesk"
 
 
-def ensure_ssh_key(name: str = "gpudesk") -> KeyPair:
-    """The ed25519 key gpudesk logs in with, generated on first use; private half in the keyring."""
+# AWS takes ed25519; Tencent documents ImportKeyPair for "OpenSSH RSA" keys only.
+KEY_KINDS = {"ed25519": "gpudesk", "rsa": "gpudesk-rsa"}
+
+
+def key_kind_for(provider: str) -> str:
+    return "rsa" if provider == "tencent" else "ed25519"
+
+
+def ensure_ssh_key(name: str = "gpudesk", kind: str = "ed25519") -> KeyPair:
+    """The key gpudesk logs in with, generated on first use; private half in the keyring."""
     import paramiko  # noqa: PLC0415 - heavy; only when a key is needed
 
     pem = load_private_key(name)
-    key: paramiko.Ed25519Key | None = None
+    key: paramiko.PKey | None = None
     if pem:
         try:
             key = private_key_from_pem(pem)
         except (paramiko.SSHException, ValueError):
             key = None  # damaged: make a new one below
     if key is None:
-        pem, key = _generate_ed25519()
+        pem, key = _generate(kind)
         save_private_key(name, pem)
     return KeyPair(name, f"{key.get_name()} {key.get_base64()} gpudesk")
 
 
 def private_key_from_pem(pem: str) -> Any:
+    """A paramiko key from an OpenSSH private key (ed25519 or RSA)."""
     import io
 
     import paramiko  # noqa: PLC0415
 
-    return paramiko.Ed25519Key.from_private_key(io.StringIO(pem))
+    kinds: tuple[type[paramiko.PKey], ...] = (paramiko.Ed25519Key, paramiko.RSAKey)
+    for kind in kinds:
+        try:
+            return kind.from_private_key(io.StringIO(pem))
+        except (paramiko.SSHException, ValueError):
+            continue
+    raise paramiko.SSHException("not an ed25519 or RSA private key")
 
 
-def _generate_ed25519() -> tuple[str, Any]:
-    import io
-
-    import paramiko  # noqa: PLC0415
+def _generate(kind: str) -> tuple[str, Any]:
     from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import (  # noqa: PLC0415
-        Ed25519PrivateKey,
-    )
+    from cryptography.hazmat.primitives.asymmetric import ed25519, rsa  # noqa: PLC0415
 
-    private = Ed25519PrivateKey.generate()
+    private: Any = (rsa.generate_private_key(public_exponent=65537, key_size=3072)
+                    if kind == "rsa" else ed25519.Ed25519PrivateKey.generate())
     pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
                                 serialization.NoEncryption()).decode("ascii")
-    return pem, paramiko.Ed25519Key.from_private_key(io.StringIO(pem))
+    return pem, private_key_from_pem(pem)
 
 
 # --------------------------------------------------------------------------- ~/.aws import

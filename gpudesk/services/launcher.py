@@ -210,7 +210,9 @@ class _Run:
 
     async def go(self) -> LaunchResult:
         ledger = self.l.ledger
-        key = await asyncio.to_thread(credentials.ensure_ssh_key)
+        kind = credentials.key_kind_for(self.plan.provider)
+        key = await asyncio.to_thread(credentials.ensure_ssh_key,
+                                      credentials.KEY_KINDS[kind], kind)
         candidates = [(self.plan.region, self.plan.zone)]
         candidates += [(r, "") for r in self.plan.fallback_regions if r != self.plan.region]
         instance: CloudInstance | None = None
