@@ -1,0 +1,258 @@
+"""Entry point: ``python3 -m gpudesk.agent --dir RUNDIR [--rules rules.json] [--once]``.
+
+Also runs as a bare uploaded folder: ``python3 path/to/agent --dir RUNDIR``.
+In RUNDIR it keeps ``metrics.jsonl`` (+ rotated files), ``events.jsonl``,
+``actions.log``, ``agent.pid`` and ``agent.lock`` (one agent per folder).
+``--since SEQ [--follow]`` prints the records after SEQ as JSON lines (what
+the desktop runs over SSH to backfill and then stream) instead of sampling.
+SIGTERM or SIGINT stops it cleanly, nvidia-smi child included; exit 0.
+Exit 2: invalid rules; 3: another agent holds the folder; 1: no GPU reading
+(``--once`` only).
+"""
+
+from __future__ import annotations
+
+if __package__ in (None, ""):  # run as a folder or a script, not with -m: become the package
+    import importlib
+    import os
+    import sys
+
+    _here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+    sys.path.insert(0, os.path.dirname(_here))
+    __package__ = os.path.basename(_here)
+    importlib.import_module(__package__)
+
+import argparse  # noqa: E402
+import errno  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Dict, List, Optional, Sequence  # noqa: E402
+
+from . import AGENT_VERSION  # noqa: E402
+from .clock import SYSTEM_CLOCK, Clock  # noqa: E402
+from .events import EventLog  # noqa: E402
+from .guard import Guard  # noqa: E402
+from .metrics import Follower, MetricsWriter, read_since  # noqa: E402
+from .rules import Rules, RulesError, load_rules  # noqa: E402
+from .smi import (  # noqa: E402
+    GpuSample,
+    NvmlSampler,
+    ProcSample,
+    SmiStream,
+    gpu_count,
+    load_nvml,
+    poll_procs,
+    sample_once,
+)
+from .spot import SpotWatcher, make_source  # noqa: E402
+
+log = logging.getLogger("gpudesk.agent")
+LOCK_FILE = "agent.lock"
+PID_FILE = "agent.pid"
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="gpudesk-agent", description=__doc__.split("\n")[0])
+    p.add_argument("--dir", required=True, type=Path, help="the agent's folder")
+    p.add_argument("--rules", type=Path, help="rules.json written by the app")
+    p.add_argument("--once", action="store_true", help="one sample, one check, then exit")
+    p.add_argument("--interval-ms", type=int, help="sampling interval (default: rules, 1000)")
+    p.add_argument("--runs-dir", type=Path, help="run folders (default: rules, DIR/runs)")
+    p.add_argument("--nvidia-smi", default="nvidia-smi", help="the nvidia-smi executable")
+    p.add_argument("--sampler", choices=("auto", "nvml", "smi"), default="auto")
+    p.add_argument("--since", type=int, help="print records after this seq and exit")
+    p.add_argument("--follow", action="store_true", help="with --since: keep printing")
+    p.add_argument("--log-level", default="INFO")
+    return p.parse_args(argv)
+
+
+class Agent:
+    """Sampler + metrics writer + guard + spot watcher, run from one main loop."""
+
+    def __init__(self, folder: Path, rules: Rules, *, exe: str = "nvidia-smi",
+                 sampler: str = "auto", interval_ms: Optional[int] = None,
+                 runs_dir: Optional[Path] = None, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.folder = Path(folder)
+        self.rules = rules
+        self.exe = exe
+        self.sampler_kind = sampler
+        self.interval_ms = interval_ms or rules.interval_ms
+        self.runs_dir = Path(runs_dir or rules.runs_dir or self.folder / "runs")
+        self.clock = clock
+        self.events = EventLog(self.folder, clock)
+        self.writer = MetricsWriter(self.folder, max_bytes=rules.metrics_max_bytes,
+                                    keep=rules.metrics_keep, clock=clock)
+        self.guard = Guard(rules, self.events, runs_dir=self.runs_dir, log_dir=self.folder,
+                           clock=clock)
+        source = make_source(rules.spot, clock)
+        self.spot = None if source is None else SpotWatcher(
+            source, self.events, runs_dir=self.runs_dir, agent_dir=self.folder, clock=clock)
+        self._procs: List[ProcSample] = []
+        self._uuids: Dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._nvml: Any = None
+        self.sampler: Any = None
+
+    def _src(self) -> str:
+        return "nvml" if self._nvml is not None else "nvidia-smi"
+
+    def _make_sampler(self) -> Any:
+        if self.sampler_kind in ("auto", "nvml"):
+            self._nvml = load_nvml()
+            if self._nvml is not None:
+                return NvmlSampler(self._nvml, self.on_sample, interval_ms=self.interval_ms,
+                                   clock=self.clock)
+            if self.sampler_kind == "nvml":
+                log.warning("pynvml is not usable here; falling back to nvidia-smi")
+        return SmiStream(self.on_sample, exe=self.exe, interval_ms=self.interval_ms,
+                         expected=gpu_count(self.exe), clock=self.clock)
+
+    def on_sample(self, gpus: List[GpuSample]) -> Dict[str, Any]:
+        with self._lock:
+            self._uuids = {g.uuid: g.index for g in gpus if g.uuid and g.index is not None}
+            procs = list(self._procs)
+        rec = self.writer.append(gpus, procs, src=self._src())
+        self.guard.observe(gpus)
+        return rec
+
+    def poll_procs(self) -> None:
+        procs = self.sampler.procs() if self.sampler is not None else poll_procs(self.exe)
+        if procs is None:
+            return
+        with self._lock:
+            self._procs = [p if p.gpu_index is not None or p.gpu_uuid not in self._uuids
+                           else ProcSample(p.pid, p.gpu_uuid, self._uuids[p.gpu_uuid], p.name,
+                                           p.mem_used_mib)
+                           for p in procs]
+
+    def once(self) -> Optional[Dict[str, Any]]:
+        self._nvml = load_nvml() if self.sampler_kind != "smi" else None
+        if self._nvml is not None:
+            nv = NvmlSampler(self._nvml, self.on_sample, clock=self.clock)
+            gpus: Optional[List[GpuSample]] = nv.sample()
+            self.sampler = nv
+        else:
+            gpus = sample_once(self.exe)
+        rec = None
+        if gpus is not None:
+            with self._lock:
+                self._uuids = {g.uuid: g.index for g in gpus if g.uuid and g.index is not None}
+            self.poll_procs()
+            rec = self.on_sample(gpus)
+        self.tick_rules()
+        return rec
+
+    def tick_rules(self) -> None:
+        if self.spot is not None:
+            self.spot.poll()
+        self.guard.tick()
+
+    def run(self, stop: threading.Event) -> None:
+        self.sampler = self._make_sampler()
+        self.events.record("agent-start", pid=os.getpid(), sampler=self.sampler.kind,
+                           version=AGENT_VERSION, interval_ms=self.interval_ms)
+        self.sampler.start()
+        next_procs = next_spot = self.clock.monotonic()
+        try:
+            while not stop.is_set():
+                now = self.clock.monotonic()
+                if now >= next_procs:
+                    self.poll_procs()
+                    next_procs = now + self.rules.procs_every_s
+                if self.spot is not None and now >= next_spot:
+                    self.spot.poll()
+                    next_spot = now + self.rules.spot.every_s
+                self.guard.tick()
+                self.clock.wait(stop, 1.0)
+        finally:
+            self.sampler.stop()
+            self.writer.close()
+            self.events.record("agent-stop", pid=os.getpid(), last_seq=self.writer.seq)
+
+
+def _lock(folder: Path) -> Any:
+    import fcntl
+
+    f = open(folder / LOCK_FILE, "a+")  # noqa: SIM115 - held until the agent exits
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        f.close()
+        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            return None
+        raise
+    return f
+
+
+def _print_records(recs: List[Dict[str, Any]]) -> None:
+    for rec in recs:
+        sys.stdout.write(json.dumps(rec, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def follow(folder: Path, since: int, stop: threading.Event, clock: Clock = SYSTEM_CLOCK,
+           every_s: float = 0.2) -> None:
+    f = Follower(folder, since)
+    while not stop.is_set():
+        _print_records(f.poll())
+        clock.wait(stop, every_s)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(message)s")
+    folder: Path = args.dir
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        if args.since is not None:
+            if args.follow:
+                follow(folder, args.since, stop)
+            else:
+                _print_records(read_since(folder, args.since))
+            return 0
+    except BrokenPipeError:  # the SSH channel went away
+        return 0
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        rules = load_rules(args.rules)
+    except RulesError as exc:
+        EventLog(folder).record("rules-error", error=str(exc))
+        log.error("invalid rules: %s", exc)
+        return 2
+    lock = _lock(folder)
+    if lock is None:
+        log.error("another agent is running in %s", folder)
+        return 3
+    try:
+        (folder / PID_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
+        agent = Agent(folder, rules, exe=args.nvidia_smi, sampler=args.sampler,
+                      interval_ms=args.interval_ms, runs_dir=args.runs_dir)
+        if args.once:
+            rec = agent.once()
+            agent.writer.close()
+            if rec is None:
+                log.error("no GPU reading from %s", args.nvidia_smi)
+                return 1
+            _print_records([rec])
+            return 0
+        agent.run(stop)
+        return 0
+    finally:
+        lock.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
