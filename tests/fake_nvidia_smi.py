@@ -47,7 +47,8 @@ HEADER_NAMES = {"utilization.gpu": "utilization.gpu [%]", "memory.used": "memory
 
 def gpu(index: int, uuid: str, name: str, util: str, used: str, total: str, temp: str,
         power: str, limit: str) -> dict[str, str]:
-    return dict(zip(FIELDS, (str(index), uuid, name, util, used, total, temp, power, limit)))
+    values = (str(index), uuid, name, util, used, total, temp, power, limit)
+    return dict(zip(FIELDS, values))  # noqa: B905 - the stand-in runs on any python3
 
 
 A100_UUID = "GPU-4d2b3c1e-6a0f-2b7e-93c1-0e5f2a7d8b14"
@@ -211,14 +212,14 @@ def main(argv: list[str]) -> int:
         print(", ".join(HEADER_NAMES.get(f, f) for f in fields), flush=True)
     if sc.get("error_line"):
         print(sc["error_line"], flush=True)
-    k = 0
+    n = 0
     while True:
-        for g in sc["samples"][k % len(sc["samples"])]:
+        for g in sc["samples"][n % len(sc["samples"])]:
             print(", ".join(value(f, g[f], nounits) for f in fields))
         sys.stdout.flush()
-        k += 1
-        if interval is None or (exit_after and k >= exit_after):
-            log("exit", samples=k)
+        n += 1
+        if interval is None or (exit_after and n >= exit_after):
+            log("exit", samples=n)
             return 0
         time.sleep(interval)
 

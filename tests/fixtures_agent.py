@@ -170,8 +170,8 @@ class MetadataServer:
 
     @property
     def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        port = self.httpd.server_address[1]
+        return f"http://127.0.0.1:{port}"
 
     def count(self, method: str, path: str) -> int:
         return sum(1 for r in self.state.requests if r == (method, path))

@@ -1,5 +1,6 @@
 """The metrics file: seq numbers, nulls, rotation bounds, backfill and follow across rotations."""
 
+# ruff: noqa: F811 - pytest fixtures imported from fixtures_agent arrive as parameters
 from __future__ import annotations
 
 import json

@@ -1,5 +1,6 @@
 """nvidia-smi parsing (captures + property tests), the long-lived reader, and the NVML path."""
 
+# ruff: noqa: F811 - pytest fixtures imported from fixtures_agent arrive as parameters
 from __future__ import annotations
 
 import math
@@ -185,7 +186,8 @@ def field_cases(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
 
 
 KEYS = dict(zip(QUERY_FIELDS, ("index", "uuid", "name", "util", "mem_used_mib",
-                               "mem_total_mib", "temp_c", "power_w", "power_limit_w")))
+                               "mem_total_mib", "temp_c", "power_w", "power_limit_w"),
+                strict=True))
 
 
 @settings(max_examples=400, deadline=None)

@@ -32,7 +32,7 @@ import signal  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any, Dict, List, Optional, Sequence  # noqa: E402
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple  # noqa: E402
 
 from . import AGENT_VERSION  # noqa: E402
 from .clock import SYSTEM_CLOCK, Clock  # noqa: E402
@@ -77,9 +77,12 @@ class Agent:
 
     def __init__(self, folder: Path, rules: Rules, *, exe: str = "nvidia-smi",
                  sampler: str = "auto", interval_ms: Optional[int] = None,
-                 runs_dir: Optional[Path] = None, clock: Clock = SYSTEM_CLOCK) -> None:
+                 runs_dir: Optional[Path] = None, clock: Clock = SYSTEM_CLOCK,
+                 rules_path: Optional[Path] = None) -> None:
         self.folder = Path(folder)
         self.rules = rules
+        self.rules_path = rules_path
+        self._rules_stamp = self._stamp()
         self.exe = exe
         self.sampler_kind = sampler
         self.interval_ms = interval_ms or rules.interval_ms
@@ -148,6 +151,39 @@ class Agent:
         self.tick_rules()
         return rec
 
+    def _stamp(self) -> Optional[Tuple[int, int, int]]:
+        try:
+            st = os.stat(self.rules_path) if self.rules_path is not None else None
+        except OSError:
+            return None
+        return None if st is None else (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def reload_rules(self) -> bool:
+        """Adopt a rewritten rules.json (new price, raised cap); a bad one keeps the old rules.
+
+        The idle count and what already fired carry over; sampling settings and
+        the runs folder apply at the next start.
+        """
+        stamp = self._stamp()
+        if stamp is None or stamp == self._rules_stamp:
+            return False
+        self._rules_stamp = stamp
+        try:
+            rules = load_rules(self.rules_path)
+        except RulesError as exc:
+            self.events.record("rules-error", error=str(exc))
+            log.error("rules.json changed but is invalid, keeping the previous rules: %s", exc)
+            return False
+        if rules.spot != self.rules.spot:
+            source = make_source(rules.spot, self.clock)
+            self.spot = None if source is None else SpotWatcher(
+                source, self.events, runs_dir=self.runs_dir, agent_dir=self.folder,
+                clock=self.clock)
+        self.rules = rules
+        self.guard.rules = rules
+        self.events.record("rules-reloaded")
+        return True
+
     def tick_rules(self) -> None:
         if self.spot is not None:
             self.spot.poll()
@@ -163,17 +199,26 @@ class Agent:
             while not stop.is_set():
                 now = self.clock.monotonic()
                 if now >= next_procs:
-                    self.poll_procs()
                     next_procs = now + self.rules.procs_every_s
+                    _guarded(self.poll_procs)
                 if self.spot is not None and now >= next_spot:
-                    self.spot.poll()
                     next_spot = now + self.rules.spot.every_s
-                self.guard.tick()
+                    _guarded(self.spot.poll)
+                _guarded(self.reload_rules)
+                _guarded(self.guard.tick)
                 self.clock.wait(stop, 1.0)
         finally:
             self.sampler.stop()
             self.writer.close()
             self.events.record("agent-stop", pid=os.getpid(), last_seq=self.writer.seq)
+
+
+def _guarded(step: Callable[[], object]) -> None:
+    """One step of the loop; a bug in one part must not stop the others (or the guard)."""
+    try:
+        step()
+    except Exception:
+        log.exception("agent step %s failed", getattr(step, "__qualname__", step))
 
 
 def _lock(folder: Path) -> Any:
@@ -239,7 +284,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         (folder / PID_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
         agent = Agent(folder, rules, exe=args.nvidia_smi, sampler=args.sampler,
-                      interval_ms=args.interval_ms, runs_dir=args.runs_dir)
+                      interval_ms=args.interval_ms, runs_dir=args.runs_dir,
+                      rules_path=args.rules)
         if args.once:
             rec = agent.once()
             agent.writer.close()

@@ -35,7 +35,8 @@ from .clock import SYSTEM_CLOCK, Clock
 from .smi import GpuSample, ProcSample
 
 METRICS_FILE = "metrics.jsonl"
-DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # ~8 h of 8-GPU records; 9 files ≈ 3 days
+# An 8-GPU record with 8 processes is ~2.6 kB: 32 MiB ≈ 3.5 h at 1 Hz, all 9 files ≈ 31 h.
+DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 DEFAULT_KEEP = 8
 _TAIL = 64 * 1024
 

@@ -5,7 +5,7 @@ budget or the spot price changes)::
 
     {"runs_dir": "/home/ubuntu/.gpudesk/runs",      # default: <agent dir>/runs
      "interval_ms": 1000, "procs_every_s": 5,
-     "metrics": {"max_bytes": 16777216, "keep": 8},
+     "metrics": {"max_bytes": 33554432, "keep": 8},
      "idle":   {"below_pct": 5, "minutes": 30, "action": "stop"},
      "budget": {"cap": 100.0, "currency": "USD", "price_per_hour": 3.06,
                 "since": 1700000000.0, "spent_before": 12.5,
@@ -30,6 +30,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
+
+from .metrics import DEFAULT_KEEP, DEFAULT_MAX_BYTES
 
 ACTIONS = ("stop", "terminate", "warn")
 # Without a configured command, stop and terminate power the machine off: on EC2 that
@@ -83,8 +85,8 @@ class Rules:
     runs_dir: Optional[Path] = None
     interval_ms: int = 1000
     procs_every_s: float = 5.0
-    metrics_max_bytes: int = 16 * 1024 * 1024
-    metrics_keep: int = 8
+    metrics_max_bytes: int = DEFAULT_MAX_BYTES
+    metrics_keep: int = DEFAULT_KEEP
 
     def command(self, action: str) -> Tuple[str, ...]:
         if action in self.commands:
@@ -175,8 +177,8 @@ def parse_rules(data: Any) -> Rules:
         runs_dir=Path(runs_dir) if runs_dir else None,
         interval_ms=int(_num(data, "interval_ms", "rules", 1000, low=10)),
         procs_every_s=_num(data, "procs_every_s", "rules", 5.0, positive=True),
-        metrics_max_bytes=int(_num(m, "max_bytes", "metrics", 16 * 1024 * 1024, low=1024)),
-        metrics_keep=int(_num(m, "keep", "metrics", 8, low=1)),
+        metrics_max_bytes=int(_num(m, "max_bytes", "metrics", DEFAULT_MAX_BYTES, low=1024)),
+        metrics_keep=int(_num(m, "keep", "metrics", DEFAULT_KEEP, low=1)),
     )
 
 
