@@ -239,7 +239,8 @@ def test_bundle_has_keyring_backends_and_only_the_qt_modules_it_needs(bundle: Bu
     assert not present & {"QtNetwork", "QtQml", "QtQuick", "QtWebEngineCore", "QtTest"}
 
 
-def test_frozen_keyring_pyqtgraph_and_cloud_sdks_work(builds: tuple[Bundle, Path], gpudesk_home: Path) -> None:
+def test_frozen_keyring_pyqtgraph_and_cloud_sdks_work(builds: tuple[Bundle, Path],
+                                                      gpudesk_home: Path) -> None:
     probe = Bundle(builds[1], None)
     result = _run(probe, "gpudesk", [], gpudesk_home,
                   DBUS_SESSION_BUS_ADDRESS=os.environ.get("DBUS_SESSION_BUS_ADDRESS", ""))

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from fixtures_keyring import secret_service  # noqa: F401
 from fixtures_tencent import SECRET_ID, SECRET_KEY, tencent, tencent_creds, tencent_server  # noqa: F401
+from PySide6.QtCore import QCoreApplication, QEvent
 
 from gpudesk.services import credentials
 from gpudesk.services.accounts import TENCENT_ENDPOINT_ENV
@@ -81,13 +82,16 @@ def test_killed_launch_is_found_after_restart(point, tencent, tencent_creds, sec
 
     with Ledger() as ledger:
         window = MainWindow(load_settings(), ledger=ledger)
-        qtbot.addWidget(window)
         shown = {window.instances.model.machine(r).cloud_id  # type: ignore[union-attr]
                  for r in range(window.instances.model.rowCount())}
         assert at_cloud <= shown
         if at_cloud:
             assert "1" in window.billing_label.text()
+        # Delete the window before the ledger closes: a later language change must
+        # not reach pages whose ledger is gone.
         window.close()
+        window.deleteLater()
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 def test_whole_session_leaves_no_secret_in_any_file(tencent, secret_service, env,  # type: ignore[no-untyped-def]  # noqa: F811

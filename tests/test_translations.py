@@ -24,9 +24,12 @@ from gpudesk.ui.offers_model import COL  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 TS = ROOT / "resources" / "translations" / "gpudesk_zh_CN.ts"
 QM = TS.with_suffix(".qm")
-KNOWN_CONTEXTS = {"AboutDialog", "Answers", "CrashDialog", "MainWindow", "MemoryBar",
-                  "OffersModel", "PlanForm", "PlanPage", "Planner", "SettingsDialog",
-                  "SizingError", "SizingNote", "TaskRunner", "TraceDialog", "WelcomeDialog"}
+KNOWN_CONTEXTS = {"AboutDialog", "AccountsPage", "Answers", "BillingTray", "CloudAccountBox",
+                  "CrashDialog", "Credentials", "HostKey", "InstancesModel", "InstancesPage",
+                  "LaunchDialog", "Launcher", "MainWindow", "MemoryBar", "OffersModel",
+                  "OwnMachinesBox", "PlanForm", "PlanPage", "Planner", "ProviderError",
+                  "SettingsDialog", "SizingError", "SizingNote", "Ssh", "Sync", "TaskRunner",
+                  "TraceDialog", "WelcomeDialog"}
 
 
 def qt_tool(name: str) -> str | None:

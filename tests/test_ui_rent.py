@@ -10,7 +10,7 @@ import keyring
 import pytest
 from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_tencent import SECRET_ID, SECRET_KEY, tencent, tencent_creds, tencent_server  # noqa: F401
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QCoreApplication, QEvent, Qt
 from PySide6.QtWidgets import QMessageBox
 
 from gpudesk.services import credentials
@@ -56,6 +56,10 @@ def window(qtbot, loop, tencent, memory_keyring, monkeypatch, banner_port):  # t
     w.show()
     yield w
     w.close()
+    # Delete the window before its ledger closes: a later test's language switch
+    # would otherwise reach its pages and query a closed database.
+    w.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     ledger.close()
 
 

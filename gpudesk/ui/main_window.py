@@ -109,10 +109,10 @@ class MainWindow(QMainWindow):
         self.retranslate()
         self.resize(1280, 800)
         if catalog is None:
-            QTimer.singleShot(0, self._load_catalog)
+            QTimer.singleShot(0, self, self._load_catalog)
         self.instances.reload()
         if self.ledger.accounts():
-            QTimer.singleShot(0, self._reconcile_at_start)
+            QTimer.singleShot(0, self, self._reconcile_at_start)
 
     def _reconcile_at_start(self) -> None:
         try:

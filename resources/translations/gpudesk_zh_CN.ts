@@ -33,6 +33,13 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         </message>
     </context>
     <context>
+        <name>AccountsPage</name>
+        <message>
+            <source>Keys are stored only in the system keyring, never in a file, a log or the command line. Give gpudesk keys of a user that may launch, stop and terminate instances and manage key pairs and security groups — nothing more.</source>
+            <translation>密钥只保存在系统密钥环中，绝不写入文件、日志或命令行。请给 gpudesk 一个只能启动、停止、销毁实例以及管理密钥对和安全组的用户的密钥——不要更多权限。</translation>
+        </message>
+    </context>
+    <context>
         <name>Answers</name>
         <message>
             <source>a single GPU</source>
@@ -92,6 +99,104 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         </message>
     </context>
     <context>
+        <name>BillingTray</name>
+        <message>
+            <source>gpudesk: {n} machine(s) may be billing ({rate}/h)</source>
+            <translation>gpudesk：{n} 台机器可能正在计费（{rate}/小时）</translation>
+        </message>
+        <message>
+            <source>{name} — {provider} {type}, {state}, spent {spent}</source>
+            <translation>{name} — {provider} {type}，{state}，已花费 {spent}</translation>
+        </message>
+        <message>
+            <source>gpudesk: nothing is billing</source>
+            <translation>gpudesk：没有正在计费的机器</translation>
+        </message>
+        <message>
+            <source>Show gpudesk</source>
+            <translation>显示 gpudesk</translation>
+        </message>
+        <message>
+            <source>Quit</source>
+            <translation>退出</translation>
+        </message>
+    </context>
+    <context>
+        <name>CloudAccountBox</name>
+        <message>
+            <source>Access key ID</source>
+            <translation>Access key ID</translation>
+        </message>
+        <message>
+            <source>SecretId</source>
+            <translation>SecretId</translation>
+        </message>
+        <message>
+            <source>Secret access key</source>
+            <translation>Secret access key</translation>
+        </message>
+        <message>
+            <source>SecretKey</source>
+            <translation>SecretKey</translation>
+        </message>
+        <message>
+            <source>Session token (optional)</source>
+            <translation>会话令牌（可选）</translation>
+        </message>
+        <message>
+            <source>Or import from ~/.aws profile</source>
+            <translation>或从 ~/.aws 配置文件导入</translation>
+        </message>
+        <message>
+            <source>Import</source>
+            <translation>导入</translation>
+        </message>
+        <message>
+            <source>Verify and save</source>
+            <translation>验证并保存</translation>
+        </message>
+        <message>
+            <source>Remove keys</source>
+            <translation>移除密钥</translation>
+        </message>
+        <message>
+            <source>kept only in the system keyring</source>
+            <translation>只保存在系统密钥环中</translation>
+        </message>
+        <message>
+            <source>No keys yet. They are verified before they are saved.</source>
+            <translation>还没有密钥。密钥在保存前会先验证。</translation>
+        </message>
+        <message>
+            <source>Keys {key} saved, not verified.</source>
+            <translation>密钥 {key} 已保存，未验证。</translation>
+        </message>
+        <message>
+            <source>Keys {key} are valid: account {account}, verified {when}.</source>
+            <translation>密钥 {key} 有效：账号 {account}，验证于 {when}。</translation>
+        </message>
+        <message>
+            <source>They may not launch machines; ask for launch permission.</source>
+            <translation>这些密钥可能无法启动机器；请申请启动权限。</translation>
+        </message>
+        <message>
+            <source>Enter both the key ID and the secret.</source>
+            <translation>请同时填写密钥 ID 和密钥。</translation>
+        </message>
+        <message>
+            <source>Checking the keys with {provider}…</source>
+            <translation>正在向 {provider} 验证密钥…</translation>
+        </message>
+        <message>
+            <source>The keys were not saved</source>
+            <translation>密钥未保存</translation>
+        </message>
+        <message>
+            <source>Remove the {provider} keys from the keyring? Machines keep running; gpudesk can no longer see or stop them.</source>
+            <translation>从系统密钥环中移除 {provider} 的密钥？机器会继续运行；gpudesk 将无法再看到或停止它们。</translation>
+        </message>
+    </context>
+    <context>
         <name>CrashDialog</name>
         <message>
             <source>gpudesk hit a problem</source>
@@ -111,10 +216,400 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         </message>
     </context>
     <context>
+        <name>Credentials</name>
+        <message>
+            <source>No usable system keyring was found, and gpudesk never stores keys in a file. {how}</source>
+            <translation>没有找到可用的系统密钥环，而 gpudesk 从不把密钥保存在文件中。{how}</translation>
+        </message>
+        <message>
+            <source>Install and start a Secret Service keyring (GNOME Keyring or KWallet), for example: sudo apt install gnome-keyring, then log in to a desktop session again.</source>
+            <translation>请安装并启动一个 Secret Service 密钥环（GNOME Keyring 或 KWallet），例如：sudo apt install gnome-keyring，然后重新登录桌面会话。</translation>
+        </message>
+        <message>
+            <source>Make sure the system keychain (Windows Credential Manager or the macOS Keychain) is available to your user.</source>
+            <translation>请确认当前用户可以使用系统钥匙串（Windows 凭据管理器或 macOS 钥匙串）。</translation>
+        </message>
+        <message>
+            <source>The system keyring refused the request ({reason}). Unlock it and try again.</source>
+            <translation>系统密钥环拒绝了请求（{reason}）。请解锁后重试。</translation>
+        </message>
+        <message>
+            <source>The {what} is empty.</source>
+            <translation>{what} 为空。</translation>
+        </message>
+        <message>
+            <source>No AWS profile '{profile}' with an access key was found in {files}.</source>
+            <translation>在 {files} 中没有找到带访问密钥的 AWS 配置 '{profile}'。</translation>
+        </message>
+    </context>
+    <context>
+        <name>HostKey</name>
+        <message>
+            <source>The host key of {host} has changed: it was pinned as {expected}, but the machine now offers {offered}. gpudesk refused to connect, because this is what an attacker in the middle would look like. If the machine was rebuilt, forget its pinned key and connect again.</source>
+            <translation>{host} 的主机密钥已变更：之前固定的是 {expected}，但机器现在提供的是 {offered}。gpudesk 拒绝连接，因为这正是中间人攻击的样子。如果机器是重建的，请忘记它已固定的密钥后再连接。</translation>
+        </message>
+        <message>
+            <source>{host} offered a host key that is not pinned ({offered}), and gpudesk was told not to trust new keys. Give its fingerprint, or allow pinning on first use.</source>
+            <translation>{host} 提供了一个未固定的主机密钥（{offered}），而 gpudesk 被设置为不信任新密钥。请提供它的指纹，或允许首次使用时固定。</translation>
+        </message>
+        <message>
+            <source>The host key of {host} ({offered}) was not accepted; nothing was sent.</source>
+            <translation>{host} 的主机密钥（{offered}）未被接受；没有发送任何内容。</translation>
+        </message>
+        <message>
+            <source>{host} offered the host key {offered}, which is not the expected {expected}. gpudesk refused to connect.</source>
+            <translation>{host} 提供的主机密钥是 {offered}，不是预期的 {expected}。gpudesk 拒绝连接。</translation>
+        </message>
+        <message>
+            <source>'{text}' is not a host key fingerprint; expected SHA256: followed by 43 characters, as ssh-keygen -l prints it.</source>
+            <translation>'{text}' 不是主机密钥指纹；应为 SHA256: 后跟 43 个字符，与 ssh-keygen -l 的输出一致。</translation>
+        </message>
+    </context>
+    <context>
+        <name>InstancesModel</name>
+        <message>
+            <source>Machine</source>
+            <translation>机器</translation>
+        </message>
+        <message>
+            <source>Provider</source>
+            <translation>云厂商</translation>
+        </message>
+        <message>
+            <source>Type</source>
+            <translation>机型</translation>
+        </message>
+        <message>
+            <source>GPUs</source>
+            <translation>GPU</translation>
+        </message>
+        <message>
+            <source>Market</source>
+            <translation>计费方式</translation>
+        </message>
+        <message>
+            <source>State</source>
+            <translation>状态</translation>
+        </message>
+        <message>
+            <source>Uptime</source>
+            <translation>运行时长</translation>
+        </message>
+        <message>
+            <source>Price/h</source>
+            <translation>单价/时</translation>
+        </message>
+        <message>
+            <source>Spent</source>
+            <translation>已花费</translation>
+        </message>
+        <message>
+            <source>Address</source>
+            <translation>地址</translation>
+        </message>
+        <message>
+            <source>requesting</source>
+            <translation>请求中</translation>
+        </message>
+        <message>
+            <source>starting</source>
+            <translation>启动中</translation>
+        </message>
+        <message>
+            <source>running</source>
+            <translation>运行中</translation>
+        </message>
+        <message>
+            <source>stopping</source>
+            <translation>停止中</translation>
+        </message>
+        <message>
+            <source>stopped</source>
+            <translation>已停止</translation>
+        </message>
+        <message>
+            <source>terminated</source>
+            <translation>已销毁</translation>
+        </message>
+        <message>
+            <source>not created</source>
+            <translation>未创建</translation>
+        </message>
+        <message>
+            <source>gone</source>
+            <translation>已消失</translation>
+        </message>
+        <message>
+            <source>ready</source>
+            <translation>就绪</translation>
+        </message>
+        <message>
+            <source>{h} h {m:02d} min</source>
+            <translation>{h} 小时 {m:02d} 分</translation>
+        </message>
+        <message>
+            <source>spot</source>
+            <translation>竞价</translation>
+        </message>
+        <message>
+            <source>on-demand</source>
+            <translation>按量</translation>
+        </message>
+    </context>
+    <context>
+        <name>InstancesPage</name>
+        <message>
+            <source>Show ended</source>
+            <translation>显示已结束的</translation>
+        </message>
+        <message>
+            <source>Check clouds</source>
+            <translation>检查云端</translation>
+        </message>
+        <message>
+            <source>Stop</source>
+            <translation>停止</translation>
+        </message>
+        <message>
+            <source>Start</source>
+            <translation>启动</translation>
+        </message>
+        <message>
+            <source>Terminate…</source>
+            <translation>销毁…</translation>
+        </message>
+        <message>
+            <source>Copy SSH command</source>
+            <translation>复制 SSH 命令</translation>
+        </message>
+        <message>
+            <source>Remove from list</source>
+            <translation>从列表中移除</translation>
+        </message>
+        <message>
+            <source>{n} machine(s) may be billing now ({rate} per hour for the running ones). Terminate what you no longer need.</source>
+            <translation>{n} 台机器现在可能正在计费（运行中的每小时 {rate}）。请销毁不再需要的机器。</translation>
+        </message>
+        <message>
+            <source>Nothing is billing.</source>
+            <translation>没有正在计费的机器。</translation>
+        </message>
+        <message>
+            <source>Checking the clouds…</source>
+            <translation>正在检查云端…</translation>
+        </message>
+        <message>
+            <source>Found {n} machine(s) the ledger did not know.</source>
+            <translation>发现 {n} 台账本中没有记录的机器。</translation>
+        </message>
+        <message>
+            <source>{n} machine(s) no longer exist.</source>
+            <translation>{n} 台机器已不存在。</translation>
+        </message>
+        <message>
+            <source>{provider} not checked: {why}</source>
+            <translation>未检查 {provider}：{why}</translation>
+        </message>
+        <message>
+            <source>Up to date.</source>
+            <translation>已是最新。</translation>
+        </message>
+        <message>
+            <source>Stopping {name}…</source>
+            <translation>正在停止 {name}…</translation>
+        </message>
+        <message>
+            <source>Starting {name}…</source>
+            <translation>正在启动 {name}…</translation>
+        </message>
+        <message>
+            <source>Terminating {name}…</source>
+            <translation>正在销毁 {name}…</translation>
+        </message>
+        <message>
+            <source>The machine was not changed</source>
+            <translation>机器未被更改</translation>
+        </message>
+        <message>
+            <source>Terminate machine</source>
+            <translation>销毁机器</translation>
+        </message>
+        <message>
+            <source>Terminate {name} ({type}, {cloud_id})? The machine and its disk are deleted; anything not copied off it is lost. Billing stops.</source>
+            <translation>销毁 {name}（{type}，{cloud_id}）？机器及其磁盘将被删除；没有复制出来的内容都会丢失。计费随即停止。</translation>
+        </message>
+        <message>
+            <source>Terminate</source>
+            <translation>销毁</translation>
+        </message>
+        <message>
+            <source>Copied: {command}</source>
+            <translation>已复制：{command}</translation>
+        </message>
+    </context>
+    <context>
+        <name>LaunchDialog</name>
+        <message>
+            <source>Launch {type}</source>
+            <translation>启动 {type}</translation>
+        </message>
+        <message>
+            <source>{type}: {count} × {gpu}, {provider} {region}</source>
+            <translation>{type}：{count} × {gpu}，{provider} {region}</translation>
+        </message>
+        <message>
+            <source>Spot (cheaper, can be reclaimed)</source>
+            <translation>竞价（更便宜，可能被回收）</translation>
+        </message>
+        <message>
+            <source>Maximum spot price per hour</source>
+            <translation>每小时最高竞价</translation>
+        </message>
+        <message>
+            <source>Disk</source>
+            <translation>磁盘</translation>
+        </message>
+        <message>
+            <source>SSH allowed only from</source>
+            <translation>仅允许以下地址 SSH</translation>
+        </message>
+        <message>
+            <source>If refused, also try</source>
+            <translation>如被拒绝，也尝试</translation>
+        </message>
+        <message>
+            <source>Detect</source>
+            <translation>检测</translation>
+        </message>
+        <message>
+            <source>your public address, e.g. 203.0.113.7/32</source>
+            <translation>你的公网地址，例如 203.0.113.7/32</translation>
+        </message>
+        <message>
+            <source>Progress</source>
+            <translation>进度</translation>
+        </message>
+        <message>
+            <source>Cancel launch</source>
+            <translation>取消启动</translation>
+        </message>
+        <message>
+            <source>Close</source>
+            <translation>关闭</translation>
+        </message>
+        <message>
+            <source>Launch (about {rate}/h)</source>
+            <translation>启动（约 {rate}/小时）</translation>
+        </message>
+        <message>
+            <source>Billing starts when the machine runs: about {rate} per hour until you stop or terminate it.</source>
+            <translation>机器运行后开始计费：每小时约 {rate}，直到你停止或销毁它。</translation>
+        </message>
+        <message>
+            <source>Spot prices change and the cloud may reclaim the machine with two minutes' notice.</source>
+            <translation>竞价价格会变动，云厂商可能提前两分钟通知后回收机器。</translation>
+        </message>
+        <message>
+            <source>Tencent's maximum price is in CNY per hour.</source>
+            <translation>腾讯云的最高价格以人民币/小时计。</translation>
+        </message>
+        <message>
+            <source>The machine was not launched</source>
+            <translation>机器未启动</translation>
+        </message>
+        <message>
+            <source>Refused, trying the next place: {why}</source>
+            <translation>被拒绝，正在尝试下一个地点：{why}</translation>
+        </message>
+        <message>
+            <source>{cloud_id} is running at {address}. It is on the Instances page; connect with ssh {user}@{address}.</source>
+            <translation>{cloud_id} 正在 {address} 运行。它在“实例”页上；用 ssh {user}@{address} 连接。</translation>
+        </message>
+        <message>
+            <source>Cancelled. Anything already requested was terminated; the Instances page shows its state.</source>
+            <translation>已取消。已请求的资源都已销毁；“实例”页显示其状态。</translation>
+        </message>
+    </context>
+    <context>
+        <name>Launcher</name>
+        <message>
+            <source>SSH key</source>
+            <translation>SSH 密钥</translation>
+        </message>
+        <message>
+            <source>Firewall (SSH from your address only)</source>
+            <translation>防火墙（仅允许你的地址 SSH）</translation>
+        </message>
+        <message>
+            <source>Request the machine</source>
+            <translation>请求机器</translation>
+        </message>
+        <message>
+            <source>Wait until it runs</source>
+            <translation>等待机器运行</translation>
+        </message>
+        <message>
+            <source>Wait until SSH answers</source>
+            <translation>等待 SSH 响应</translation>
+        </message>
+    </context>
+    <context>
         <name>MainWindow</name>
         <message>
             <source>Plan</source>
             <translation>规划</translation>
+        </message>
+        <message>
+            <source>Accounts</source>
+            <translation>账号</translation>
+        </message>
+        <message>
+            <source>Instances</source>
+            <translation>实例</translation>
+        </message>
+        <message>
+            <source>Add your {provider} keys first.</source>
+            <translation>请先添加你的 {provider} 密钥。</translation>
+        </message>
+        <message>
+            <source>Add cloud keys on the Accounts page to get live prices.</source>
+            <translation>在“账号”页添加云密钥以获取实时价格。</translation>
+        </message>
+        <message>
+            <source>Live prices: {n} offers updated.</source>
+            <translation>实时价格：已更新 {n} 个报价。</translation>
+        </message>
+        <message>
+            <source>Sold out: {items}.</source>
+            <translation>已售罄：{items}。</translation>
+        </message>
+        <message>
+            <source>{n} regions did not answer.</source>
+            <translation>{n} 个地域没有响应。</translation>
+        </message>
+        <message>
+            <source>Asking the clouds for prices…</source>
+            <translation>正在向云端查询价格…</translation>
+        </message>
+        <message>
+            <source>Prices were not refreshed</source>
+            <translation>价格未刷新</translation>
+        </message>
+        <message>
+            <source>Machines are billing</source>
+            <translation>有机器正在计费</translation>
+        </message>
+        <message>
+            <source>{n} machine(s) from before are still billing. See Instances.</source>
+            <translation>之前的 {n} 台机器仍在计费。请查看“实例”页。</translation>
+        </message>
+        <message>
+            <source>This desktop has no system tray: billing alerts show here and on the Instances page.</source>
+            <translation>此桌面没有系统托盘：计费提醒会显示在这里和“实例”页上。</translation>
+        </message>
+        <message>
+            <source>● {n} billing ({rate}/h)</source>
+            <translation>● {n} 台计费中（{rate}/小时）</translation>
         </message>
         <message>
             <source>gpudesk — plan, rent and train on cloud GPUs</source>
@@ -183,6 +678,10 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         <message>
             <source>&amp;Trace my model…</source>
             <translation>追踪我的模型(&amp;T)…</translation>
+        </message>
+        <message>
+            <source>&amp;Refresh prices from my clouds</source>
+            <translation>从我的云账号刷新价格(&amp;R)</translation>
         </message>
         <message>
             <source>&amp;Help</source>
@@ -275,8 +774,8 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
             <translation>计费方式</translation>
         </message>
         <message>
-            <source>$/h</source>
-            <translation>$/小时</translation>
+            <source>{symbol}/h</source>
+            <translation>{symbol}/小时</translation>
         </message>
         <message>
             <source>Est. hours</source>
@@ -293,6 +792,33 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         <message>
             <source>Why</source>
             <translation>说明</translation>
+        </message>
+    </context>
+    <context>
+        <name>OwnMachinesBox</name>
+        <message>
+            <source>Your own machines (SSH)</source>
+            <translation>你自己的机器（SSH）</translation>
+        </message>
+        <message>
+            <source>Name</source>
+            <translation>名称</translation>
+        </message>
+        <message>
+            <source>Address</source>
+            <translation>地址</translation>
+        </message>
+        <message>
+            <source>GPUs</source>
+            <translation>GPU</translation>
+        </message>
+        <message>
+            <source>Add machine</source>
+            <translation>添加机器</translation>
+        </message>
+        <message>
+            <source>Remove</source>
+            <translation>移除</translation>
         </message>
     </context>
     <context>
@@ -497,6 +1023,10 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
             <translation>完成总费用</translation>
         </message>
         <message>
+            <source>Launch this machine…</source>
+            <translation>启动这台机器…</translation>
+        </message>
+        <message>
             <source>Spot</source>
             <translation>竞价实例</translation>
         </message>
@@ -543,6 +1073,10 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         <message>
             <source>Enter a model to see what it needs.</source>
             <translation>输入模型即可查看所需资源。</translation>
+        </message>
+        <message>
+            <source>This offer does not fit the job.</source>
+            <translation>此报价不适合这个任务。</translation>
         </message>
         <message>
             <source>{price}/h ({market})</source>
@@ -598,6 +1132,133 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         <message>
             <source>no spot price known for this offer</source>
             <translation>此报价没有已知的竞价价格</translation>
+        </message>
+    </context>
+    <context>
+        <name>ProviderError</name>
+        <message>
+            <source>No {provider} account is set up yet. Add your keys on the Accounts page (or: gpudesk accounts add {provider_id} ...).</source>
+            <translation>还没有设置 {provider} 账号。请在“账号”页添加密钥（或：gpudesk accounts add {provider_id} ...）。</translation>
+        </message>
+        <message>
+            <source>'{provider}' is not a cloud gpudesk can rent from; choose aws or tencent.</source>
+            <translation>'{provider}' 不是 gpudesk 可以租用的云；请选择 aws 或 tencent。</translation>
+        </message>
+        <message>
+            <source>The machine {cloud_id} was created but is still {state} after {minutes} minutes. It is listed on the Instances page; terminate it there if you no longer want it.</source>
+            <translation>机器 {cloud_id} 已创建，但 {minutes} 分钟后仍处于 {state}。它列在“实例”页上；如果不再需要，请在那里销毁。</translation>
+        </message>
+        <message>
+            <source>The machine {cloud_id} runs (and bills) but SSH on {address} did not answer within {minutes} minutes. It is listed on the Instances page.</source>
+            <translation>机器 {cloud_id} 正在运行（并计费），但 {address} 上的 SSH 在 {minutes} 分钟内没有响应。它列在“实例”页上。</translation>
+        </message>
+        <message>
+            <source>The machine {cloud_id} ended while starting (state {state}); spot capacity may have been reclaimed.</source>
+            <translation>机器 {cloud_id} 在启动过程中结束了（状态 {state}）；竞价容量可能已被回收。</translation>
+        </message>
+        <message>
+            <source>No machine '{ref}' in the ledger; `gpudesk ls` lists them.</source>
+            <translation>账本中没有机器 '{ref}'；`gpudesk ls` 会列出它们。</translation>
+        </message>
+        <message>
+            <source>{name} is your own machine: gpudesk cannot {action} it. Remove it from the list instead.</source>
+            <translation>{name} 是你自己的机器：gpudesk 无法 {action} 它。请改为从列表中移除。</translation>
+        </message>
+        <message>
+            <source>{name} has no cloud machine (state {state}); there is nothing to {action}.</source>
+            <translation>{name} 没有云端机器（状态 {state}）；没有可以 {action} 的对象。</translation>
+        </message>
+        <message>
+            <source>'{host}' is not a host name or address, or port {port} is not 1-65535.</source>
+            <translation>'{host}' 不是主机名或地址，或端口 {port} 不在 1-65535 之间。</translation>
+        </message>
+        <message>
+            <source>gpudesk launches only behind its own security group, which opens SSH to your address alone; give the address (--allow-from) so it can make one.</source>
+            <translation>gpudesk 只在它自己的安全组后启动机器，该安全组只对你的地址开放 SSH；请提供地址（--allow-from）以便创建。</translation>
+        </message>
+        <message>
+            <source>The image {image} needs a disk of at least {minimum} GB; {disk_gb} GB is too small.</source>
+            <translation>镜像 {image} 需要至少 {minimum} GB 的磁盘；{disk_gb} GB 太小。</translation>
+        </message>
+        <message>
+            <source>{provider} rejected the keys: the key id or secret is wrong, or the key was deleted. Check them in the {provider} console and add them again.</source>
+            <translation>{provider} 拒绝了这些密钥：密钥 ID 或密钥错误，或密钥已被删除。请在 {provider} 控制台检查后重新添加。</translation>
+        </message>
+        <message>
+            <source>The keys are valid but may not {action}. Ask the account owner to grant {permission} to this user.</source>
+            <translation>密钥有效，但没有权限 {action}。请让账号所有者给此用户授予 {permission}。</translation>
+        </message>
+        <message>
+            <source>{provider} refused the request because this computer's clock is off. Turn on automatic time setting and try again.</source>
+            <translation>{provider} 拒绝了请求，因为这台电脑的时钟不准。请打开自动设置时间后重试。</translation>
+        </message>
+        <message>
+            <source>Could not reach {provider} ({detail}). Check the internet connection or proxy and try again.</source>
+            <translation>无法连接 {provider}（{detail}）。请检查网络连接或代理后重试。</translation>
+        </message>
+        <message>
+            <source>Your {provider} quota "{quota}" in {region} is too small for {instance_type}. {how}</source>
+            <translation>你在 {region} 的 {provider} 配额“{quota}”不足以运行 {instance_type}。{how}</translation>
+        </message>
+        <message>
+            <source>{provider} has no {instance_type} free in {where} right now.</source>
+            <translation>{provider} 在 {where} 目前没有空闲的 {instance_type}。</translation>
+        </message>
+        <message>
+            <source>Your maximum spot price {max_price} is below the market price in {where}; raise it or use on-demand.</source>
+            <translation>你的最高竞价 {max_price} 低于 {where} 的市场价格；请提高出价或使用按量计费。</translation>
+        </message>
+        <message>
+            <source>{provider} is limiting the request rate; gpudesk retried and gave up. Wait a minute and try again.</source>
+            <translation>{provider} 正在限制请求频率；gpudesk 重试后放弃了。请等一分钟再试。</translation>
+        </message>
+        <message>
+            <source>{provider} has no {what} called {name} in {region}.</source>
+            <translation>{provider} 在 {region} 没有名为 {name} 的 {what}。</translation>
+        </message>
+        <message>
+            <source>{provider} refused the request: {detail}</source>
+            <translation>{provider} 拒绝了请求：{detail}</translation>
+        </message>
+        <message>
+            <source>Request more in the AWS console under Service Quotas → Amazon EC2 (quota code {code}); approval often takes a day.</source>
+            <translation>请在 AWS 控制台的 Service Quotas → Amazon EC2 中申请提高配额（配额代码 {code}）；审批通常需要一天。</translation>
+        </message>
+        <message>
+            <source>Request more in the Tencent Cloud console under CVM → Quotas, or open a ticket; approval often takes a day.</source>
+            <translation>请在腾讯云控制台的 云服务器 → 配额 中申请，或提交工单；审批通常需要一天。</translation>
+        </message>
+        <message>
+            <source>'{region}' is not a {provider} region gpudesk knows; choose one of {choices}.</source>
+            <translation>'{region}' 不是 gpudesk 已知的 {provider} 地域；请从 {choices} 中选择。</translation>
+        </message>
+        <message>
+            <source>'{instance_type}' is not a GPU instance type gpudesk knows for {provider}.</source>
+            <translation>'{instance_type}' 不是 gpudesk 已知的 {provider} GPU 机型。</translation>
+        </message>
+        <message>
+            <source>The maximum spot price must be above zero (got {max_price}).</source>
+            <translation>最高竞价必须大于零（收到 {max_price}）。</translation>
+        </message>
+        <message>
+            <source>A maximum price only applies to spot machines; add --spot.</source>
+            <translation>最高价格只适用于竞价机器；请加上 --spot。</translation>
+        </message>
+        <message>
+            <source>SSH must be opened to one address only (like 203.0.113.7/32), not '{cidr}'.</source>
+            <translation>SSH 只能对单个地址开放（如 203.0.113.7/32），不能是 '{cidr}'。</translation>
+        </message>
+        <message>
+            <source>The disk must be between {minimum} and {maximum} GB (got {disk_gb}).</source>
+            <translation>磁盘必须在 {minimum} 到 {maximum} GB 之间（收到 {disk_gb}）。</translation>
+        </message>
+        <message>
+            <source>Tencent Cloud quotes no on-demand price for {instance_type} in {where} to bid with; give a maximum spot price.</source>
+            <translation>腾讯云没有给出 {instance_type} 在 {where} 的按量价格作为出价依据；请给出最高竞价。</translation>
+        </message>
+        <message>
+            <source>Could not find this computer's public address ({detail}), so SSH cannot be limited to it. Pass --allow-from YOUR.ADDRESS/32 (the Launch dialog has a field).</source>
+            <translation>无法获得这台电脑的公网地址（{detail}），因此无法把 SSH 限制到该地址。请传入 --allow-from 你的地址/32（“启动”对话框中有此字段）。</translation>
         </message>
     </context>
     <context>
@@ -818,6 +1479,64 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         </message>
     </context>
     <context>
+        <name>Ssh</name>
+        <message>
+            <source>Could not reach {target} over SSH after {attempts} attempts ({detail}). Check that the machine is running and that its SSH port {port} is open to this computer.</source>
+            <translation>尝试 {attempts} 次后仍无法通过 SSH 连接 {target}（{detail}）。请检查机器是否在运行，以及它的 SSH 端口 {port} 是否对这台电脑开放。</translation>
+        </message>
+        <message>
+            <source>{target} refused the SSH key for user {user} ({detail}). Check the user name and that the machine was started with this key.</source>
+            <translation>{target} 拒绝了用户 {user} 的 SSH 密钥（{detail}）。请检查用户名，以及机器是否用此密钥启动。</translation>
+        </message>
+        <message>
+            <source>No SSH key was given for {target}.</source>
+            <translation>没有为 {target} 提供 SSH 密钥。</translation>
+        </message>
+        <message>
+            <source>The SSH connection to {target} dropped while {what}. gpudesk reconnects on the next step; try again.</source>
+            <translation>与 {target} 的 SSH 连接在 {what} 时断开。gpudesk 会在下一步重新连接；请重试。</translation>
+        </message>
+        <message>
+            <source>{target} did not finish {what} within {seconds} seconds.</source>
+            <translation>{target} 没有在 {seconds} 秒内完成 {what}。</translation>
+        </message>
+        <message>
+            <source>{what} failed on {target} with exit status {status}: {stderr}</source>
+            <translation>{what} 在 {target} 上失败，退出状态 {status}：{stderr}</translation>
+        </message>
+        <message>
+            <source>'{text}' is not an SSH target; write it as ssh://user@host:port.</source>
+            <translation>'{text}' 不是 SSH 目标；请写成 ssh://user@host:port。</translation>
+        </message>
+        <message>
+            <source>The connection to {target} was closed by gpudesk.</source>
+            <translation>与 {target} 的连接已被 gpudesk 关闭。</translation>
+        </message>
+    </context>
+    <context>
+        <name>Sync</name>
+        <message>
+            <source>{path} is not a folder.</source>
+            <translation>{path} 不是文件夹。</translation>
+        </message>
+        <message>
+            <source>The machine has no working python3 ({detail}). gpudesk needs Python 3.7 or newer on the machine to sync files.</source>
+            <translation>机器上没有可用的 python3（{detail}）。gpudesk 需要机器上有 Python 3.7 或更高版本才能同步文件。</translation>
+        </message>
+        <message>
+            <source>The sync helper on the machine failed: {detail}</source>
+            <translation>机器上的同步助手失败了：{detail}</translation>
+        </message>
+        <message>
+            <source>Sync cancelled after {done} of {total} files. Files already copied are complete; none was left half-written.</source>
+            <translation>同步在 {total} 个文件中完成 {done} 个后被取消。已复制的文件是完整的；没有写了一半的文件。</translation>
+        </message>
+        <message>
+            <source>{count} files could not be written ({first}). The others were synced.</source>
+            <translation>{count} 个文件无法写入（{first}）。其他文件已同步。</translation>
+        </message>
+    </context>
+    <context>
         <name>TaskRunner</name>
         <message>
             <source>Something went wrong: {error}</source>
@@ -914,20 +1633,12 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
     <context>
         <name>WelcomeDialog</name>
         <message>
-            <source>Adding a cloud account is coming in a later version. For now you can plan with list prices, no account needed.</source>
-            <translation>添加云账户将在后续版本中提供。目前你可以使用公开价格进行规划，无需账户。</translation>
-        </message>
-        <message>
-            <source>Adding your own SSH machine is coming in a later version. For now you can plan with list prices.</source>
-            <translation>添加自己的 SSH 机器将在后续版本中提供。目前你可以使用公开价格进行规划。</translation>
-        </message>
-        <message>
             <source>Welcome to gpudesk</source>
             <translation>欢迎使用 gpudesk</translation>
         </message>
         <message>
-            <source>gpudesk tells you how much GPU memory a training or inference job needs, which cloud GPUs fit it, and what finishing it would cost. You can start right away: planning needs no account and sends nothing anywhere.</source>
-            <translation>gpudesk 会告诉你一个训练或推理任务需要多少显存、哪些云 GPU 放得下，以及完成它要花多少钱。现在就可以开始：规划无需账户，也不会向任何地方发送数据。</translation>
+            <source>gpudesk tells you how much GPU memory a training or inference job needs, which cloud GPUs fit it, and what finishing it would cost. You can start right away: planning needs no account and sends nothing anywhere. When you are ready to rent, add your cloud keys (kept only in the system keyring) or a machine you already have.</source>
+            <translation>gpudesk 告诉你一个训练或推理任务需要多少 GPU 显存、哪些云 GPU 放得下它，以及完成它要花多少钱。你可以马上开始：规划不需要账号，也不会向任何地方发送数据。准备租用时，添加你的云密钥（只保存在系统密钥环中）或一台你已有的机器。</translation>
         </message>
         <message>
             <source>Explore Plan without an account</source>
