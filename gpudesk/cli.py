@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from gpudesk import cli_cloud, sizing
+from gpudesk import cli_cloud, cli_remote, sizing
 from gpudesk.services.planner import Job, RankedOffer, format_bytes, rank_catalog
 
 LINES = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"),
@@ -200,13 +200,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_trace)
     cli_cloud.add_parsers(sub)
+    cli_remote.add_parsers(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
-    if args.verb in cli_cloud.VERBS:
+    if args.verb in cli_cloud.VERBS | cli_remote.VERBS:
         from gpudesk.app import setup_logging
 
         setup_logging()
@@ -218,6 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except Exception as err:
         code = cli_cloud.handle_error(err)
+        if code is None:
+            code = cli_remote.handle_error(err)
         if code is None:
             raise
         return code

@@ -1512,6 +1512,10 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
             <source>The connection to {target} was closed by gpudesk.</source>
             <translation>与 {target} 的连接已被 gpudesk 关闭。</translation>
         </message>
+        <message>
+            <source>The SSH key file {target} does not exist.</source>
+            <translation>SSH 密钥文件 {target} 不存在。</translation>
+        </message>
     </context>
     <context>
         <name>Sync</name>

@@ -1,0 +1,196 @@
+"""CLI verbs that reach a machine over SSH: ``sync`` (and the TARGET rules they share).
+
+A TARGET is a ledger id, cloud id or name, or ``ssh://user@host:port`` with
+``--identity KEY_FILE``. Its host key is pinned with ``--host-key SHA256:...``
+or ``--accept-new`` (pin on first use, refuse changes), else asked on a
+terminal, else refused: a script never trusts a new machine silently.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+
+if TYPE_CHECKING:  # paramiko loads only for the verbs that use it (gpudesk size stays quick)
+    from gpudesk.services.host_keys import HostKeyPolicy
+    from gpudesk.services.ssh import SshConnection, SshTarget
+    from gpudesk.services.sync import SyncProgress
+
+VERBS = frozenset({"sync"})
+
+MSG_NO_KEY_FILE = QT_TRANSLATE_NOOP("Ssh", "The SSH key file {target} does not exist.")
+
+# The keyring entry holding the private key gpudesk launched a cloud machine with.
+_KEY_FOR_PROVIDER = {"aws": "gpudesk", "tencent": "gpudesk-rsa"}
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"gpudesk: error: {message}", file=sys.stderr)
+    return code
+
+
+def add_target_args(p: argparse.ArgumentParser, *, required: bool = True) -> None:
+    p.add_argument("--on", dest="target", required=required, metavar="TARGET",
+                   help="ledger id or name, or ssh://user@host:port")
+    p.add_argument("--identity", type=Path, metavar="KEY_FILE",
+                   help="private key file (for ssh:// targets or your own machines)")
+    pin = p.add_mutually_exclusive_group()
+    pin.add_argument("--host-key", metavar="SHA256:...",
+                     help="the machine's host key fingerprint, as ssh-keygen -l prints it")
+    pin.add_argument("--accept-new", action="store_true",
+                     help="pin the host key on first use (a changed key is still refused)")
+
+
+def _ask_on_terminal(name: str, offered: str, key_type: str) -> bool:
+    print(f"The machine {name} offers a {key_type} host key that is not pinned yet:\n"
+          f"  {offered}\nCompare it with the fingerprint your cloud console or the machine's\n"
+          "owner shows. Pin it and connect?", file=sys.stderr)
+    try:
+        answer = input("[y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+def host_key_policy(a: argparse.Namespace) -> HostKeyPolicy:
+    from gpudesk.services.host_keys import HostKeyPolicy
+
+    if getattr(a, "host_key", None):
+        return HostKeyPolicy.expect(a.host_key)
+    if getattr(a, "accept_new", False):
+        return HostKeyPolicy.accept_new()
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        return HostKeyPolicy.ask_user(_ask_on_terminal)
+    return HostKeyPolicy.refuse()
+
+
+def resolve_target(a: argparse.Namespace) -> SshTarget:
+    """The SshTarget for ``--on``: an ssh:// address, or a machine in the ledger."""
+    from gpudesk.services.ssh import SshError, SshTarget
+
+    identity: Path | None = getattr(a, "identity", None)
+    if identity is not None and not identity.is_file():
+        raise SshError(MSG_NO_KEY_FILE, target=str(identity))
+    ref: str = a.target
+    if ref.startswith("ssh://"):
+        return SshTarget.parse(ref, key_file=identity)
+    from gpudesk.services.ledger import Ledger
+    from gpudesk.services.machines import resolve
+
+    with Ledger() as ledger:
+        machine = resolve(ledger, ref)
+    pkey = None
+    if identity is None and machine.provider in _KEY_FOR_PROVIDER:
+        from gpudesk.services import credentials
+
+        pem = credentials.load_private_key(_KEY_FOR_PROVIDER[machine.provider])
+        pkey = credentials.private_key_from_pem(pem) if pem else None
+    return SshTarget(host=machine.public_ip, port=machine.ssh_port or 22,
+                     user=machine.ssh_user or "root", key_file=identity, pkey=pkey,
+                     pin_name=f"gpudesk-{machine.name or machine.id}",
+                     allow_agent=identity is None and pkey is None)
+
+
+def open_target(a: argparse.Namespace) -> SshConnection:
+    """A connected SshConnection for ``--on``; host-key and auth refusals raise."""
+    from gpudesk.services.host_keys import PinStore
+    from gpudesk.services.ssh import SshConnection
+
+    conn = SshConnection(resolve_target(a), host_key_policy(a), store=PinStore(),
+                         attempts=getattr(a, "attempts", 3))
+    try:
+        conn.connect()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000  # type: ignore[assignment]
+    return f"{n} B"  # pragma: no cover
+
+
+def _progress_printer(enabled: bool) -> Any:
+    last = [""]
+
+    def report(p: SyncProgress) -> None:
+        if not enabled or p.phase != "send" or not p.files_total:
+            return
+        line = (f"\r{p.files_done}/{p.files_total} files, "
+                f"{_size(p.bytes_done)}/{_size(p.bytes_total)}")
+        if line != last[0]:
+            last[0] = line
+            print(line, end="", file=sys.stderr, flush=True)
+    return report
+
+
+def _cmd_sync(a: argparse.Namespace) -> int:
+    from gpudesk.services import sync
+
+    local = Path(a.local_dir)
+    plan = sync.plan_push(local)  # raises SyncError for a missing folder before connecting
+    if (a.dry_run or a.verbose) and not a.json:
+        for item in plan.skipped:
+            count = f", {item.files} files" if item.files else ""
+            more = "" if item.complete else " at least"
+            print(f"skip {item.path}{'/' if item.is_dir else ''} ({item.reason},{more} "
+                  f"{_size(item.size)}{count})")
+    with open_target(a) as conn:
+        result = sync.push(conn, local, a.remote_dir, delete=a.delete, dry_run=a.dry_run,
+                           progress=_progress_printer(sys.stderr.isatty() and not a.json))
+    if sys.stderr.isatty() and not a.json:
+        print(file=sys.stderr)
+    if a.json:
+        import json
+
+        print(json.dumps({"files_sent": result.files_sent, "bytes_sent": result.bytes_sent,
+                          "deleted": result.deleted, "unchanged": result.unchanged,
+                          "skipped": result.skipped, "dry_run": result.dry_run,
+                          "sent": list(result.sent), "deleted_paths": list(result.deleted_paths),
+                          "errors": list(result.errors), "seconds": round(result.seconds, 3)}))
+    else:
+        verb = "would send" if a.dry_run else "sent"
+        if a.dry_run:
+            for path in result.sent:
+                print(f"send {path}")
+            for path in result.deleted_paths:
+                print(f"delete {path}")
+        print(f"{verb} {result.files_sent} files ({_size(result.bytes_sent)}), "
+              f"{'would delete' if a.dry_run else 'deleted'} {result.deleted}, "
+              f"{result.unchanged} unchanged, {result.skipped} skipped "
+              f"({_size(plan.skipped_bytes)} not synced) in {result.seconds:.1f} s")
+    return 1 if result.errors else 0
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("sync", help="push a project folder to a machine (honours .gitignore)")
+    p.add_argument("local_dir")
+    p.add_argument("remote_dir", help="folder on the machine (created if missing)")
+    add_target_args(p)
+    p.add_argument("--delete", action="store_true",
+                   help="delete files on the machine that are gone here")
+    p.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
+    p.add_argument("--verbose", action="store_true", help="list what .gitignore skips")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_sync)
+
+
+def handle_error(err: BaseException) -> int | None:
+    """Exit status for an SSH, host-key or sync error, after printing it; None if not ours."""
+    if "gpudesk.services.ssh" not in sys.modules:
+        return None  # none of these errors can have been raised
+    from gpudesk.services.host_keys import HostKeyError
+    from gpudesk.services.ssh import SshError
+    from gpudesk.services.sync import SyncError
+
+    if isinstance(err, HostKeyError | SshError | SyncError):
+        return _fail(err.message())
+    return None
