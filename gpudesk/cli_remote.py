@@ -24,9 +24,6 @@ VERBS = frozenset({"sync"})
 
 MSG_NO_KEY_FILE = QT_TRANSLATE_NOOP("Ssh", "The SSH key file {target} does not exist.")
 
-# The keyring entry holding the private key gpudesk launched a cloud machine with.
-_KEY_FOR_PROVIDER = {"aws": "gpudesk", "tencent": "gpudesk-rsa"}
-
 
 def _fail(message: str, code: int = 1) -> int:
     print(f"gpudesk: error: {message}", file=sys.stderr)
@@ -84,10 +81,12 @@ def resolve_target(a: argparse.Namespace) -> SshTarget:
     with Ledger() as ledger:
         machine = resolve(ledger, ref)
     pkey = None
-    if identity is None and machine.provider in _KEY_FOR_PROVIDER:
+    if identity is None and machine.provider in ("aws", "tencent"):
         from gpudesk.services import credentials
 
-        pem = credentials.load_private_key(_KEY_FOR_PROVIDER[machine.provider])
+        # The keyring entry holding the key gpudesk launched this machine with.
+        key_name = credentials.KEY_KINDS[credentials.key_kind_for(machine.provider)]
+        pem = credentials.load_private_key(key_name)
         pkey = credentials.private_key_from_pem(pem) if pem else None
     return SshTarget(host=machine.public_ip, port=machine.ssh_port or 22,
                      user=machine.ssh_user or "root", key_file=identity, pkey=pkey,

@@ -22,6 +22,7 @@ import keyring.backend
 import keyring.errors
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.errors import TemplatedError
 from gpudesk.services.providers.base import Credentials, ProviderName
 
 SERVICE = "gpudesk"
@@ -44,18 +45,10 @@ MSG_PROFILE = QT_TRANSLATE_NOOP(
     "Credentials", "No AWS profile '{profile}' with an access key was found in {files}.")
 
 
-class CredentialError(RuntimeError):
+class CredentialError(TemplatedError):
     """A keyring problem or bad input, with a translatable template (context Credentials)."""
 
     translation_context = "Credentials"
-
-    def __init__(self, template: str, **values: Any) -> None:
-        self.template = template
-        self.values = values
-        super().__init__(template.format(**values))
-
-    def message(self) -> str:
-        return self.template.format(**self.values)
 
 
 class KeyringUnavailable(CredentialError):

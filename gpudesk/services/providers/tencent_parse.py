@@ -155,6 +155,7 @@ def ssh_rule(address: str) -> dict[str, str]:
 
 
 EGRESS_RULES: tuple[dict[str, str], ...] = (
+    # Outbound only (pip, apt, checkpoints to COS); nothing inbound but SSH from one address.
     {"Protocol": "ALL", "Port": "ALL", "CidrBlock": "0.0.0.0/0", "Action": "ACCEPT"},
     {"Protocol": "ALL", "Port": "ALL", "Ipv6CidrBlock": "::/0", "Action": "ACCEPT"},
 )
