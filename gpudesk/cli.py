@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from gpudesk import cli_cloud, cli_remote, sizing
+from gpudesk import cli_cloud, cli_remote, cli_runs, sizing
 from gpudesk.services.planner import Job, RankedOffer, format_bytes, rank_catalog
 
 LINES = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"),
@@ -201,13 +201,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_trace)
     cli_cloud.add_parsers(sub)
     cli_remote.add_parsers(sub)
+    cli_runs.add_parsers(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
-    if args.verb in cli_cloud.VERBS | cli_remote.VERBS:
+    if args.verb in cli_cloud.VERBS | cli_remote.VERBS | cli_runs.VERBS:
         from gpudesk.app import setup_logging
 
         setup_logging()
@@ -221,6 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = cli_cloud.handle_error(err)
         if code is None:
             code = cli_remote.handle_error(err)
+        if code is None:
+            code = cli_runs.handle_error(err)
         if code is None:
             raise
         return code

@@ -1262,6 +1262,25 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         </message>
     </context>
     <context>
+        <name>Runs</name>
+        <message>
+            <source>No run '{run}' is recorded on this computer (see {folder}).</source>
+            <translation>这台电脑上没有运行 '{run}' 的记录（见 {folder}）。</translation>
+        </message>
+        <message>
+            <source>The script {script} is not in the project folder {project}.</source>
+            <translation>脚本 {script} 不在项目文件夹 {project} 中。</translation>
+        </message>
+        <message>
+            <source>The run launcher on {target} failed while {what}: {detail}</source>
+            <translation>{target} 上的运行启动器在 {what} 时失败：{detail}</translation>
+        </message>
+        <message>
+            <source>Run {run} on {target} stopped without an exit status: its processes are gone (the machine restarted, or they were killed). Resume it with gpudesk run --resume {run}.</source>
+            <translation>{target} 上的运行 {run} 没有留下退出状态就停止了：它的进程已不存在（机器重启了，或进程被杀掉）。用 gpudesk run --resume {run} 继续它。</translation>
+        </message>
+    </context>
+    <context>
         <name>SettingsDialog</name>
         <message>
             <source>Please correct: {fields}</source>

@@ -1,0 +1,206 @@
+"""CLI verbs for training runs: ``run``, ``logs`` and ``pull``.
+
+``gpudesk run --on TARGET --project DIR [--nproc N] [--nodes TARGET,...]
+[--amp fp16|bf16|off] [--checkpoint-every MIN] [--detach] -- SCRIPT ARGS...``
+syncs the project, starts the script under torchrun detached on the machine
+and prints the run id; without ``--detach`` it then follows the log and exits
+with the run's exit status. ``--resume RUN`` starts a stopped run again in its
+own folder, so it carries on from its newest checkpoint.
+``gpudesk logs RUN [--follow]`` and ``gpudesk pull RUN LOCAL_DIR`` need only
+the run id (the desktop keeps a record of each run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpudesk import cli_remote
+
+if TYPE_CHECKING:
+    from gpudesk.services.runs import RunRecord
+    from gpudesk.services.ssh import SshConnection
+
+VERBS = frozenset({"run", "logs", "pull"})
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _connect(a: argparse.Namespace, ref: str, identity: str | None) -> SshConnection:
+    """Open ``ref`` with the host-key flags of ``a`` (a pinned key needs none)."""
+    ns = argparse.Namespace(**vars(a))
+    ns.target = ref
+    ns.identity = a.identity if a.identity is not None else (
+        Path(identity) if identity else None)
+    return cli_remote.open_target(ns)
+
+
+def _connect_all(a: argparse.Namespace, refs: list[tuple[str, str | None]]
+                 ) -> list[SshConnection]:
+    conns: list[SshConnection] = []
+    try:
+        for ref, identity in refs:
+            conns.append(_connect(a, ref, identity))
+    except BaseException:
+        for conn in conns:
+            conn.close()
+        raise
+    return conns
+
+
+def _record_conns(a: argparse.Namespace, record: RunRecord, *, main_only: bool = False
+                  ) -> list[SshConnection]:
+    nodes = record.nodes[:1] if main_only else record.nodes
+    refs = [(n.target, n.identity) for n in nodes]
+    if a.target:  # --on: the run's first machine is reached another way now
+        refs[0] = (a.target, str(a.identity) if a.identity else None)
+    return _connect_all(a, refs)
+
+
+def _finish(conns: list[SshConnection], record: RunRecord, offset: int) -> int:
+    from gpudesk.services import runs
+
+    try:
+        final, _ = runs.follow(conns[0], record.main.run_dir, sys.stdout.buffer,
+                               python=record.python, offset=offset)
+    except KeyboardInterrupt:
+        _say(f"\nstopped following; run {record.id} goes on "
+             f"(gpudesk logs {record.id} --follow)")
+        return 130
+    code = runs.wait_all(conns, record, final)
+    _say(f"run {record.id} exited with status {code}")
+    return code
+
+
+def _cmd_run(a: argparse.Namespace) -> int:
+    from gpudesk.services import runs
+
+    command = list(a.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if a.resume:
+        record = runs.RunRecord.load(a.resume)
+        if command:
+            record.script, record.args = command[0], command[1:]
+        conns = _record_conns(a, record)
+    else:
+        if not a.target or not a.project or not command:
+            print("gpudesk: error: run needs --on TARGET, --project DIR and -- SCRIPT ARGS "
+                  "(or --resume RUN)", file=sys.stderr)
+            return 2
+        runs.script_in_project(Path(a.project), command[0])  # before connecting anywhere
+        identity = str(a.identity) if a.identity else None
+        refs = [(a.target, identity)]
+        refs += [(ref.strip(), identity) for ref in (a.nodes or "").split(",") if ref.strip()]
+        conns = _connect_all(a, refs)
+    try:
+        if a.resume:
+            record = runs.resume(conns, record, report=_say,
+                                 project=Path(a.project) if a.project else None)
+        else:
+            request = runs.RunRequest(
+                project=Path(a.project), script=command[0], args=command[1:], nproc=a.nproc,
+                amp=a.amp, checkpoint_every_min=a.checkpoint_every, python=a.python,
+                root=a.remote_root)
+            record = runs.launch(conns, refs, request, report=_say)
+        print(record.id, flush=True)
+        if a.detach:
+            return 0
+        return _finish(conns, record, record.log_offset)
+    finally:
+        for conn in conns:
+            conn.close()
+
+
+def _cmd_logs(a: argparse.Namespace) -> int:
+    from gpudesk.services import runs
+
+    record = runs.RunRecord.load(a.run)
+    conns = _record_conns(a, record, main_only=not a.follow)
+    try:
+        if not a.follow:
+            runs.follow(conns[0], record.main.run_dir, sys.stdout.buffer, python=record.python,
+                        until_end=False)
+            return 0
+        return _finish(conns, record, 0)
+    finally:
+        for conn in conns:
+            conn.close()
+
+
+def _cmd_pull(a: argparse.Namespace) -> int:
+    from gpudesk.services import runs
+
+    record = runs.RunRecord.load(a.run)
+    (conn,) = _record_conns(a, record, main_only=True)
+    with conn:
+        result = runs.pull(conn, record, Path(a.local_dir))
+        now = runs.status(conn, record.main.run_dir, record.python)
+    print(f"pulled {result.files_sent} files ({result.bytes_sent} bytes), "
+          f"{result.unchanged} unchanged; run {record.id} is {now}")
+    return 0
+
+
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number of minutes")
+    return value
+
+
+def add_parsers(sub: Any) -> None:
+    from gpudesk.services.runs import DEFAULT_PYTHON, DEFAULT_ROOT
+
+    p = sub.add_parser("run", help="train on a machine under torchrun, detached")
+    cli_remote.add_target_args(p, required=False)
+    p.add_argument("--project", metavar="DIR", help="the project folder to sync and run in")
+    p.add_argument("--nproc", type=int, default=1, metavar="N",
+                   help="processes per machine, one per GPU (default 1)")
+    p.add_argument("--nodes", metavar="TARGET,...",
+                   help="more machines for a multi-node run (--on is the first node)")
+    p.add_argument("--amp", choices=("fp16", "bf16", "off"),
+                   help="mixed precision for gpudesk.training (default: the script's)")
+    p.add_argument("--checkpoint-every", type=_minutes, metavar="MIN",
+                   help="checkpoint interval in minutes for gpudesk.training")
+    p.add_argument("--detach", action="store_true",
+                   help="print the run id and return; the run goes on")
+    p.add_argument("--python", default=DEFAULT_PYTHON, metavar="PATH",
+                   help="the Python with torch on the machine (default python3)")
+    p.add_argument("--remote-root", default=DEFAULT_ROOT, metavar="DIR",
+                   help="folder on the machine for projects and runs (default ~/gpudesk)")
+    p.add_argument("--resume", metavar="RUN", help="start a stopped run again, from its "
+                   "newest checkpoint")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT ARGS")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("logs", help="print a run's log")
+    p.add_argument("run", metavar="RUN")
+    p.add_argument("--follow", action="store_true",
+                   help="keep printing until the run ends; exit with its status")
+    cli_remote.add_target_args(p, required=False)
+    p.set_defaults(func=_cmd_logs)
+
+    p = sub.add_parser("pull", help="copy a run's checkpoints, logs and metrics here")
+    p.add_argument("run", metavar="RUN")
+    p.add_argument("local_dir", metavar="LOCAL_DIR")
+    cli_remote.add_target_args(p, required=False)
+    p.set_defaults(func=_cmd_pull)
+
+
+def handle_error(err: BaseException) -> int | None:
+    """Exit status for a run error, after printing it; None if not ours."""
+    if "gpudesk.services.runs" not in sys.modules:
+        return None
+    from gpudesk.services.runs import RunError
+
+    if isinstance(err, RunError):
+        print(f"gpudesk: error: {err.message()}", file=sys.stderr)
+        return 1
+    return None
