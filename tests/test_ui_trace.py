@@ -22,8 +22,11 @@ def test_trace_dialog_shows_measured_lines(qtbot, loop) -> None:  # type: ignore
     qtbot.addWidget(dialog)
     dialog.target.setText(f"{FIXTURES}:make_mlp")
     dialog.input_spec.setText("float32[8,256]")
-    dialog.run_button.click()
-    qtbot.waitUntil(lambda: dialog.trace_result is not None, timeout=60_000)
+    # The result is shown before the busy state ends (a done-callback one
+    # loop turn later): wait for the runner to finish, not for the result.
+    with qtbot.waitSignal(dialog.runner.finished, timeout=60_000) as finished:
+        dialog.run_button.click()
+    assert finished.args == [True]
     result = dialog.trace_result
     assert result is not None
     assert result.weights_bytes == 4 * result.params
