@@ -13,8 +13,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-
 if TYPE_CHECKING:  # paramiko loads only for the verbs that use it (gpudesk size stays quick)
     from gpudesk.services.host_keys import HostKeyPolicy
     from gpudesk.services.ssh import SshConnection, SshTarget
@@ -22,7 +20,6 @@ if TYPE_CHECKING:  # paramiko loads only for the verbs that use it (gpudesk size
 
 VERBS = frozenset({"sync"})
 
-MSG_NO_KEY_FILE = QT_TRANSLATE_NOOP("Ssh", "The SSH key file {target} does not exist.")
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -67,46 +64,17 @@ def host_key_policy(a: argparse.Namespace) -> HostKeyPolicy:
 
 def resolve_target(a: argparse.Namespace) -> SshTarget:
     """The SshTarget for ``--on``: an ssh:// address, or a machine in the ledger."""
-    from gpudesk.services.ssh import SshError, SshTarget
+    from gpudesk.services import targets
 
-    identity: Path | None = getattr(a, "identity", None)
-    if identity is not None and not identity.is_file():
-        raise SshError(MSG_NO_KEY_FILE, target=str(identity))
-    ref: str = a.target
-    if ref.startswith("ssh://"):
-        return SshTarget.parse(ref, key_file=identity)
-    from gpudesk.services.ledger import Ledger
-    from gpudesk.services.machines import resolve
-
-    with Ledger() as ledger:
-        machine = resolve(ledger, ref)
-    pkey = None
-    if identity is None and machine.provider in ("aws", "tencent"):
-        from gpudesk.services import credentials
-
-        # The keyring entry holding the key gpudesk launched this machine with.
-        key_name = credentials.KEY_KINDS[credentials.key_kind_for(machine.provider)]
-        pem = credentials.load_private_key(key_name)
-        pkey = credentials.private_key_from_pem(pem) if pem else None
-    return SshTarget(host=machine.public_ip, port=machine.ssh_port or 22,
-                     user=machine.ssh_user or "root", key_file=identity, pkey=pkey,
-                     pin_name=f"gpudesk-{machine.name or machine.id}",
-                     allow_agent=identity is None and pkey is None)
+    return targets.resolve(a.target, getattr(a, "identity", None))
 
 
 def open_target(a: argparse.Namespace) -> SshConnection:
     """A connected SshConnection for ``--on``; host-key and auth refusals raise."""
-    from gpudesk.services.host_keys import PinStore
-    from gpudesk.services.ssh import SshConnection
+    from gpudesk.services import targets
 
-    conn = SshConnection(resolve_target(a), host_key_policy(a), store=PinStore(),
-                         attempts=getattr(a, "attempts", 3))
-    try:
-        conn.connect()
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+    return targets.open_connection(a.target, getattr(a, "identity", None), host_key_policy(a),
+                                   attempts=getattr(a, "attempts", 3))
 
 
 def _size(n: int) -> str:

@@ -2,7 +2,8 @@
 
 Writes screenshot-plan-{en,zh_CN}[-{light,dark}].png, screenshot-preferences-*.png,
 screenshot-welcome-*.png, screenshot-accounts-*.png, screenshot-instances-*.png and
-screenshot-launch-*.png. Settings and a sample ledger go to a temporary GPUDESK_HOME.
+screenshot-launch-*.png and
+screenshot-run-*.png. Settings and a sample ledger go to a temporary GPUDESK_HOME.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def main() -> int:
             settle()
             window.grab().save(str(DOCS / f"screenshot-{key}-{language}.png"))
         shoot_launch(window, catalog, settle, language)
+        shoot_run(window, settle, language)
         window.close()
         settle()
     return 0
@@ -120,6 +122,48 @@ def shoot_launch(window, catalog, settle, language: str) -> None:  # type: ignor
     settle()
     dialog.grab().save(str(DOCS / f"screenshot-launch-{language}.png"))
     dialog.close()
+
+
+SAMPLE_LOG = """\
+gpudesk: synced 14 changed files (0 unchanged) to ubuntu@54.210.7.19:22
+gpudesk: started run vit-cifar-20261203-101502-4c1e on ubuntu@54.210.7.19:22 (pid 4127)
+[default0]:[gpudesk] 1 process(es), backend nccl, device cuda:0, amp bf16
+[default0]:[gpudesk] no checkpoint in /home/ubuntu/gpudesk/runs/vit-cifar/checkpoints
+[default0]:[gpudesk] step 100/3000  loss 2.114  41.7 steps/s
+[default0]:[gpudesk] step 200/3000  loss 1.862  42.0 steps/s
+[default0]:[gpudesk] checkpoint (interval) at step 250: ckpt-000000250.pt
+[default0]:[gpudesk] step 300/3000  loss 1.655  41.9 steps/s
+[default0]:[gpudesk] step 400/3000  loss 1.503  41.8 steps/s
+"""
+
+
+def shoot_run(window, settle, language: str) -> None:  # type: ignore[no-untyped-def]
+    """The Run page following a run, with a search in its log."""
+    import time
+
+    from gpudesk.services.runs import NodeRun, RunRecord, RunStatus
+
+    RunRecord(id="vit-cifar-20261203-101502-4c1e", project="/home/alice/vit-cifar",
+              remote_project="/home/ubuntu/gpudesk/projects/vit-cifar-1a2b3c4d",
+              script="train.py", args=["--epochs", "30"], nproc=1, amp="bf16",
+              checkpoint_every_min=15, created=time.time(),
+              nodes=[NodeRun("m-3f9a1c20b7", None, "/home/ubuntu/gpudesk/runs/vit-cifar",
+                             "54.210.7.19")]).save()
+    page = window.run
+    page.reload_machines()
+    page.reload_runs()
+    page.project.setText("/home/alice/vit-cifar")
+    page.args.setText("--epochs 30")
+    page.amp.setCurrentIndex(2)
+    page.checkpoint.setValue(15)
+    page.log.setPlainText(SAMPLE_LOG)
+    page.last_status = RunStatus("running", pid=4127)
+    page._show_state()
+    page._update_buttons()
+    page.search.setText("checkpoint")
+    window.show_page("run")
+    settle()
+    window.grab().save(str(DOCS / f"screenshot-run-{language}.png"))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from gpudesk.ui.i18n import install_translator
 from gpudesk.ui.instances_page import InstancesPage
 from gpudesk.ui.money import DISPLAY
 from gpudesk.ui.plan_page import PlanPage
+from gpudesk.ui.run_page import RunPage
 from gpudesk.ui.task_runner import TaskRunner
 from gpudesk.ui.tray import BillingTray
 
@@ -87,6 +88,8 @@ class MainWindow(QMainWindow):
         self.add_page("accounts", self.accounts, lambda: self.tr("Accounts"))
         self.instances = InstancesPage(self.ledger, providers, self.money, self)
         self.add_page("instances", self.instances, lambda: self.tr("Instances"))
+        self.run = RunPage(self.ledger, self)
+        self.add_page("run", self.run, lambda: self.tr("Run"))
         self.nav.setCurrentRow(0)
         self.launch_dialog: QDialog | None = None
         self.prices_runner = TaskRunner(self)
@@ -96,6 +99,7 @@ class MainWindow(QMainWindow):
         self.billing_label.setObjectName("billingStatus")
         self.statusBar().addPermanentWidget(self.billing_label)
         self.instances.billing_changed.connect(self._show_billing)
+        self.instances.billing_changed.connect(lambda *_: self.run.reload_machines())
         self.tray = BillingTray(self.windowIcon(), self._raise, self.close, self)
         if BillingTray.available():
             self.tray.icon.show()
@@ -462,5 +466,6 @@ class MainWindow(QMainWindow):
             save_settings(self.settings)
         except OSError as exc:
             log.warning("cannot save settings: %s", exc)
+        self.run.shutdown()  # stop following and close tunnels; the runs go on
         super().closeEvent(event)
 
