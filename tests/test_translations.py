@@ -28,6 +28,7 @@ KNOWN_CONTEXTS = {"AboutDialog", "AccountsPage", "Answers", "BillingTray", "Clou
                   "CrashDialog", "Credentials", "HostKey", "InstancesModel", "InstancesPage",
                   "LaunchDialog", "Launcher", "MainWindow", "MemoryBar", "OffersModel",
                   "OwnMachinesBox", "PlanForm", "PlanPage", "Planner", "ProviderError", "Runs",
+                  "RunPage", "RunControl", "HostKeyQuestion",
                   "SettingsDialog", "SizingError", "SizingNote", "Ssh", "Sync", "TaskRunner",
                   "TraceDialog", "WelcomeDialog"}
 

@@ -40,6 +40,21 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         </message>
     </context>
     <context>
+        <name>Agent</name>
+        <message>
+            <source>Could not set up the gpudesk agent on {target}: {detail}</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>The gpudesk agent on {target} did not start: {detail}. Its log is {log}.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>The agent rules are not valid: {detail}</source>
+            <translation type="unfinished" />
+        </message>
+    </context>
+    <context>
         <name>Answers</name>
         <message>
             <source>a single GPU</source>
@@ -119,6 +134,133 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         <message>
             <source>Quit</source>
             <translation>退出</translation>
+        </message>
+    </context>
+    <context>
+        <name>Bootstrap</name>
+        <message>
+            <source>NVIDIA driver {driver}, which supports CUDA up to {cuda}.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>No NVIDIA driver: nvidia-smi was not found on {target}. Use a GPU image that has the driver (for example an AWS Deep Learning AMI), or install it (on Ubuntu: sudo ubuntu-drivers install, then reboot).</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>nvidia-smi is installed on {target} but failed ({detail}). The driver is not loaded: reboot the machine, or reinstall the driver that matches its kernel.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>nvidia-smi ran on {target}, but its output shows no driver version ({detail}).</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>{count} GPU(s): {names}.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>The NVIDIA driver on {target} sees no GPU. Check that the instance type has a GPU, or stop and start the machine.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>CUDA toolkit (nvcc) {nvcc}.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>No CUDA toolkit (nvcc) on {target}. PyTorch wheels bring their own CUDA runtime, so training works; only building CUDA extensions (flash-attn, apex) needs it.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>nvcc {nvcc} is newer than the CUDA {cuda} the driver {driver} supports: CUDA extensions built with it may not load. Install a CUDA toolkit {cuda} or older, or use an image with a newer driver.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Python {version} ({executable}).</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>No Python on {target} ('{python}' was not found). Install it (on Ubuntu: sudo apt install python3 python3-venv), or give the right one with --python.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>'{python}' on {target} did not run ({detail}).</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Python {version} is older than current PyTorch supports ({minimum} or newer is needed). Use a newer python3, or an image that has one.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>torch {torch} (built for CUDA {torch_cuda}) sees {devices} GPU(s).</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>torch {torch}, a build without CUDA (this machine has no NVIDIA driver).</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>torch is not installed for {python} ({detail}). Add torch to the project's requirements.txt, or install it: {install}.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>torch {torch} is a CPU-only build, so it cannot use the {gpus} GPU(s): install a CUDA build ({install}).</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>torch {torch} is built for CUDA {torch_cuda} but the driver {driver} supports up to CUDA {cuda}: install a torch built for {tag} ({install}) or use an image with a newer driver.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>torch {torch} is built for CUDA {torch_cuda} but the driver {driver} supports only CUDA {cuda}, older than any current PyTorch build: use an image with a newer driver (525 or newer), or update the driver.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>torch {torch} is built for CUDA {torch_cuda}, newer than the CUDA {cuda} of driver {driver}; it runs through CUDA minor-version compatibility, but some kernels may fail. For a perfect match install a torch built for {tag} ({install}).</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>torch {torch} (CUDA {torch_cuda}) cannot use the GPU: torch.cuda.is_available() is False{detail}. Install a torch built for {tag} ({install}), or reboot if the driver was just installed.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>torch sees {devices} GPU(s) but the driver lists {gpus}; check CUDA_VISIBLE_DEVICES on {target}.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>The checks could not run on {target} (exit status {status}): {detail}</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>{project} has no requirements.txt: nothing to install.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>The requirements are already installed in {venv} (requirements.txt has not changed): nothing to do.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Installed requirements.txt into {venv} in {seconds} s.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Creating a virtual environment in {venv} (it sees the machine's own packages, such as a preinstalled torch).</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Installing requirements.txt with pip.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Could not create a virtual environment in {venv} on {target}: {detail}. Install the venv module (on Ubuntu: sudo apt install python3-venv) and try again.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Installing requirements.txt on {target} failed (pip exit status {status}): {detail}. Check the package names and versions in requirements.txt, and that the machine can reach the package index.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>The install on {target} ended without a result (exit status {status}): {detail}</source>
+            <translation type="unfinished" />
         </message>
     </context>
     <context>
@@ -243,6 +385,188 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         </message>
     </context>
     <context>
+        <name>DashboardPage</name>
+        <message>
+            <source>Machine</source>
+            <translation type="unfinished">机器</translation>
+        </message>
+        <message>
+            <source>15 min</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>1 hour</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>6 hours</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>24 hours</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Follow live</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>GPU</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Name</source>
+            <translation type="unfinished">名称</translation>
+        </message>
+        <message>
+            <source>Util</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Memory</source>
+            <translation type="unfinished">显存</translation>
+        </message>
+        <message>
+            <source>Temp</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Power</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>PID</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Process</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>GPU memory</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Processes</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Spend</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>no data yet</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>last sample {n} s ago</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>{v:.1f} GiB</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>GiB</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>{v:.0f} W</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>W</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>{:.0f} %</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>{:.0f} °C</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Latest values</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Latest values ({time})</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Values at {time}</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>No sample at {time}</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>{:,.0f} MiB</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>No spend data yet</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Rate: {rate} per hour</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>This run so far: {cost}</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>No end time set</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>By the end ({time}): {cost}</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>No budget cap</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Cap {cap} reached</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Cap {cap} at {time}</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Cap {cap} not reached by the end</source>
+            <translation type="unfinished" />
+        </message>
+    </context>
+    <context>
+        <name>GpuPlots</name>
+        <message>
+            <source>Utilisation (%)</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Memory (GiB)</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Temperature (°C)</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Power (W)</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Local time</source>
+            <translation type="unfinished" />
+        </message>
+    </context>
+    <context>
         <name>HostKey</name>
         <message>
             <source>The host key of {host} has changed: it was pinned as {expected}, but the machine now offers {offered}. gpudesk refused to connect, because this is what an attacker in the middle would look like. If the machine was rebuilt, forget its pinned key and connect again.</source>
@@ -263,6 +587,25 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         <message>
             <source>'{text}' is not a host key fingerprint; expected SHA256: followed by 43 characters, as ssh-keygen -l prints it.</source>
             <translation>'{text}' 不是主机密钥指纹；应为 SHA256: 后跟 43 个字符，与 ssh-keygen -l 的输出一致。</translation>
+        </message>
+    </context>
+    <context>
+        <name>HostKeyQuestion</name>
+        <message>
+            <source>New machine</source>
+            <translation>新机器</translation>
+        </message>
+        <message>
+            <source>The machine {name} offers a {type} host key that is not pinned yet:
+
+{fp}
+
+Compare it with the fingerprint your cloud console or the machine's owner shows. Pin it and connect?</source>
+            <translation>机器 {name} 提供了一个尚未固定的 {type} 主机密钥：
+
+{fp}
+
+请与云控制台或机器管理员给出的指纹核对。固定该密钥并连接吗？</translation>
         </message>
     </context>
     <context>
@@ -568,6 +911,10 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
             <translation>实例</translation>
         </message>
         <message>
+            <source>Run</source>
+            <translation>运行</translation>
+        </message>
+        <message>
             <source>Add your {provider} keys first.</source>
             <translation>请先添加你的 {provider} 密钥。</translation>
         </message>
@@ -792,6 +1139,61 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         <message>
             <source>Why</source>
             <translation>说明</translation>
+        </message>
+    </context>
+    <context>
+        <name>OverviewPage</name>
+        <message>
+            <source>Machine</source>
+            <translation type="unfinished">机器</translation>
+        </message>
+        <message>
+            <source>GPUs</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Mean util</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Memory</source>
+            <translation type="unfinished">显存</translation>
+        </message>
+        <message>
+            <source>Spend rate</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Last sample</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>No machine is being watched. Connect to a running machine to see its GPUs here.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>{:.0f} %</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>{used:.0f} / {total:.0f} GiB</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>{used:.0f} GiB</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>{rate} per hour</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>never</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>{n} s ago</source>
+            <translation type="unfinished" />
         </message>
     </context>
     <context>
@@ -1262,6 +1664,284 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         </message>
     </context>
     <context>
+        <name>RunControl</name>
+        <message>
+            <source>Choose a machine to run on.</source>
+            <translation>请选择运行所用的机器。</translation>
+        </message>
+        <message>
+            <source>The project folder {project} does not exist.</source>
+            <translation>项目文件夹 {project} 不存在。</translation>
+        </message>
+        <message>
+            <source>Name the training script (e.g. train.py).</source>
+            <translation>请填写训练脚本（例如 train.py）。</translation>
+        </message>
+        <message>
+            <source>The arguments cannot be read: {error}.</source>
+            <translation>无法解析参数：{error}。</translation>
+        </message>
+        <message>
+            <source>{service} is not installed for {python} on the machine. Add it to the project's requirements, or install it there: {python} -m pip install {package}</source>
+            <translation>机器上的 {python} 没有安装 {service}。请把它加入项目的依赖，或在机器上安装：{python} -m pip install {package}</translation>
+        </message>
+        <message>
+            <source>{service} did not start on the machine within {seconds} s. Its last output: {detail}</source>
+            <translation>{service} 未能在 {seconds} 秒内在机器上启动。最后的输出：{detail}</translation>
+        </message>
+        <message>
+            <source>This machine's key is kept in the keyring, which ssh in a terminal cannot read. Write the SSH config (gpudesk ssh-config) or choose a key file.</source>
+            <translation>这台机器的密钥保存在系统密钥环中，终端里的 ssh 无法读取。请写入 SSH 配置（gpudesk ssh-config）或选择一个密钥文件。</translation>
+        </message>
+    </context>
+    <context>
+        <name>RunPage</name>
+        <message>
+            <source>New run</source>
+            <translation>新建运行</translation>
+        </message>
+        <message>
+            <source>Run</source>
+            <translation>运行</translation>
+        </message>
+        <message>
+            <source>Machine:</source>
+            <translation>机器：</translation>
+        </message>
+        <message>
+            <source>Key file:</source>
+            <translation>密钥文件：</translation>
+        </message>
+        <message>
+            <source>Project folder:</source>
+            <translation>项目文件夹：</translation>
+        </message>
+        <message>
+            <source>Script:</source>
+            <translation>脚本：</translation>
+        </message>
+        <message>
+            <source>Arguments:</source>
+            <translation>参数：</translation>
+        </message>
+        <message>
+            <source>GPUs per machine:</source>
+            <translation>每台机器的 GPU 数：</translation>
+        </message>
+        <message>
+            <source>More machines:</source>
+            <translation>更多机器：</translation>
+        </message>
+        <message>
+            <source>Mixed precision:</source>
+            <translation>混合精度：</translation>
+        </message>
+        <message>
+            <source>Checkpoint every:</source>
+            <translation>检查点间隔：</translation>
+        </message>
+        <message>
+            <source>Python:</source>
+            <translation>Python：</translation>
+        </message>
+        <message>
+            <source>a machine, or ssh://user@host:port</source>
+            <translation>选择机器，或输入 ssh://用户@主机:端口</translation>
+        </message>
+        <message>
+            <source>only for ssh:// and your own machines</source>
+            <translation>仅用于 ssh:// 和自有机器</translation>
+        </message>
+        <message>
+            <source>for multi-node: other machines, comma-separated</source>
+            <translation>多节点：其他机器，用逗号分隔</translation>
+        </message>
+        <message>
+            <source>e.g. --epochs 10 --lr 3e-4</source>
+            <translation>例如 --epochs 10 --lr 3e-4</translation>
+        </message>
+        <message>
+            <source>Browse…</source>
+            <translation>浏览…</translation>
+        </message>
+        <message>
+            <source>as the script chooses</source>
+            <translation>由脚本决定</translation>
+        </message>
+        <message>
+            <source>fp16 (with GradScaler)</source>
+            <translation>fp16（带 GradScaler）</translation>
+        </message>
+        <message>
+            <source>bf16</source>
+            <translation>bf16</translation>
+        </message>
+        <message>
+            <source>off (fp32)</source>
+            <translation>关闭（fp32）</translation>
+        </message>
+        <message>
+            <source> min</source>
+            <translation> 分钟</translation>
+        </message>
+        <message>
+            <source>Stop…</source>
+            <translation>停止…</translation>
+        </message>
+        <message>
+            <source>Resume</source>
+            <translation>继续</translation>
+        </message>
+        <message>
+            <source>TensorBoard</source>
+            <translation>TensorBoard</translation>
+        </message>
+        <message>
+            <source>Jupyter</source>
+            <translation>Jupyter</translation>
+        </message>
+        <message>
+            <source>Open terminal</source>
+            <translation>打开终端</translation>
+        </message>
+        <message>
+            <source>Search the log</source>
+            <translation>搜索日志</translation>
+        </message>
+        <message>
+            <source>Previous</source>
+            <translation>上一个</translation>
+        </message>
+        <message>
+            <source>Next</source>
+            <translation>下一个</translation>
+        </message>
+        <message>
+            <source>The run goes on when you close gpudesk or the connection drops; choose it here to see its log.</source>
+            <translation>关闭 gpudesk 或连接断开时，运行会继续；在这里选择它即可查看日志。</translation>
+        </message>
+        <message>
+            <source>no run chosen</source>
+            <translation>未选择运行</translation>
+        </message>
+        <message>
+            <source>following…</source>
+            <translation>正在跟踪…</translation>
+        </message>
+        <message>
+            <source>not followed</source>
+            <translation>未跟踪</translation>
+        </message>
+        <message>
+            <source>running</source>
+            <translation>运行中</translation>
+        </message>
+        <message>
+            <source>finished (exit status {code})</source>
+            <translation>已完成（退出状态 {code}）</translation>
+        </message>
+        <message>
+            <source>failed (exit status {code})</source>
+            <translation>失败（退出状态 {code}）</translation>
+        </message>
+        <message>
+            <source>lost: its processes are gone; Resume carries on from the newest checkpoint</source>
+            <translation>已丢失：进程已不在；“继续”会从最新的检查点接着训练</translation>
+        </message>
+        <message>
+            <source>not found on the machine</source>
+            <translation>在机器上未找到</translation>
+        </message>
+        <message>
+            <source>Project folder</source>
+            <translation>项目文件夹</translation>
+        </message>
+        <message>
+            <source>SSH key file</source>
+            <translation>SSH 密钥文件</translation>
+        </message>
+        <message>
+            <source>Connecting, syncing the project and starting the run…</source>
+            <translation>正在连接、同步项目并启动运行…</translation>
+        </message>
+        <message>
+            <source>The run did not start</source>
+            <translation>运行未能启动</translation>
+        </message>
+        <message>
+            <source>Run {run} started.</source>
+            <translation>运行 {run} 已启动。</translation>
+        </message>
+        <message>
+            <source>Stopped following: {why}</source>
+            <translation>已停止跟踪：{why}</translation>
+        </message>
+        <message>
+            <source>Stop the run?</source>
+            <translation>停止运行？</translation>
+        </message>
+        <message>
+            <source>Stop run {run}? Training ends now; what was not checkpointed is lost. Resume carries on from the newest checkpoint.</source>
+            <translation>停止运行 {run}？训练会立即结束，未保存到检查点的进度将丢失。“继续”会从最新的检查点接着训练。</translation>
+        </message>
+        <message>
+            <source>Stop run</source>
+            <translation>停止运行</translation>
+        </message>
+        <message>
+            <source>Stopping run {run}…</source>
+            <translation>正在停止运行 {run}…</translation>
+        </message>
+        <message>
+            <source>The run was not stopped</source>
+            <translation>运行未被停止</translation>
+        </message>
+        <message>
+            <source>Run {run} was asked to stop.</source>
+            <translation>已请求运行 {run} 停止。</translation>
+        </message>
+        <message>
+            <source>Resuming run {run}…</source>
+            <translation>正在继续运行 {run}…</translation>
+        </message>
+        <message>
+            <source>The run did not resume</source>
+            <translation>运行未能继续</translation>
+        </message>
+        <message>
+            <source>Run {run} resumed (attempt {n}).</source>
+            <translation>运行 {run} 已继续（第 {n} 次尝试）。</translation>
+        </message>
+        <message>
+            <source>Starting {service} on the machine…</source>
+            <translation>正在机器上启动 {service}…</translation>
+        </message>
+        <message>
+            <source>{service} did not open</source>
+            <translation>{service} 未能打开</translation>
+        </message>
+        <message>
+            <source>{service} is open at 127.0.0.1:{port} (through SSH; nothing else is exposed).</source>
+            <translation>{service} 已在 127.0.0.1:{port} 打开（经由 SSH，不对外开放其他端口）。</translation>
+        </message>
+        <message>
+            <source>No terminal</source>
+            <translation>无法打开终端</translation>
+        </message>
+        <message>
+            <source>No terminal program was found; the ssh command is on the clipboard.</source>
+            <translation>未找到终端程序；ssh 命令已复制到剪贴板。</translation>
+        </message>
+        <message>
+            <source>Opened a terminal on {host}.</source>
+            <translation>已打开连接 {host} 的终端。</translation>
+        </message>
+        <message>
+            <source>{n} found</source>
+            <translation>找到 {n} 处</translation>
+        </message>
+    </context>
+    <context>
         <name>Runs</name>
         <message>
             <source>No run '{run}' is recorded on this computer (see {folder}).</source>
@@ -1537,6 +2217,37 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         </message>
     </context>
     <context>
+        <name>SshConfig</name>
+        <message>
+            <source>gpudesk did not change {config}: adding the Include line needs your consent.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>The path {path} cannot be written into an OpenSSH config (it contains a quote, a wildcard or a line break). Set GPUDESK_HOME to a simpler folder.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>No ssh-agent is running for this session ({detail}). Start one (eval "$(ssh-agent)", or the OpenSSH Authentication Agent service on Windows) and try again.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>ssh-add refused the key {key} (exit status {status}): {detail}</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>ssh-add was not found. Install the OpenSSH client and try again.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>The key file {path} does not exist.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>The keyring has no SSH key '{key}': it is created when gpudesk launches a machine.</source>
+            <translation type="unfinished" />
+        </message>
+    </context>
+    <context>
         <name>Sync</name>
         <message>
             <source>{path} is not a folder.</source>
@@ -1568,6 +2279,25 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         <message>
             <source>gpudesk</source>
             <translation>gpudesk</translation>
+        </message>
+    </context>
+    <context>
+        <name>Telemetry</name>
+        <message>
+            <source>No GPU sample came from {target} within {seconds} seconds. The agent's log on the machine is {log}.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>{count} samples from {target} are missing (after sample {after}): the machine's metrics file had already rotated them away.</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>Telemetry from {target} stopped: {detail}</source>
+            <translation type="unfinished" />
+        </message>
+        <message>
+            <source>The agent on {target} could not stream its samples (exit status {status}): {detail}</source>
+            <translation type="unfinished" />
         </message>
     </context>
     <context>
