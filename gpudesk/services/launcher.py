@@ -177,7 +177,7 @@ class Launcher:
             instance_type=plan.instance_type, gpu=plan.gpu, gpus=plan.gpus, market=plan.market,
             max_price=plan.max_price, price_per_hour=plan.price_per_hour, currency="USD",
             client_token=f"{ledger_id}-1", ssh_user=plan.ssh_user, name=ledger_id,
-            state=STATE_INTENT))
+            disk_gb=plan.disk_gb, state=STATE_INTENT))
         _fault("intent")
         run = _Run(self, plan, provider, machine, allow_from, on_progress)
         try:

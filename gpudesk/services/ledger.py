@@ -76,6 +76,7 @@ class Machine:
     ended_at: float | None = None
     updated_at: float = 0.0
     error: str = ""
+    disk_gb: float = 0.0  # the root volume's size, for storage cost; 0 = unknown
 
     @property
     def billing(self) -> bool:
@@ -113,6 +114,30 @@ class Account:
     can_launch: bool = False
     verified_at: float | None = None
     added_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class BilledInterval:
+    """One stretch in state running, as the ledger saw it (``end`` None: still running)."""
+
+    start: float
+    end: float | None
+
+
+@dataclass(frozen=True)
+class PriceChange:
+    """From ``since`` on, the machine's price per hour was ``price`` (spot moves)."""
+
+    since: float
+    price: float
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """Bytes that left the machine for the internet (what clouds bill as transfer out)."""
+
+    at: float
+    bytes_out: int
 
 
 @dataclass(frozen=True)
@@ -185,6 +210,14 @@ class Ledger:
             db.execute("CREATE TABLE IF NOT EXISTS accounts (provider TEXT PRIMARY KEY,"
                        " key_id_masked TEXT, account TEXT, principal TEXT, can_launch INTEGER,"
                        " verified_at REAL, added_at REAL)")
+            # Spend history (see services.spend): each running stretch, each price in force,
+            # each transfer out. Rows from before these tables existed have none.
+            db.execute("CREATE TABLE IF NOT EXISTS intervals (ledger_id TEXT, start REAL,"
+                       " end_at REAL)")
+            db.execute("CREATE TABLE IF NOT EXISTS prices (ledger_id TEXT, since REAL,"
+                       " price REAL)")
+            db.execute("CREATE TABLE IF NOT EXISTS transfers (ledger_id TEXT, at REAL,"
+                       " bytes_out INTEGER)")
             # Columns added by later versions of Machine appear here without a migration step.
             have = {r[1] for r in db.execute("PRAGMA table_info(machines)")}
             for f in fields(Machine):
@@ -211,6 +244,12 @@ class Ledger:
             db.execute(f"INSERT INTO machines ({', '.join(_COLUMNS)}) VALUES "
                        f"({', '.join('?' * len(_COLUMNS))})", values)
             db.execute("INSERT INTO events VALUES (?, ?, ?, ?)", (machine.id, now, step, detail))
+            if machine.running_since is not None:
+                db.execute("INSERT INTO intervals VALUES (?, ?, NULL)",
+                           (machine.id, machine.running_since))
+            if machine.price_per_hour:
+                db.execute("INSERT INTO prices VALUES (?, ?, ?)",
+                           (machine.id, machine.created_at, machine.price_per_hour))
         return machine
 
     def update(self, ledger_id: str, *, step: str = "", detail: str = "",
@@ -229,6 +268,7 @@ class Ledger:
             changes["updated_at"] = now
             sets = ", ".join(f"{k} = ?" for k in changes)
             db.execute(f"UPDATE machines SET {sets} WHERE id = ?", [*changes.values(), ledger_id])
+            _record_history(db, current, changes, now)
             if step:
                 db.execute("INSERT INTO events VALUES (?, ?, ?, ?)",
                            (ledger_id, now, step, detail))
@@ -275,6 +315,45 @@ class Ledger:
                                     (ledger_id,)).fetchall()
         return [Event(r["ledger_id"], r["at"], r["step"], r["detail"]) for r in rows]
 
+    def intervals(self, ledger_id: str) -> list[BilledInterval]:
+        """The machine's running stretches, oldest first (raw: no billing minimum applied)."""
+        with self._lock:
+            rows = self._db.execute("SELECT start, end_at FROM intervals WHERE ledger_id = ?"
+                                    " ORDER BY start, rowid", (ledger_id,)).fetchall()
+        return [BilledInterval(r[0], r[1]) for r in rows]
+
+    def prices(self, ledger_id: str) -> list[PriceChange]:
+        with self._lock:
+            rows = self._db.execute("SELECT since, price FROM prices WHERE ledger_id = ?"
+                                    " ORDER BY since, rowid", (ledger_id,)).fetchall()
+        return [PriceChange(r[0], r[1]) for r in rows]
+
+    def record_price(self, ledger_id: str, price: float, since: float | None = None) -> None:
+        """A price in force from ``since`` (e.g. a spot price history point from the cloud).
+
+        The row's ``price_per_hour`` follows when this is the newest point.
+        """
+        at = time.time() if since is None else since
+        with self._tx() as db:
+            newest = db.execute("SELECT MAX(since) FROM prices WHERE ledger_id = ?",
+                                (ledger_id,)).fetchone()[0]
+            db.execute("INSERT INTO prices VALUES (?, ?, ?)", (ledger_id, at, price))
+            if newest is None or at >= newest:
+                db.execute("UPDATE machines SET price_per_hour = ? WHERE id = ?",
+                           (price, ledger_id))
+
+    def transfers(self, ledger_id: str) -> list[Transfer]:
+        with self._lock:
+            rows = self._db.execute("SELECT at, bytes_out FROM transfers WHERE ledger_id = ?"
+                                    " ORDER BY at, rowid", (ledger_id,)).fetchall()
+        return [Transfer(r[0], r[1]) for r in rows]
+
+    def add_transfer(self, ledger_id: str, bytes_out: int, at: float | None = None) -> None:
+        """Count bytes sent from the machine to here (pulls, log streams): billed egress."""
+        with self._tx() as db:
+            db.execute("INSERT INTO transfers VALUES (?, ?, ?)",
+                       (ledger_id, time.time() if at is None else at, int(bytes_out)))
+
     def remove(self, ledger_id: str) -> None:
         """Forget a row; only for machines that cannot bill (own machines, ended ones)."""
         machine = self.get(ledger_id)
@@ -307,6 +386,20 @@ class Ledger:
     def delete_account(self, provider: str) -> None:
         with self._tx() as db:
             db.execute("DELETE FROM accounts WHERE provider = ?", (provider,))
+
+
+def _record_history(db: sqlite3.Connection, current: Machine, changes: dict[str, Any],
+                    now: float) -> None:
+    """Keep the intervals and prices tables in step with one row update."""
+    if "running_since" in changes and changes["running_since"] != current.running_since:
+        db.execute("UPDATE intervals SET end_at = ? WHERE ledger_id = ? AND end_at IS NULL",
+                   (now, current.id))
+        if changes["running_since"] is not None:
+            db.execute("INSERT INTO intervals VALUES (?, ?, NULL)",
+                       (current.id, changes["running_since"]))
+    price = changes.get("price_per_hour")
+    if price is not None and price != current.price_per_hour:
+        db.execute("INSERT INTO prices VALUES (?, ?, ?)", (current.id, now, price))
 
 
 def _billing_changes(current: Machine, new_state: str, now: float,

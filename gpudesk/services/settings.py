@@ -53,6 +53,8 @@ class Settings:
     """Spending limit per calendar month in USD; 0 means no budget."""
     machine_budget_usd: float = 0.0
     """Spending limit per rented machine in USD; 0 means no budget."""
+    budget_action: str = "stop"
+    """At 100 % of a budget: ``"warn"``, ``"stop"`` or ``"terminate"`` the billing machines."""
     idle_gpu_percent: float = 5.0
     """A machine whose GPU utilisation stays below this (0-100 %) counts as idle."""
     idle_minutes: int = 30
@@ -129,6 +131,7 @@ _VALIDATORS: dict[str, Callable[[object], bool]] = {
     "idle_gpu_percent": _is_percent,
     "idle_minutes": _is_minutes,
     "idle_action": _one_of(IDLE_ACTIONS),
+    "budget_action": _one_of(IDLE_ACTIONS),
     "welcomed": _is_bool,
     "last_plan": _is_plan,
 }

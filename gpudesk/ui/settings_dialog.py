@@ -76,8 +76,11 @@ class SettingsDialog(QDialog):
             edit.textChanged.connect(lambda _t, e=edit: self._unmark(e))
             self.edits[key] = edit
         self.idle_action = QComboBox(self)
+        self.budget_action = QComboBox(self)
+        self.budget_action.setObjectName("pref_budget_action")
         for code in IDLE_ACTIONS:
             self.idle_action.addItem("", code)
+            self.budget_action.addItem("", code)
 
         self.general_box = QGroupBox(self)
         general = QFormLayout(self.general_box)
@@ -101,6 +104,7 @@ class SettingsDialog(QDialog):
         row(money, "cny_per_usd", self.edits["cny_per_usd"])
         row(money, "monthly_budget_usd", self.edits["monthly_budget_usd"])
         row(money, "machine_budget_usd", self.edits["machine_budget_usd"])
+        row(money, "budget_action", self.budget_action)
         row(idle, "idle_gpu_percent", self.edits["idle_gpu_percent"])
         row(idle, "idle_minutes", self.edits["idle_minutes"])
         row(idle, "idle_action", self.idle_action)
@@ -128,7 +132,8 @@ class SettingsDialog(QDialog):
 
     def load(self, s: Settings) -> None:
         for combo, value in ((self.language, s.language), (self.theme, s.theme),
-                             (self.currency, s.currency), (self.idle_action, s.idle_action)):
+                             (self.currency, s.currency), (self.idle_action, s.idle_action),
+                             (self.budget_action, s.budget_action)):
             index = combo.findData(value)
             combo.setCurrentIndex(max(index, 0))
         self.edits["cny_per_usd"].setText(f"{s.cny_per_usd:g}")
@@ -147,6 +152,7 @@ class SettingsDialog(QDialog):
             "theme": self.theme.currentData(),
             "currency": self.currency.currentData(),
             "idle_action": self.idle_action.currentData(),
+            "budget_action": self.budget_action.currentData(),
             "default_region": self.edits["default_region"].text().strip(),
         }
         bad: list[str] = []
@@ -218,6 +224,7 @@ class SettingsDialog(QDialog):
             "idle_gpu_percent": self.tr("Idle below GPU &utilisation (%)"),
             "idle_minutes": self.tr("Idle f&or (minutes)"),
             "idle_action": self.tr("When idle, &do"),
+            "budget_action": self.tr("&At 100 % of a budget, do"),
         }
         for key, text in texts.items():
             self.labels[key].setText(text)
@@ -229,6 +236,9 @@ class SettingsDialog(QDialog):
         for i, text in enumerate((self.tr("Warn me"), self.tr("Stop the machine"),
                                   self.tr("Terminate the machine"))):
             self.idle_action.setItemText(i, text)
+        for i, text in enumerate((self.tr("Warn me"), self.tr("Stop the billing machines"),
+                                  self.tr("Terminate the billing machines"))):
+            self.budget_action.setItemText(i, text)
         self.edits["default_region"].setPlaceholderText(self.tr("e.g. us-east-1 or "
                                                                 "ap-shanghai; empty = none"))
         self.edits["mfu"].setToolTip(self.tr("Model FLOPs utilisation assumed for new plans, "

@@ -28,6 +28,7 @@ class BillingTray(QObject):
         self.show_window = show_window
         self.quit_app = quit_app
         self.machine_actions: list[QAction] = []
+        self.messages: list[tuple[str, str]] = []  # the last notifications asked for
         self.icon.setContextMenu(self.menu)
         self.icon.activated.connect(self._activated)
         self.update([])
@@ -62,6 +63,11 @@ class BillingTray(QObject):
         self.menu.addAction(self.tr("Show gpudesk"), self.show_window)
         self.menu.addAction(self.tr("Quit"), self.quit_app)
 
-    def notify(self, heading: str, text: str) -> None:
+    def notify(self, heading: str, text: str) -> bool:
+        """Show a balloon from the tray icon; False where the platform cannot show one."""
+        self.messages.append((heading, text))
+        del self.messages[:-50]
         if self.icon.isVisible() and QSystemTrayIcon.supportsMessages():
             self.icon.showMessage(heading, text, QSystemTrayIcon.MessageIcon.Warning, 10000)
+            return True
+        return False

@@ -1,0 +1,143 @@
+"""CLI verb ``spend``: what each machine has cost this month (or another), and the budgets.
+
+``gpudesk spend [--json] [--csv FILE] [--month YYYY-MM]`` prints one line per
+machine with compute, storage, transfer and total in the machine's currency,
+the month's total per currency, and where each budget stands. ``--csv FILE``
+(``-`` for standard output) writes one row per machine per month: every month
+on record, or only ``--month``. Months are calendar months in local time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpudesk.services.budgets import Status
+    from gpudesk.services.spend import Cost, MonthRow
+
+VERBS = frozenset({"spend"})
+
+
+def _month(text: str) -> str:
+    m = re.fullmatch(r"(\d{4})-(\d{2})", text)
+    if m is None or not 1 <= int(m.group(2)) <= 12:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a month like 2026-03")
+    return text
+
+
+def _cost_json(c: Cost) -> dict[str, Any]:
+    return {"compute": round(c.compute, 6), "storage": round(c.storage, 6),
+            "transfer": round(c.transfer, 6), "total": round(c.total, 6),
+            "currency": c.currency}
+
+
+def _when(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M")
+
+
+def report(month: str | None, now: float) -> dict[str, Any]:
+    """The spend of ``month`` (default: this one) as JSON-ready data, budgets included."""
+    from gpudesk.services import budgets, spend
+    from gpudesk.services.ledger import Ledger
+    from gpudesk.services.settings import load_settings
+
+    settings = load_settings()
+    with Ledger() as ledger:
+        machines = ledger.machines()
+        hs = [spend.history(ledger, m) for m in machines]
+    billing = [m.id for m in machines if m.billing]
+    key = month or spend.month_key(now)
+    rows = spend.month_rows(hs, now, month=key)
+    by_id = {h.machine_id: h for h in hs}
+    current = key == spend.month_key(now)
+    status: list[Status] = budgets.statuses(
+        hs, billing, budgets.BudgetConfig.from_settings(settings), now) if current else []
+    return {
+        "month": key, "at": now,
+        "machines": [{
+            "machine": r.machine_id, "name": r.name, "provider": r.provider,
+            "instance_type": r.instance_type, "market": r.market,
+            "billing": r.machine_id in billing, "approximate": r.approximate,
+            "per_hour": round(spend.rate_per_hour(by_id[r.machine_id], now), 6)
+            if current and r.machine_id in billing else 0.0,
+            **_cost_json(r.cost)} for r in rows],
+        "totals": {cur: _cost_json(c) for cur, c in sorted(spend.totals(rows).items())},
+        "budgets": [{
+            "scope": s.budget.scope, "key": s.budget.key, "cap": s.budget.cap,
+            "currency": s.budget.currency, "spent": round(s.spent, 6),
+            "percent": round(s.percent, 2), "per_hour": round(s.per_hour, 6),
+            "cap_reached_at": s.cap_at, "action": s.budget.action} for s in status],
+    }
+
+
+def _print_text(data: dict[str, Any]) -> None:
+    print(f"Spend in {data['month']} (as of {_when(data['at'])})")
+    if not data["machines"]:
+        print("  nothing was billed in this month")
+    for m in data["machines"]:
+        mark = "~" if m["approximate"] else " "
+        live = f"  {m['per_hour']:.4f}/h now" if m["billing"] and m["per_hour"] else ""
+        print(f" {mark}{m['machine']:<14} {m['name'][:16]:<16} {m['provider']:<8} "
+              f"compute {m['compute']:>10.2f}  storage {m['storage']:>8.2f}  "
+              f"transfer {m['transfer']:>8.2f}  total {m['total']:>10.2f} {m['currency']}{live}")
+    totals = "; ".join(f"{t['total']:.2f} {cur}" for cur, t in data["totals"].items())
+    print(f"Total: {totals or '0.00'}")
+    if any(m["approximate"] for m in data["machines"]):
+        print("~ rebuilt from totals recorded before gpudesk kept billing history")
+    for b in data["budgets"]:
+        what = "this month" if b["scope"] == "month" else f"machine {b['key']}"
+        line = (f"Budget for {what}: {b['spent']:.2f} of {b['cap']:.2f} {b['currency']} "
+                f"({b['percent']:.0f}%)")
+        if b["cap_reached_at"] is not None:
+            line += f", reached at this rate by {_when(b['cap_reached_at'])}"
+        print(line + f"; at 100%: {b['action']}")
+
+
+def _write_csv(path: str, month: str | None, now: float) -> int:
+    from gpudesk.services import spend
+    from gpudesk.services.ledger import Ledger
+
+    with Ledger() as ledger:
+        rows: list[MonthRow] = spend.month_rows(spend.histories(ledger), now, month=month)
+    if path == "-":
+        spend.write_csv(rows, sys.stdout)
+    else:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            spend.write_csv(rows, f)
+    return len(rows)
+
+
+def _cmd_spend(a: argparse.Namespace) -> int:
+    now = time.time()
+    if a.csv:
+        n = _write_csv(a.csv, a.month, now)
+        if a.csv != "-":
+            print(f"wrote {n} row(s) to {a.csv}", file=sys.stderr)
+        return 0
+    data = report(a.month, now)
+    if a.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        _print_text(data)
+    return 0
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("spend", help="what each machine has cost, per month, and the budgets")
+    p.add_argument("--month", type=_month, metavar="YYYY-MM",
+                   help="the calendar month to show (default: this one)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--csv", metavar="FILE",
+                   help="write one row per machine per month to FILE ('-': stdout)")
+    p.set_defaults(func=_cmd_spend)
+
+
+def handle_error(err: BaseException) -> int | None:
+    """``spend`` only reads the ledger; its errors (a locked or unreadable file) are not ours."""
+    return None

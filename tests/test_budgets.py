@@ -1,0 +1,126 @@
+"""Budget thresholds fire exactly once each, on a simulated clock, across restarts."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from gpudesk.services import budgets
+from gpudesk.services.budgets import Budget, BudgetChecker, BudgetConfig, FiredState
+from gpudesk.services.ledger import Ledger, Machine
+from gpudesk.services.settings import Settings
+
+UTC = ZoneInfo("UTC")
+
+
+def _run_clock(checker: BudgetChecker, start: float, stop: float, step: float
+               ) -> list[tuple[float, float, str | None, tuple[str, ...]]]:
+    fired = []
+    t = start
+    while t <= stop:
+        fired += [(c.threshold, t, c.action, c.machines) for c in checker.check(t)]
+        t += step
+    return fired
+
+
+@pytest.fixture
+def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ledger:
+    monkeypatch.setattr("gpudesk.services.ledger.time.time", lambda: 0.0)
+    return Ledger(tmp_path / "l.sqlite3")
+
+
+def test_machine_budget_fires_50_80_100_once_then_never_again(ledger: Ledger,
+                                                               tmp_path: Path) -> None:
+    ledger.add(Machine(id="m-1", provider="aws", price_per_hour=3.6))  # $0.001 a second
+    ledger.update("m-1", state="running")  # at t = 0
+    state_path = tmp_path / "alerts.json"
+    config = BudgetConfig(machine_usd=10.0, action="terminate")
+    checker = BudgetChecker.for_ledger(ledger, lambda: config, FiredState.load(state_path))
+    # $5 at 5000 s, $8 at 8000 s, $10 at 10000 s; checked every 100 s up to 4 h
+    assert _run_clock(checker, 0.0, 14_400.0, 100.0) == [
+        (50.0, 5000.0, None, ()), (80.0, 8000.0, None, ()),
+        (100.0, 10_000.0, "terminate", ("m-1",))]
+    # the app restarts: a new checker reads what fired
+    again = BudgetChecker.for_ledger(ledger, lambda: config, FiredState.load(state_path))
+    assert again.check(20_000.0) == []
+    assert json.loads(state_path.read_text())["fired"] == {
+        Budget("machine", "m-1", 10.0, action="terminate").id: [50.0, 80.0, 100.0]}
+    # raising the cap to $30 is a new budget: 50 % ($15) fires anew at once (spend is $20)
+    raised = BudgetConfig(machine_usd=30.0, action="terminate")
+    checker = BudgetChecker.for_ledger(ledger, lambda: raised, FiredState.load(state_path))
+    assert _run_clock(checker, 20_000.0, 31_000.0, 100.0) == [
+        (50.0, 20_000.0, None, ()), (80.0, 24_000.0, None, ()),
+        (100.0, 30_000.0, "terminate", ("m-1",))]
+
+
+def test_a_jump_fires_every_threshold_passed_once_and_stopped_machines_are_left(
+        ledger: Ledger, tmp_path: Path) -> None:
+    ledger.add(Machine(id="m-1", provider="aws", price_per_hour=3.6))
+    ledger.update("m-1", state="running")
+    checker = BudgetChecker.for_ledger(ledger, lambda: BudgetConfig(machine_usd=10.0),
+                                       FiredState.load(tmp_path / "a.json"))
+    crossings = checker.check(9000.0)  # the laptop slept: $9 already
+    assert [(c.threshold, c.action) for c in crossings] == [(50.0, None), (80.0, None)]
+    assert crossings[-1].percent == pytest.approx(90.0)
+    assert checker.check(9500.0) == []
+    ledger.update("m-1", state="terminated")  # gone: no machine budget any more
+    assert checker.check(20_000.0) == []
+
+
+def test_month_budget_sums_providers_in_usd_and_a_new_month_fires_anew(
+        ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dec1 = datetime(2026, 12, 1, tzinfo=UTC).timestamp()
+    jan1 = datetime(2027, 1, 1, tzinfo=UTC).timestamp()
+    monkeypatch.setattr("gpudesk.services.ledger.time.time", lambda: dec1)
+    ledger.add(Machine(id="m-a", provider="aws", price_per_hour=3.6))
+    ledger.add(Machine(id="m-t", provider="tencent", price_per_hour=46.08, currency="CNY"))
+    ledger.add(Machine(id="m-own", provider="own", price_per_hour=0.0, state="ready"))
+    ledger.update("m-a", state="running")
+    ledger.update("m-t", state="running")
+    # $3.6/h + ¥46.08/h at ¥7.2/$ ($6.4/h) = $10/h against a $100 month
+    config = BudgetConfig(monthly_usd=100.0, cny_per_usd=7.2, action="stop")
+    checker = BudgetChecker.for_ledger(ledger, lambda: config,
+                                       FiredState.load(tmp_path / "a.json"), tz=UTC)
+    status = checker.statuses(dec1 + 3600)[0]
+    assert status.spent == pytest.approx(10.0) and status.per_hour == pytest.approx(10.0)
+    assert status.cap_at == pytest.approx(dec1 + 10 * 3600)
+    hour = 3600.0
+    assert _run_clock(checker, dec1, dec1 + 12 * hour, 600.0) == [
+        (50.0, dec1 + 5 * hour, None, ()), (80.0, dec1 + 8 * hour, None, ()),
+        (100.0, dec1 + 10 * hour, "stop", ("m-a", "m-t"))]
+    # January is a new budget; only January's spend counts towards it
+    fired = _run_clock(checker, jan1, jan1 + 6 * hour, 600.0)
+    assert fired == [(50.0, jan1 + 5 * hour, None, ())]
+
+
+def test_corrupt_state_is_moved_aside_and_settings_give_the_config(tmp_path: Path) -> None:
+    path = tmp_path / "alerts.json"
+    path.write_text("{not json")
+    state = FiredState.load(path)
+    assert state.fired == {} and (tmp_path / "alerts.json.bad").exists()
+    state.mark(Budget("month", "2026-12", 5.0), [50.0, 50.0, 80.0])
+    state.save()
+    assert FiredState.load(path).fired == state.fired
+    assert list(state.fired.values()) == [[50.0, 80.0]]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    config = BudgetConfig.from_settings(Settings(monthly_budget_usd=200.0,
+                                                 machine_budget_usd=25.0, cny_per_usd=7.0))
+    assert config == BudgetConfig(200.0, 25.0, "stop", 7.0)
+    assert BudgetChecker(lambda: ([], []), lambda: BudgetConfig(), state).check(1e9) == []
+
+
+def test_budget_identity_mirrors_the_agent_rule(tmp_path: Path) -> None:
+    from gpudesk.agent.rules import parse_rules
+
+    b = Budget("machine", "m-1", 10.0, action="warn")
+    assert b.id == Budget("machine", "m-1", 10.0, action="warn").id
+    assert b.id != Budget("machine", "m-1", 20.0, action="warn").id
+    assert b.id != Budget("machine", "m-2", 10.0, action="warn").id
+    status = budgets.Status(b, spent=4.0, per_hour=3.6, cap_at=None)
+    rule = parse_rules({"budget": budgets.agent_budget(status, 3.6, now=1000.0)}).budget
+    assert rule is not None and rule.id == b.id and rule.action == "warn"
+    assert rule.spend(1000.0 + 3600) == pytest.approx(7.6)  # $4 before + 1 h at $3.6
