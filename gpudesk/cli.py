@@ -12,8 +12,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from gpudesk import cli_cloud, cli_remote, cli_runs, sizing
+from gpudesk import cli_cloud, cli_remote, cli_runs, cli_spend, cli_watch, sizing
 from gpudesk.services.planner import Job, RankedOffer, format_bytes, rank_catalog
+
+# Verb modules: each has VERBS, add_parsers(sub) and handle_error(err) -> exit code | None.
+VERB_MODULES = (cli_cloud, cli_remote, cli_runs, cli_watch, cli_spend)
 
 LINES = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"),
          ("optimizer", "optimizer_bytes"), ("activations", "activations_bytes"),
@@ -199,16 +202,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--optimizer", choices=sizing.OPTIMIZERS, default="adamw")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_trace)
-    cli_cloud.add_parsers(sub)
-    cli_remote.add_parsers(sub)
-    cli_runs.add_parsers(sub)
+    for module in VERB_MODULES:
+        module.add_parsers(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
-    if args.verb in cli_cloud.VERBS | cli_remote.VERBS | cli_runs.VERBS:
+    if any(args.verb in module.VERBS for module in VERB_MODULES):
         from gpudesk.app import setup_logging
 
         setup_logging()
@@ -219,14 +221,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gpudesk: error: {err}", file=sys.stderr)
         return 2
     except Exception as err:
-        code = cli_cloud.handle_error(err)
-        if code is None:
-            code = cli_remote.handle_error(err)
-        if code is None:
-            code = cli_runs.handle_error(err)
-        if code is None:
-            raise
-        return code
+        for module in VERB_MODULES:
+            code: int | None = module.handle_error(err)
+            if code is not None:
+                return code
+        raise
     except KeyboardInterrupt:
         print("gpudesk: interrupted", file=sys.stderr)
         return 130

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMainWindow,
     QStackedWidget,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -36,8 +37,10 @@ from gpudesk.services.accounts import title as provider_title
 from gpudesk.services.catalog import Catalog
 from gpudesk.services.launcher import Launcher
 from gpudesk.services.ledger import Ledger
+from gpudesk.services.machines import act
 from gpudesk.services.settings import Settings, save_settings
 from gpudesk.ui.accounts_page import AccountsPage
+from gpudesk.ui.budget_alerts import BudgetAlerts, BudgetBanner
 from gpudesk.ui.i18n import install_translator
 from gpudesk.ui.instances_page import InstancesPage
 from gpudesk.ui.money import DISPLAY
@@ -74,7 +77,12 @@ class MainWindow(QMainWindow):
         layout = QHBoxLayout(central)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.nav)
-        layout.addWidget(self.pages, 1)
+        right = QVBoxLayout()
+        right.setContentsMargins(0, 0, 0, 0)
+        self.budget_banner = BudgetBanner(central)
+        right.addWidget(self.budget_banner)
+        right.addWidget(self.pages, 1)
+        layout.addLayout(right, 1)
         self.setCentralWidget(central)
 
         self.ledger = ledger if ledger is not None else Ledger()
@@ -104,6 +112,15 @@ class MainWindow(QMainWindow):
         if BillingTray.available():
             self.tray.icon.show()
         self._told_no_tray = False
+        self.budget_runner = TaskRunner(self)
+        self.budget_alerts = BudgetAlerts.for_ledger(self.ledger, lambda: self.settings,
+                                                     self.tray, parent=self)
+        self.budget_alerts.alert.connect(self.budget_banner.show_crossing)
+        self.budget_alerts.alert.connect(lambda _c, h, t: self.statusBar().showMessage(
+            f"{h} — {t}", 30000))
+        self.budget_alerts.no_tray.connect(lambda t: self.statusBar().showMessage(t, 15000))
+        self.budget_alerts.action_needed.connect(self._budget_action)
+        self.budget_alerts.start()
         self._warned_at_start = False
         self.catalog_label = QLabel(self)
         self.catalog_label.setObjectName("catalogAge")
@@ -117,6 +134,19 @@ class MainWindow(QMainWindow):
         self.instances.reload()
         if self.ledger.accounts():
             QTimer.singleShot(0, self, self._reconcile_at_start)
+
+    def _budget_action(self, action: str, ids: list[str]) -> None:
+        """At 100 % of a budget: stop or terminate what still bills (the agent does the same
+        on the machine when the app is not connected)."""
+        if action == "warn" or not ids:
+            return
+
+        async def run_all() -> None:  # one coroutine: a second TaskRunner.run cancels the first
+            for ledger_id in ids:
+                await act(self.ledger, ledger_id, action, self.providers)
+            self.instances.reload()
+
+        self.budget_runner.run(run_all(), title=self.tr("The budget action failed"))
 
     def _reconcile_at_start(self) -> None:
         try:

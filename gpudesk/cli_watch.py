@@ -1,0 +1,134 @@
+"""``gpudesk watch --on TARGET [--seconds N] [--json-lines]``: live GPU samples in a terminal.
+
+Makes sure the agent is on the machine and running (uploading it when this
+version is not there; its rules.json is left as the app wrote it), then
+prints every GPU of every new sample: with ``--json-lines`` one JSON object
+per GPU per sample, ``{"time", "gpu", "name", "util_pct", "mem_used_mib",
+"mem_total_mib", "temp_c", "power_w"}`` (``time`` in unix seconds, a missing
+value ``null``), else one table line. A dropped connection is resumed where
+it left off. Exits 0 after ``--seconds`` (or on Ctrl-C, 130), 1 when no
+sample came at all or the machine refused us.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from gpudesk import cli_remote
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+
+if TYPE_CHECKING:
+    from gpudesk.services.telemetry import Hole, TelemetrySample
+
+VERBS = frozenset({"watch"})
+
+MSG_NO_SAMPLES = QT_TRANSLATE_NOOP(
+    "Telemetry", "No GPU sample came from {target} within {seconds} seconds. The agent's log "
+    "on the machine is {log}.")
+
+
+def _cell(value: Any, fmt: str = "{:g}", unit: str = "") -> str:
+    return "-" if value is None else fmt.format(value) + unit
+
+
+def table_line(g: dict[str, Any]) -> str:
+    stamp = time.strftime("%H:%M:%S", time.localtime(g["time"]))
+    mem = (f"{_cell(g['mem_used_mib'])}/{_cell(g['mem_total_mib'])} MiB"
+           if g["mem_total_mib"] is not None or g["mem_used_mib"] is not None else "-")
+    return (f"{stamp}  gpu {_cell(g['gpu'], '{}'):>2}  {(g['name'] or '-')[:24]:<24}  "
+            f"util {_cell(g['util_pct'], unit='%'):>5}  mem {mem:>18}  "
+            f"{_cell(g['temp_c'], unit=' C'):>5}  {_cell(g['power_w'], '{:.1f}', ' W'):>8}")
+
+
+def _cmd_watch(a: argparse.Namespace) -> int:
+    from gpudesk.services import agent_deploy
+    from gpudesk.services.telemetry import FAILED, TelemetryError, TelemetryStream
+
+    lock = threading.Lock()
+    got = threading.Event()
+    done = threading.Event()
+    out = sys.stdout
+
+    def on_sample(sample: TelemetrySample) -> None:
+        with lock:
+            for gpu in sample.gpus:
+                row = gpu.to_json()
+                out.write((json.dumps(row) if a.json_lines else table_line(row)) + "\n")
+            out.flush()
+        got.set()
+
+    def on_hole(hole: Hole) -> None:
+        print(f"gpudesk: {hole.message()}", file=sys.stderr, flush=True)
+
+    def on_state(state: str, detail: str) -> None:
+        if state == FAILED:
+            done.set()
+        elif detail and a.verbose:
+            print(f"gpudesk: {state}: {detail}", file=sys.stderr, flush=True)
+
+    with cli_remote.open_target(a) as conn:
+        site = agent_deploy.deploy(conn, None, root=a.remote_root, python=a.python,
+                                   nvidia_smi=a.nvidia_smi)
+        if a.verbose:
+            print(f"gpudesk: agent {site.version} pid {site.pid} on {site.target}"
+                  f"{' (started)' if site.started else ''}", file=sys.stderr, flush=True)
+        stream = TelemetryStream(conn, site.follow_command, on_sample, on_hole=on_hole,
+                                 on_state=on_state, since=site.last_seq,
+                                 keeper=lambda: agent_deploy.ensure_running(conn, site))
+        stream.start()
+        try:
+            done.wait(a.seconds)  # None: until Ctrl-C or a refusal
+        except KeyboardInterrupt:
+            stream.stop()
+            return 130
+        stream.stop()
+    if stream.error is not None:
+        raise stream.error
+    if not got.is_set():
+        raise TelemetryError(MSG_NO_SAMPLES, target=site.target, seconds=a.seconds,
+                             log=site.log)
+    return 0
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number of seconds")
+    return value
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("watch", help="print a machine's live GPU samples (starts its agent)")
+    cli_remote.add_target_args(p)
+    p.add_argument("--seconds", type=_seconds, metavar="N",
+                   help="stop after N seconds (default: until Ctrl-C)")
+    p.add_argument("--json-lines", action="store_true",
+                   help="one JSON object per GPU sample, missing values as null")
+    p.add_argument("--python", default="python3", metavar="PATH",
+                   help="Python 3.8+ on the machine that runs the agent (default python3)")
+    p.add_argument("--remote-root", default="~/gpudesk", metavar="DIR",
+                   help="gpudesk's folder on the machine (default ~/gpudesk)")
+    p.add_argument("--nvidia-smi", metavar="PATH",
+                   help="the nvidia-smi the agent runs when it starts (default: on its PATH)")
+    p.add_argument("--verbose", action="store_true", help="report reconnects on stderr")
+    p.set_defaults(func=_cmd_watch)
+
+
+def handle_error(err: BaseException) -> int | None:
+    """Exit status for an agent or telemetry error, after printing it; None if not ours."""
+    agent = sys.modules.get("gpudesk.services.agent_deploy")
+    telemetry = sys.modules.get("gpudesk.services.telemetry")
+    kinds = tuple(getattr(m, n) for m, n in ((agent, "AgentDeployError"),
+                                              (telemetry, "TelemetryError")) if m is not None)
+    if kinds and isinstance(err, kinds):
+        print(f"gpudesk: error: {err.message()}", file=sys.stderr)
+        return 1
+    return None
