@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from gpudesk import cli_cloud, cli_remote, cli_runs, cli_spend, cli_watch, sizing
+from gpudesk import cli_cloud, cli_machine, cli_remote, cli_runs, cli_spend, cli_watch, sizing
 from gpudesk.services.planner import Job, RankedOffer, format_bytes, rank_catalog
 
 # Verb modules: each has VERBS, add_parsers(sub) and handle_error(err) -> exit code | None.
-VERB_MODULES = (cli_cloud, cli_remote, cli_runs, cli_watch, cli_spend)
+VERB_MODULES = (cli_cloud, cli_remote, cli_runs, cli_watch, cli_spend, cli_machine)
 
 LINES = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"),
          ("optimizer", "optimizer_bytes"), ("activations", "activations_bytes"),

@@ -7,7 +7,10 @@ and prints the run id; without ``--detach`` it then follows the log and exits
 with the run's exit status. ``--resume RUN`` starts a stopped run again in its
 own folder, so it carries on from its newest checkpoint.
 ``gpudesk logs RUN [--follow]`` and ``gpudesk pull RUN LOCAL_DIR`` need only
-the run id (the desktop keeps a record of each run).
+the run id (the desktop keeps a record of each run); while following, the
+run's checkpoints are copied to the desktop. ``gpudesk recover RUN [--on
+TARGET]`` resumes a run whose machine is gone on TARGET, or on a machine like
+the lost one launched for it, from those copies.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ if TYPE_CHECKING:
     from gpudesk.services.runs import RunRecord
     from gpudesk.services.ssh import SshConnection
 
-VERBS = frozenset({"run", "logs", "pull"})
+VERBS = frozenset({"run", "logs", "pull", "recover"})
 
 
 def _say(message: str) -> None:
@@ -62,8 +65,10 @@ def _record_conns(a: argparse.Namespace, record: RunRecord, *, main_only: bool =
 
 
 def _finish(conns: list[SshConnection], record: RunRecord, offset: int) -> int:
-    from gpudesk.services import runs
+    from gpudesk.services import runs, spot_recovery
 
+    # A spot machine can vanish: keep copies of the checkpoints here while following.
+    mirror = spot_recovery.CheckpointMirror(record, conns[0].policy).start()
     try:
         final, _ = runs.follow(conns[0], record.main.run_dir, sys.stdout.buffer,
                                python=record.python, offset=offset)
@@ -71,6 +76,8 @@ def _finish(conns: list[SshConnection], record: RunRecord, offset: int) -> int:
         _say(f"\nstopped following; run {record.id} goes on "
              f"(gpudesk logs {record.id} --follow)")
         return 130
+    finally:
+        mirror.stop(wait_s=60)  # it makes its last copy when it sees the run has ended
     code = runs.wait_all(conns, record, final)
     _say(f"run {record.id} exited with status {code}")
     return code
@@ -145,6 +152,33 @@ def _cmd_pull(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_recover(a: argparse.Namespace) -> int:
+    import asyncio
+
+    from gpudesk.services import runs, spot_recovery
+
+    record = runs.RunRecord.load(a.run)
+    if a.target:
+        ref, identity = a.target, str(a.identity) if a.identity else None
+        policy = cli_remote.host_key_policy(a)
+    else:
+        from gpudesk.services.launcher import Launcher
+        from gpudesk.services.ledger import Ledger
+
+        with Ledger() as ledger:
+            def progress(p: Any) -> None:
+                _say(f"launch: {p.step} {p.status} {p.message}".rstrip())
+
+            _say(f"launching a machine like {record.main.target} for run {record.id}")
+            ref = asyncio.run(spot_recovery.relaunch_like(Launcher(ledger), record.main.target,
+                                                          progress))
+        identity = None
+        policy = spot_recovery.unattended_policy()  # a machine we just launched
+    record = spot_recovery.recover(record, ref, identity, policy, report=_say)
+    print(record.id, flush=True)
+    return 0
+
+
 def _minutes(text: str) -> float:
     try:
         value = float(text)
@@ -193,6 +227,12 @@ def add_parsers(sub: Any) -> None:
     cli_remote.add_target_args(p, required=False)
     p.set_defaults(func=_cmd_pull)
 
+    p = sub.add_parser("recover", help="resume a run whose machine is gone, from the "
+                       "checkpoints copied to this computer")
+    p.add_argument("run", metavar="RUN")
+    cli_remote.add_target_args(p, required=False)
+    p.set_defaults(func=_cmd_recover)
+
 
 def handle_error(err: BaseException) -> int | None:
     """Exit status for a run error, after printing it; None if not ours."""
@@ -203,4 +243,10 @@ def handle_error(err: BaseException) -> int | None:
     if isinstance(err, RunError):
         print(f"gpudesk: error: {err.message()}", file=sys.stderr)
         return 1
+    if "gpudesk.services.spot_recovery" in sys.modules:
+        from gpudesk.services.spot_recovery import RecoveryError
+
+        if isinstance(err, RecoveryError):
+            print(f"gpudesk: error: {err.message()}", file=sys.stderr)
+            return 1
     return None

@@ -41,7 +41,7 @@ MSG_TUNNEL_FAILED = QT_TRANSLATE_NOOP(
     "output: {detail}")
 MSG_NO_TERMINAL_KEY = QT_TRANSLATE_NOOP(
     "RunControl", "This machine's key is kept in the keyring, which ssh in a terminal cannot "
-    "read. Write the SSH config (gpudesk ssh-config) or choose a key file.")
+    "read. Give the key to your ssh-agent (gpudesk ssh-config --agent) or choose a key file.")
 
 AMP_MODES = ("", "fp16", "bf16", "off")  # "" = whatever the script chooses
 TUNNEL_READY_S = 45.0

@@ -25,6 +25,7 @@ def resolve(ref: str, identity: Path | None = None) -> SshTarget:
         return SshTarget.parse(ref, key_file=identity)
     from gpudesk.services.ledger import Ledger
     from gpudesk.services.machines import resolve as resolve_machine
+    from gpudesk.services.ssh_config import host_alias
 
     with Ledger() as ledger:
         machine = resolve_machine(ledger, ref)
@@ -38,7 +39,7 @@ def resolve(ref: str, identity: Path | None = None) -> SshTarget:
         pkey = credentials.private_key_from_pem(pem) if pem else None
     return SshTarget(host=machine.public_ip, port=machine.ssh_port or 22,
                      user=machine.ssh_user or "root", key_file=identity, pkey=pkey,
-                     pin_name=f"gpudesk-{machine.name or machine.id}",
+                     pin_name=host_alias(machine),  # the HostKeyAlias of `ssh gpudesk-<name>`
                      allow_agent=identity is None and pkey is None)
 
 
