@@ -28,7 +28,8 @@ KNOWN_CONTEXTS = {"AboutDialog", "AccountsPage", "Answers", "BillingTray", "Clou
                   "CrashDialog", "Credentials", "HostKey", "InstancesModel", "InstancesPage",
                   "LaunchDialog", "Launcher", "MainWindow", "MemoryBar", "OffersModel",
                   "OwnMachinesBox", "PlanForm", "PlanPage", "Planner", "ProviderError", "Runs",
-                  "RunPage", "RunControl", "HostKeyQuestion",
+                  "RunPage", "RunControl", "HostKeyQuestion", "Agent", "Bootstrap", "BudgetAlerts",
+                  "BudgetBanner", "SpotRecovery", "SshConfig", "Telemetry",
                   "SettingsDialog", "SizingError", "SizingNote", "Ssh", "Sync", "TaskRunner",
                   "TraceDialog", "WelcomeDialog"}
 

@@ -43,15 +43,15 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         <name>Agent</name>
         <message>
             <source>Could not set up the gpudesk agent on {target}: {detail}</source>
-            <translation type="unfinished" />
+            <translation>无法在 {target} 上安装 gpudesk 代理：{detail}</translation>
         </message>
         <message>
             <source>The gpudesk agent on {target} did not start: {detail}. Its log is {log}.</source>
-            <translation type="unfinished" />
+            <translation>{target} 上的 gpudesk 代理未能启动：{detail}。其日志位于 {log}。</translation>
         </message>
         <message>
             <source>The agent rules are not valid: {detail}</source>
-            <translation type="unfinished" />
+            <translation>代理规则无效：{detail}</translation>
         </message>
     </context>
     <context>
@@ -140,127 +140,165 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         <name>Bootstrap</name>
         <message>
             <source>NVIDIA driver {driver}, which supports CUDA up to {cuda}.</source>
-            <translation type="unfinished" />
+            <translation>NVIDIA 驱动 {driver}，最高支持 CUDA {cuda}。</translation>
         </message>
         <message>
             <source>No NVIDIA driver: nvidia-smi was not found on {target}. Use a GPU image that has the driver (for example an AWS Deep Learning AMI), or install it (on Ubuntu: sudo ubuntu-drivers install, then reboot).</source>
-            <translation type="unfinished" />
+            <translation>没有 NVIDIA 驱动：在 {target} 上找不到 nvidia-smi。请使用自带驱动的 GPU 镜像（例如 AWS Deep Learning AMI），或自行安装（Ubuntu：sudo ubuntu-drivers install，然后重启）。</translation>
         </message>
         <message>
             <source>nvidia-smi is installed on {target} but failed ({detail}). The driver is not loaded: reboot the machine, or reinstall the driver that matches its kernel.</source>
-            <translation type="unfinished" />
+            <translation>{target} 上装有 nvidia-smi，但运行失败（{detail}）。驱动未加载：请重启机器，或重新安装与内核匹配的驱动。</translation>
         </message>
         <message>
             <source>nvidia-smi ran on {target}, but its output shows no driver version ({detail}).</source>
-            <translation type="unfinished" />
+            <translation>nvidia-smi 在 {target} 上运行了，但输出中没有驱动版本（{detail}）。</translation>
         </message>
         <message>
             <source>{count} GPU(s): {names}.</source>
-            <translation type="unfinished" />
+            <translation>{count} 块 GPU：{names}。</translation>
         </message>
         <message>
             <source>The NVIDIA driver on {target} sees no GPU. Check that the instance type has a GPU, or stop and start the machine.</source>
-            <translation type="unfinished" />
+            <translation>{target} 上的 NVIDIA 驱动看不到任何 GPU。请确认实例类型带有 GPU，或停止后再启动机器。</translation>
         </message>
         <message>
             <source>CUDA toolkit (nvcc) {nvcc}.</source>
-            <translation type="unfinished" />
+            <translation>CUDA 工具包（nvcc）{nvcc}。</translation>
         </message>
         <message>
             <source>No CUDA toolkit (nvcc) on {target}. PyTorch wheels bring their own CUDA runtime, so training works; only building CUDA extensions (flash-attn, apex) needs it.</source>
-            <translation type="unfinished" />
+            <translation>{target} 上没有 CUDA 工具包（nvcc）。PyTorch 安装包自带 CUDA 运行时，训练不受影响；只有编译 CUDA 扩展（flash-attn、apex）才需要它。</translation>
         </message>
         <message>
             <source>nvcc {nvcc} is newer than the CUDA {cuda} the driver {driver} supports: CUDA extensions built with it may not load. Install a CUDA toolkit {cuda} or older, or use an image with a newer driver.</source>
-            <translation type="unfinished" />
+            <translation>nvcc {nvcc} 比驱动 {driver} 支持的 CUDA {cuda} 更新：用它编译的 CUDA 扩展可能无法加载。请安装 CUDA {cuda} 或更早的工具包，或使用驱动更新的镜像。</translation>
         </message>
         <message>
             <source>Python {version} ({executable}).</source>
-            <translation type="unfinished" />
+            <translation>Python {version}（{executable}）。</translation>
         </message>
         <message>
             <source>No Python on {target} ('{python}' was not found). Install it (on Ubuntu: sudo apt install python3 python3-venv), or give the right one with --python.</source>
-            <translation type="unfinished" />
+            <translation>{target} 上没有 Python（找不到“{python}”）。请安装（Ubuntu：sudo apt install python3 python3-venv），或用 --python 指定正确的解释器。</translation>
         </message>
         <message>
             <source>'{python}' on {target} did not run ({detail}).</source>
-            <translation type="unfinished" />
+            <translation>{target} 上的“{python}”无法运行（{detail}）。</translation>
         </message>
         <message>
             <source>Python {version} is older than current PyTorch supports ({minimum} or newer is needed). Use a newer python3, or an image that has one.</source>
-            <translation type="unfinished" />
+            <translation>Python {version} 太旧，当前 PyTorch 不支持（需要 {minimum} 或更新）。请使用更新的 python3，或带有新版 Python 的镜像。</translation>
         </message>
         <message>
             <source>torch {torch} (built for CUDA {torch_cuda}) sees {devices} GPU(s).</source>
-            <translation type="unfinished" />
+            <translation>torch {torch}（为 CUDA {torch_cuda} 构建）识别到 {devices} 块 GPU。</translation>
         </message>
         <message>
             <source>torch {torch}, a build without CUDA (this machine has no NVIDIA driver).</source>
-            <translation type="unfinished" />
+            <translation>torch {torch}，不含 CUDA 的版本（这台机器没有 NVIDIA 驱动）。</translation>
         </message>
         <message>
             <source>torch is not installed for {python} ({detail}). Add torch to the project's requirements.txt, or install it: {install}.</source>
-            <translation type="unfinished" />
+            <translation>{python} 没有安装 torch（{detail}）。请把 torch 加入项目的 requirements.txt，或安装：{install}。</translation>
         </message>
         <message>
             <source>torch {torch} is a CPU-only build, so it cannot use the {gpus} GPU(s): install a CUDA build ({install}).</source>
-            <translation type="unfinished" />
+            <translation>torch {torch} 是仅 CPU 的版本，无法使用这 {gpus} 块 GPU：请安装 CUDA 版本（{install}）。</translation>
         </message>
         <message>
             <source>torch {torch} is built for CUDA {torch_cuda} but the driver {driver} supports up to CUDA {cuda}: install a torch built for {tag} ({install}) or use an image with a newer driver.</source>
-            <translation type="unfinished" />
+            <translation>torch {torch} 为 CUDA {torch_cuda} 构建，但驱动 {driver} 最高只支持 CUDA {cuda}：请安装为 {tag} 构建的 torch（{install}），或使用驱动更新的镜像。</translation>
         </message>
         <message>
             <source>torch {torch} is built for CUDA {torch_cuda} but the driver {driver} supports only CUDA {cuda}, older than any current PyTorch build: use an image with a newer driver (525 or newer), or update the driver.</source>
-            <translation type="unfinished" />
+            <translation>torch {torch} 为 CUDA {torch_cuda} 构建，但驱动 {driver} 只支持 CUDA {cuda}，比所有当前 PyTorch 版本都旧：请使用驱动更新（525 或更新）的镜像，或升级驱动。</translation>
         </message>
         <message>
             <source>torch {torch} is built for CUDA {torch_cuda}, newer than the CUDA {cuda} of driver {driver}; it runs through CUDA minor-version compatibility, but some kernels may fail. For a perfect match install a torch built for {tag} ({install}).</source>
-            <translation type="unfinished" />
+            <translation>torch {torch} 为 CUDA {torch_cuda} 构建，比驱动 {driver} 的 CUDA {cuda} 更新；依靠 CUDA 小版本兼容可以运行，但部分内核可能失败。要完全匹配，请安装为 {tag} 构建的 torch（{install}）。</translation>
         </message>
         <message>
             <source>torch {torch} (CUDA {torch_cuda}) cannot use the GPU: torch.cuda.is_available() is False{detail}. Install a torch built for {tag} ({install}), or reboot if the driver was just installed.</source>
-            <translation type="unfinished" />
+            <translation>torch {torch}（CUDA {torch_cuda}）无法使用 GPU：torch.cuda.is_available() 为 False{detail}。请安装为 {tag} 构建的 torch（{install}），如果刚装好驱动，请重启。</translation>
         </message>
         <message>
             <source>torch sees {devices} GPU(s) but the driver lists {gpus}; check CUDA_VISIBLE_DEVICES on {target}.</source>
-            <translation type="unfinished" />
+            <translation>torch 识别到 {devices} 块 GPU，而驱动列出 {gpus} 块；请检查 {target} 上的 CUDA_VISIBLE_DEVICES。</translation>
         </message>
         <message>
             <source>The checks could not run on {target} (exit status {status}): {detail}</source>
-            <translation type="unfinished" />
+            <translation>无法在 {target} 上运行检查（退出状态 {status}）：{detail}</translation>
         </message>
         <message>
             <source>{project} has no requirements.txt: nothing to install.</source>
-            <translation type="unfinished" />
+            <translation>{project} 没有 requirements.txt：无需安装。</translation>
         </message>
         <message>
             <source>The requirements are already installed in {venv} (requirements.txt has not changed): nothing to do.</source>
-            <translation type="unfinished" />
+            <translation>依赖已安装在 {venv} 中（requirements.txt 未改变）：无需操作。</translation>
         </message>
         <message>
             <source>Installed requirements.txt into {venv} in {seconds} s.</source>
-            <translation type="unfinished" />
+            <translation>已在 {seconds} 秒内把 requirements.txt 安装到 {venv}。</translation>
         </message>
         <message>
             <source>Creating a virtual environment in {venv} (it sees the machine's own packages, such as a preinstalled torch).</source>
-            <translation type="unfinished" />
+            <translation>正在 {venv} 创建虚拟环境（可使用机器自带的包，例如预装的 torch）。</translation>
         </message>
         <message>
             <source>Installing requirements.txt with pip.</source>
-            <translation type="unfinished" />
+            <translation>正在用 pip 安装 requirements.txt。</translation>
         </message>
         <message>
             <source>Could not create a virtual environment in {venv} on {target}: {detail}. Install the venv module (on Ubuntu: sudo apt install python3-venv) and try again.</source>
-            <translation type="unfinished" />
+            <translation>无法在 {target} 的 {venv} 创建虚拟环境：{detail}。请安装 venv 模块（Ubuntu：sudo apt install python3-venv）后重试。</translation>
         </message>
         <message>
             <source>Installing requirements.txt on {target} failed (pip exit status {status}): {detail}. Check the package names and versions in requirements.txt, and that the machine can reach the package index.</source>
-            <translation type="unfinished" />
+            <translation>在 {target} 上安装 requirements.txt 失败（pip 退出状态 {status}）：{detail}。请检查 requirements.txt 中的包名和版本，并确认机器能访问软件包索引。</translation>
         </message>
         <message>
             <source>The install on {target} ended without a result (exit status {status}): {detail}</source>
-            <translation type="unfinished" />
+            <translation>{target} 上的安装没有结果就结束了（退出状态 {status}）：{detail}</translation>
+        </message>
+    </context>
+    <context>
+        <name>BudgetAlerts</name>
+        <message>
+            <source>This desktop has no system tray: budget alerts show in the gpudesk window only.</source>
+            <translation>此桌面没有系统托盘：预算提醒只在 gpudesk 窗口中显示。</translation>
+        </message>
+        <message>
+            <source>Budget {threshold}% reached</source>
+            <translation>预算已达 {threshold}%</translation>
+        </message>
+        <message>
+            <source>This month's spend is {spent} of the {cap} budget.</source>
+            <translation>本月已花费 {spent}，预算为 {cap}。</translation>
+        </message>
+        <message>
+            <source>{machine} has cost {spent} of its {cap} budget.</source>
+            <translation>{machine} 已花费 {spent}，其预算为 {cap}。</translation>
+        </message>
+        <message>
+            <source>Stopping {n} machine(s).</source>
+            <translation>正在停止 {n} 台机器。</translation>
+        </message>
+        <message>
+            <source>Terminating {n} machine(s).</source>
+            <translation>正在终止 {n} 台机器。</translation>
+        </message>
+        <message>
+            <source>Nothing is stopped: this budget only warns.</source>
+            <translation>不会停止任何机器：此预算只发出提醒。</translation>
+        </message>
+    </context>
+    <context>
+        <name>BudgetBanner</name>
+        <message>
+            <source>Dismiss</source>
+            <translation>关闭</translation>
         </message>
     </context>
     <context>
@@ -913,6 +951,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>Run</source>
             <translation>运行</translation>
+        </message>
+        <message>
+            <source>The budget action failed</source>
+            <translation>预算操作失败</translation>
         </message>
         <message>
             <source>Add your {provider} keys first.</source>
@@ -1690,8 +1732,8 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>{service} 未能在 {seconds} 秒内在机器上启动。最后的输出：{detail}</translation>
         </message>
         <message>
-            <source>This machine's key is kept in the keyring, which ssh in a terminal cannot read. Write the SSH config (gpudesk ssh-config) or choose a key file.</source>
-            <translation>这台机器的密钥保存在系统密钥环中，终端里的 ssh 无法读取。请写入 SSH 配置（gpudesk ssh-config）或选择一个密钥文件。</translation>
+            <source>This machine's key is kept in the keyring, which ssh in a terminal cannot read. Give the key to your ssh-agent (gpudesk ssh-config --agent) or choose a key file.</source>
+            <translation>这台机器的密钥保存在系统密钥环中，终端里的 ssh 无法读取。请把密钥交给 ssh-agent（gpudesk ssh-config --agent），或选择一个密钥文件。</translation>
         </message>
     </context>
     <context>
@@ -2031,6 +2073,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>空闲时操作(&amp;D)</translation>
         </message>
         <message>
+            <source>&amp;At 100 % of a budget, do</source>
+            <translation>预算用满 100% 时(&amp;A)</translation>
+        </message>
+        <message>
             <source>System</source>
             <translation>跟随系统</translation>
         </message>
@@ -2053,6 +2099,14 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>Terminate the machine</source>
             <translation>销毁机器</translation>
+        </message>
+        <message>
+            <source>Stop the billing machines</source>
+            <translation>停止计费中的机器</translation>
+        </message>
+        <message>
+            <source>Terminate the billing machines</source>
+            <translation>终止计费中的机器</translation>
         </message>
         <message>
             <source>e.g. us-east-1 or ap-shanghai; empty = none</source>
@@ -2178,6 +2232,17 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         </message>
     </context>
     <context>
+        <name>SpotRecovery</name>
+        <message>
+            <source>Run {run} ran on {n} machines; gpudesk recovers single-machine runs. Start it again with gpudesk run --resume {run} once every machine is back.</source>
+            <translation>运行 {run} 使用了 {n} 台机器；gpudesk 只自动恢复单机运行。请在所有机器恢复后用 gpudesk run --resume {run} 重新启动。</translation>
+        </message>
+        <message>
+            <source>The machine {machine} is not a cloud machine gpudesk launched, so gpudesk cannot launch another like it. Choose a machine to resume on.</source>
+            <translation>机器 {machine} 不是 gpudesk 启动的云机器，因此无法启动一台同样的机器。请选择一台机器来继续运行。</translation>
+        </message>
+    </context>
+    <context>
         <name>Ssh</name>
         <message>
             <source>Could not reach {target} over SSH after {attempts} attempts ({detail}). Check that the machine is running and that its SSH port {port} is open to this computer.</source>
@@ -2220,31 +2285,31 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <name>SshConfig</name>
         <message>
             <source>gpudesk did not change {config}: adding the Include line needs your consent.</source>
-            <translation type="unfinished" />
+            <translation>gpudesk 没有修改 {config}：添加 Include 行需要您的同意。</translation>
         </message>
         <message>
             <source>The path {path} cannot be written into an OpenSSH config (it contains a quote, a wildcard or a line break). Set GPUDESK_HOME to a simpler folder.</source>
-            <translation type="unfinished" />
+            <translation>路径 {path} 无法写入 OpenSSH 配置（其中含有引号、通配符或换行）。请把 GPUDESK_HOME 设为更简单的文件夹。</translation>
         </message>
         <message>
             <source>No ssh-agent is running for this session ({detail}). Start one (eval "$(ssh-agent)", or the OpenSSH Authentication Agent service on Windows) and try again.</source>
-            <translation type="unfinished" />
+            <translation>当前会话没有运行 ssh-agent（{detail}）。请启动一个（eval "$(ssh-agent)"，或 Windows 上的 OpenSSH Authentication Agent 服务）后重试。</translation>
         </message>
         <message>
             <source>ssh-add refused the key {key} (exit status {status}): {detail}</source>
-            <translation type="unfinished" />
+            <translation>ssh-add 拒绝了密钥 {key}（退出状态 {status}）：{detail}</translation>
         </message>
         <message>
             <source>ssh-add was not found. Install the OpenSSH client and try again.</source>
-            <translation type="unfinished" />
+            <translation>找不到 ssh-add。请安装 OpenSSH 客户端后重试。</translation>
         </message>
         <message>
             <source>The key file {path} does not exist.</source>
-            <translation type="unfinished" />
+            <translation>密钥文件 {path} 不存在。</translation>
         </message>
         <message>
             <source>The keyring has no SSH key '{key}': it is created when gpudesk launches a machine.</source>
-            <translation type="unfinished" />
+            <translation>密钥环中没有 SSH 密钥“{key}”：它会在 gpudesk 启动机器时创建。</translation>
         </message>
     </context>
     <context>
@@ -2285,19 +2350,15 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <name>Telemetry</name>
         <message>
             <source>No GPU sample came from {target} within {seconds} seconds. The agent's log on the machine is {log}.</source>
-            <translation type="unfinished" />
+            <translation>{seconds} 秒内没有从 {target} 收到 GPU 采样。机器上代理的日志位于 {log}。</translation>
         </message>
         <message>
             <source>{count} samples from {target} are missing (after sample {after}): the machine's metrics file had already rotated them away.</source>
-            <translation type="unfinished" />
-        </message>
-        <message>
-            <source>Telemetry from {target} stopped: {detail}</source>
-            <translation type="unfinished" />
+            <translation>来自 {target} 的 {count} 个采样缺失（在第 {after} 个之后）：机器上的指标文件已将它们轮转删除。</translation>
         </message>
         <message>
             <source>The agent on {target} could not stream its samples (exit status {status}): {detail}</source>
-            <translation type="unfinished" />
+            <translation>{target} 上的代理无法传输采样（退出状态 {status}）：{detail}</translation>
         </message>
     </context>
     <context>
