@@ -234,3 +234,26 @@ def _other_key() -> Any:
     import io
 
     return paramiko.Ed25519Key.from_private_key(io.StringIO(pem.decode()))
+
+
+def test_a_lost_run_offers_recovery_and_asks_before_launching(
+        qtbot, page: RunPage, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from gpudesk.services import spot_recovery
+
+    record = runs.RunRecord(id="lost-run-1", project=str(tmp_path), remote_project="/p",
+                            script="train.py", args=[], nproc=1,
+                            nodes=[runs.NodeRun("m-0123456789", None, "/r/lost-run-1")])
+    record.save()
+    saved = spot_recovery.mirror_dir(record) / "checkpoints"
+    saved.mkdir(parents=True)
+    (saved / "ckpt-000000040.pt").write_bytes(b"x")
+    page.reload_runs(select=record.id)
+    assert page.recover_button.isHidden()
+    page.last_status = runs.RunStatus("lost")
+    page._update_buttons()
+    assert not page.recover_button.isHidden()
+    page.recover_button.click()
+    box = page.findChild(QMessageBox, "recoverQuestion")
+    assert box is not None and "ckpt-000000040.pt" in box.text() and "bills" in box.text()
+    box.button(QMessageBox.StandardButton.Cancel).click()
+    assert not page.launch_runner.busy  # nothing launched without a yes

@@ -48,6 +48,7 @@ from gpudesk.ui.plan_page import PlanPage
 from gpudesk.ui.run_page import RunPage
 from gpudesk.ui.task_runner import TaskRunner
 from gpudesk.ui.tray import BillingTray
+from gpudesk.ui.watch_page import WatchPage
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,10 @@ class MainWindow(QMainWindow):
         self.instances = InstancesPage(self.ledger, providers, self.money, self)
         self.add_page("instances", self.instances, lambda: self.tr("Instances"))
         self.run = RunPage(self.ledger, self)
+        self.run.launcher = self.launcher
         self.add_page("run", self.run, lambda: self.tr("Run"))
+        self.watch = WatchPage(self.ledger, lambda: self.settings, self)
+        self.add_page("watch", self.watch, lambda: self.tr("Watch"))
         self.nav.setCurrentRow(0)
         self.launch_dialog: QDialog | None = None
         self.prices_runner = TaskRunner(self)
@@ -108,6 +112,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.billing_label)
         self.instances.billing_changed.connect(self._show_billing)
         self.instances.billing_changed.connect(lambda *_: self.run.reload_machines())
+        self.instances.billing_changed.connect(lambda *_: self.watch.reload_machines())
         self.tray = BillingTray(self.windowIcon(), self._raise, self.close, self)
         if BillingTray.available():
             self.tray.icon.show()
@@ -497,5 +502,6 @@ class MainWindow(QMainWindow):
         except OSError as exc:
             log.warning("cannot save settings: %s", exc)
         self.run.shutdown()  # stop following and close tunnels; the runs go on
+        self.watch.shutdown()  # the agents go on enforcing the rules on the machines
         super().closeEvent(event)
 

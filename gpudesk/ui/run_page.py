@@ -36,7 +36,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpudesk.services import run_control, runs, targets
+from gpudesk.services import run_control, runs, spot_recovery, targets
+from gpudesk.services.launcher import Launcher
 from gpudesk.services.ledger import Ledger
 from gpudesk.services.run_control import FollowResult, LogFollower, RunForm, Tunnel, TunnelSpec
 from gpudesk.services.runs import RunRecord, RunStatus
@@ -79,6 +80,9 @@ class RunPage(QWidget):
         self.ledger = ledger
         self.question = HostKeyQuestion(self)
         self.follower: LogFollower | None = None
+        self.mirror: spot_recovery.CheckpointMirror | None = None
+        self.follow_error: BaseException | None = None
+        self.launcher: Launcher | None = None  # set by the window: recovery launches with it
         self.tunnels: dict[tuple[str, str], Tunnel] = {}
         self.last_status: RunStatus | None = None
         self.last_exit_code: int | None = None
@@ -147,6 +151,8 @@ class RunPage(QWidget):
         self.stop_button.setObjectName("runStop")
         self.resume_button = QPushButton(self)
         self.resume_button.setObjectName("runResume")
+        self.recover_button = QPushButton(self)
+        self.recover_button.setObjectName("runRecover")
         self.tensorboard_button = QPushButton(self)
         self.tensorboard_button.setObjectName("runTensorBoard")
         self.jupyter_button = QPushButton(self)
@@ -179,6 +185,7 @@ class RunPage(QWidget):
         top.addWidget(self.state)
         top.addWidget(self.stop_button)
         top.addWidget(self.resume_button)
+        top.addWidget(self.recover_button)
         tools = QHBoxLayout()
         for w in (self.tensorboard_button, self.jupyter_button, self.terminal_button):
             tools.addWidget(w)
@@ -211,6 +218,7 @@ class RunPage(QWidget):
         self.run_button.clicked.connect(self.start_run)
         self.stop_button.clicked.connect(self.ask_stop)
         self.resume_button.clicked.connect(self.resume_run)
+        self.recover_button.clicked.connect(self.ask_recover)
         self.tensorboard_button.clicked.connect(
             lambda: self.open_tunnel(run_control.TENSORBOARD))
         self.jupyter_button.clicked.connect(lambda: self.open_tunnel(run_control.JUPYTER))
@@ -266,6 +274,10 @@ class RunPage(QWidget):
         self.run_button.setText(self.tr("Run"))
         self.stop_button.setText(self.tr("Stop…"))
         self.resume_button.setText(self.tr("Resume"))
+        self.recover_button.setText(self.tr("Recover on a new machine…"))
+        self.recover_button.setToolTip(self.tr(
+            "The machine is gone (a spot interruption): launch one like it and resume from "
+            "the checkpoints copied to this computer"))
         self.tensorboard_button.setText(self.tr("TensorBoard"))
         self.jupyter_button.setText(self.tr("Jupyter"))
         self.terminal_button.setText(self.tr("Open terminal"))
@@ -337,6 +349,9 @@ class RunPage(QWidget):
         running = self.last_status is not None and self.last_status.running
         self.stop_button.setEnabled(has and running)
         self.resume_button.setEnabled(has and self.last_status is not None and not running)
+        gone = self.follow_error is not None or (
+            self.last_status is not None and self.last_status.state in ("lost", "missing"))
+        self.recover_button.setVisible(has and gone)
         for button in (self.tensorboard_button, self.jupyter_button, self.terminal_button):
             button.setEnabled(has)
 
@@ -402,6 +417,7 @@ class RunPage(QWidget):
         """Follow ``record``'s log (from ``offset``) until it ends or another run is chosen."""
         self._detach()
         self.last_status = None
+        self.follow_error = None
         if clear:
             self.log.clear()
         if record is None:
@@ -414,6 +430,8 @@ class RunPage(QWidget):
                                on_data=lambda d: bridge.data.emit(follower, d),
                                on_end=lambda r: bridge.ended.emit(follower, r))
         self.follower = follower.start()
+        # A spot machine can vanish with its disk: keep copies of the checkpoints here.
+        self.mirror = spot_recovery.CheckpointMirror(record, self.question.policy()).start()
         self._show_state()
         self._update_buttons()
 
@@ -421,6 +439,8 @@ class RunPage(QWidget):
         if self.follower is not None:
             self.follower.stop()
             self.follower = None
+        spot_recovery.stop_quietly(self.mirror)
+        self.mirror = None
 
     def _append(self, follower: LogFollower, data: bytes) -> None:
         if follower is not self.follower:
@@ -444,6 +464,7 @@ class RunPage(QWidget):
         if follower is not self.follower:
             return
         self.follower = None
+        self.follow_error = result.error
         if result.error is not None:
             self.status.setText(self.tr("Stopped following: {why}").format(
                 why=error_text(result.error)[0]))
@@ -499,6 +520,41 @@ class RunPage(QWidget):
         self.status.setText(self.tr("Run {run} resumed (attempt {n}).").format(
             run=record.id, n=record.attempt))
         self.attach(record, offset=record.log_offset, clear=False)
+
+    def ask_recover(self) -> None:
+        record = self.selected_run()
+        if record is None:
+            return
+        saved = spot_recovery.mirrored_checkpoints(record)
+        where = self.tr("from {checkpoint}").format(checkpoint=saved[-1].name) if saved \
+            else self.tr("from the beginning (no checkpoint was copied)")
+        box = QMessageBox(QMessageBox.Icon.Question, self.tr("Recover the run?"), self.tr(
+            "Launch a new machine like {machine} (it bills from now on) and resume run {run} "
+            "there {where}?").format(machine=record.main.target, run=record.id, where=where),
+            QMessageBox.StandardButton.Cancel, self)
+        box.setObjectName("recoverQuestion")
+        go = box.addButton(self.tr("Launch and resume"), QMessageBox.ButtonRole.AcceptRole)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.buttonClicked.connect(lambda b: self.recover(record) if b is go else None)
+        box.open()
+
+    def recover(self, record: RunRecord) -> None:
+        launcher = self.launcher if self.launcher is not None else Launcher(self.ledger)
+        report = self._bridge.report.emit
+
+        async def work() -> RunRecord:
+            import asyncio
+
+            report(f"launching a machine like {record.main.target}")
+            new_id = await spot_recovery.relaunch_like(launcher, record.main.target)
+            return await asyncio.to_thread(spot_recovery.recover, record, new_id, None,
+                                           spot_recovery.unattended_policy(), report=report)
+
+        self.status.setText(self.tr("Launching a new machine for run {run}…").format(
+            run=record.id))
+        self.launch_runner.run(work(), on_success=self._resumed,
+                               title=self.tr("The run was not recovered"))
 
     def open_tunnel(self, spec: TunnelSpec) -> None:
         record = self.selected_run()
