@@ -29,7 +29,8 @@ KNOWN_CONTEXTS = {"AboutDialog", "AccountsPage", "Answers", "BillingTray", "Clou
                   "LaunchDialog", "Launcher", "MainWindow", "MemoryBar", "OffersModel",
                   "OwnMachinesBox", "PlanForm", "PlanPage", "Planner", "ProviderError", "Runs",
                   "RunPage", "RunControl", "HostKeyQuestion", "Agent", "Bootstrap", "BudgetAlerts",
-                  "BudgetBanner", "SpotRecovery", "SshConfig", "Telemetry",
+                  "BudgetBanner", "SpotRecovery", "SshConfig", "Telemetry", "DashboardPage",
+                  "GpuPlots", "OverviewPage", "WatchPage",
                   "SettingsDialog", "SizingError", "SizingNote", "Ssh", "Sync", "TaskRunner",
                   "TraceDialog", "WelcomeDialog"}
 

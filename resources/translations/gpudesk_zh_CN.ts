@@ -426,182 +426,182 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         <name>DashboardPage</name>
         <message>
             <source>Machine</source>
-            <translation type="unfinished">机器</translation>
+            <translation>机器</translation>
         </message>
         <message>
             <source>15 min</source>
-            <translation type="unfinished" />
+            <translation>15 分钟</translation>
         </message>
         <message>
             <source>1 hour</source>
-            <translation type="unfinished" />
+            <translation>1 小时</translation>
         </message>
         <message>
             <source>6 hours</source>
-            <translation type="unfinished" />
+            <translation>6 小时</translation>
         </message>
         <message>
             <source>24 hours</source>
-            <translation type="unfinished" />
+            <translation>24 小时</translation>
         </message>
         <message>
             <source>Follow live</source>
-            <translation type="unfinished" />
+            <translation>跟随实时</translation>
         </message>
         <message>
             <source>GPU</source>
-            <translation type="unfinished" />
+            <translation>GPU</translation>
         </message>
         <message>
             <source>Name</source>
-            <translation type="unfinished">名称</translation>
+            <translation>名称</translation>
         </message>
         <message>
             <source>Util</source>
-            <translation type="unfinished" />
+            <translation>利用率</translation>
         </message>
         <message>
             <source>Memory</source>
-            <translation type="unfinished">显存</translation>
+            <translation>显存</translation>
         </message>
         <message>
             <source>Temp</source>
-            <translation type="unfinished" />
+            <translation>温度</translation>
         </message>
         <message>
             <source>Power</source>
-            <translation type="unfinished" />
+            <translation>功耗</translation>
         </message>
         <message>
             <source>PID</source>
-            <translation type="unfinished" />
+            <translation>PID</translation>
         </message>
         <message>
             <source>Process</source>
-            <translation type="unfinished" />
+            <translation>进程</translation>
         </message>
         <message>
             <source>GPU memory</source>
-            <translation type="unfinished" />
+            <translation>显存</translation>
         </message>
         <message>
             <source>Processes</source>
-            <translation type="unfinished" />
+            <translation>进程</translation>
         </message>
         <message>
             <source>Spend</source>
-            <translation type="unfinished" />
+            <translation>花费</translation>
         </message>
         <message>
             <source>no data yet</source>
-            <translation type="unfinished" />
+            <translation>尚无数据</translation>
         </message>
         <message>
             <source>last sample {n} s ago</source>
-            <translation type="unfinished" />
+            <translation>最近采样于 {n} 秒前</translation>
         </message>
         <message>
             <source>{v:.1f} GiB</source>
-            <translation type="unfinished" />
+            <translation>{v:.1f} GiB</translation>
         </message>
         <message>
             <source>GiB</source>
-            <translation type="unfinished" />
+            <translation>GiB</translation>
         </message>
         <message>
             <source>{v:.0f} W</source>
-            <translation type="unfinished" />
+            <translation>{v:.0f} W</translation>
         </message>
         <message>
             <source>W</source>
-            <translation type="unfinished" />
+            <translation>W</translation>
         </message>
         <message>
             <source>{:.0f} %</source>
-            <translation type="unfinished" />
+            <translation>{:.0f} %</translation>
         </message>
         <message>
             <source>{:.0f} °C</source>
-            <translation type="unfinished" />
+            <translation>{:.0f} °C</translation>
         </message>
         <message>
             <source>Latest values</source>
-            <translation type="unfinished" />
+            <translation>最新数值</translation>
         </message>
         <message>
             <source>Latest values ({time})</source>
-            <translation type="unfinished" />
+            <translation>最新数值（{time}）</translation>
         </message>
         <message>
             <source>Values at {time}</source>
-            <translation type="unfinished" />
+            <translation>{time} 的数值</translation>
         </message>
         <message>
             <source>No sample at {time}</source>
-            <translation type="unfinished" />
+            <translation>{time} 没有采样</translation>
         </message>
         <message>
             <source>{:,.0f} MiB</source>
-            <translation type="unfinished" />
+            <translation>{:,.0f} MiB</translation>
         </message>
         <message>
             <source>No spend data yet</source>
-            <translation type="unfinished" />
+            <translation>尚无花费数据</translation>
         </message>
         <message>
             <source>Rate: {rate} per hour</source>
-            <translation type="unfinished" />
+            <translation>费率：每小时 {rate}</translation>
         </message>
         <message>
             <source>This run so far: {cost}</source>
-            <translation type="unfinished" />
+            <translation>本次运行至今：{cost}</translation>
         </message>
         <message>
             <source>No end time set</source>
-            <translation type="unfinished" />
+            <translation>未设置结束时间</translation>
         </message>
         <message>
             <source>By the end ({time}): {cost}</source>
-            <translation type="unfinished" />
+            <translation>到结束时（{time}）：{cost}</translation>
         </message>
         <message>
             <source>No budget cap</source>
-            <translation type="unfinished" />
+            <translation>无预算上限</translation>
         </message>
         <message>
             <source>Cap {cap} reached</source>
-            <translation type="unfinished" />
+            <translation>已达上限 {cap}</translation>
         </message>
         <message>
             <source>Cap {cap} at {time}</source>
-            <translation type="unfinished" />
+            <translation>将于 {time} 达到上限 {cap}</translation>
         </message>
         <message>
             <source>Cap {cap} not reached by the end</source>
-            <translation type="unfinished" />
+            <translation>到结束时不会达到上限 {cap}</translation>
         </message>
     </context>
     <context>
         <name>GpuPlots</name>
         <message>
             <source>Utilisation (%)</source>
-            <translation type="unfinished" />
+            <translation>利用率（%）</translation>
         </message>
         <message>
             <source>Memory (GiB)</source>
-            <translation type="unfinished" />
+            <translation>显存（GiB）</translation>
         </message>
         <message>
             <source>Temperature (°C)</source>
-            <translation type="unfinished" />
+            <translation>温度（°C）</translation>
         </message>
         <message>
             <source>Power (W)</source>
-            <translation type="unfinished" />
+            <translation>功耗（W）</translation>
         </message>
         <message>
             <source>Local time</source>
-            <translation type="unfinished" />
+            <translation>本地时间</translation>
         </message>
     </context>
     <context>
@@ -953,6 +953,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>运行</translation>
         </message>
         <message>
+            <source>Watch</source>
+            <translation>监控</translation>
+        </message>
+        <message>
             <source>The budget action failed</source>
             <translation>预算操作失败</translation>
         </message>
@@ -1187,55 +1191,55 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <name>OverviewPage</name>
         <message>
             <source>Machine</source>
-            <translation type="unfinished">机器</translation>
+            <translation>机器</translation>
         </message>
         <message>
             <source>GPUs</source>
-            <translation type="unfinished" />
+            <translation>GPU</translation>
         </message>
         <message>
             <source>Mean util</source>
-            <translation type="unfinished" />
+            <translation>平均利用率</translation>
         </message>
         <message>
             <source>Memory</source>
-            <translation type="unfinished">显存</translation>
+            <translation>显存</translation>
         </message>
         <message>
             <source>Spend rate</source>
-            <translation type="unfinished" />
+            <translation>花费速率</translation>
         </message>
         <message>
             <source>Last sample</source>
-            <translation type="unfinished" />
+            <translation>最近采样</translation>
         </message>
         <message>
             <source>No machine is being watched. Connect to a running machine to see its GPUs here.</source>
-            <translation type="unfinished" />
+            <translation>当前没有监控任何机器。连接一台运行中的机器即可在这里查看它的 GPU。</translation>
         </message>
         <message>
             <source>{:.0f} %</source>
-            <translation type="unfinished" />
+            <translation>{:.0f} %</translation>
         </message>
         <message>
             <source>{used:.0f} / {total:.0f} GiB</source>
-            <translation type="unfinished" />
+            <translation>{used:.0f} / {total:.0f} GiB</translation>
         </message>
         <message>
             <source>{used:.0f} GiB</source>
-            <translation type="unfinished" />
+            <translation>{used:.0f} GiB</translation>
         </message>
         <message>
             <source>{rate} per hour</source>
-            <translation type="unfinished" />
+            <translation>每小时 {rate}</translation>
         </message>
         <message>
             <source>never</source>
-            <translation type="unfinished" />
+            <translation>从未</translation>
         </message>
         <message>
             <source>{n} s ago</source>
-            <translation type="unfinished" />
+            <translation>{n} 秒前</translation>
         </message>
     </context>
     <context>
@@ -1835,6 +1839,14 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>继续</translation>
         </message>
         <message>
+            <source>Recover on a new machine…</source>
+            <translation>在新机器上恢复…</translation>
+        </message>
+        <message>
+            <source>The machine is gone (a spot interruption): launch one like it and resume from the checkpoints copied to this computer</source>
+            <translation>机器已不在（竞价实例被回收）：启动一台同样的机器，并从已复制到本机的检查点继续</translation>
+        </message>
+        <message>
             <source>TensorBoard</source>
             <translation>TensorBoard</translation>
         </message>
@@ -1953,6 +1965,34 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>Run {run} resumed (attempt {n}).</source>
             <translation>运行 {run} 已继续（第 {n} 次尝试）。</translation>
+        </message>
+        <message>
+            <source>from {checkpoint}</source>
+            <translation>从 {checkpoint}</translation>
+        </message>
+        <message>
+            <source>from the beginning (no checkpoint was copied)</source>
+            <translation>从头开始（没有复制到检查点）</translation>
+        </message>
+        <message>
+            <source>Recover the run?</source>
+            <translation>恢复运行？</translation>
+        </message>
+        <message>
+            <source>Launch a new machine like {machine} (it bills from now on) and resume run {run} there {where}?</source>
+            <translation>启动一台与 {machine} 相同的新机器（从现在开始计费），并在其上{where}继续运行 {run}？</translation>
+        </message>
+        <message>
+            <source>Launch and resume</source>
+            <translation>启动并继续</translation>
+        </message>
+        <message>
+            <source>Launching a new machine for run {run}…</source>
+            <translation>正在为运行 {run} 启动新机器…</translation>
+        </message>
+        <message>
+            <source>The run was not recovered</source>
+            <translation>运行未能恢复</translation>
         </message>
         <message>
             <source>Starting {service} on the machine…</source>
@@ -2442,6 +2482,53 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>{params} parameters, traced on {device}.</source>
             <translation>{params} 个参数，在 {device} 上追踪。</translation>
+        </message>
+    </context>
+    <context>
+        <name>WatchPage</name>
+        <message>
+            <source>a machine, or ssh://user@host:port</source>
+            <translation>选择机器，或输入 ssh://用户@主机:端口</translation>
+        </message>
+        <message>
+            <source>key file (ssh:// and own machines)</source>
+            <translation>密钥文件（ssh:// 和自有机器）</translation>
+        </message>
+        <message>
+            <source>Watch</source>
+            <translation>监控</translation>
+        </message>
+        <message>
+            <source>Stop watching</source>
+            <translation>停止监控</translation>
+        </message>
+        <message>
+            <source>Choose a machine and press Watch: gpudesk starts its agent there and shows every GPU live.</source>
+            <translation>选择一台机器并点击“监控”：gpudesk 会在机器上启动代理，并实时显示每块 GPU。</translation>
+        </message>
+        <message>
+            <source>Choose a machine to watch.</source>
+            <translation>请选择要监控的机器。</translation>
+        </message>
+        <message>
+            <source>{machine}: {why}</source>
+            <translation>{machine}：{why}</translation>
+        </message>
+        <message>
+            <source>{machine}: connecting and starting the agent…</source>
+            <translation>{machine}：正在连接并启动代理…</translation>
+        </message>
+        <message>
+            <source>{machine}: live.</source>
+            <translation>{machine}：实时。</translation>
+        </message>
+        <message>
+            <source>{machine}: connection lost, reconnecting (the gap is filled from the machine)…</source>
+            <translation>{machine}：连接中断，正在重连（中断期间的数据会从机器补回）…</translation>
+        </message>
+        <message>
+            <source>{machine}: not watched.</source>
+            <translation>{machine}：未监控。</translation>
         </message>
     </context>
     <context>
