@@ -3,7 +3,7 @@
 Writes screenshot-plan-{en,zh_CN}[-{light,dark}].png, screenshot-preferences-*.png,
 screenshot-welcome-*.png, screenshot-accounts-*.png, screenshot-instances-*.png and
 screenshot-launch-*.png and
-screenshot-run-*.png. Settings and a sample ledger go to a temporary GPUDESK_HOME.
+screenshot-run-*.png and screenshot-watch-*.png. Settings and a sample ledger go to a temporary GPUDESK_HOME.
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ def main() -> int:
             window.grab().save(str(DOCS / f"screenshot-{key}-{language}.png"))
         shoot_launch(window, catalog, settle, language)
         shoot_run(window, settle, language)
+        shoot_watch(window, settle, language)
         window.close()
         settle()
     return 0
@@ -164,6 +165,45 @@ def shoot_run(window, settle, language: str) -> None:  # type: ignore[no-untyped
     window.show_page("run")
     settle()
     window.grab().save(str(DOCS / f"screenshot-run-{language}.png"))
+
+
+def shoot_watch(window, settle, language: str) -> None:  # type: ignore[no-untyped-def]
+    """The Watch page with 20 minutes of a 2-GPU machine at 1 Hz and its spend."""
+    import math
+    import time
+
+    from gpudesk.ui.dashboard_page import DashboardPage
+
+    page = window.watch
+    dash = page.dashboards.get("m-3f9a1c20b7")
+    if dash is None:
+        dash = DashboardPage("m-3f9a1c20b7", "m-3f9a1c20b7", page)
+        page.dashboards[dash.key] = dash
+        page.stack.addWidget(dash)
+        page.overview.watch(dash)
+    now = time.time()
+    records = []
+    for i in range(1200):
+        t = now - 1200 + i
+        gpus = [{"index": g, "uuid": f"GPU-{g}", "name": "NVIDIA A10G",
+                 "util": 92 + 6 * math.sin(i / 40 + g) if i > 90 else 3,
+                 "mem_used_mib": 17800 + 300 * g if i > 90 else 400, "mem_total_mib": 23028,
+                 "temp_c": 58 + 8 * (1 - math.exp(-i / 300)) + g, "power_w": 180 + 20 * g,
+                 "power_limit_w": 300} for g in range(2)]
+        procs = [{"pid": 4127 + g, "gpu_uuid": f"GPU-{g}", "gpu_index": g,
+                  "name": "python3", "mem_used_mib": 17400 + 300 * g} for g in range(2)]
+        records.append({"seq": i + 1, "t": t, "src": "nvidia-smi", "gpus": gpus,
+                        "procs": procs})
+    dash.feed_many(records)
+    start = now - 2 * 3600 - 840
+    dash.set_spend([(start + k * 60, 0.86 * k / 60) for k in range(0, 135)], 0.86, "USD",
+                   5.0, now + 3 * 3600)
+    page.show_machine(dash.key)
+    window.show_page("watch")
+    for _ in range(5):
+        settle()
+        dash.redraw()
+    window.grab().save(str(DOCS / f"screenshot-watch-{language}.png"))
 
 
 if __name__ == "__main__":
