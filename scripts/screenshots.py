@@ -2,8 +2,8 @@
 
 Writes screenshot-plan-{en,zh_CN}[-{light,dark}].png, screenshot-preferences-*.png,
 screenshot-welcome-*.png, screenshot-accounts-*.png, screenshot-instances-*.png and
-screenshot-launch-*.png and
-screenshot-run-*.png and screenshot-watch-*.png. Settings and a sample ledger go to a temporary GPUDESK_HOME.
+screenshot-launch-*.png, screenshot-run-*.png and screenshot-watch-*.png. Settings
+and a sample ledger go to a temporary GPUDESK_HOME.
 """
 
 from __future__ import annotations
