@@ -107,3 +107,26 @@ def test_a_second_launch_with_the_same_ledger_id_is_not_a_second_machine(cloud) 
     first = provider.run_instance(request)
     again = provider.run_instance(request)  # a retry after a lost answer
     assert first.cloud_id == again.cloud_id and cloud.instance_count() == 1
+
+
+def test_relaunch_like_a_lost_spot_machine_on_moto(cloud, banner_port) -> None:  # type: ignore[no-untyped-def]
+    """Spot recovery's replacement: the same type, market, price cap and zone, tagged anew."""
+    from dataclasses import replace
+
+    from gpudesk.services.spot_recovery import relaunch_like
+
+    with Ledger() as ledger:
+        launcher = Launcher(ledger, poll_s=0.01,
+                            ssh_probe=lambda _a: probe_ssh("127.0.0.1", banner_port, 2))
+        lost = asyncio.run(launcher.launch(replace(PLAN, zone="us-east-1b"))).machine
+        asyncio.run(act(ledger, lost.id, "terminate"))  # the spot machine was reclaimed
+        new_id = asyncio.run(relaunch_like(launcher, lost.id, allow_from=ADDRESS))
+        new = ledger.get(new_id)
+        assert new is not None and new.id != lost.id and new.state == "running"
+        assert (new.instance_type, new.market, new.max_price, new.zone, new.region) == (
+            "g5.xlarge", "spot", 0.9, "us-east-1b", "us-east-1")
+        ec2 = cloud.client("ec2")
+        tags = {t["Key"]: t["Value"] for r in ec2.describe_instances(
+            InstanceIds=[new.cloud_id])["Reservations"] for i in r["Instances"]
+            for t in i["Tags"]}
+        assert tags[TAG_LEDGER] == new.id

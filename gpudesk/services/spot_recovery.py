@@ -156,9 +156,11 @@ def recover(record: RunRecord, ref: str, identity: str | None, policy: HostKeyPo
 
 
 async def relaunch_like(launcher: Launcher, machine_id: str,
-                        on_progress: Callable[[object], None] = lambda _p: None) -> str:
+                        on_progress: Callable[[object], None] = lambda _p: None, *,
+                        allow_from: str = "") -> str:
     """Launch a machine like ledger row ``machine_id``: its zone, then any zone of its
-    region. Returns the new ledger id."""
+    region. Returns the new ledger id. ``allow_from`` empty: SSH is opened to this
+    computer's public address, detected as for any launch."""
     from gpudesk.services.launcher import LaunchPlan
     from gpudesk.services.providers.base import ProviderError
 
@@ -168,7 +170,8 @@ async def relaunch_like(launcher: Launcher, machine_id: str,
     base = LaunchPlan(provider=old.provider, instance_type=old.instance_type,  # type: ignore[arg-type]
                       region=old.region, zone=old.zone, market=old.market,  # type: ignore[arg-type]
                       max_price=old.max_price, gpu=old.gpu, gpus=old.gpus,
-                      price_per_hour=old.price_per_hour, ssh_user=old.ssh_user or "ubuntu")
+                      price_per_hour=old.price_per_hour, ssh_user=old.ssh_user or "ubuntu",
+                      disk_gb=int(old.disk_gb or 100), allow_from=allow_from)
     plans = [base] + ([replace(base, zone="")] if old.zone else [])
     last: ProviderError | None = None
     for plan in plans:
