@@ -42,7 +42,6 @@ from gpudesk.services.ledger import Ledger
 from gpudesk.services.run_control import FollowResult, LogFollower, RunForm, Tunnel, TunnelSpec
 from gpudesk.services.runs import RunRecord, RunStatus
 from gpudesk.ui.host_key_question import HostKeyQuestion
-from gpudesk.ui.machine_combo import MachineCombo
 from gpudesk.ui.task_runner import TaskRunner, error_text, show_error
 
 LOG_MAX_LINES = 50_000  # the whole log stays on the machine; the view keeps the newest lines
@@ -98,8 +97,10 @@ class RunPage(QWidget):
 
         # -- the new-run form
         self.form_box = QGroupBox(self)
-        self.machine = MachineCombo(ledger, self)
+        self.machine = QComboBox(self)
         self.machine.setObjectName("runMachine")
+        self.machine.setEditable(True)
+        self.machine.setMinimumContentsLength(28)
         self.identity = QLineEdit(self)
         self.identity.setObjectName("runIdentity")
         self.identity_browse = QPushButton(self)
@@ -229,6 +230,7 @@ class RunPage(QWidget):
         self.find_prev.clicked.connect(lambda: self.find_in_log(backward=True))
         self.destroyed.connect(self._bridge.deleteLater)
         self.retranslate()
+        self.reload_machines()
         self.reload_runs()
 
     @staticmethod
@@ -252,7 +254,9 @@ class RunPage(QWidget):
                  "checkpoint": self.tr("Checkpoint every:"), "python": self.tr("Python:")}
         for key, text in texts.items():
             self._labels[key].setText(text)
-        self.machine.set_placeholder(self.tr("a machine, or ssh://user@host:port"))
+        line = self.machine.lineEdit()
+        if line is not None:
+            line.setPlaceholderText(self.tr("a machine, or ssh://user@host:port"))
         self.identity.setPlaceholderText(self.tr("only for ssh:// and your own machines"))
         self.nodes.setPlaceholderText(self.tr("for multi-node: other machines, comma-separated"))
         self.args.setPlaceholderText(self.tr("e.g. --epochs 10 --lr 3e-4"))
@@ -295,10 +299,20 @@ class RunPage(QWidget):
     # ------------------------------------------------------------------ data
 
     def reload_machines(self) -> None:
-        self.machine.reload()
+        typed = self.machine.currentText()
+        self.machine.clear()
+        for m in self.ledger.machines(include_ended=False):
+            if m.public_ip:
+                label = f"{m.name or m.id} — {m.instance_type or m.provider} ({m.public_ip})"
+                self.machine.addItem(label, m.id)
+        if typed:
+            self.machine.setCurrentText(typed)
 
     def machine_ref(self) -> str:
-        return self.machine.ref()
+        text = self.machine.currentText().strip()
+        index = self.machine.findText(text)
+        data = self.machine.itemData(index) if index >= 0 else None
+        return str(data) if data else text
 
     def reload_runs(self, select: str = "") -> None:
         chosen = self.selected_run()

@@ -16,6 +16,7 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
+    QComboBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -33,7 +34,6 @@ from gpudesk.services.settings import Settings
 from gpudesk.services.telemetry import TelemetrySample
 from gpudesk.ui.dashboard_page import DashboardPage, OverviewPage
 from gpudesk.ui.host_key_question import HostKeyQuestion
-from gpudesk.ui.machine_combo import MachineCombo
 from gpudesk.ui.task_runner import error_text
 
 SPEND_EVERY_MS = 30_000
@@ -137,8 +137,10 @@ class WatchPage(QWidget):
         self.remote_root = "~/gpudesk"
         self.python = "python3"
 
-        self.machine = MachineCombo(ledger, self)
+        self.machine = QComboBox(self)
         self.machine.setObjectName("watchMachine")
+        self.machine.setEditable(True)
+        self.machine.setMinimumContentsLength(30)
         self.identity = QLineEdit(self)
         self.identity.setObjectName("watchIdentity")
         self.connect_button = QPushButton(self)
@@ -177,9 +179,12 @@ class WatchPage(QWidget):
         self.spend_timer.timeout.connect(self.refresh_spend)
         self.spend_timer.start()
         self.retranslate()
+        self.reload_machines()
 
     def retranslate(self) -> None:
-        self.machine.set_placeholder(self.tr("a machine, or ssh://user@host:port"))
+        line = self.machine.lineEdit()
+        if line is not None:
+            line.setPlaceholderText(self.tr("a machine, or ssh://user@host:port"))
         self.identity.setPlaceholderText(self.tr("key file (ssh:// and own machines)"))
         self.connect_button.setText(self.tr("Watch"))
         self.disconnect_button.setText(self.tr("Stop watching"))
@@ -193,10 +198,20 @@ class WatchPage(QWidget):
         super().changeEvent(event)
 
     def reload_machines(self) -> None:
-        self.machine.reload()
+        typed = self.machine.currentText()
+        self.machine.clear()
+        for m in self.ledger.machines(include_ended=False):
+            if m.public_ip:
+                self.machine.addItem(f"{m.name or m.id} — {m.instance_type or m.provider} "
+                                     f"({m.public_ip})", m.id)
+        if typed:
+            self.machine.setCurrentText(typed)
 
     def _ref(self) -> str:
-        return self.machine.ref()
+        text = self.machine.currentText().strip()
+        index = self.machine.findText(text)
+        data = self.machine.itemData(index) if index >= 0 else None
+        return str(data) if data else text
 
     def _machine(self, ref: str) -> Machine | None:
         return None if ref.startswith("ssh://") else self.ledger.find(ref)
