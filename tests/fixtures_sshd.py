@@ -49,7 +49,10 @@ PrintMotd no
 MaxSessions 64
 MaxStartups 64
 LogLevel VERBOSE
-SetEnv XDG_STATE_HOME={state_home}
+# SHLVL=1 makes the session's bash count as nested, so it skips ~/.bashrc: on these
+# machines that file runs `pyenv init`, whose rehash lock, once orphaned by a killed
+# session, stalls every later login for 60 s (CI crawled and timed out on it).
+SetEnv XDG_STATE_HOME={state_home} SHLVL=1
 """
 
 

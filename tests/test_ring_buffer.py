@@ -52,6 +52,42 @@ def test_out_of_order_backfill_merges_in_time_order() -> None:
     assert h.window()[0].tolist() == [3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
 
 
+def test_merge_matches_a_sorted_reference_and_rewrites_only_the_tail() -> None:
+    """Random appends and backfills against a dict kept in time order (newest wins)."""
+    rng = np.random.default_rng(7)
+    for capacity in (5, 17, 64):
+        h = History(capacity=capacity)
+        ref: dict[float, float] = {}
+        now = 0.0
+        for _ in range(300):
+            if rng.random() < 0.7 or not ref:
+                now += float(rng.integers(1, 3))
+                h.append(now, sample(now))
+                ref[now] = now
+            else:  # a backfill overlapping the newest few seconds, some times new
+                lo = now - float(rng.integers(0, 2 * capacity))
+                ts = sorted({float(t) for t in rng.integers(int(lo), int(now) + 1, 6)})
+                vals = [t + 0.5 for t in ts]
+                h.extend([(t, sample(v)) for t, v in zip(ts, vals, strict=True)])
+                ref.update(zip(ts, vals, strict=True))
+            want = sorted(ref.items())[-capacity:]
+            # The ring drops what is older than its newest ``capacity`` samples.
+            ref = dict(sorted(ref.items())[-capacity:])
+            times, values = h.window()
+            assert times.tolist() == [t for t, _ in want]
+            assert values[0, 0].tolist() == [v for _, v in want]
+            assert h.last_time == want[-1][0]
+
+    # A backfill of the newest minute leaves the rest of a full day where it was.
+    day = History(capacity=DAY_SAMPLES, n_gpus=1)
+    day.extend((float(t), sample(t)) for t in range(DAY_SAMPLES))
+    before = day.times.copy()
+    day.extend([(float(DAY_SAMPLES - 30), sample(-1)), (float(DAY_SAMPLES + 5), sample(5))])
+    changed = np.flatnonzero(day.times != before)
+    assert len(changed) <= 40  # the rewritten tail, not 86 400 slots
+    assert day.size == DAY_SAMPLES and day.last_time == DAY_SAMPLES + 5
+
+
 def test_none_becomes_nan_and_gpus_go_by_index() -> None:
     rec = {"t": 100.0, "gpus": [
         {"index": 1, "util": 55, "mem_used_mib": None, "temp_c": 61, "power_w": 250.5},

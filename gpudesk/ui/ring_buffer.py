@@ -140,24 +140,39 @@ class History:
         self.merge(ts, block)
 
     def merge(self, ts: Floats, block: Values) -> None:
-        """Put samples ``block[k, gpu, series]`` at times ``ts`` in order; newest win ties."""
+        """Put samples ``block[k, gpu, series]`` at times ``ts`` in order; newest win ties.
+
+        Only the stretch from the earliest new time onwards is rewritten: a
+        backfill of the last minutes costs those minutes, not the whole day.
+        """
         self._grow(block.shape[1])
-        old_t, old_v = self.window()
+        if not len(ts):
+            return
+        # Old samples before the earliest new one stay where they are.
+        kept = sum(int(np.searchsorted(t, float(ts.min()), "left"))
+                   for t, _ in self.pieces())
+        first_slot = (self.head - self.size + kept) % self.capacity
+        tail_t, tail_v = self.window(float(ts.min()))
         new_v = np.full((self.n_gpus, self.n_series, len(ts)), np.nan, dtype=np.float32)
         new_v[: block.shape[1]] = np.transpose(block, (1, 2, 0))
-        all_t = np.concatenate([old_t, ts])
-        all_v = np.concatenate([old_v, new_v], axis=2)
+        all_t = np.concatenate([tail_t, ts])
+        all_v = np.concatenate([tail_v, new_v], axis=2)
         order = np.argsort(all_t, kind="stable")
         all_t, all_v = all_t[order], all_v[:, :, order]
         keep = np.ones(len(all_t), dtype=bool)
         keep[:-1] = all_t[1:] != all_t[:-1]  # of equal times keep the last (the newer)
-        all_t, all_v = all_t[keep][-self.capacity:], all_v[:, :, keep][:, :, -self.capacity:]
+        all_t, all_v = all_t[keep], all_v[:, :, keep]
+        if len(all_t) >= self.capacity:  # the merged stretch alone fills the ring
+            kept, first_slot = 0, 0
+            all_t, all_v = all_t[-self.capacity:], all_v[:, :, -self.capacity:]
+        # Written in order from the first rewritten slot, wrapping; a longer stretch
+        # than before overwrites the oldest kept samples, which the ring drops anyway.
         n = len(all_t)
-        self.times[:] = np.nan
-        self.values[:] = np.nan
-        self.times[:n] = all_t
-        self.values[:, :, :n] = all_v
-        self.size, self.head = n, n % self.capacity
+        slots = (first_slot + np.arange(n)) % self.capacity
+        self.times[slots] = all_t
+        self.values[:, :, slots] = all_v
+        self.head = int((first_slot + n) % self.capacity)
+        self.size = min(self.capacity, kept + n)
 
     def pieces(self, t0: float | None = None,
                t1: float | None = None) -> list[tuple[Floats, Values]]:
