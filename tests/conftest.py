@@ -64,3 +64,29 @@ def _plain_asyncio(request: pytest.FixtureRequest):  # type: ignore[no-untyped-d
         yield
     finally:
         asyncio.events._set_running_loop(running)
+
+
+@pytest.fixture(autouse=True)
+def _collect_qt_garbage_between_tests(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """No automatic garbage collection during a Qt test; one full collection after it.
+
+    An automatic collection can start at any allocation: inside a Qt event
+    dispatch, or on a worker thread, and then finalise the Python side of Qt
+    objects an earlier test left in reference cycles. PySide6 crashes on that
+    now and then (CI saw a segfault "Garbage-collecting" inside
+    ``qtbot.waitUntil``). Collecting here, on the main thread with no event loop
+    running and after every other fixture has torn down, is safe.
+    """
+    if "qtbot" not in request.fixturenames and "qapp" not in request.fixturenames:
+        yield
+        return
+    import gc
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect()
+        if was_enabled:
+            gc.enable()
