@@ -122,7 +122,7 @@ def test_missing_values_show_a_dash_not_zero(page: DashboardPage, qtbot) -> None
     s = page.summary()
     assert s.mean_util == 37.0 and s.n_gpus == 2  # the unknown one is not averaged in as 0
     # The plotted util of GPU 1 is NaN (a break), not 0.
-    _, y = page.plots.curves[1][0].getData()
+    _, y = page.plots.curve_data(1, 0)
     assert len(y) == 1 and math.isnan(y[0])
 
 
@@ -133,10 +133,10 @@ def test_plots_carry_the_fed_samples_and_redraw_is_throttled(page: DashboardPage
         page.feed(a100x8(k))
     drawn(page, qtbot)
     assert page.redraws == start + 1  # 300 samples, one redraw
-    x, y = page.plots.curves[3][0].getData()  # GPU 3 utilisation
+    x, y = page.plots.curve_data(3, 0)  # GPU 3 utilisation
     assert len(x) == 300 and x[0] == T0 and x[-1] == T0 + 299
     assert y.tolist() == [UTIL[(3 + k) % 8] for k in range(300)]
-    _, mem = page.plots.curves[5][1].getData()  # GPU 5 memory, in GiB
+    _, mem = page.plots.curve_data(5, 1)  # GPU 5 memory, in GiB
     assert mem[0] == pytest.approx((30994 + 80) / 1024)
     lo, hi = page.plots.x_range()
     # Follows the newest sample; a run shorter than the 1 h window fills the width.
@@ -149,7 +149,7 @@ def test_a_gap_in_time_is_a_break_in_the_line(page: DashboardPage, qtbot) -> Non
     for k in list(range(50)) + list(range(200, 250)):
         page.feed(a100x8(k))
     drawn(page, qtbot)
-    x, y = page.plots.curves[0][2].getData()
+    x, y = page.plots.curve_data(0, 2)
     breaks = np.flatnonzero(np.isnan(x))
     assert len(breaks) == 1
     assert x[breaks[0] - 1] == T0 + 49 and x[breaks[0] + 1] == T0 + 200
@@ -189,7 +189,7 @@ def test_out_of_order_backfill_fills_the_hole(page: DashboardPage, qtbot) -> Non
     page.feed_many(a100x8(k) for k in range(10, 30))  # the reconnect backfill, arriving late
     assert not page.backfilling  # a short one is taken at once
     drawn(page, qtbot)
-    x, _ = page.plots.curves[0][0].getData()
+    x, _ = page.plots.curve_data(0, 0)
     assert x.tolist() == [T0 + k for k in range(40)]  # no hole, no break
     assert page.history.last_time == T0 + 39
 
@@ -266,7 +266,7 @@ def test_manual_zoom_stops_following_until_asked(page: DashboardPage, qtbot) -> 
     drawn(page, qtbot)
     lo, hi = page.plots.x_range()
     assert (lo, hi) == (pytest.approx(T0 + 10), pytest.approx(T0 + 40))  # stays put
-    x, _ = page.plots.curves[0][0].getData()
+    x, _ = page.plots.curve_data(0, 0)
     assert x[0] >= T0 + 10 and x[-1] <= T0 + 40  # only the visible range is drawn
     QTest.mouseClick(page.follow_button, Qt.MouseButton.LeftButton)
     drawn(page, qtbot)
@@ -294,7 +294,7 @@ def test_a_day_of_8_gpus_stays_in_bounds(page: DashboardPage, qtbot) -> None:  #
     page.window_box.setCurrentIndex(3)  # 24 hours
     drawn(page, qtbot)
     assert page.history.size == DAY_SAMPLES and page.history.nbytes == bytes_for(8)
-    x, y = page.plots.curves[0][0].getData()
+    x, y = page.plots.curve_data(0, 0)
     width = page.plots.pixel_width()
     assert len(x) <= 2 * width + 2  # binned to the pixel width, not 86 400 points
     assert np.nanmax(y) == 99 and np.nanmin(y) == 95
@@ -312,3 +312,52 @@ def test_a_long_backfill_is_parsed_across_event_loop_turns(page: DashboardPage, 
     assert page.history.first_time == T0 and page.history.last_time == T0 + 5000
     drawn(page, qtbot)
     assert cells(page.proc_table, 0)[0] == "41000"  # info from the newest record stays
+
+
+def test_a_new_sample_rebins_only_the_tail(page: DashboardPage, qtbot) -> None:  # type: ignore[no-untyped-def]
+    from gpudesk.ui.ring_buffer import downsample_pieces
+
+    n = 2 * 3600  # two hours of one GPU; the 1 h view holds 3 samples per pixel column
+    t = T0 + np.arange(n, dtype=np.float64)
+    rng = np.random.default_rng(3)
+    block = np.full((n, 1, 4), np.nan, dtype=np.float32)
+    block[:, 0, 0] = rng.integers(0, 101, n)
+    block[:, 0, 1:] = [30000.0, 60.0, 300.0]
+    page.history.merge(t, block)
+    page.feed(a100x8(n))
+    drawn(page, qtbot)
+    plots = page.plots
+
+    def whole_view() -> tuple[np.ndarray, np.ndarray]:
+        t0, t1 = plots.x_range()
+        h = page.history
+        pieces = [(tt, v.reshape(h.n_gpus * h.n_series, -1)) for tt, v in h.pieces(t0, t1)]
+        full = downsample_pieces(pieces, t0, t1, plots.pixel_width())
+        assert full.binned
+        return full.x, full.y[0]  # GPU 0 utilisation
+
+    bodies = plots.body_draws
+    for k in range(1, 6):
+        page.feed(a100x8(n + k))
+        drawn(page, qtbot)
+        x, y = plots.curve_data(0, 0)
+        want_x, want_y = whole_view()
+        assert np.array_equal(x, want_x, equal_nan=True)
+        assert np.array_equal(y, want_y, equal_nan=True)
+    assert plots.body_draws == bodies  # five samples: five tails, the body drawn once
+    assert plots.tails[0][0].getData()[0].size < 20
+    body_x, tail_x = plots.curves[0][0].getData()[0], plots.tails[0][0].getData()[0]
+    assert tail_x[0] == body_x[-1]  # the tail repeats the body's last column: one line
+
+    # A backfill rewriting ten minutes inside the view bins the body again.
+    fix = [a100x8(j) for j in range(n - 1800, n - 1200)]
+    for rec in fix:
+        rec["gpus"][0]["util"] = 0
+    page.feed_many(fix)
+    drawn(page, qtbot)
+    assert plots.body_draws == bodies + 1
+    x, y = plots.curve_data(0, 0)
+    want_x, want_y = whole_view()
+    assert np.array_equal(y, want_y, equal_nan=True)
+    inside = (x > T0 + n - 1780) & (x < T0 + n - 1220)
+    assert inside.any() and np.nanmax(y[inside]) == 0

@@ -4,14 +4,19 @@
 and power, with a shared local-time axis (``DateAxisItem``) and a crosshair.
 It never downsamples on its own: the page calls ``redraw(history)`` from a
 throttled timer and only the visible time range is binned to the plot's pixel
-width (``ring_buffer.downsample``), so a day of 8 GPUs costs the same to draw
-as a minute. Colours come from the widget palette, so light and dark both work.
+width (``ring_buffer.span``), so a day of 8 GPUs costs the same to draw as a
+minute. Each line is two curves: a body, binned again only when the range
+moves or a backfill rewrites what it shows, and a short live tail from its last
+column to now, the only part a new sample changes. Qt then repaints a narrow
+strip per second instead of 32 full curves. Colours come from the widget
+palette, so light and dark both work.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
@@ -19,11 +24,24 @@ from PySide6.QtCore import QEvent, QPointF, Qt, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QWidget
 
-from gpudesk.ui.ring_buffer import SERIES, History, downsample_pieces
+from gpudesk.ui.ring_buffer import SERIES, Downsampled, History, bin_edges, count_in, span
 
 PANELS: tuple[str, ...] = SERIES  # util, mem_used_mib, temp_c, power_w: one plot each
 MIB_PER_GIB = 1024.0
 FOLLOW_STEP = 0.05  # following: the range jumps ahead by this part of the window
+TAIL_MAX_POINTS = 256  # a live tail longer than this is folded into the body
+
+
+@dataclass(frozen=True)
+class _Body:
+    """What the body curves show: all but the newest column, re-binned only when needed."""
+
+    key: tuple[int, float, float, int, int, bool]  # history, t0, t1, width, GPUs, binned
+    before: float  # the body holds the samples before this time
+    tail_from: float  # the tail starts here: the body's last column, drawn by both
+    lows: tuple[float, ...]  # per panel, the smallest finite value shown (NaN: none)
+    highs: tuple[float, ...]
+    points: int  # x points per body curve
 
 
 def gpu_colour(index: int) -> QColor:
@@ -76,7 +94,10 @@ class GpuPlots(pg.GraphicsLayoutWidget):  # type: ignore[misc]
             self.cross.append(line)
             self.limit_lines.append(limit)
         self.plots[0].setYRange(0, 100, padding=0.04)
-        self.curves: list[list[pg.PlotCurveItem]] = []  # [gpu][panel]
+        self.curves: list[list[pg.PlotCurveItem]] = []  # [gpu][panel]: the bodies
+        self.tails: list[list[pg.PlotCurveItem]] = []  # [gpu][panel]: the live tails
+        self._body: _Body | None = None
+        self.body_draws = 0  # how often the bodies were binned again (tests, benchmarks)
         self.window_s = 3600.0
         self.follow = True
         self._setting_range = False
@@ -121,12 +142,29 @@ class GpuPlots(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         while len(self.curves) < n_gpus:
             g = len(self.curves)
             pen = pg.mkPen(gpu_colour(g), width=1)  # 1 px: the raster engine's fast path
-            row = []
+            row: list[pg.PlotCurveItem] = []
+            tails: list[pg.PlotCurveItem] = []
             for plot in self.plots:
-                curve = pg.PlotCurveItem(pen=pen, connect="finite")
-                plot.addItem(curve)
-                row.append(curve)
+                for out in (row, tails):
+                    curve = pg.PlotCurveItem(pen=pen, connect="finite")
+                    plot.addItem(curve)
+                    out.append(curve)
             self.curves.append(row)
+            self.tails.append(tails)
+            self._body = None
+
+    def curve_data(self, gpu: int, panel: int) -> tuple[np.ndarray, np.ndarray]:
+        """The whole line of ``gpu`` in ``panel`` as drawn: body then tail, once each."""
+        bx, by = self.curves[gpu][panel].getData()
+        tx, ty = self.tails[gpu][panel].getData()
+        bx = np.asarray(bx if bx is not None else [], dtype=np.float64)
+        by = np.asarray(by if by is not None else [], dtype=np.float64)
+        tx = np.asarray(tx if tx is not None else [], dtype=np.float64)
+        ty = np.asarray(ty if ty is not None else [], dtype=np.float64)
+        if self._body is not None and len(tx):
+            keep = ~(bx >= self._body.tail_from)  # NaN (a break) stays
+            bx, by = bx[keep], by[keep]
+        return np.concatenate([bx, tx]), np.concatenate([by, ty])
 
     # ------------------------------------------------------------------ range
 
@@ -161,39 +199,90 @@ class GpuPlots(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         if self.follow and last is not None:
             self._follow_to(last, history.first_time or last)
         t0, t1 = self.x_range()
+        width = self.pixel_width()
         g, s = history.n_gpus, history.n_series
         pieces = [(t, v.reshape(g * s, -1)) for t, v in history.pieces(t0, t1)]  # views
-        ds = downsample_pieces(pieces, t0, t1, self.pixel_width())
-        y = ds.y.reshape(g, s, -1)
-        y[:, PANELS.index("mem_used_mib")] /= MIB_PER_GIB
+        rewritten = history.take_rewritten_from()
+        binned = count_in(pieces, t0, t1) > 2 * width
+        key = (id(history), t0, t1, width, g, binned)
+        body = self._body
+        if body is None or body.key != key or (rewritten is not None
+                                               and rewritten < body.before):
+            body = self._draw_body(pieces, key)
+        tail = span(pieces, t0, t1, width, binned, start=body.tail_from)
+        if tail.x.size > TAIL_MAX_POINTS:  # not following, data arriving in view
+            body = self._draw_body(pieces, key)
+            tail = span(pieces, t0, t1, width, binned, start=body.tail_from)
+        ty = self._in_units(tail, g, s)
         for gi in range(g):
             for si in range(s):
-                self.curves[gi][si].setData(ds.x, y[gi, si])
-        self.last_points = int(ds.x.size) * g * s
+                self.tails[gi][si].setData(tail.x, ty[gi, si])
+        self.last_points = (body.points + int(tail.x.size)) * g * s
         limits = {"mem_used_mib": None if mem_total_mib is None else mem_total_mib / MIB_PER_GIB,
                   "power_w": power_limit_w}
+        t_lo, t_hi = _extremes(ty)
         for si, name in enumerate(PANELS):
-            self._set_y(si, y[:, si], limits.get(name))
+            lo = float(np.fmin(body.lows[si], t_lo[si]))
+            hi = float(np.fmax(body.highs[si], t_hi[si]))
+            self._set_y(si, lo, hi, limits.get(name))
 
-    def _set_y(self, panel: int, shown: np.ndarray, limit: float | None) -> None:
+    @staticmethod
+    def _in_units(ds: Downsampled, g: int, s: int) -> np.ndarray:
+        y = ds.y.reshape(g, s, -1)
+        y[:, PANELS.index("mem_used_mib")] /= MIB_PER_GIB
+        return y
+
+    def _draw_body(self, pieces: list[tuple[np.ndarray, np.ndarray]],
+                   key: tuple[int, float, float, int, int, bool]) -> _Body:
+        """Bin everything but the newest column and hand it to the body curves."""
+        _, t0, t1, width, g, binned = key
+        newest = max((float(t[-1]) for t, _ in pieces if len(t) and t[-1] <= t1), default=None)
+        if newest is None:
+            before = tail_from = t0
+        else:
+            edges = bin_edges(t0, t1, width)
+            if binned:  # the newest sample's column goes to the tail
+                before = float(edges[max(0, int(np.searchsorted(edges, newest, "right")) - 1)])
+            else:
+                before = newest
+            older = [t[: int(np.searchsorted(t, before, "left"))] for t, _ in pieces]
+            last_body = max((float(t[-1]) for t in older if len(t) and t[-1] >= t0),
+                            default=None)
+            if last_body is None:
+                tail_from = t0
+            elif binned:  # the tail repeats the body's last column, so the line joins
+                tail_from = float(edges[max(0, int(np.searchsorted(edges, last_body,
+                                                                    "right")) - 1)])
+            else:
+                tail_from = last_body
+        ds = span(pieces, t0, t1, width, binned, before=before)
+        y = self._in_units(ds, g, len(PANELS))
+        for gi in range(g):
+            for si in range(len(PANELS)):
+                self.curves[gi][si].setData(ds.x, y[gi, si])
+        lows, highs = _extremes(y)
+        self._body = _Body(key, before, tail_from, tuple(lows), tuple(highs), int(ds.x.size))
+        self.body_draws += 1
+        return self._body
+
+    def _set_y(self, panel: int, data_lo: float, data_hi: float, limit: float | None) -> None:
         """A y range from the limit or the shown data, in round steps; set only on change.
 
         Fixed ranges keep pyqtgraph from autoranging (a bounds pass over every
         curve) and the axis from re-laying out its labels on every frame.
         """
-        finite = shown[np.isfinite(shown)]
         name = PANELS[panel]
         if name == "util":
             lo, hi = 0.0, 100.0
         elif limit is not None and math.isfinite(limit) and limit > 0:
             lo, hi = 0.0, float(limit)
-        elif not finite.size:
+        elif math.isnan(data_lo) or math.isnan(data_hi):
             lo, hi = 0.0, 1.0
         elif name == "temp_c":
-            lo = 5.0 * math.floor(float(finite.min()) / 5.0 - 0.2)
-            hi = 5.0 * math.ceil(float(finite.max()) / 5.0 + 0.2)
+            lo = 5.0 * math.floor(data_lo / 5.0 - 0.2)
+            hi = 5.0 * math.ceil(data_hi / 5.0 + 0.2)
         else:
-            top = float(finite.max())
+            top = data_hi
             step = 10.0 ** math.floor(math.log10(top)) if top > 0 else 1.0
             lo, hi = 0.0, step * math.ceil(top * 1.05 / step)
         line = self.limit_lines[panel]
@@ -249,6 +338,16 @@ class GpuPlots(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         self.hide_cross()
         self.hover_left.emit()
         super().leaveEvent(event)
+
+
+def _extremes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per panel (axis 1 of ``y[gpu, panel, k]``) the finite min and max; NaN if none."""
+    g, s = y.shape[0], y.shape[1]
+    flat = np.moveaxis(y, 1, 0).reshape(s, g * y.shape[2]) if g else np.empty((s, 0))
+    if not flat.shape[1]:
+        nan = np.full(s, np.nan)
+        return nan, nan.copy()
+    return np.fmin.reduce(flat, axis=1), np.fmax.reduce(flat, axis=1)
 
 
 class SpendPlot(pg.PlotWidget):  # type: ignore[misc]

@@ -83,6 +83,7 @@ class History:
                                       dtype=np.float32)
         self.head = 0  # the slot the next sample goes to
         self.size = 0
+        self._rewritten_from = math.inf  # the earliest time a merge changed, until taken
 
     @property
     def n_gpus(self) -> int:
@@ -148,6 +149,7 @@ class History:
         self._grow(block.shape[1])
         if not len(ts):
             return
+        self._rewritten_from = min(self._rewritten_from, float(ts.min()))
         # Old samples before the earliest new one stay where they are.
         kept = sum(int(np.searchsorted(t, float(ts.min()), "left"))
                    for t, _ in self.pieces())
@@ -173,6 +175,15 @@ class History:
         self.values[:, :, slots] = all_v
         self.head = int((first_slot + n) % self.capacity)
         self.size = min(self.capacity, kept + n)
+
+    def take_rewritten_from(self) -> float | None:
+        """The earliest time merges changed since the last call (None: only appends).
+
+        For the one plot that draws this history: what it drew before that time
+        is still right.
+        """
+        t, self._rewritten_from = self._rewritten_from, math.inf
+        return None if math.isinf(t) else t
 
     def pieces(self, t0: float | None = None,
                t1: float | None = None) -> list[tuple[Floats, Values]]:
@@ -247,23 +258,49 @@ def downsample(times: Floats, values: Values, t0: float, t1: float, width: int,
 def downsample_pieces(pieces: Sequence[tuple[Floats, Values]], t0: float, t1: float,
                       width: int, gap_s: float = GAP_S) -> Downsampled:
     """``downsample`` of consecutive stretches (a wrapped ring) without joining them first."""
+    binned = count_in(pieces, t0, t1) > 2 * max(1, int(width))
+    return span(pieces, t0, t1, width, binned, gap_s=gap_s)
+
+
+def count_in(pieces: Sequence[tuple[Floats, Values]], t0: float, t1: float) -> int:
+    """How many samples lie in ``[t0, t1]``."""
+    return sum(int(np.searchsorted(t, t1, "right") - np.searchsorted(t, t0, "left"))
+               for t, _ in pieces)
+
+
+def bin_edges(t0: float, t1: float, width: int) -> Floats:
+    """The left edge of each pixel column's bin over ``[t0, t1]``."""
+    width = max(1, int(width))
+    return t0 + (t1 - t0) * np.arange(width, dtype=np.float64) / width
+
+
+def span(pieces: Sequence[tuple[Floats, Values]], t0: float, t1: float, width: int,
+         binned: bool, *, start: float | None = None, before: float | None = None,
+         gap_s: float = GAP_S) -> Downsampled:
+    """Part of the view ``[t0, t1]``: the samples with ``start <= t`` and ``t < before``.
+
+    Binned with the whole view's columns (``bin_edges``), so a part that starts
+    on a column edge gives exactly the points the whole view would have there:
+    the plot draws an unchanging body once and re-bins only its live tail.
+    """
+    lo = t0 if start is None else max(t0, start)
     cut = []
     for times, values in pieces:
-        lo = int(np.searchsorted(times, t0, "left"))
-        hi = int(np.searchsorted(times, t1, "right"))
-        if hi > lo:
-            cut.append((times[lo:hi], values[..., lo:hi]))
+        a = int(np.searchsorted(times, lo, "left"))
+        b = int(np.searchsorted(times, t1, "right") if before is None or before > t1
+                else np.searchsorted(times, before, "left"))
+        if b > a:
+            cut.append((times[a:b], values[..., a:b]))
     width = max(1, int(width))
-    n = sum(len(t) for t, _ in cut)
-    if not cut or n <= 2 * width:
+    if not cut:
+        shape = pieces[0][1].shape[:-1] if pieces else (0,)
+        return Downsampled(np.empty(0), np.empty((*shape, 0), dtype=np.float32), binned)
+    if not binned:
         if len(cut) > 1:
             times = np.concatenate([t for t, _ in cut])
             values = np.concatenate([v for _, v in cut], axis=-1)
-        elif cut:
-            times, values = cut[0]
         else:
-            shape = pieces[0][1].shape[:-1] if pieces else (0,)
-            return Downsampled(np.empty(0), np.empty((*shape, 0), dtype=np.float32), False)
+            times, values = cut[0]
         breaks = np.flatnonzero(np.diff(times) > gap_s) + 1
         x, y = _with_breaks(times.astype(np.float64), values.astype(np.float32), breaks)
         return Downsampled(x, y, binned=False)
@@ -282,7 +319,7 @@ def downsample_pieces(pieces: Sequence[tuple[Floats, Values]], t0: float, t1: fl
 def _binned(times: Floats, values: Values, t0: float, t1: float, width: int,
             gap_s: float) -> tuple[Floats, Values]:
     n = len(times)
-    edges = t0 + (t1 - t0) * np.arange(width, dtype=np.float64) / width
+    edges = bin_edges(t0, t1, width)
     starts = np.unique(np.searchsorted(times, edges, "left"))
     starts = starts[starts < n]
     if not len(starts) or starts[0] != 0:

@@ -34,6 +34,7 @@ from gpudesk.services.settings import Settings
 from gpudesk.services.telemetry import TelemetrySample
 from gpudesk.ui.dashboard_page import DashboardPage, OverviewPage
 from gpudesk.ui.host_key_question import HostKeyQuestion
+from gpudesk.ui.record_batcher import RecordBatcher
 from gpudesk.ui.task_runner import error_text
 
 SPEND_EVERY_MS = 30_000
@@ -243,7 +244,8 @@ class WatchPage(QWidget):
         feed = TelemetryFeed(ref, self.identity.text().strip() or None, self.question.policy(),
                              rules, python=self.python, root=self.remote_root,
                              nvidia_smi=self.nvidia_smi, parent=self)
-        feed.record.connect(page.feed, Qt.ConnectionType.QueuedConnection)
+        batcher = RecordBatcher(page.feed_many, page)
+        feed.record.connect(batcher.put, Qt.ConnectionType.DirectConnection)  # any thread
         feed.failed.connect(lambda text, n=name: self.status.setText(
             self.tr("{machine}: {why}").format(machine=n, why=text)),
             Qt.ConnectionType.QueuedConnection)
