@@ -307,7 +307,8 @@ class SyncLoad:
         from benchmarks import bench_sync
 
         self.work = Path(work)
-        os.environ["GPUDESK_HOME"] = str(self.work / "home")
+        self.old_home = os.environ.get("GPUDESK_HOME")
+        os.environ["GPUDESK_HOME"] = str(self.work / "home")  # the pin goes there, not to ~
         self.server = bench_sync.start_sshd(self.work / "sshd")
         self.local = self.work / "project"
         self.local.mkdir()
@@ -352,6 +353,10 @@ class SyncLoad:
     def close(self) -> None:
         self.conn.close()
         self.server.stop()
+        if self.old_home is None:
+            os.environ.pop("GPUDESK_HOME", None)
+        else:
+            os.environ["GPUDESK_HOME"] = self.old_home
 
 
 def screenshot(app: Any, path: str) -> None:

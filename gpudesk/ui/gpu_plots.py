@@ -7,9 +7,9 @@ throttled timer and only the visible time range is binned to the plot's pixel
 width (``ring_buffer.span``), so a day of 8 GPUs costs the same to draw as a
 minute. Each line is two curves: a body, binned again only when the range
 moves or a backfill rewrites what it shows, and a short live tail from its last
-column to now, the only part a new sample changes. Qt then repaints a narrow
-strip per second instead of 32 full curves. Colours come from the widget
-palette, so light and dark both work.
+column to now, the only part a new sample changes: a second's redraw hands
+pyqtgraph a few points per curve instead of a whole view. Colours come from
+the widget palette, so light and dark both work.
 """
 
 from __future__ import annotations
@@ -241,20 +241,19 @@ class GpuPlots(pg.GraphicsLayoutWidget):  # type: ignore[misc]
             before = tail_from = t0
         else:
             edges = bin_edges(t0, t1, width)
-            if binned:  # the newest sample's column goes to the tail
-                before = float(edges[max(0, int(np.searchsorted(edges, newest, "right")) - 1)])
-            else:
-                before = newest
+
+            def column_start(t: float) -> float:
+                return float(edges[max(0, int(np.searchsorted(edges, t, "right")) - 1)])
+
+            # The newest sample's column goes to the tail.
+            before = column_start(newest) if binned else newest
             older = [t[: int(np.searchsorted(t, before, "left"))] for t, _ in pieces]
             last_body = max((float(t[-1]) for t in older if len(t) and t[-1] >= t0),
                             default=None)
             if last_body is None:
                 tail_from = t0
-            elif binned:  # the tail repeats the body's last column, so the line joins
-                tail_from = float(edges[max(0, int(np.searchsorted(edges, last_body,
-                                                                    "right")) - 1)])
-            else:
-                tail_from = last_body
+            else:  # the tail repeats the body's last column (or sample): one joined line
+                tail_from = column_start(last_body) if binned else last_body
         ds = span(pieces, t0, t1, width, binned, before=before)
         y = self._in_units(ds, g, len(PANELS))
         for gi in range(g):
@@ -342,12 +341,9 @@ class GpuPlots(pg.GraphicsLayoutWidget):  # type: ignore[misc]
 
 def _extremes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per panel (axis 1 of ``y[gpu, panel, k]``) the finite min and max; NaN if none."""
-    g, s = y.shape[0], y.shape[1]
-    flat = np.moveaxis(y, 1, 0).reshape(s, g * y.shape[2]) if g else np.empty((s, 0))
-    if not flat.shape[1]:
-        nan = np.full(s, np.nan)
-        return nan, nan.copy()
-    return np.fmin.reduce(flat, axis=1), np.fmax.reduce(flat, axis=1)
+    if not y.size:
+        return np.full(y.shape[1], np.nan), np.full(y.shape[1], np.nan)
+    return np.fmin.reduce(y, axis=(0, 2)), np.fmax.reduce(y, axis=(0, 2))
 
 
 class SpendPlot(pg.PlotWidget):  # type: ignore[misc]

@@ -149,12 +149,11 @@ class History:
         self._grow(block.shape[1])
         if not len(ts):
             return
-        self._rewritten_from = min(self._rewritten_from, float(ts.min()))
-        # Old samples before the earliest new one stay where they are.
-        kept = sum(int(np.searchsorted(t, float(ts.min()), "left"))
-                   for t, _ in self.pieces())
-        first_slot = (self.head - self.size + kept) % self.capacity
-        tail_t, tail_v = self.window(float(ts.min()))
+        earliest = float(ts.min())
+        self._rewritten_from = min(self._rewritten_from, earliest)
+        tail_t, tail_v = self.window(earliest)
+        kept = self.size - len(tail_t)  # older samples: they stay where they are
+        first_slot = (self.head - len(tail_t)) % self.capacity
         new_v = np.full((self.n_gpus, self.n_series, len(ts)), np.nan, dtype=np.float32)
         new_v[: block.shape[1]] = np.transpose(block, (1, 2, 0))
         all_t = np.concatenate([tail_t, ts])
