@@ -22,8 +22,11 @@
    thread and handed over through ``RecordBatcher`` as the Watch page does)
    arriving mid-stream, and with a
    code sync running at the same time: ``sync.push`` of the sync benchmark's
-   generated repository (5 000 files, 65 MB) to a loopback ``sshd``, on a
-   worker thread as the Run page does, over and over for the whole stream.
+   generated repository (5 000 files, 65 MB) to a loopback ``sshd``, over and
+   over for the whole stream, side by side: in this process on a worker
+   thread (the baseline: how the app pushed before, and how the CLI does),
+   and through ``sync_process.push_in_child`` (a niced child process, as the
+   Run page does now). The goal applies to the app's way.
 
     QT_QPA_PLATFORM=offscreen python -m benchmarks.bench_dashboard [--seconds 20]
     xvfb-run -a -s '-screen 0 1280x800x24' env QT_QPA_PLATFORM=xcb \\
@@ -243,6 +246,14 @@ def bench_stream(app: Any, seconds: float, window_index: int, backfill: bool = F
     page.window_box.setCurrentIndex(window_index)
     page.redraw()
     app.processEvents()
+    # The page's first live sample after opening costs 25-45 ms once (first paint of the
+    # tails, tables and labels); it is timed here and kept out of the streaming stall.
+    warm = time.perf_counter()
+    page.feed(record(DAY, time.time()))
+    page.redraw()
+    page.repaint()
+    first_ms = (time.perf_counter() - warm) * 1000
+    _wait(app, 0.5)
     bodies = page.plots.body_draws
     state = {"k": 0, "last": 0.0, "max_gap": 0.0}
     backlog = [json.dumps(record(j, now - 3600 + j)) for j in range(1, 3601)]
@@ -291,7 +302,8 @@ def bench_stream(app: Any, seconds: float, window_index: int, backfill: bool = F
     stall_ms = max(0.0, state["max_gap"] * 1000 - HEARTBEAT_MS) if heartbeat else None
     out = {"seconds": round(wall, 1), "samples": state["k"], "redraws": redraws,
            "body_rebins": bodies, "cpu_pct_of_one_core": round(100 * cpu / wall, 2),
-           "max_stall_ms": None if stall_ms is None else round(stall_ms, 1)}
+           "max_stall_ms": None if stall_ms is None else round(stall_ms, 1),
+           "first_sample_ms": round(first_ms, 1)}
     if synced is not None:
         out["syncs"], out["synced_mb"] = synced
     return out
@@ -299,9 +311,13 @@ def bench_stream(app: Any, seconds: float, window_index: int, backfill: bool = F
 
 class SyncLoad:
     """``sync.push`` of a 65 MB, 5 000-file repository to a loopback sshd, on a thread,
-    again and again into fresh folders (each a full first sync) until stopped."""
+    again and again into fresh folders (each a full first sync) until stopped.
 
-    def __init__(self, work: Any) -> None:
+    ``in_child``: each push goes through ``sync_process.push_in_child`` (a niced child
+    process with its own connection), as the app's Run page does; otherwise in this
+    process, as the CLI does (and the app did before)."""
+
+    def __init__(self, work: Any, *, in_child: bool) -> None:
         from pathlib import Path
 
         from benchmarks import bench_sync
@@ -314,7 +330,8 @@ class SyncLoad:
         self.local.mkdir()
         bench_sync.generate(self.local)
         self.runner = bench_sync.Runner(self.server, self.work)
-        self.conn = self.runner.fresh_conn()  # one connection, as the app keeps
+        self.conn = self.runner.fresh_conn()  # one connection (and the pin), as the app keeps
+        self.in_child = in_child
         self.thread: Any = None
         self.done = 0
         self.bytes = 0
@@ -323,14 +340,21 @@ class SyncLoad:
         import threading
 
         from gpudesk.services.sync import push
+        from gpudesk.services.sync_process import PushJob, push_in_child
 
         self.halt = threading.Event()
         self.done = self.bytes = 0
+        server = self.server
+        ref = f"ssh://{server.user}@{server.host}:{server.port}"
 
         def loop() -> None:
             while not self.halt.is_set():
                 remote = self.work / f"remote-{self.done}"
-                result = push(self.conn, self.local, str(remote), cancel=self.halt)
+                if self.in_child:
+                    result = push_in_child(PushJob(ref, str(server.client_key), (
+                        (str(self.local), str(remote)),)), cancel=self.halt)[0]
+                else:
+                    result = push(self.conn, self.local, str(remote), cancel=self.halt)
                 self.done += 1
                 self.bytes += result.bytes_sent
 
@@ -399,13 +423,15 @@ def main(seconds: float = 20.0, with_sync: bool = True) -> dict[str, Any]:
 
     reason = sshd_missing_reason()
     if with_sync and not reason:
-        work = tempfile.mkdtemp(prefix="gpudesk-bench-dash-sync-")
-        load = SyncLoad(work)
-        try:
-            stalls["1 h view + code sync"] = bench_stream(app, seconds, 1, sync=load)
-        finally:
-            load.close()
-            shutil.rmtree(work, ignore_errors=True)
+        for label, in_child in (("+ code sync, in-process", False),
+                                ("+ code sync (the app's)", True)):
+            work = tempfile.mkdtemp(prefix="gpudesk-bench-dash-sync-")
+            load = SyncLoad(work, in_child=in_child)
+            try:
+                stalls[f"1 h view {label}"] = bench_stream(app, seconds, 1, sync=load)
+            finally:
+                load.close()
+                shutil.rmtree(work, ignore_errors=True)
     else:
         sync_note = reason or "skipped (--no-sync)"
     print(f"streaming 8 GPUs at 1 Hz into a page holding 24 h, {seconds:g} s each:")
@@ -419,8 +445,11 @@ def main(seconds: float = 20.0, with_sync: bool = True) -> dict[str, Any]:
         print(f"  {label:28} {r['max_stall_ms']:16.1f} {r['cpu_pct_of_one_core']:20.2f}{extra}")
     if sync_note:
         print(f"  code sync: {sync_note}")
+    first = [r["first_sample_ms"] for r in (*cpu.values(), *stalls.values())]
+    print(f"  the page's first sample after opening (once, not in the stalls): "
+          f"{min(first):.1f}-{max(first):.1f} ms")
     cpu_ok = cpu["1 h view"]["cpu_pct_of_one_core"] < CPU_GOAL_PCT
-    stall = max(r["max_stall_ms"] for r in stalls.values())
+    stall = max(r["max_stall_ms"] for k, r in stalls.items() if "in-process" not in k)
     print(f"  goal CPU < {CPU_GOAL_PCT:g}% (1 h view): {'met' if cpu_ok else 'MISSED'}; "
           f"goal stall < {STALL_GOAL_MS:g} ms: {'met' if stall < STALL_GOAL_MS else 'MISSED'}")
     return {"redraw": redraw, "cpu": cpu, "stalls": stalls,

@@ -19,3 +19,16 @@ class TemplatedError(RuntimeError):
 
     def message(self) -> str:
         return self.template.format(**self.values)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle by state, not by ``__init__`` arguments (subclasses take their own): the
+        sync child process sends its errors back to the app as the same types."""
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[TemplatedError], args: tuple[Any, ...],
+             state: dict[str, Any]) -> TemplatedError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error

@@ -23,11 +23,12 @@ from pathlib import Path
 import paramiko
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services import runs, targets
+from gpudesk.services import runs, sync_process, targets
 from gpudesk.services.errors import TemplatedError
 from gpudesk.services.host_keys import HostKeyPolicy, known_hosts_file
-from gpudesk.services.runs import RunRecord, RunRequest, RunStatus
+from gpudesk.services.runs import NodeRun, RunRecord, RunRequest, RunStatus
 from gpudesk.services.ssh import LocalForward, SshConnection, SshError, SshTarget
+from gpudesk.services.sync import SyncResult
 
 MSG_NO_TARGET = QT_TRANSLATE_NOOP("RunControl", "Choose a machine to run on.")
 MSG_NO_PROJECT = QT_TRANSLATE_NOOP("RunControl", "The project folder {project} does not exist.")
@@ -121,19 +122,29 @@ def record_refs(record: RunRecord) -> list[tuple[str, str | None]]:
     return [(n.target, n.identity) for n in record.nodes]
 
 
-def start_run(form: RunForm, policy: HostKeyPolicy, report: runs.Report) -> RunRecord:
+def push_in_child(_conn: SshConnection, node: NodeRun,
+                  folders: runs.Folders) -> tuple[SyncResult, ...]:
+    """The app's pusher: the node's folders synced by a niced child process, so the window's
+    event loop does not compete with the sync for the GIL (see ``sync_process``)."""
+    return sync_process.push_in_child(sync_process.PushJob(
+        node.target, node.identity, tuple((str(a), b) for a, b in folders), delete=True))
+
+
+def start_run(form: RunForm, policy: HostKeyPolicy, report: runs.Report, *,
+              pusher: runs.Pusher = runs.push_here) -> RunRecord:
     request = form.check()
     conns = connect_all(form.refs(), policy)
     try:
-        return runs.launch(conns, form.refs(), request, report=report)
+        return runs.launch(conns, form.refs(), request, report=report, pusher=pusher)
     finally:
         close_all(conns)
 
 
-def resume_run(record: RunRecord, policy: HostKeyPolicy, report: runs.Report) -> RunRecord:
+def resume_run(record: RunRecord, policy: HostKeyPolicy, report: runs.Report, *,
+               pusher: runs.Pusher = runs.push_here) -> RunRecord:
     conns = connect_all(record_refs(record), policy)
     try:
-        return runs.resume(conns, record, report=report)
+        return runs.resume(conns, record, report=report, pusher=pusher)
     finally:
         close_all(conns)
 

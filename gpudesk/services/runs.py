@@ -286,10 +286,21 @@ class RunRequest:
 
 
 Report = Callable[[str], None]
+Folders = list[tuple[Path, str]]  # (local folder, remote folder)
+# How a node gets its folders (mirrored, delete=True): one result per folder. The CLI
+# pushes in-process; the app passes ``run_control.push_in_child`` (a niced child process).
+Pusher = Callable[[SshConnection, NodeRun, Folders], tuple[sync_service.SyncResult, ...]]
+
+
+def push_here(conn: SshConnection, _node: NodeRun,
+              folders: Folders) -> tuple[sync_service.SyncResult, ...]:
+    return tuple(sync_service.push(conn, local, remote, delete=True)
+                 for local, remote in folders)
 
 
 def launch(conns: list[SshConnection], targets: list[tuple[str, str | None]],
-           request: RunRequest, *, report: Report = lambda _m: None) -> RunRecord:
+           request: RunRequest, *, report: Report = lambda _m: None,
+           pusher: Pusher = push_here) -> RunRecord:
     """Sync the project to every node and start the run there; returns the saved record.
 
     ``conns`` are connected (host keys checked) before anything is copied, so a
@@ -311,24 +322,24 @@ def launch(conns: list[SshConnection], targets: list[tuple[str, str | None]],
                                     conn.target.host))
     if len(conns) > 1:
         record.master_port = free_port(conns[0], request.python)
-    _sync_and_start(conns, record, report, resume=False)
+    _sync_and_start(conns, record, report, resume=False, pusher=pusher)
     return record
 
 
 def resume(conns: list[SshConnection], record: RunRecord, *, report: Report = lambda _m: None,
-           project: Path | None = None) -> RunRecord:
+           project: Path | None = None, pusher: Pusher = push_here) -> RunRecord:
     """Start a stopped run again in its own folder(s): it carries on from its checkpoints."""
     if project is not None:
         record.project = str(project.resolve())
     record.attempt += 1
     if len(conns) > 1:
         record.master_port = free_port(conns[0], record.python)
-    _sync_and_start(conns, record, report, resume=True)
+    _sync_and_start(conns, record, report, resume=True, pusher=pusher)
     return record
 
 
 def _sync_and_start(conns: list[SshConnection], record: RunRecord, report: Report, *,
-                    resume: bool) -> None:
+                    resume: bool, pusher: Pusher) -> None:
     project = Path(record.project)
     script_in_project(project, record.script)
     lib_stage = training_lib_folder()
@@ -340,8 +351,8 @@ def _sync_and_start(conns: list[SshConnection], record: RunRecord, report: Repor
             remote_project = f"{root}/projects/{Path(record.remote_project).name}"
             if i == 0:
                 record.remote_project = remote_project
-            pushed = sync_service.push(conn, project, remote_project, delete=True)
-            sync_service.push(conn, lib_stage, f"{root}/lib", delete=True)
+            pushed = pusher(conn, node, [(project, remote_project),
+                                         (lib_stage, f"{root}/lib")])[0]
             report(f"synced {pushed.files_sent} changed files ({pushed.unchanged} unchanged) "
                    f"to {conn.target}")
             argv = torchrun_argv(record.python, record.script, record.args, nproc=record.nproc,

@@ -132,7 +132,8 @@ class CheckpointMirror:
 
 
 def recover(record: RunRecord, ref: str, identity: str | None, policy: HostKeyPolicy, *,
-            report: Report = lambda _m: None) -> RunRecord:
+            report: Report = lambda _m: None,
+            pusher: runs.Pusher = runs.push_here) -> RunRecord:
     """Resume ``record`` on the machine ``ref`` from the checkpoints mirrored on the desktop."""
     if len(record.nodes) > 1:
         raise RecoveryError(MSG_MULTI_NODE, run=record.id, n=len(record.nodes))
@@ -150,7 +151,7 @@ def recover(record: RunRecord, ref: str, identity: str | None, policy: HostKeyPo
             report(f"no checkpoint of run {record.id} was copied off the lost machine; "
                    "it starts again from the beginning")
         record.nodes = [NodeRun(ref, identity, run_dir, conn.target.host)]
-        return runs.resume([conn], record, report=report)
+        return runs.resume([conn], record, report=report, pusher=pusher)
     finally:
         conn.close()
 

@@ -11,6 +11,7 @@ system terminal with ssh and the same pinned host key.
 from __future__ import annotations
 
 import codecs
+import functools
 import shutil
 import sys
 from pathlib import Path
@@ -403,7 +404,8 @@ class RunPage(QWidget):
         self._detach()
         self.log.clear()
         self.status.setText(self.tr("Connecting, syncing the project and starting the run…"))
-        self.launch_runner.run_blocking(run_control.start_run, form, self.question.policy(),
+        start = functools.partial(run_control.start_run, pusher=run_control.push_in_child)
+        self.launch_runner.run_blocking(start, form, self.question.policy(),
                                         self._bridge.report.emit, on_success=self._started,
                                         title=self.tr("The run did not start"))
 
@@ -512,7 +514,8 @@ class RunPage(QWidget):
         if record is None:
             return
         self.status.setText(self.tr("Resuming run {run}…").format(run=record.id))
-        self.launch_runner.run_blocking(run_control.resume_run, record, self.question.policy(),
+        resume = functools.partial(run_control.resume_run, pusher=run_control.push_in_child)
+        self.launch_runner.run_blocking(resume, record, self.question.policy(),
                                         self._bridge.report.emit, on_success=self._resumed,
                                         title=self.tr("The run did not resume"))
 
@@ -549,7 +552,8 @@ class RunPage(QWidget):
             report(f"launching a machine like {record.main.target}")
             new_id = await spot_recovery.relaunch_like(launcher, record.main.target)
             return await asyncio.to_thread(spot_recovery.recover, record, new_id, None,
-                                           spot_recovery.unattended_policy(), report=report)
+                                           spot_recovery.unattended_policy(), report=report,
+                                           pusher=run_control.push_in_child)
 
         self.status.setText(self.tr("Launching a new machine for run {run}…").format(
             run=record.id))
