@@ -34,7 +34,8 @@ from gpudesk.services.sync import ProgressFn, SyncError, SyncProgress, SyncResul
 
 MSG_CHILD_DIED = QT_TRANSLATE_NOOP(
     "Sync", "The sync process for {target} ended unexpectedly (exit status {code}). "
-    "Nothing half-written was left on the machine; start the run again to retry.")
+    "Files already copied are complete (each is renamed into place only when whole); "
+    "start the run again to retry.")
 
 NICE = 10  # below the desktop: the GUI gets the CPU first on a busy laptop
 CANCEL_GRACE_S = 10.0  # a cancelled child finishes its current file, then is ended

@@ -2374,6 +2374,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <source>{count} files could not be written ({first}). The others were synced.</source>
             <translation>{count} 个文件无法写入（{first}）。其他文件已同步。</translation>
         </message>
+        <message>
+            <source>The sync process for {target} ended unexpectedly (exit status {code}). Files already copied are complete (each is renamed into place only when whole); start the run again to retry.</source>
+            <translation>{target} 的同步进程意外结束（退出状态 {code}）。已复制的文件都是完整的（每个文件完整后才改名就位）；请重新启动运行以重试。</translation>
+        </message>
     </context>
     <context>
         <name>TaskRunner</name>
