@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpudesk import sizing
+from gpudesk.services import spot_prices
 from gpudesk.services.accounts import ProviderFactory, provider_from_keyring
 from gpudesk.services.accounts import title as provider_title
 from gpudesk.services.catalog import Catalog
@@ -52,6 +53,7 @@ from gpudesk.ui.watch_page import WatchPage
 
 log = logging.getLogger(__name__)
 
+SPOT_PRICES_EVERY_MS = 15 * 60 * 1000  # EC2 spot prices change a few times a day at most
 LANGUAGE_NAMES = {"en": "English", "zh_CN": "简体中文"}  # each in its own language
 
 
@@ -105,6 +107,11 @@ class MainWindow(QMainWindow):
         self.nav.setCurrentRow(0)
         self.launch_dialog: QDialog | None = None
         self.prices_runner = TaskRunner(self)
+        self.spot_runner = TaskRunner(self, show_dialog=False, busy_cursor=False)  # in the back
+        self.spot_timer = QTimer(self)
+        self.spot_timer.setInterval(SPOT_PRICES_EVERY_MS)
+        self.spot_timer.timeout.connect(self.refresh_spot_prices)
+        self.spot_timer.start()
         self.plan.launch_requested.connect(self.show_launch_dialog)
         self.accounts.changed.connect(self.instances.refresh)
         self.billing_label = QLabel(self)
@@ -159,6 +166,21 @@ class MainWindow(QMainWindow):
         except RuntimeError:
             return  # no qasync loop (a bare QApplication in a test)
         self.instances.refresh()
+        self.refresh_spot_prices()
+
+    def refresh_spot_prices(self) -> None:
+        """Record spot price changes of running spot machines (spend bills at the price in
+        force); asks the clouds only when such a machine exists."""
+        if self.spot_runner.busy or not spot_prices.spot_machines(self.ledger):
+            return
+
+        def done(report: spot_prices.SpotPriceReport) -> None:
+            if report.recorded:
+                self.watch.refresh_spend()
+
+        self.spot_runner.run_blocking(spot_prices.record_spot_prices, self.ledger,
+                                      self.providers, self.settings.cny_per_usd,
+                                      on_success=done)
 
     def show_page(self, key: str) -> None:
         for row in range(self.pages.count()):
@@ -212,6 +234,7 @@ class MainWindow(QMainWindow):
                 text += " " + self.tr("{n} regions did not answer.").format(
                     n=len(report.errors))
             self.statusBar().showMessage(text, 15000)
+            self.refresh_spot_prices()
 
         self.statusBar().showMessage(self.tr("Asking the clouds for prices…"))
         work = refresh_prices(catalog, names, self.settings.cny_per_usd,  # type: ignore[arg-type]

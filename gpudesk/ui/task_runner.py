@@ -98,8 +98,9 @@ class TaskRunner(QObject):
     def __init__(self, owner: QWidget, *, button: QAbstractButton | None = None,
                  progress: QProgressBar | None = None,
                  cancel_button: QAbstractButton | None = None,
-                 show_dialog: bool = True) -> None:
+                 show_dialog: bool = True, busy_cursor: bool = True) -> None:
         super().__init__(owner)
+        self._busy_cursor = busy_cursor
         self._owner = owner
         self._button = button
         self._progress = progress
@@ -180,7 +181,8 @@ class TaskRunner(QObject):
             self._progress.setRange(0, 0)
             self._progress.setVisible(busy)
         if busy:
-            QGuiApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)
+            if self._busy_cursor:
+                QGuiApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)
             self.started.emit()
-        else:
+        elif self._busy_cursor:
             QGuiApplication.restoreOverrideCursor()

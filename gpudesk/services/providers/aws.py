@@ -470,6 +470,15 @@ class AwsProvider:
                 result.append(base.LiveOffer("aws", region, zone, itype, "spot", price, "USD"))
         return result
 
+    def spot_price_history(self, region: str, zone: str, instance_type: str,
+                           since: float) -> list[base.PricePoint]:
+        ctx = self._ec2("DescribeSpotPriceHistory", region)
+        history = self._pages(ctx, "SpotPriceHistory", InstanceTypes=[instance_type],
+                              AvailabilityZone=zone, ProductDescriptions=["Linux/UNIX"],
+                              StartTime=datetime.fromtimestamp(since, UTC))
+        return [base.PricePoint(at, price, "USD")
+                for at, price in offers.spot_price_points(history, zone, instance_type)]
+
     def _types_in_region(self, region: str) -> set[str]:
         """The known types DescribeInstanceTypes reports here (unknown ones are dropped)."""
         wanted = set(self.known_types)

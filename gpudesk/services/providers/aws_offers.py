@@ -106,6 +106,34 @@ def latest_spot_prices(
     return {key: price for key, (_, price) in latest.items()}
 
 
+def spot_price_points(history: Iterable[Mapping[str, Any]], zone: str,
+                      instance_type: str) -> list[tuple[float, float]]:
+    """(epoch seconds, USD/hour) of one zone and type, oldest first, repeats dropped.
+
+    The first record may be older than the window asked for: it is the price
+    that was in force at its start (AWS's documented behaviour).
+    """
+    points: list[tuple[float, float]] = []
+    for record in history:
+        if record.get("AvailabilityZone") != zone or record.get("InstanceType") != instance_type:
+            continue
+        stamp = record.get("Timestamp")
+        try:
+            price = float(record.get("SpotPrice", ""))
+            at = (stamp if isinstance(stamp, datetime)
+                  else datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))).timestamp()
+        except (TypeError, ValueError):
+            continue
+        if price > 0:
+            points.append((at, price))
+    points.sort()
+    kept: list[tuple[float, float]] = []
+    for at, price in points:
+        if not kept or price != kept[-1][1]:
+            kept.append((at, price))
+    return kept
+
+
 def _later(a: datetime | str, b: datetime | str) -> bool:
     if isinstance(a, datetime) and isinstance(b, datetime):
         return a > b

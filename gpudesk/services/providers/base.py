@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 
@@ -120,6 +120,14 @@ class LiveOffer:
     reason: str = ""  # why not available (sold out, ...), provider's words
 
 
+class PricePoint(NamedTuple):
+    """A price in force from ``at`` (epoch seconds), per hour, in ``currency``."""
+
+    at: float
+    price: float
+    currency: str
+
+
 @runtime_checkable
 class Provider(Protocol):
     """A place machines come from. All methods block; call them off the GUI thread."""
@@ -161,6 +169,12 @@ class Provider(Protocol):
 
     def live_offers(self, region: str) -> list[LiveOffer]:
         """Current prices and availability of the GPU types gpudesk knows."""
+
+    def spot_price_history(self, region: str, zone: str, instance_type: str,
+                           since: float) -> list[PricePoint]:
+        """Every spot price change from ``since`` on,
+        oldest first, starting with the price in force at ``since``. A cloud that keeps no
+        history answers with the price now, stamped now; [] when it quotes none."""
 
 
 # --------------------------------------------------------------------------- errors

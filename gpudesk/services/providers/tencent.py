@@ -432,6 +432,15 @@ class TencentProvider:
         return self._offers(region, sorted(self._known_types),
                             [tp.CHARGE_ON_DEMAND, tp.CHARGE_SPOT])
 
+    def spot_price_history(self, region: str, zone: str, instance_type: str,
+                           since: float) -> list[base.PricePoint]:
+        """CVM publishes no spot price history: the spot price quoted now, stamped now."""
+        self._check_region(region)
+        now = time.time()
+        return [base.PricePoint(now, o.price_per_hour, o.currency) for o in
+                self._offers(region, [instance_type], [tp.CHARGE_SPOT], zone)
+                if o.instance_type == instance_type and o.market == "spot"][:1]
+
     def _offers(self, region: str, types: list[str], charges: list[str],
                 zone: str = "") -> list[base.LiveOffer]:
         filters = [{"Name": "instance-type", "Values": types},
