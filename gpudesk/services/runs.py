@@ -449,5 +449,21 @@ def wait_all(conns: list[SshConnection], record: RunRecord, main: RunStatus,
 def pull(conn: SshConnection, record: RunRecord, local_dir: Path,
          progress: sync_service.ProgressFn | None = None) -> sync_service.SyncResult:
     """Checkpoints, log, progress and exit status of the run, copied incrementally."""
-    return sync_service.pull(conn, record.main.run_dir, PULL_PATTERNS, Path(local_dir),
-                             progress=progress)
+    result = sync_service.pull(conn, record.main.run_dir, PULL_PATTERNS, Path(local_dir),
+                               progress=progress)
+    count_egress(record.main.target, result)
+    return result
+
+
+def count_egress(ref: str, result: sync_service.SyncResult) -> None:
+    """Bytes a pull brought off a cloud machine go into the ledger: the cloud bills them as
+    data transfer out. Own machines (``ssh://`` or added) bill nothing and are skipped."""
+    sent = result.stream_bytes or result.bytes_sent
+    if sent <= 0 or ref.startswith("ssh://"):
+        return
+    from gpudesk.services.ledger import Ledger
+
+    with Ledger() as ledger:
+        machine = ledger.find(ref)
+        if machine is not None and machine.provider in ("aws", "tencent"):
+            ledger.add_transfer(machine.id, sent)

@@ -59,7 +59,10 @@ def mirror_dir(record: RunRecord) -> Path:
 
 
 def mirror_once(conn: SshConnection, record: RunRecord) -> sync_service.SyncResult:
-    return sync_service.pull(conn, record.main.run_dir, CHECKPOINT_PATTERNS, mirror_dir(record))
+    result = sync_service.pull(conn, record.main.run_dir, CHECKPOINT_PATTERNS,
+                               mirror_dir(record))
+    runs.count_egress(record.main.target, result)
+    return result
 
 
 def mirrored_checkpoints(record: RunRecord) -> list[Path]:
