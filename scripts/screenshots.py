@@ -1,9 +1,11 @@
 """Regenerate the screenshots in docs/ (run under Xvfb: ``xvfb-run -s '-screen 0 1280x800x24'``).
 
-Writes screenshot-plan-{en,zh_CN}[-{light,dark}].png, screenshot-preferences-*.png,
-screenshot-welcome-*.png, screenshot-accounts-*.png, screenshot-instances-*.png and
-screenshot-launch-*.png, screenshot-run-*.png and screenshot-watch-*.png. Settings
-and a sample ledger go to a temporary GPUDESK_HOME.
+Writes screenshot-<page>-<language>-<theme>.png for the pages plan, accounts,
+instances, run and watch and the preferences, welcome and launch dialogs, in en
+and zh_CN, light and dark (32 files; older ones are removed first). Settings and
+a sample ledger go to a temporary GPUDESK_HOME. The zh_CN shots need a CJK font
+(Debian: ``apt-get install fonts-noto-cjk``); without one Qt draws empty boxes, so
+this refuses to run.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ def main() -> int:
     from gpudesk.ui.theme import apply_theme
 
     app = QApplication(sys.argv)
+    from PySide6.QtGui import QFontDatabase
+
+    if not any("CJK" in f or "Noto Sans SC" in f for f in QFontDatabase.families()):
+        print("no CJK font: install fonts-noto-cjk (zh_CN would show empty boxes)")
+        return 1
 
     def settle() -> None:
         for _ in range(20):
@@ -35,6 +42,8 @@ def main() -> int:
 
     catalog = load_catalog()
     ledger = sample_ledger()
+    for old in DOCS.glob("screenshot-*.png"):
+        old.unlink()
     for language in ("en", "zh_CN"):
         install_translator(app, language)
         window = MainWindow(Settings(language=language, welcomed=True), catalog, ledger=ledger)
@@ -43,37 +52,41 @@ def main() -> int:
         for theme in ("light", "dark"):
             apply_theme(app, theme)
             settle()
-            window.grab().save(str(DOCS / f"screenshot-plan-{language}-{theme}.png"))
-            if theme == "light":
-                window.grab().save(str(DOCS / f"screenshot-plan-{language}.png"))
-        apply_theme(app, "light")
-        prefs = window.show_preferences()
-        settle()
-        prefs.adjustSize()
-        settle()
-        prefs.grab().save(str(DOCS / f"screenshot-preferences-{language}.png"))
-        prefs.reject()
-        window.settings.welcomed = False
-        welcome = window.maybe_show_welcome()
-        assert welcome is not None
-        settle()
-        welcome.adjustSize()
-        settle()
-        welcome.grab().save(str(DOCS / f"screenshot-welcome-{language}.png"))
-        welcome.finished.disconnect()  # do not save settings from the screenshot run
-        welcome.reject()
-        for key in ("accounts", "instances"):
-            window.show_page(key)
-            window.instances.reload()
-            window.instances.table.selectRow(0)
-            settle()
-            window.grab().save(str(DOCS / f"screenshot-{key}-{language}.png"))
-        shoot_launch(window, catalog, settle, language)
-        shoot_run(window, settle, language)
-        shoot_watch(window, settle, language)
+            shoot_all(window, catalog, settle, f"{language}-{theme}")
         window.close()
         settle()
     return 0
+
+
+def shoot_all(window, catalog, settle, tag: str) -> None:  # type: ignore[no-untyped-def]
+    """Every page and dialog, as ``screenshot-<page>-<language>-<theme>.png``."""
+    window.show_page("plan")
+    settle()
+    window.grab().save(str(DOCS / f"screenshot-plan-{tag}.png"))
+    prefs = window.show_preferences()
+    settle()
+    prefs.adjustSize()
+    settle()
+    prefs.grab().save(str(DOCS / f"screenshot-preferences-{tag}.png"))
+    prefs.reject()
+    window.settings.welcomed = False
+    welcome = window.maybe_show_welcome()
+    assert welcome is not None
+    settle()
+    welcome.adjustSize()
+    settle()
+    welcome.grab().save(str(DOCS / f"screenshot-welcome-{tag}.png"))
+    welcome.finished.disconnect()  # do not save settings from the screenshot run
+    welcome.reject()
+    for key in ("accounts", "instances"):
+        window.show_page(key)
+        window.instances.reload()
+        window.instances.table.selectRow(0)
+        settle()
+        window.grab().save(str(DOCS / f"screenshot-{key}-{tag}.png"))
+    shoot_launch(window, catalog, settle, tag)
+    shoot_run(window, settle, tag)
+    shoot_watch(window, settle, tag)
 
 
 def sample_ledger():  # type: ignore[no-untyped-def]
@@ -100,7 +113,7 @@ def sample_ledger():  # type: ignore[no-untyped-def]
     return ledger
 
 
-def shoot_launch(window, catalog, settle, language: str) -> None:  # type: ignore[no-untyped-def]
+def shoot_launch(window, catalog, settle, tag: str) -> None:  # type: ignore[no-untyped-def]
     """The Launch dialog part-way through, as the progress view shows it."""
     from gpudesk.services.launcher import Progress
     from gpudesk.ui.launch_dialog import LaunchDialog
@@ -121,7 +134,7 @@ def shoot_launch(window, catalog, settle, language: str) -> None:  # type: ignor
     settle()
     dialog.adjustSize()
     settle()
-    dialog.grab().save(str(DOCS / f"screenshot-launch-{language}.png"))
+    dialog.grab().save(str(DOCS / f"screenshot-launch-{tag}.png"))
     dialog.close()
 
 
@@ -138,7 +151,7 @@ gpudesk: started run vit-cifar-20261203-101502-4c1e on ubuntu@54.210.7.19:22 (pi
 """
 
 
-def shoot_run(window, settle, language: str) -> None:  # type: ignore[no-untyped-def]
+def shoot_run(window, settle, tag: str) -> None:  # type: ignore[no-untyped-def]
     """The Run page following a run, with a search in its log."""
     import time
 
@@ -164,10 +177,10 @@ def shoot_run(window, settle, language: str) -> None:  # type: ignore[no-untyped
     page.search.setText("checkpoint")
     window.show_page("run")
     settle()
-    window.grab().save(str(DOCS / f"screenshot-run-{language}.png"))
+    window.grab().save(str(DOCS / f"screenshot-run-{tag}.png"))
 
 
-def shoot_watch(window, settle, language: str) -> None:  # type: ignore[no-untyped-def]
+def shoot_watch(window, settle, tag: str) -> None:  # type: ignore[no-untyped-def]
     """The Watch page with 20 minutes of a 2-GPU machine at 1 Hz and its spend."""
     import math
     import time
@@ -203,7 +216,7 @@ def shoot_watch(window, settle, language: str) -> None:  # type: ignore[no-untyp
     for _ in range(5):
         settle()
         dash.redraw()
-    window.grab().save(str(DOCS / f"screenshot-watch-{language}.png"))
+    window.grab().save(str(DOCS / f"screenshot-watch-{tag}.png"))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ from gpudesk.services.ledger import Ledger
 from gpudesk.services.run_control import FollowResult, LogFollower, RunForm, Tunnel, TunnelSpec
 from gpudesk.services.runs import RunRecord, RunStatus
 from gpudesk.ui.host_key_question import HostKeyQuestion
+from gpudesk.ui.machine_combo import MachineCombo
 from gpudesk.ui.task_runner import TaskRunner, error_text, show_error
 
 LOG_MAX_LINES = 50_000  # the whole log stays on the machine; the view keeps the newest lines
@@ -98,10 +99,8 @@ class RunPage(QWidget):
 
         # -- the new-run form
         self.form_box = QGroupBox(self)
-        self.machine = QComboBox(self)
+        self.machine = MachineCombo(ledger, self, min_chars=28)
         self.machine.setObjectName("runMachine")
-        self.machine.setEditable(True)
-        self.machine.setMinimumContentsLength(28)
         self.identity = QLineEdit(self)
         self.identity.setObjectName("runIdentity")
         self.identity_browse = QPushButton(self)
@@ -300,20 +299,10 @@ class RunPage(QWidget):
     # ------------------------------------------------------------------ data
 
     def reload_machines(self) -> None:
-        typed = self.machine.currentText()
-        self.machine.clear()
-        for m in self.ledger.machines(include_ended=False):
-            if m.public_ip:
-                label = f"{m.name or m.id} — {m.instance_type or m.provider} ({m.public_ip})"
-                self.machine.addItem(label, m.id)
-        if typed:
-            self.machine.setCurrentText(typed)
+        self.machine.reload()
 
     def machine_ref(self) -> str:
-        text = self.machine.currentText().strip()
-        index = self.machine.findText(text)
-        data = self.machine.itemData(index) if index >= 0 else None
-        return str(data) if data else text
+        return self.machine.ref()
 
     def reload_runs(self, select: str = "") -> None:
         chosen = self.selected_run()

@@ -16,7 +16,6 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QComboBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -34,6 +33,7 @@ from gpudesk.services.settings import Settings
 from gpudesk.services.telemetry import TelemetrySample
 from gpudesk.ui.dashboard_page import DashboardPage, OverviewPage
 from gpudesk.ui.host_key_question import HostKeyQuestion
+from gpudesk.ui.machine_combo import MachineCombo
 from gpudesk.ui.record_batcher import RecordBatcher
 from gpudesk.ui.task_runner import error_text
 
@@ -138,10 +138,8 @@ class WatchPage(QWidget):
         self.remote_root = "~/gpudesk"
         self.python = "python3"
 
-        self.machine = QComboBox(self)
+        self.machine = MachineCombo(ledger, self, min_chars=30)
         self.machine.setObjectName("watchMachine")
-        self.machine.setEditable(True)
-        self.machine.setMinimumContentsLength(30)
         self.identity = QLineEdit(self)
         self.identity.setObjectName("watchIdentity")
         self.connect_button = QPushButton(self)
@@ -199,20 +197,10 @@ class WatchPage(QWidget):
         super().changeEvent(event)
 
     def reload_machines(self) -> None:
-        typed = self.machine.currentText()
-        self.machine.clear()
-        for m in self.ledger.machines(include_ended=False):
-            if m.public_ip:
-                self.machine.addItem(f"{m.name or m.id} — {m.instance_type or m.provider} "
-                                     f"({m.public_ip})", m.id)
-        if typed:
-            self.machine.setCurrentText(typed)
+        self.machine.reload()
 
     def _ref(self) -> str:
-        text = self.machine.currentText().strip()
-        index = self.machine.findText(text)
-        data = self.machine.itemData(index) if index >= 0 else None
-        return str(data) if data else text
+        return self.machine.ref()
 
     def _machine(self, ref: str) -> Machine | None:
         return None if ref.startswith("ssh://") else self.ledger.find(ref)
