@@ -64,6 +64,7 @@ def report(month: str | None, now: float) -> dict[str, Any]:
             "machine": r.machine_id, "name": r.name, "provider": r.provider,
             "instance_type": r.instance_type, "market": r.market,
             "billing": r.machine_id in billing, "approximate": r.approximate,
+            "storage_and_transfer_counted": spend.rates_for(by_id[r.machine_id]).known,
             "per_hour": round(spend.rate_per_hour(by_id[r.machine_id], now), 6)
             if current and r.machine_id in billing else 0.0,
             **_cost_json(r.cost)} for r in rows],
@@ -81,7 +82,7 @@ def _print_text(data: dict[str, Any]) -> None:
     if not data["machines"]:
         print("  nothing was billed in this month")
     for m in data["machines"]:
-        mark = "~" if m["approximate"] else " "
+        mark = "~" if m["approximate"] else "*" if not m["storage_and_transfer_counted"] else " "
         live = f"  {m['per_hour']:.4f}/h now" if m["billing"] and m["per_hour"] else ""
         print(f" {mark}{m['machine']:<14} {m['name'][:16]:<16} {m['provider']:<8} "
               f"compute {m['compute']:>10.2f}  storage {m['storage']:>8.2f}  "
@@ -90,6 +91,9 @@ def _print_text(data: dict[str, Any]) -> None:
     print(f"Total: {totals or '0.00'}")
     if any(m["approximate"] for m in data["machines"]):
         print("~ rebuilt from totals recorded before gpudesk kept billing history")
+    if any(not m["storage_and_transfer_counted"] for m in data["machines"]):
+        print("* compute only: gpudesk has no disk or traffic prices for this provider "
+              "(Tencent Cloud's depend on region and disk type)")
     for b in data["budgets"]:
         what = "this month" if b["scope"] == "month" else f"machine {b['key']}"
         line = (f"Budget for {what}: {b['spent']:.2f} of {b['cap']:.2f} {b['currency']} "

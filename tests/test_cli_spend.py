@@ -78,6 +78,7 @@ def test_json_for_this_month(ledger: None, capsys: pytest.CaptureFixture[str]) -
     assert (t["machine"], t["compute"], t["per_hour"], t["currency"]) == (
         "m-t", pytest.approx(72.0), 36.0, "CNY")
     assert data["totals"]["CNY"]["total"] == pytest.approx(72.0)
+    assert (a["storage_and_transfer_counted"], t["storage_and_transfer_counted"]) == (True, False)
     assert data["totals"]["USD"]["total"] == pytest.approx(3.6 + 8 * 7200 / (31 * 86400),
                                                           abs=1e-6)
     (budget,) = data["budgets"]
@@ -94,6 +95,8 @@ def test_text_and_another_month(ledger: None, capsys: pytest.CaptureFixture[str]
     assert out.startswith("Spend in 2026-12 (as of 2026-12-01 02:00)")
     assert "Total: 72.00 CNY; 3.62 USD" in out
     assert "Budget for this month: 13.62 of 100.00 USD (14%)" in out
+    assert " *m-t " in out and "\n* compute only: gpudesk has no disk or traffic prices" in out
+    assert "  m-a " in out  # AWS disk and traffic are counted: no mark
     assert _run(["spend", "--month", "2026-11", "--json"]) == 0
     nov = json.loads(capsys.readouterr().out)
     assert [m["machine"] for m in nov["machines"]] == ["m-a"]

@@ -218,6 +218,10 @@ def test_spend_labels_and_projection(page: DashboardPage) -> None:
     assert not page.spend_plot.cap_line.isVisible()
     page.set_spend(points, 2.0, "USD", 0.8, None)
     assert page.cap_label.text() == "Cap $0.80 reached"
+    assert page.so_far_label.toolTip() == ""
+    page.set_spend(points, 2.0, "USD", None, None, compute_only=True)  # a Tencent machine
+    assert page.so_far_label.text() == "This run so far: $1.00 (compute only)"
+    assert "no disk or traffic prices" in page.so_far_label.toolTip()
 
 
 def test_overview_lists_machines_and_a_click_selects(qtbot, clock: Clock) -> None:  # type: ignore[no-untyped-def]

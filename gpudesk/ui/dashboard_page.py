@@ -196,6 +196,7 @@ class DashboardPage(QWidget):
         self._drainer.timeout.connect(self._drain)
         self._spend: tuple[list[tuple[float, float]], float, str, float | None,
                            float | None] | None = None
+        self._compute_only = False
 
         self.title = QLabel(self)
         self.title.setObjectName("machineName")
@@ -519,9 +520,12 @@ class DashboardPage(QWidget):
     # ------------------------------------------------------------------ spend
 
     def set_spend(self, points: list[tuple[float, float]], rate_per_hour: float, currency: str,
-                  cap: float | None, run_end: float | None) -> None:
-        """The cumulative cost of this run (``(unix time, amount)``), rate, cap and end."""
+                  cap: float | None, run_end: float | None, *,
+                  compute_only: bool = False) -> None:
+        """The cumulative cost of this run (``(unix time, amount)``), rate, cap and end.
+        ``compute_only``: the provider's disk and traffic prices are unknown to gpudesk."""
         self._spend = (list(points), float(rate_per_hour), currency, cap, run_end)
+        self._compute_only = compute_only
         self._show_spend()
         self.summary_changed.emit(self.summary())
 
@@ -536,8 +540,13 @@ class DashboardPage(QWidget):
         now = self.clock()
         self.rate_label.setText(self.tr("Rate: {rate} per hour").format(
             rate=amount(rate, currency)))
-        self.so_far_label.setText(self.tr("This run so far: {cost}").format(
-            cost=amount(f.so_far, currency)))
+        so_far = (self.tr("This run so far: {cost} (compute only)") if self._compute_only
+                  else self.tr("This run so far: {cost}"))
+        self.so_far_label.setText(so_far.format(cost=amount(f.so_far, currency)))
+        self.so_far_label.setToolTip(self.tr(
+            "gpudesk has no disk or traffic prices for this provider (Tencent Cloud's depend "
+            "on region and disk type), so only compute is counted.") if self._compute_only
+            else "")
         if run_end is None or f.at_end is None:
             self.end_label.setText(self.tr("No end time set"))
         else:

@@ -285,7 +285,7 @@ class WatchPage(QWidget):
             h = spend.history(self.ledger, machine)
             cap = settings.machine_budget_usd or None
             page.set_spend(spend_points(h, now), spend.rate_per_hour(h, now), h.currency,
-                           cap, None)
+                           cap, None, compute_only=not spend.rates_for(h).known)
 
     def shutdown(self) -> None:
         for feed in self.feeds.values():

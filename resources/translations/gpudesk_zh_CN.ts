@@ -553,8 +553,16 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
             <translation>费率：每小时 {rate}</translation>
         </message>
         <message>
+            <source>This run so far: {cost} (compute only)</source>
+            <translation>本次运行至今：{cost}（仅计算费用）</translation>
+        </message>
+        <message>
             <source>This run so far: {cost}</source>
             <translation>本次运行至今：{cost}</translation>
+        </message>
+        <message>
+            <source>gpudesk has no disk or traffic prices for this provider (Tencent Cloud's depend on region and disk type), so only compute is counted.</source>
+            <translation>gpudesk 没有该云厂商的云硬盘和流量价格（腾讯云的价格随地域和硬盘类型而不同），因此只计入计算费用。</translation>
         </message>
         <message>
             <source>No end time set</source>
