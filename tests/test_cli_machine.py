@@ -200,12 +200,20 @@ def test_cancel_stops_a_running_run_and_reports_its_exit_status(
         assert gpudesk("cancel", record.id) == 0
         out = capsys.readouterr().out
         final = runs.status(conn, str(run_dir), sys.executable)
-    assert final.state == "exited" and final.code not in (None, 0), final
-    assert out.strip() == f"run {record.id} stopped: exited({final.code})"
+    assert final.state == "exited" and final.code not in (None, 0) and final.cancelled, final
+    assert out.strip() == f"run {record.id} stopped: cancelled (exit status {final.code})"
     wait_for(lambda: not any(pid_alive(p) for p in tree), "the end of the run's processes")
 
     assert gpudesk("cancel", record.id) == 0  # already over: says so, changes nothing
-    assert f"run {record.id} is not running: exited({final.code})" in capsys.readouterr().out
+    assert (f"run {record.id} is not running: cancelled (exit status {final.code})"
+            in capsys.readouterr().out)
+    with SshConnection(target, HostKeyPolicy.refuse(), store=PinStore()).connect() as conn:
+        runs.resume([conn], record)  # a resumed run is no longer "cancelled"
+        again = runs.status(conn, str(run_dir), sys.executable)
+        assert again.running and not again.cancelled, again
+        runs.stop(conn, str(run_dir), sys.executable)
+        wait_for(lambda: not runs.status(conn, str(run_dir), sys.executable).running,
+                 "the resumed run to stop")
 
 
 def test_cancel_of_an_unknown_run_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:

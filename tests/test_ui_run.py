@@ -149,7 +149,8 @@ def test_stop_asks_first_then_stops_the_running_run(
     qtbot.waitUntil(lambda: page.follower is None and page.last_status is not None
                     and not page.last_status.running, timeout=WAIT_MS)
     assert page.last_status is not None and page.last_status.state == "exited"
-    assert page.last_status.code != 0 and "failed" in page.state.text()
+    assert page.last_status.code != 0 and page.last_status.cancelled
+    assert page.state.text() == f"stopped on request (exit status {page.last_status.code})"
     assert not (out / "result-rank0.pt").exists()
     assert page.resume_button.isEnabled()
 

@@ -6,7 +6,8 @@ The desktop runs it as ``python3 -c <source> OP ...`` (see ``runs.launcher_comma
               command fully detached (double fork, ``setsid``, no terminal, stdin
               from /dev/null): it survives the SSH connection and the app. It
               prints ``{"pid", "run_dir", "log_offset"}`` once the ``pid`` file exists.
-``status``    prints ``{"state": "running"|"exited"|"lost", "code", "pid", "log_size"}``.
+``status``    prints ``{"state": "running"|"exited"|"lost", "code", "pid", "log_size",
+              "cancelled"}`` (cancelled: ``stop`` asked for the exit).
 ``follow``    streams the log from a byte offset until the run has ended and the
               log is drained, then exits 0 (a dropped connection simply ends it).
 ``freeport``  prints a free TCP port (the rendezvous port of a multi-node run).
@@ -35,6 +36,7 @@ from typing import Any
 PID_FILE = "pid"
 LOG_FILE = "log"
 EXIT_FILE = "exit_status"
+CANCEL_FILE = "cancelled"  # written by ``stop`` before its SIGTERM: the exit was asked for
 SPEC_FILE = "run.json"
 COMMAND_FILE = "command"
 CHECKPOINTS = "checkpoints"
@@ -99,6 +101,7 @@ def status(run_dir: str) -> dict[str, Any]:
     code = _read_int(os.path.join(run_dir, EXIT_FILE))
     pid = _read_int(os.path.join(run_dir, PID_FILE))
     out["pid"] = pid
+    out["cancelled"] = os.path.exists(os.path.join(run_dir, CANCEL_FILE))
     if code is not None:
         out.update(state="exited", code=code)
     elif pid is not None and _alive(pid, run_dir):
@@ -196,7 +199,7 @@ def start(spec: dict[str, Any]) -> dict[str, Any]:
         if now["state"] == "running":
             raise SystemExit(f"the run in {run_dir} is still running (pid {now['pid']})")
     os.makedirs(os.path.join(run_dir, CHECKPOINTS), exist_ok=True)
-    for name in (EXIT_FILE, PID_FILE):
+    for name in (EXIT_FILE, PID_FILE, CANCEL_FILE):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(run_dir, name))
     _write_atomic(os.path.join(run_dir, SPEC_FILE), json.dumps(spec, indent=1) + "\n")
@@ -275,6 +278,7 @@ def stop(run_dir: str) -> int:
     run_dir = os.path.expanduser(run_dir)
     now = status(run_dir)
     if now["state"] == "running":
+        _write_atomic(os.path.join(run_dir, CANCEL_FILE), f"{time.time():.3f}\n")
         os.kill(int(now["pid"]), signal.SIGTERM)
     print(json.dumps(now), flush=True)
     return 0

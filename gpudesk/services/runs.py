@@ -144,12 +144,15 @@ class RunStatus:
     code: int | None = None
     pid: int | None = None
     log_size: int = 0
+    cancelled: bool = False  # stopped on request (gpudesk cancel / Stop): not a failure
 
     @property
     def running(self) -> bool:
         return self.state == "running"
 
     def __str__(self) -> str:
+        if self.state == "exited" and self.cancelled:
+            return f"cancelled (exit status {self.code})"
         return f"exited({self.code})" if self.state == "exited" else self.state
 
 
@@ -188,7 +191,7 @@ def status(conn: SshConnection, run_dir: str, python: str = DEFAULT_PYTHON) -> R
     """running / exited(code) / lost (pid gone without an exit status) / missing."""
     data = json.loads(_call(conn, python, "reading the run status", "status", run_dir))
     return RunStatus(str(data["state"]), data.get("code"), data.get("pid"),
-                     int(data.get("log_size") or 0))
+                     int(data.get("log_size") or 0), bool(data.get("cancelled")))
 
 
 def stop(conn: SshConnection, run_dir: str, python: str = DEFAULT_PYTHON) -> None:

@@ -353,6 +353,8 @@ class RunPage(QWidget):
             text = self.tr("following…") if self.follower else self.tr("not followed")
         elif s.running:
             text = self.tr("running")
+        elif s.state == "exited" and s.cancelled and s.code != 0:
+            text = self.tr("stopped on request (exit status {code})").format(code=s.code)
         elif s.state == "exited":
             text = self.tr("finished (exit status {code})").format(code=s.code) if s.code == 0 \
                 else self.tr("failed (exit status {code})").format(code=s.code)
@@ -365,7 +367,7 @@ class RunPage(QWidget):
         self.state.setProperty("state", s.state if s else "none")
         colour = {"running": "#1e8449", "lost": "#c0392b"}.get(s.state if s else "", "")
         if s is not None and s.state == "exited":
-            colour = "#1e8449" if s.code == 0 else "#c0392b"
+            colour = "#1e8449" if s.code == 0 else "" if s.cancelled else "#c0392b"
         self.state.setStyleSheet(f"font-weight: bold; color: {colour};" if colour
                                  else "font-weight: bold;")
 

@@ -1899,6 +1899,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>运行中</translation>
         </message>
         <message>
+            <source>stopped on request (exit status {code})</source>
+            <translation>已按要求停止（退出状态 {code}）</translation>
+        </message>
+        <message>
             <source>finished (exit status {code})</source>
             <translation>已完成（退出状态 {code}）</translation>
         </message>
