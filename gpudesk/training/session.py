@@ -447,6 +447,12 @@ class Session:
             self.save("final")
         self._report("finished")
         self.log(f"finished at step {self.step_count}")
+        if self._owns_group and dist.is_initialized() and dist.get_world_size() > 1:
+            # Every rank past its last collective before any tears down (only on this
+            # normal path: a failing rank must not wait for peers that are still training).
+            # A rank that destroyed gloo while a peer still had work in flight was seen to
+            # abort ("terminate called without an active exception", exit status 134).
+            dist.barrier()
         self.close()
 
     def close(self) -> None:
