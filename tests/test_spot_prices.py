@@ -150,7 +150,6 @@ def test_the_window_records_spot_prices_in_the_background(qtbot, loop,  # type: 
     machine = _spot(ledger, zone="us-east-1a", price=0.5)
     window = MainWindow(Settings(language="en", welcomed=True), load_catalog(), ledger=ledger,
                         providers=lambda _n: provider)
-    qtbot.addWidget(window)
     try:
         assert window.spot_timer.isActive() and window.spot_timer.interval() == 15 * 60 * 1000
         window.refresh_spot_prices()
@@ -159,7 +158,11 @@ def test_the_window_records_spot_prices_in_the_background(qtbot, loop,  # type: 
         qtbot.waitUntil(lambda: not window.spot_runner.busy, timeout=5000)
         assert window.spot_runner.last_box is None  # never a dialog
     finally:
+        from PySide6.QtCore import QCoreApplication, QEvent
+
         window.close()
+        # Delete the window before its ledger closes: its timers would otherwise query a
+        # closed database in a later test.
         window.deleteLater()
-        qtbot.wait(0)
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         ledger.close()
