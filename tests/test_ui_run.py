@@ -258,3 +258,22 @@ def test_a_lost_run_offers_recovery_and_asks_before_launching(
     assert box is not None and "ckpt-000000040.pt" in box.text() and "bills" in box.text()
     box.button(QMessageBox.StandardButton.Cancel).click()
     assert not page.launch_runner.busy  # nothing launched without a yes
+
+
+def test_cancel_while_starting_stops_the_sync_and_starts_nothing(
+        qtbot, page: RunPage, sshd: SshdServer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    PinStore().pin(f"[127.0.0.1]:{sshd.port}", _host_key(sshd))
+    out = tmp_path / "out"
+    out.mkdir()
+    fill(page, sshd, project(tmp_path / "proj"), f"--out {out} --max-steps 2")
+    assert not page.cancel_start_button.isEnabled()  # nothing to cancel yet
+    page.run_button.click()
+    assert page.cancel_start_button.isEnabled()
+    page.cancel_start_button.click()  # before the sync has copied anything
+    qtbot.waitUntil(lambda: not page.launch_runner.busy, timeout=WAIT_MS)
+    assert page.status.text().startswith("Cancelled before the run started")
+    assert page.launch_runner.last_box is None  # asked for: not an error box
+    assert not page.cancel_start_button.isEnabled()
+    assert run_control.recorded_runs() == []  # no run was recorded, none started
+    machine = tmp_path / "machine"
+    assert not list(machine.glob("runs/*/pid")) and not list(machine.glob("projects/*/train.py"))

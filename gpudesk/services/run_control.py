@@ -122,12 +122,13 @@ def record_refs(record: RunRecord) -> list[tuple[str, str | None]]:
     return [(n.target, n.identity) for n in record.nodes]
 
 
-def push_in_child(_conn: SshConnection, node: NodeRun,
-                  folders: runs.Folders) -> tuple[SyncResult, ...]:
+def push_in_child(_conn: SshConnection, node: NodeRun, folders: runs.Folders, *,
+                  cancel: threading.Event | None = None) -> tuple[SyncResult, ...]:
     """The app's pusher: the node's folders synced by a niced child process, so the window's
     event loop does not compete with the sync for the GIL (see ``sync_process``)."""
     return sync_process.push_in_child(sync_process.PushJob(
-        node.target, node.identity, tuple((str(a), b) for a, b in folders), delete=True))
+        node.target, node.identity, tuple((str(a), b) for a, b in folders), delete=True),
+        cancel=cancel)
 
 
 def start_run(form: RunForm, policy: HostKeyPolicy, report: runs.Report, *,

@@ -14,7 +14,10 @@ import codecs
 import functools
 import shutil
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QProcess, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QTextCursor, QTextDocument
@@ -42,6 +45,7 @@ from gpudesk.services.launcher import Launcher
 from gpudesk.services.ledger import Ledger
 from gpudesk.services.run_control import FollowResult, LogFollower, RunForm, Tunnel, TunnelSpec
 from gpudesk.services.runs import RunRecord, RunStatus
+from gpudesk.services.sync import SyncCancelled
 from gpudesk.ui.host_key_question import HostKeyQuestion
 from gpudesk.ui.machine_combo import MachineCombo
 from gpudesk.ui.task_runner import TaskRunner, error_text, show_error
@@ -57,6 +61,16 @@ class _Bridge(QObject):
     data = Signal(object, bytes)  # (follower, chunk)
     ended = Signal(object, object)  # (follower, FollowResult)
     report = Signal(str)
+
+
+def _unless_cancelled(fn: Callable[..., RunRecord]) -> Callable[..., RunRecord | None]:
+    """``fn``, with a cancelled sync answered as None (the user asked: not an error box)."""
+    def call(*args: Any) -> RunRecord | None:
+        try:
+            return fn(*args)
+        except SyncCancelled:
+            return None
+    return call
 
 
 def terminal_command(ssh_argv: list[str]) -> tuple[str, list[str]] | None:
@@ -138,7 +152,10 @@ class RunPage(QWidget):
             label = QLabel(self)
             self._labels[key] = label
             self.form.addRow(label, widget)
-        self.form.addRow(self.run_button)
+        self.cancel_start_button = QPushButton(self)
+        self.cancel_start_button.setObjectName("runCancelStart")
+        self.cancel_start_button.setEnabled(False)
+        self.form.addRow(self._row(self.run_button, self.cancel_start_button))
 
         # -- the chosen run
         self.run_box = QGroupBox(self)
@@ -216,6 +233,11 @@ class RunPage(QWidget):
         self.identity_browse.clicked.connect(self._browse_identity)
         self.project_browse.clicked.connect(self._browse_project)
         self.run_button.clicked.connect(self.start_run)
+        self._start_cancel = threading.Event()
+        self.cancel_start_button.clicked.connect(self.cancel_start)
+        self.launch_runner.started.connect(lambda: self.cancel_start_button.setEnabled(True))
+        self.launch_runner.finished.connect(
+            lambda _ok: self.cancel_start_button.setEnabled(False))
         self.stop_button.clicked.connect(self.ask_stop)
         self.resume_button.clicked.connect(self.resume_run)
         self.recover_button.clicked.connect(self.ask_recover)
@@ -272,6 +294,9 @@ class RunPage(QWidget):
         self.checkpoint.setSuffix(self.tr(" min"))
         self.checkpoint.setSpecialValueText(self.tr("as the script chooses"))
         self.run_button.setText(self.tr("Run"))
+        self.cancel_start_button.setText(self.tr("Cancel"))
+        self.cancel_start_button.setToolTip(self.tr(
+            "Stop the sync of a run that is starting; nothing is started on the machine."))
         self.stop_button.setText(self.tr("Stop…"))
         self.resume_button.setText(self.tr("Resume"))
         self.recover_button.setText(self.tr("Recover on a new machine…"))
@@ -395,12 +420,26 @@ class RunPage(QWidget):
         self._detach()
         self.log.clear()
         self.status.setText(self.tr("Connecting, syncing the project and starting the run…"))
-        start = functools.partial(run_control.start_run, pusher=run_control.push_in_child)
-        self.launch_runner.run_blocking(start, form, self.question.policy(),
+        self._start_cancel = threading.Event()
+        start = functools.partial(run_control.start_run, pusher=functools.partial(
+            run_control.push_in_child, cancel=self._start_cancel))
+        self.launch_runner.run_blocking(_unless_cancelled(start), form, self.question.policy(),
                                         self._bridge.report.emit, on_success=self._started,
                                         title=self.tr("The run did not start"))
 
-    def _started(self, record: RunRecord) -> None:
+    def cancel_start(self) -> None:
+        """Stop a start that is still syncing: the sync ends between files, nothing starts.
+        Once the sync is over the run starts anyway (and is shown), as Stop can end it."""
+        self._start_cancel.set()
+        self.cancel_start_button.setEnabled(False)
+        self.status.setText(self.tr("Cancelling: the sync stops after the file it is "
+                                    "copying…"))
+
+    def _started(self, record: RunRecord | None) -> None:
+        if record is None:
+            self.status.setText(self.tr("Cancelled before the run started; nothing was started "
+                                        "on the machine. Files already copied are complete."))
+            return
         self.status.setText(self.tr("Run {run} started.").format(run=record.id))
         self.reload_runs(select=record.id)
         self.run_started.emit(record.id)

@@ -1839,6 +1839,14 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation> 分钟</translation>
         </message>
         <message>
+            <source>Cancel</source>
+            <translation>取消</translation>
+        </message>
+        <message>
+            <source>Stop the sync of a run that is starting; nothing is started on the machine.</source>
+            <translation>停止正在启动的运行的同步；机器上不会启动任何东西。</translation>
+        </message>
+        <message>
             <source>Stop…</source>
             <translation>停止…</translation>
         </message>
@@ -1933,6 +1941,14 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>The run did not start</source>
             <translation>运行未能启动</translation>
+        </message>
+        <message>
+            <source>Cancelling: the sync stops after the file it is copying…</source>
+            <translation>正在取消：同步会在当前文件复制完后停止…</translation>
+        </message>
+        <message>
+            <source>Cancelled before the run started; nothing was started on the machine. Files already copied are complete.</source>
+            <translation>已在运行启动前取消；机器上没有启动任何东西。已复制的文件都是完整的。</translation>
         </message>
         <message>
             <source>Run {run} started.</source>
