@@ -114,3 +114,21 @@ def test_follower_sees_every_record_once_across_rotations(tmp_path: Path,
     assert w.rotations >= 3
     assert got == list(range(3, w.seq + 1))
     assert follower.poll() == []
+
+
+def test_follower_starts_over_when_the_folder_was_emptied(tmp_path: Path,
+                                                         sim_clock: SimClock) -> None:
+    w = MetricsWriter(tmp_path, max_bytes=100_000, keep=2, clock=sim_clock)
+    for _ in range(6):
+        w.append([GPU])
+    w.close()
+    for path in metrics_files(tmp_path):
+        path.unlink()
+    w2 = MetricsWriter(tmp_path, max_bytes=100_000, keep=2, clock=sim_clock)
+    for _ in range(3):
+        w2.append([GPU])
+    follower = Follower(tmp_path, since=6)  # a reader that had 1..6 reconnects
+    assert [r["seq"] for r in follower.poll()] == [1, 2, 3]
+    w2.append([GPU])
+    assert [r["seq"] for r in follower.poll()] == [4]
+    w2.close()

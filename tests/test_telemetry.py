@@ -255,6 +255,31 @@ def test_killed_agent_is_restarted_and_the_stream_goes_on(sshd: SshdServer,
         assert not pid_gone(again.pid)
 
 
+def test_wiped_metrics_restart_the_seq_and_the_stream_follows(sshd: SshdServer,
+                                                               roots: Roots) -> None:
+    """The machine's metrics folder emptied and its agent restarted: seq starts from 1
+    again, and the stream takes the new samples instead of dropping them as old."""
+    root = roots.new()
+    conn, site = deploy(sshd, root, "a100")
+    col = Collector()
+    with conn, stream_for(conn, site, col, stall_s=2.0, backoff_s=0.2) as stream:
+        wait_for(lambda: col.count() >= 3, WAIT_S, "samples")
+        os.kill(site.pid, signal.SIGKILL)
+        roots.remember(site.pid)
+        wait_for(lambda: pid_gone(site.pid), WAIT_S, "the agent to die")
+        for path in Path(site.data_dir).glob("metrics*"):
+            path.unlink()
+        before = col.count()
+        last_before = col.seqs()[-1]
+        wait_for(lambda: col.count() >= before + 3, WAIT_S, "samples after the wipe")
+        roots.remember(int((Path(site.data_dir) / "agent.pid").read_text()))
+        assert stream.restarts == 1 and stream.holes == []
+    after = col.seqs()[before:]
+    assert last_before >= 3 and after[0] == 1 and contiguous(after)
+    times = [s.time for s in col.samples]
+    assert times == sorted(times)  # nothing old was taken for new
+
+
 def test_budget_action_runs_with_no_desktop_connected(sshd: SshdServer, roots: Roots,
                                                       tmp_path: Path) -> None:
     root = roots.new()

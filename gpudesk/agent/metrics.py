@@ -224,6 +224,10 @@ class Follower:
             out: List[Record] = []
             if self._ino != st.st_ino or st.st_size < self._offset:
                 # First call, or rotated: catch up through the rotated files, then tail this one.
+                if last_seq(self.folder) < self.last:
+                    # The folder was emptied and the seq started again: every record in it
+                    # is new to the reader (who sees the restart as seq going backwards).
+                    self.last = 0
                 out = read_since(self.folder, self.last)
                 self._ino, self._offset = st.st_ino, 0
             f.seek(self._offset)

@@ -197,6 +197,8 @@ class TelemetryStream:
         self.on_hole = on_hole
         self.on_state = on_state
         self.last_seq = since
+        self.last_time = 0.0  # of the newest sample delivered
+        self.restarts = 0  # times the machine's seq started again (its metrics were wiped)
         self.keeper = keeper
         self.backoff_s = backoff_s
         self.backoff_max_s = backoff_max_s
@@ -341,14 +343,24 @@ class TelemetryStream:
 
     def _deliver(self, line: bytes, received: float) -> bool:
         sample = parse_line(line, received) if line.strip() else None
-        if sample is None or sample.seq <= self.last_seq:
-            return False  # not a record, or one we already have
+        if sample is None:
+            return False
+        if sample.seq <= self.last_seq:
+            if sample.time <= self.last_time:
+                return False  # one we already have
+            # Newer than the last sample but a lower seq: the machine's metrics were wiped
+            # and its agent counts from 1 again. Take it from there.
+            log.warning("%s: telemetry seq restarted at %d (was %d)", self.target, sample.seq,
+                        self.last_seq)
+            self.restarts += 1
+            self.last_seq = 0
         if self.last_seq > 0 and sample.seq > self.last_seq + 1:
             hole = Hole(self.target, self.last_seq, sample.seq)
             self.holes.append(hole)
             if self.on_hole is not None:
                 self.on_hole(hole)
         self.last_seq = sample.seq
+        self.last_time = max(self.last_time, sample.time)
         self.delivered += 1
         self.on_sample(sample)
         return True
