@@ -37,6 +37,10 @@ def _pin(server: SshdServer) -> None:
     SshConnection(target, HostKeyPolicy.accept_new(), store=PinStore()).connect().close()
 
 
+def _logins(server: SshdServer) -> int:
+    return server.log_file.read_text(errors="replace").count("Accepted publickey")
+
+
 def _job(server: SshdServer, local: Path, remote: Path) -> PushJob:
     return PushJob(f"ssh://{server.user}@{server.host}:{server.port}", str(server.client_key),
                    ((str(local), str(remote)),), delete=True)
@@ -70,7 +74,9 @@ def test_the_child_pushes_the_same_files_and_reports_progress_at_lower_priority(
     assert [p.phase for p in seen][0] == "scan" and seen[-1].phase == "done"
     assert seen[-1].bytes_done == sum(len(d) for r, d in FILES.items() if r != "out.log")
     (local / "pkg/model.py").unlink()
+    logins = _logins(sshd)
     again = push_in_child(_job(sshd, local, remote))[0]
+    assert _logins(sshd) == logins  # the child kept its login (and the helper) open
     assert again.files_sent == 0 and again.unchanged == len(FILES) - 2
     assert again.deleted_paths == ("pkg/model.py",) and not (remote / "pkg/model.py").exists()
 
@@ -121,6 +127,8 @@ def test_a_child_that_dies_is_reported_in_words(sshd: SshdServer, tmp_path: Path
                       on_start=lambda pid: os.kill(pid, signal.SIGKILL))
     assert "ended unexpectedly" in caught.value.message()
     assert "-9" in caught.value.message()
+    again = push_in_child(_job(sshd, local, tmp_path / "remote"))  # a new child takes over
+    assert again[0].files_sent == 4
 
 
 def test_service_errors_pickle_as_their_own_type_with_their_values() -> None:

@@ -1,4 +1,4 @@
-"""``sync.push`` in a child process at low priority, for the desktop app.
+"""``sync.push`` in a long-lived child process at low priority, for the desktop app.
 
 A push is Python work from start to end: walking the tree, matching
 .gitignore rules, hashing, and paramiko's packet encryption on its own
@@ -7,8 +7,10 @@ loop, and the dashboard stalled 52-145 ms while a large project synced
 (goal: 50 ms). In a child process, niced below the desktop, the sync only
 gets the CPU the GUI does not use.
 
-The child opens its own SSH connection from the same machine reference and
-key file the caller used, with host keys checked against the pins only
+The child (one per app, started on first use) opens its own SSH connection
+from the same machine reference and key file the caller used, and keeps it
+for the next sync, so an incremental sync costs what it costs in-process;
+host keys are checked against the pins only
 (``HostKeyPolicy.refuse``): the parent has already connected, and asked
 about a new key, before it pushes. No secret crosses the process boundary;
 a launched machine's key is read from the keyring by the child itself.
@@ -27,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.sync import ProgressFn, SyncError, SyncProgress, SyncResult
@@ -40,6 +42,8 @@ MSG_CHILD_DIED = QT_TRANSLATE_NOOP(
 NICE = 10  # below the desktop: the GUI gets the CPU first on a busy laptop
 CANCEL_GRACE_S = 10.0  # a cancelled child finishes its current file, then is ended
 POLL_S = 0.2
+MAX_CONNECTIONS = 4  # machines the sync child keeps a login to
+IDLE_CLOSE_S = 600.0  # a login unused this long is closed
 PROGRESS_S = 0.1
 
 
@@ -84,85 +88,165 @@ class _Throttle:
             self.sent_at, self.phase = now, progress.phase
 
 
-def _child(job: PushJob, pipe: Connection, cancel: Any) -> None:
-    """Runs in the child: connect (pins only), push, and send back what happened."""
-    lower_priority()
-    if job.home:
-        os.environ["GPUDESK_HOME"] = job.home
-    from gpudesk.services import sync, targets
-    from gpudesk.services.host_keys import HostKeyPolicy
+class _Connections:
+    """The worker's open connections, by (ref, identity, home), so that an incremental
+    sync reuses its login and the helper on the machine, as the in-process push does."""
 
-    try:
-        identity = Path(job.identity).expanduser() if job.identity else None
-        conn = targets.open_connection(job.ref, identity, HostKeyPolicy.refuse())
-        results = []
+    def __init__(self) -> None:
+        self.open: dict[tuple[str, str | None, str], tuple[Any, float]] = {}
+
+    def get(self, job: PushJob) -> Any:
+        from gpudesk.services import targets
+        from gpudesk.services.host_keys import HostKeyPolicy
+
+        key = (job.ref, job.identity, job.home)
+        if key in self.open:
+            conn = self.open.pop(key)[0]
+        else:
+            identity = Path(job.identity).expanduser() if job.identity else None
+            conn = targets.open_connection(job.ref, identity, HostKeyPolicy.refuse())
+        self.open[key] = (conn, time.monotonic())
+        while len(self.open) > MAX_CONNECTIONS:  # the oldest first (dicts keep order)
+            self.drop(next(iter(self.open)))
+        return conn
+
+    def drop(self, key: tuple[str, str | None, str]) -> None:
+        conn, _ = self.open.pop(key, (None, 0.0))
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def drop_idle(self) -> None:
+        now = time.monotonic()
+        for key, (_conn, used) in list(self.open.items()):
+            if now - used > IDLE_CLOSE_S:
+                self.drop(key)
+
+
+def _worker(pipe: Connection, cancel: Any) -> None:
+    """The child: push each job it is sent, keeping connections between jobs; ends when
+    the app closes its end of the pipe (or dies)."""
+    lower_priority()
+    from gpudesk.services import sync
+
+    conns = _Connections()
+    while True:
         try:
-            for local, remote in job.folders:  # one interpreter and one login for them all
-                results.append(sync.push(conn, Path(local), remote, delete=job.delete,
-                                         progress=_Throttle(pipe), cancel=cancel))
-        finally:
-            conn.close()
-        pipe.send(("done", tuple(results)))
-    except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
+            if not pipe.poll(IDLE_CLOSE_S / 4):
+                conns.drop_idle()
+                continue
+            job = pipe.recv()
+        except (EOFError, OSError):
+            break
+        if job.home:
+            os.environ["GPUDESK_HOME"] = job.home
+        key = (job.ref, job.identity, job.home)
         try:
-            pipe.send(("error", exc))
-        except Exception:  # an exception that does not pickle: its words still go back
-            pipe.send(("error", SyncError("{detail}", detail=str(exc)[:500])))
-    finally:
-        pipe.close()
+            conn = conns.get(job)
+            results = [sync.push(conn, Path(local), remote, delete=job.delete,
+                                 progress=_Throttle(pipe), cancel=cancel)
+                       for local, remote in job.folders]
+            pipe.send(("done", tuple(results)))
+        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the app
+            if not isinstance(exc, sync.SyncError):  # a broken login is not kept
+                conns.drop(key)
+            try:
+                pipe.send(("error", exc))
+            except Exception:  # an exception that does not pickle: its words still go back
+                pipe.send(("error", SyncError("{detail}", detail=str(exc)[:500])))
+    for key in list(conns.open):
+        conns.drop(key)
+
+
+class _Worker:
+    """The app's one sync child (started on first use, started again if it died)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # one job at a time
+        self.proc: Any = None
+        self.pipe: Connection | None = None
+        self.cancel: Any = None
+
+    def ensure(self) -> tuple[Any, Connection]:
+        if self.proc is None or not self.proc.is_alive() or self.pipe is None:
+            self.close()
+            ctx = multiprocessing.get_context("spawn")  # fork is unsafe in a threaded Qt app
+            mine, theirs = ctx.Pipe(duplex=True)
+            self.cancel = ctx.Event()
+            self.proc = ctx.Process(target=_worker, args=(theirs, self.cancel), daemon=True,
+                                    name="gpudesk-sync")
+            self.proc.start()
+            theirs.close()
+            self.pipe = mine
+        return self.proc, self.pipe
+
+    def close(self) -> None:
+        if self.pipe is not None:
+            with contextlib.suppress(OSError):
+                self.pipe.close()
+            self.pipe = None
+        if self.proc is not None:
+            self.proc.join(2)
+            if self.proc.is_alive():
+                self.proc.kill()
+                self.proc.join(5)
+            self.proc = None
+
+
+_WORKER = _Worker()
 
 
 def push_in_child(job: PushJob, *, progress: ProgressFn | None = None,
                   cancel: threading.Event | None = None,
                   on_start: Callable[[int], None] | None = None) -> tuple[SyncResult, ...]:
-    """``sync.push`` of each of ``job.folders`` in a spawned, niced child; blocks the calling
+    """``sync.push`` of each of ``job.folders`` in the niced sync child; blocks the calling
     (worker) thread. Returns one result per folder.
 
     Raises what the push raised (``SyncCancelled``, ``SshError``, ...), or
-    ``SyncError`` when the child died without a word. ``cancel`` is passed on:
-    the child stops between files, as an in-process push would.
+    ``SyncError`` when the child died without a word (the next call starts a new
+    one). ``cancel`` is passed on: the child stops between files, as an
+    in-process push would. ``on_start`` gets the child's pid once the job is sent.
     """
-    ctx = multiprocessing.get_context("spawn")  # fork is unsafe in a threaded Qt process
-    mine, theirs = ctx.Pipe(duplex=False)
-    child_cancel = ctx.Event()
     if not job.home and os.environ.get("GPUDESK_HOME"):
         job = PushJob(**{**job.__dict__, "home": os.environ["GPUDESK_HOME"]})
-    proc = ctx.Process(target=_child, args=(job, theirs, child_cancel), daemon=True,
-                       name="gpudesk-sync")
-    proc.start()
-    theirs.close()
-    if on_start is not None and proc.pid is not None:
-        on_start(proc.pid)
-    cancelled_at: float | None = None
-    try:
-        while True:
-            if cancel is not None and cancel.is_set() and cancelled_at is None:
-                child_cancel.set()
-                cancelled_at = time.monotonic()
-            if cancelled_at is not None and time.monotonic() - cancelled_at > CANCEL_GRACE_S:
-                proc.terminate()
-            try:
-                ready = mine.poll(POLL_S)
-                message = mine.recv() if ready else None
-            except (EOFError, OSError):
-                message = ("gone", None)
-            if message is None:
-                continue
-            kind, value = message
-            if kind == "progress":
-                if progress is not None:
-                    progress(value)
-                continue
-            if kind == "done":
-                return tuple(value)
-            if kind == "error":
-                raise value
-            proc.join(5)
-            raise SyncError(MSG_CHILD_DIED, target=job.ref, code=proc.exitcode)
-    finally:
-        mine.close()
-        proc.join(CANCEL_GRACE_S)
-        if proc.is_alive():
-            proc.kill()
-            proc.join(5)
+    with _WORKER.lock:
+        proc, pipe = _WORKER.ensure()
+        _WORKER.cancel.clear()
+        pipe.send(job)
+        if on_start is not None and proc.pid is not None:
+            on_start(proc.pid)
+        return _answer(job, proc, pipe, progress, cancel)
 
+
+def _answer(job: PushJob, proc: Any, pipe: Connection, progress: ProgressFn | None,
+            cancel: threading.Event | None) -> tuple[SyncResult, ...]:
+    cancelled_at: float | None = None
+    while True:
+        if cancel is not None and cancel.is_set() and cancelled_at is None:
+            _WORKER.cancel.set()
+            cancelled_at = time.monotonic()
+        if cancelled_at is not None and time.monotonic() - cancelled_at > CANCEL_GRACE_S:
+            proc.terminate()
+        message: tuple[str, Any] | None
+        try:
+            message = pipe.recv() if pipe.poll(POLL_S) else None
+        except (EOFError, OSError):
+            message = ("gone", None)
+        if message is None:
+            if not proc.is_alive() and not pipe.poll(0):
+                message = ("gone", None)
+            else:
+                continue
+        kind, value = cast(tuple[str, Any], message)
+        if kind == "progress":
+            if progress is not None:
+                progress(value)
+            continue
+        if kind == "done":
+            return tuple(value)
+        if kind == "error":
+            raise value
+        proc.join(5)
+        code = proc.exitcode
+        _WORKER.close()
+        raise SyncError(MSG_CHILD_DIED, target=job.ref, code=code)
