@@ -62,6 +62,16 @@ def fill(page: RunPage, server: SshdServer, proj: Path, args: str) -> None:
     page.remote_root = str(proj.parent / "machine")
 
 
+def fill_pinned(page: RunPage, server: SshdServer, tmp_path: Path, args: str) -> Path:
+    """The form for a run of the training fixture on an already pinned machine; the
+    folder the run writes its results to."""
+    PinStore().pin(f"[127.0.0.1]:{server.port}", _host_key(server))
+    out = tmp_path / "out"
+    out.mkdir()
+    fill(page, server, project(tmp_path / "proj"), f"--out {out} {args}")
+    return out
+
+
 def answer_host_key(qtbot, page: RunPage, server: SshdServer) -> None:  # type: ignore[no-untyped-def]
     qtbot.waitUntil(lambda: page.question.last_box is not None
                     and page.question.last_box.isVisible(), timeout=WAIT_MS)
@@ -126,10 +136,7 @@ def test_run_asks_to_pin_the_key_follows_the_log_and_searches_it(
 
 def test_stop_asks_first_then_stops_the_running_run(
         qtbot, page: RunPage, sshd: SshdServer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
-    PinStore().pin(f"[127.0.0.1]:{sshd.port}", _host_key(sshd))
-    out = tmp_path / "out"
-    out.mkdir()
-    fill(page, sshd, project(tmp_path / "proj"), f"--out {out} --max-steps 20 --pause-at 2")
+    out = fill_pinned(page, sshd, tmp_path, "--max-steps 20 --pause-at 2")
     page.run_button.click()
     qtbot.waitUntil(lambda: (out / "paused-2-rank0").exists(), timeout=WAIT_MS)
     assert page.question.last_box is None  # pinned already: nothing asked
@@ -166,10 +173,7 @@ def _host_key(server: SshdServer) -> Any:
 def test_tunnel_reaches_a_service_bound_to_the_machines_loopback_only(
         qtbot, page: RunPage, sshd: SshdServer, tmp_path: Path,  # noqa: F811
         monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    PinStore().pin(f"[127.0.0.1]:{sshd.port}", _host_key(sshd))
-    out = tmp_path / "out"
-    out.mkdir()
-    fill(page, sshd, project(tmp_path / "proj"), f"--out {out} --max-steps 2")
+    fill_pinned(page, sshd, tmp_path, "--max-steps 2")
     page.run_button.click()
     qtbot.waitUntil(lambda: page.last_status is not None, timeout=WAIT_MS)
     opened: list[str] = []
@@ -198,10 +202,7 @@ def test_tunnel_reaches_a_service_bound_to_the_machines_loopback_only(
 
 def test_open_terminal_uses_ssh_with_the_pinned_key_and_it_connects(
         qtbot, page: RunPage, sshd: SshdServer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
-    PinStore().pin(f"[127.0.0.1]:{sshd.port}", _host_key(sshd))
-    out = tmp_path / "out"
-    out.mkdir()
-    fill(page, sshd, project(tmp_path / "proj"), f"--out {out} --max-steps 1")
+    fill_pinned(page, sshd, tmp_path, "--max-steps 1")
     page.run_button.click()
     qtbot.waitUntil(lambda: page.last_status is not None, timeout=WAIT_MS)
     started: list[tuple[str, list[str]]] = []
@@ -262,10 +263,7 @@ def test_a_lost_run_offers_recovery_and_asks_before_launching(
 
 def test_cancel_while_starting_stops_the_sync_and_starts_nothing(
         qtbot, page: RunPage, sshd: SshdServer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
-    PinStore().pin(f"[127.0.0.1]:{sshd.port}", _host_key(sshd))
-    out = tmp_path / "out"
-    out.mkdir()
-    fill(page, sshd, project(tmp_path / "proj"), f"--out {out} --max-steps 2")
+    fill_pinned(page, sshd, tmp_path, "--max-steps 2")
     assert not page.cancel_start_button.isEnabled()  # nothing to cancel yet
     page.run_button.click()
     assert page.cancel_start_button.isEnabled()

@@ -210,7 +210,12 @@ def compute_cost(h: History, now: float, window: Window = ALL_TIME) -> float:
 
 def price_at(h: History, t: float) -> float:
     """The price per hour in force at ``t``."""
-    points = sorted(h.prices, key=lambda p: p.since)
+    return price_in_force(h.prices, t)
+
+
+def price_in_force(prices: Sequence[Price], t: float) -> float:
+    """The price per hour at ``t``; the first price also covers earlier time (0 if none)."""
+    points = sorted(prices, key=lambda p: p.since)
     current = points[0].per_hour if points else 0.0
     for p in points:
         if p.since <= t:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from gpudesk.services.accounts import ProviderFactory
 from gpudesk.services.ledger import Ledger, Machine
 from gpudesk.services.providers.base import PricePoint, Provider, ProviderError
+from gpudesk.services.spend import Price, price_in_force
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,8 @@ def record_spot_prices(ledger: Ledger, providers: ProviderFactory, cny_per_usd: 
 def _record_one(ledger: Ledger, provider: Provider, machine: Machine, cny_per_usd: float,
                 now: float) -> int:
     start = machine.launched_at or machine.created_at
-    known = sorted((p.since, p.price) for p in ledger.prices(machine.id))
-    since = max(start, known[-1][0]) if known else start
+    known = [Price(p.since, p.price) for p in ledger.prices(machine.id)]
+    since = max([start, *(p.since for p in known)])
     points = provider.spot_price_history(machine.region, machine.zone, machine.instance_type,
                                          since)
     recorded = 0
@@ -78,17 +79,14 @@ def _record_one(ledger: Ledger, provider: Provider, machine: Machine, cny_per_us
         if price is None:
             continue
         at = min(max(point.at, since), now)  # the first point is the price in force at `since`
-        in_force = known[0][1] if known else machine.price_per_hour  # as spend reads it
-        for t, p in known:
-            if t <= at:
-                in_force = p
+        in_force = price_in_force(known, at) if known else machine.price_per_hour
         if abs(price - in_force) < 1e-9:
             continue
         if not known:  # keep the launch price for the time before this change
             ledger.record_price(machine.id, machine.price_per_hour, since=machine.created_at)
-            known = [(machine.created_at, machine.price_per_hour)]
+            known = [Price(machine.created_at, machine.price_per_hour)]
         price = round(price, 6)
         ledger.record_price(machine.id, price, since=at)
-        known = sorted([*known, (at, price)])
+        known.append(Price(at, price))
         recorded += 1
     return recorded

@@ -95,11 +95,15 @@ class _Connections:
     def __init__(self) -> None:
         self.open: dict[tuple[str, str | None, str], tuple[Any, float]] = {}
 
+    @staticmethod
+    def key(job: PushJob) -> tuple[str, str | None, str]:
+        return job.ref, job.identity, job.home
+
     def get(self, job: PushJob) -> Any:
         from gpudesk.services import targets
         from gpudesk.services.host_keys import HostKeyPolicy
 
-        key = (job.ref, job.identity, job.home)
+        key = self.key(job)
         if key in self.open:
             conn = self.open.pop(key)[0]
         else:
@@ -140,7 +144,6 @@ def _worker(pipe: Connection, cancel: Any) -> None:
             break
         if job.home:
             os.environ["GPUDESK_HOME"] = job.home
-        key = (job.ref, job.identity, job.home)
         try:
             conn = conns.get(job)
             results = [sync.push(conn, Path(local), remote, delete=job.delete,
@@ -149,7 +152,7 @@ def _worker(pipe: Connection, cancel: Any) -> None:
             pipe.send(("done", tuple(results)))
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the app
             if not isinstance(exc, sync.SyncError):  # a broken login is not kept
-                conns.drop(key)
+                conns.drop(conns.key(job))
             try:
                 pipe.send(("error", exc))
             except Exception:  # an exception that does not pickle: its words still go back

@@ -170,8 +170,8 @@ class MainWindow(QMainWindow):
 
     def refresh_spot_prices(self) -> None:
         """Record spot price changes of running spot machines (spend bills at the price in
-        force); asks the clouds only when such a machine exists."""
-        if self.spot_runner.busy or not spot_prices.spot_machines(self.ledger):
+        force), in the background; the clouds are asked only when such a machine exists."""
+        if self.spot_runner.busy:
             return
 
         def done(report: spot_prices.SpotPriceReport) -> None:

@@ -8,7 +8,7 @@ here (newest image, latest price per zone) would go untested against it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -82,6 +82,20 @@ def newest_dlami_image(images: Iterable[Mapping[str, Any]], arch: str) -> str:
     return found
 
 
+def _spot_rows(history: Iterable[Mapping[str, Any]]
+               ) -> Iterator[tuple[str, str, datetime | str, float]]:
+    """(zone, instance type, timestamp, USD/hour) of each record with a usable price."""
+    for record in history:
+        zone = str(record.get("AvailabilityZone", ""))
+        itype = str(record.get("InstanceType", ""))
+        try:
+            price = float(record.get("SpotPrice", ""))
+        except (TypeError, ValueError):
+            continue
+        if zone and itype and price > 0:
+            yield zone, itype, record.get("Timestamp") or "", price
+
+
 def latest_spot_prices(
         history: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], float]:
     """(zone, instance type) → the most recent spot price (USD/hour) in ``history``.
@@ -90,16 +104,7 @@ def latest_spot_prices(
     on AWS but in no promised order; records with no usable price are skipped.
     """
     latest: dict[tuple[str, str], tuple[datetime | str, float]] = {}
-    for record in history:
-        zone = str(record.get("AvailabilityZone", ""))
-        itype = str(record.get("InstanceType", ""))
-        try:
-            price = float(record.get("SpotPrice", ""))
-        except (TypeError, ValueError):
-            continue
-        if not zone or not itype or not price > 0:
-            continue
-        stamp: datetime | str = record.get("Timestamp") or ""
+    for zone, itype, stamp, price in _spot_rows(history):
         key = (zone, itype)
         if key not in latest or _later(stamp, latest[key][0]):
             latest[key] = (stamp, price)
@@ -114,18 +119,15 @@ def spot_price_points(history: Iterable[Mapping[str, Any]], zone: str,
     that was in force at its start (AWS's documented behaviour).
     """
     points: list[tuple[float, float]] = []
-    for record in history:
-        if record.get("AvailabilityZone") != zone or record.get("InstanceType") != instance_type:
+    for z, itype, stamp, price in _spot_rows(history):
+        if (z, itype) != (zone, instance_type):
             continue
-        stamp = record.get("Timestamp")
         try:
-            price = float(record.get("SpotPrice", ""))
             at = (stamp if isinstance(stamp, datetime)
-                  else datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))).timestamp()
-        except (TypeError, ValueError):
+                  else datetime.fromisoformat(stamp.replace("Z", "+00:00"))).timestamp()
+        except ValueError:
             continue
-        if price > 0:
-            points.append((at, price))
+        points.append((at, price))
     points.sort()
     kept: list[tuple[float, float]] = []
     for at, price in points:
