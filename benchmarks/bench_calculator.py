@@ -20,9 +20,9 @@ def main(n: int = 200) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from gpudesk.services.catalog import load_catalog
-    from gpudesk.services.settings import Settings
-    from gpudesk.ui.plan_page import PlanPage
+    from gpudesk.services.cloud.catalog import load_catalog
+    from gpudesk.services.core.settings import Settings
+    from gpudesk.ui.plan.plan_page import PlanPage
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     page = PlanPage(Settings(), load_catalog())

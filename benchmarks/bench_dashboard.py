@@ -93,7 +93,7 @@ def record(k: int, t: float) -> dict[str, Any]:
 
 
 def _page(app: Any, seconds: int, t_end: float) -> Any:
-    from gpudesk.ui.dashboard_page import DashboardPage
+    from gpudesk.ui.watch.dashboard_page import DashboardPage
 
     page = DashboardPage("a100x8 · us-east-1 · p4d.24xlarge")
     page.resize(1280, 800)
@@ -264,7 +264,7 @@ def bench_stream(app: Any, seconds: float, window_index: int, backfill: bool = F
             state["max_gap"] = max(state["max_gap"], t - state["last"])
         state["last"] = t
 
-    from gpudesk.ui.record_batcher import RecordBatcher
+    from gpudesk.ui.watch.record_batcher import RecordBatcher
 
     batcher = RecordBatcher(page.feed_many)  # as the Watch page wires its feed
 
@@ -339,8 +339,8 @@ class SyncLoad:
     def start(self) -> None:
         import threading
 
-        from gpudesk.services.sync import push
-        from gpudesk.services.sync_process import PushJob, push_in_child
+        from gpudesk.services.remote.sync import push
+        from gpudesk.services.remote.sync_process import PushJob, push_in_child
 
         self.halt = threading.Event()
         self.done = self.bytes = 0
@@ -361,7 +361,7 @@ class SyncLoad:
         def guarded() -> None:
             import contextlib
 
-            from gpudesk.services.sync import SyncCancelled
+            from gpudesk.services.remote.sync import SyncCancelled
 
             with contextlib.suppress(SyncCancelled):
                 loop()
@@ -390,7 +390,7 @@ def screenshot(app: Any, path: str) -> None:
     t, v = page.history.window()
     hole = (t > now - 5400) & (t < now - 5280)
     keep_t, keep_v = t[~hole].copy(), v[:, :, ~hole].copy()
-    from gpudesk.ui.ring_buffer import History
+    from gpudesk.ui.watch.ring_buffer import History
 
     page.history = History()
     page.history.merge(keep_t, np.transpose(keep_v, (2, 0, 1)))

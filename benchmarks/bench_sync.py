@@ -42,9 +42,9 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from fixtures_sshd import SshdServer, sshd_missing_reason, start_sshd  # noqa: E402
 
-from gpudesk.services.host_keys import HostKeyPolicy, PinStore  # noqa: E402
-from gpudesk.services.ssh import SshConnection, SshTarget  # noqa: E402
-from gpudesk.services.sync import push  # noqa: E402
+from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore  # noqa: E402
+from gpudesk.services.remote.ssh import SshConnection, SshTarget  # noqa: E402
+from gpudesk.services.remote.sync import push  # noqa: E402
 
 FILES = 5000
 SOURCE_BYTES = 65 * 2**20
@@ -149,7 +149,7 @@ class Runner:
     def gpudesk_child(self, local: Path, remote: Path) -> float:
         """The app's way: ``sync_process.push_in_child`` (a niced child process with its own
         connection, so the window's event loop keeps the GIL)."""
-        from gpudesk.services.sync_process import PushJob, push_in_child
+        from gpudesk.services.remote.sync_process import PushJob, push_in_child
 
         s = self.server
         started = time.perf_counter()

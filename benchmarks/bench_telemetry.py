@@ -33,10 +33,10 @@ sys.path.insert(0, str(REPO / "tests"))
 from fixtures_sshd import sshd_missing_reason, start_sshd  # noqa: E402
 from fixtures_telemetry import smi_wrapper  # noqa: E402
 
-from gpudesk.services import agent_deploy  # noqa: E402
-from gpudesk.services.host_keys import HostKeyPolicy, PinStore  # noqa: E402
-from gpudesk.services.ssh import SshConnection, SshTarget  # noqa: E402
-from gpudesk.services.telemetry import TelemetrySample, TelemetryStream  # noqa: E402
+from gpudesk.services.remote import agent_deploy  # noqa: E402
+from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore  # noqa: E402
+from gpudesk.services.remote.ssh import SshConnection, SshTarget  # noqa: E402
+from gpudesk.services.remote.telemetry import TelemetrySample, TelemetryStream  # noqa: E402
 
 GOAL_LATENCY_S = 1.5
 SECONDS = 20.0

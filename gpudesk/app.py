@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from gpudesk import __version__
-from gpudesk.services import paths
+from gpudesk.services.core import paths
 
 log = logging.getLogger("gpudesk")
 
@@ -35,7 +35,7 @@ class RedactingFormatter(logging.Formatter):
     """Whatever a library logs, a key or a private key never reaches the file."""
 
     def format(self, record: logging.LogRecord) -> str:
-        from gpudesk.services.redact import redact
+        from gpudesk.services.core.redact import redact
 
         return redact(super().format(record))
 
@@ -82,7 +82,7 @@ def _show_crash(exc_type: type[BaseException], exc: BaseException, tb: Traceback
     if "PySide6.QtWidgets" not in sys.modules:  # no GUI (yet): the log has it
         return
     try:
-        from gpudesk.ui.crash_dialog import show_crash
+        from gpudesk.ui.shell.crash_dialog import show_crash
 
         show_crash(exc_type, exc, tb, context)
     except Exception:  # noqa: BLE001 - never raise from an exception hook
@@ -133,10 +133,10 @@ def run_gui() -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from gpudesk.services.settings import load_settings
-    from gpudesk.ui.i18n import install_translator
-    from gpudesk.ui.main_window import MainWindow
-    from gpudesk.ui.theme import apply_theme
+    from gpudesk.services.core.settings import load_settings
+    from gpudesk.ui.shell.i18n import install_translator
+    from gpudesk.ui.shell.main_window import MainWindow
+    from gpudesk.ui.shell.theme import apply_theme
 
     settings = load_settings()
 

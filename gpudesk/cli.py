@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpudesk import cli_cloud, cli_machine, cli_remote, cli_runs, cli_spend, cli_watch, sizing
-from gpudesk.services.planner import Job, RankedOffer, format_bytes, rank_catalog
+from gpudesk.services.plan.planner import Job, RankedOffer, format_bytes, rank_catalog
 
 # Verb modules: each has VERBS, add_parsers(sub) and handle_error(err) -> exit code | None.
 VERB_MODULES = (cli_cloud, cli_remote, cli_runs, cli_watch, cli_spend, cli_machine)
@@ -127,7 +127,7 @@ def _offer_row(r: RankedOffer) -> str:
 
 
 def _cmd_offers(a: argparse.Namespace) -> int:
-    from gpudesk.services.catalog import load_catalog
+    from gpudesk.services.cloud.catalog import load_catalog
 
     job = _job(a)
     catalog = load_catalog()

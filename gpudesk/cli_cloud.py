@@ -16,10 +16,10 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from gpudesk.services import accounts, credentials
-from gpudesk.services.catalog import load_catalog
-from gpudesk.services.ledger import Ledger, Machine
-from gpudesk.services.providers.base import Credentials, ProviderError
+from gpudesk.services.cloud import accounts, credentials
+from gpudesk.services.cloud.catalog import load_catalog
+from gpudesk.services.cloud.providers.base import Credentials, ProviderError
+from gpudesk.services.money.ledger import Ledger, Machine
 
 VERBS = frozenset({"accounts", "launch", "ls", "stop", "start", "terminate", "add-machine"})
 
@@ -122,7 +122,7 @@ def _catalog_offer(provider: str, region: str, instance_type: str) -> Any:
 
 
 def _cmd_launch(a: argparse.Namespace) -> int:
-    from gpudesk.services.launcher import STEP_TITLES, Launcher, LaunchPlan, Progress
+    from gpudesk.services.cloud.launcher import STEP_TITLES, Launcher, LaunchPlan, Progress
 
     if a.max_price is not None and not a.spot:
         return _fail("--max-price only applies to spot machines; add --spot", 2)
@@ -164,7 +164,7 @@ def _machine_json(m: Machine) -> dict[str, Any]:
 
 
 def _cmd_ls(a: argparse.Namespace) -> int:
-    from gpudesk.services.reconcile import reconcile
+    from gpudesk.services.cloud.reconcile import reconcile
 
     with Ledger() as ledger:
         report = None
@@ -191,7 +191,7 @@ def _cmd_ls(a: argparse.Namespace) -> int:
 
 
 def _cmd_action(a: argparse.Namespace) -> int:
-    from gpudesk.services.machines import act, resolve
+    from gpudesk.services.cloud.machines import act, resolve
 
     with Ledger() as ledger:
         machine = resolve(ledger, a.id)
@@ -205,7 +205,7 @@ def _cmd_action(a: argparse.Namespace) -> int:
 
 
 def _cmd_add_machine(a: argparse.Namespace) -> int:
-    from gpudesk.services.machines import add_own_machine
+    from gpudesk.services.cloud.machines import add_own_machine
 
     url = urlsplit(a.target if "://" in a.target else f"ssh://{a.target}")
     if url.scheme != "ssh" or not url.hostname:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from gpudesk import cli_remote
 
 if TYPE_CHECKING:
-    from gpudesk.services.bootstrap import BootstrapReport, Note
+    from gpudesk.services.remote.bootstrap import BootstrapReport, Note
 
 VERBS = frozenset({"bootstrap", "ssh-config", "cancel"})
 CANCEL_WAIT_S = 30.0
@@ -64,8 +64,8 @@ def _report_json(report: BootstrapReport, requirements: dict[str, Any] | None) -
 
 
 def _cmd_bootstrap(a: argparse.Namespace) -> int:
-    from gpudesk.services import bootstrap
-    from gpudesk.services.runs import project_folder_name
+    from gpudesk.services.remote import bootstrap
+    from gpudesk.services.runs.detached import project_folder_name
 
     try:
         env = _env_pairs(a.env)
@@ -129,9 +129,9 @@ def _consent(a: argparse.Namespace, config: Path, line: str) -> bool:
 
 
 def _cmd_ssh_config(a: argparse.Namespace) -> int:
-    from gpudesk.services import ssh_config
-    from gpudesk.services.ledger import Ledger
-    from gpudesk.services.machines import resolve
+    from gpudesk.services.cloud.machines import resolve
+    from gpudesk.services.money.ledger import Ledger
+    from gpudesk.services.remote import ssh_config
 
     config = ssh_config.user_ssh_config()
     if a.remove_include:
@@ -178,7 +178,7 @@ def _cmd_ssh_config(a: argparse.Namespace) -> int:
 
 def _cmd_cancel(a: argparse.Namespace) -> int:
     from gpudesk import cli_runs
-    from gpudesk.services import runs
+    from gpudesk.services.runs import detached as runs
 
     record = runs.RunRecord.load(a.run)
     conns = cli_runs._record_conns(a, record)
@@ -266,12 +266,12 @@ def add_parsers(sub: Any) -> None:
 def handle_error(err: BaseException) -> int | None:
     """Exit status for a bootstrap or ssh-config error, after printing it; None if not ours."""
     classes: list[type[BaseException]] = []
-    if "gpudesk.services.bootstrap" in sys.modules:
-        from gpudesk.services.bootstrap import BootstrapError
+    if "gpudesk.services.remote.bootstrap" in sys.modules:
+        from gpudesk.services.remote.bootstrap import BootstrapError
 
         classes.append(BootstrapError)
-    if "gpudesk.services.ssh_config" in sys.modules:
-        from gpudesk.services.ssh_config import SshConfigError
+    if "gpudesk.services.remote.ssh_config" in sys.modules:
+        from gpudesk.services.remote.ssh_config import SshConfigError
 
         classes.append(SshConfigError)
     if classes and isinstance(err, tuple(classes)):

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # paramiko loads only for the verbs that use it (gpudesk size stays quick)
-    from gpudesk.services.host_keys import HostKeyPolicy
-    from gpudesk.services.ssh import SshConnection, SshTarget
-    from gpudesk.services.sync import SyncProgress
+    from gpudesk.services.remote.host_keys import HostKeyPolicy
+    from gpudesk.services.remote.ssh import SshConnection, SshTarget
+    from gpudesk.services.remote.sync import SyncProgress
 
 VERBS = frozenset({"sync"})
 
@@ -51,7 +51,7 @@ def _ask_on_terminal(name: str, offered: str, key_type: str) -> bool:
 
 
 def host_key_policy(a: argparse.Namespace) -> HostKeyPolicy:
-    from gpudesk.services.host_keys import HostKeyPolicy
+    from gpudesk.services.remote.host_keys import HostKeyPolicy
 
     if getattr(a, "host_key", None):
         return HostKeyPolicy.expect(a.host_key)
@@ -64,14 +64,14 @@ def host_key_policy(a: argparse.Namespace) -> HostKeyPolicy:
 
 def resolve_target(a: argparse.Namespace) -> SshTarget:
     """The SshTarget for ``--on``: an ssh:// address, or a machine in the ledger."""
-    from gpudesk.services import targets
+    from gpudesk.services.remote import targets
 
     return targets.resolve(a.target, getattr(a, "identity", None))
 
 
 def open_target(a: argparse.Namespace) -> SshConnection:
     """A connected SshConnection for ``--on``; host-key and auth refusals raise."""
-    from gpudesk.services import targets
+    from gpudesk.services.remote import targets
 
     return targets.open_connection(a.target, getattr(a, "identity", None), host_key_policy(a),
                                    attempts=getattr(a, "attempts", 3))
@@ -100,7 +100,7 @@ def _progress_printer(enabled: bool) -> Any:
 
 
 def _cmd_sync(a: argparse.Namespace) -> int:
-    from gpudesk.services import sync
+    from gpudesk.services.remote import sync
 
     local = Path(a.local_dir)
     plan = sync.plan_push(local)  # raises SyncError for a missing folder before connecting
@@ -152,11 +152,11 @@ def add_parsers(sub: Any) -> None:
 
 def handle_error(err: BaseException) -> int | None:
     """Exit status for an SSH, host-key or sync error, after printing it; None if not ours."""
-    if "gpudesk.services.ssh" not in sys.modules:
+    if "gpudesk.services.remote.ssh" not in sys.modules:
         return None  # none of these errors can have been raised
-    from gpudesk.services.host_keys import HostKeyError
-    from gpudesk.services.ssh import SshError
-    from gpudesk.services.sync import SyncError
+    from gpudesk.services.remote.host_keys import HostKeyError
+    from gpudesk.services.remote.ssh import SshError
+    from gpudesk.services.remote.sync import SyncError
 
     if isinstance(err, HostKeyError | SshError | SyncError):
         return _fail(err.message())

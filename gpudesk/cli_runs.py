@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from gpudesk import cli_remote
 
 if TYPE_CHECKING:
-    from gpudesk.services.runs import RunRecord
-    from gpudesk.services.ssh import SshConnection
+    from gpudesk.services.remote.ssh import SshConnection
+    from gpudesk.services.runs.detached import RunRecord
 
 VERBS = frozenset({"run", "logs", "pull", "recover"})
 
@@ -65,7 +65,8 @@ def _record_conns(a: argparse.Namespace, record: RunRecord, *, main_only: bool =
 
 
 def _finish(conns: list[SshConnection], record: RunRecord, offset: int) -> int:
-    from gpudesk.services import runs, spot_recovery
+    from gpudesk.services.runs import detached as runs
+    from gpudesk.services.runs import spot_recovery
 
     # A spot machine can vanish: keep copies of the checkpoints here while following.
     mirror = spot_recovery.CheckpointMirror(record, conns[0].policy).start()
@@ -84,7 +85,7 @@ def _finish(conns: list[SshConnection], record: RunRecord, offset: int) -> int:
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
-    from gpudesk.services import runs
+    from gpudesk.services.runs import detached as runs
 
     command = list(a.command)
     if command[:1] == ["--"]:
@@ -124,7 +125,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
 
 def _cmd_logs(a: argparse.Namespace) -> int:
-    from gpudesk.services import runs
+    from gpudesk.services.runs import detached as runs
 
     record = runs.RunRecord.load(a.run)
     conns = _record_conns(a, record, main_only=not a.follow)
@@ -140,7 +141,7 @@ def _cmd_logs(a: argparse.Namespace) -> int:
 
 
 def _cmd_pull(a: argparse.Namespace) -> int:
-    from gpudesk.services import runs
+    from gpudesk.services.runs import detached as runs
 
     record = runs.RunRecord.load(a.run)
     (conn,) = _record_conns(a, record, main_only=True)
@@ -155,15 +156,16 @@ def _cmd_pull(a: argparse.Namespace) -> int:
 def _cmd_recover(a: argparse.Namespace) -> int:
     import asyncio
 
-    from gpudesk.services import runs, spot_recovery
+    from gpudesk.services.runs import detached as runs
+    from gpudesk.services.runs import spot_recovery
 
     record = runs.RunRecord.load(a.run)
     if a.target:
         ref, identity = a.target, str(a.identity) if a.identity else None
         policy = cli_remote.host_key_policy(a)
     else:
-        from gpudesk.services.launcher import Launcher
-        from gpudesk.services.ledger import Ledger
+        from gpudesk.services.cloud.launcher import Launcher
+        from gpudesk.services.money.ledger import Ledger
 
         with Ledger() as ledger:
             def progress(p: Any) -> None:
@@ -190,7 +192,7 @@ def _minutes(text: str) -> float:
 
 
 def add_parsers(sub: Any) -> None:
-    from gpudesk.services.runs import DEFAULT_PYTHON, DEFAULT_ROOT
+    from gpudesk.services.runs.detached import DEFAULT_PYTHON, DEFAULT_ROOT
 
     p = sub.add_parser("run", help="train on a machine under torchrun, detached")
     cli_remote.add_target_args(p, required=False)
@@ -236,15 +238,15 @@ def add_parsers(sub: Any) -> None:
 
 def handle_error(err: BaseException) -> int | None:
     """Exit status for a run error, after printing it; None if not ours."""
-    if "gpudesk.services.runs" not in sys.modules:
+    if "gpudesk.services.runs.detached" not in sys.modules:
         return None
-    from gpudesk.services.runs import RunError
+    from gpudesk.services.runs.detached import RunError
 
     if isinstance(err, RunError):
         print(f"gpudesk: error: {err.message()}", file=sys.stderr)
         return 1
-    if "gpudesk.services.spot_recovery" in sys.modules:
-        from gpudesk.services.spot_recovery import RecoveryError
+    if "gpudesk.services.runs.spot_recovery" in sys.modules:
+        from gpudesk.services.runs.spot_recovery import RecoveryError
 
         if isinstance(err, RecoveryError):
             print(f"gpudesk: error: {err.message()}", file=sys.stderr)

@@ -18,8 +18,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gpudesk.services.budgets import Status
-    from gpudesk.services.spend import Cost, MonthRow
+    from gpudesk.services.money.budgets import Status
+    from gpudesk.services.money.spend import Cost, MonthRow
 
 VERBS = frozenset({"spend"})
 
@@ -43,9 +43,9 @@ def _when(t: float | None) -> str | None:
 
 def report(month: str | None, now: float) -> dict[str, Any]:
     """The spend of ``month`` (default: this one) as JSON-ready data, budgets included."""
-    from gpudesk.services import budgets, spend
-    from gpudesk.services.ledger import Ledger
-    from gpudesk.services.settings import load_settings
+    from gpudesk.services.core.settings import load_settings
+    from gpudesk.services.money import budgets, spend
+    from gpudesk.services.money.ledger import Ledger
 
     settings = load_settings()
     with Ledger() as ledger:
@@ -104,8 +104,8 @@ def _print_text(data: dict[str, Any]) -> None:
 
 
 def _write_csv(path: str, month: str | None, now: float) -> int:
-    from gpudesk.services import spend
-    from gpudesk.services.ledger import Ledger
+    from gpudesk.services.money import spend
+    from gpudesk.services.money.ledger import Ledger
 
     with Ledger() as ledger:
         rows: list[MonthRow] = spend.month_rows(spend.histories(ledger), now, month=month)

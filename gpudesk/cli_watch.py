@@ -23,7 +23,7 @@ from gpudesk import cli_remote
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 
 if TYPE_CHECKING:
-    from gpudesk.services.telemetry import Hole, TelemetrySample
+    from gpudesk.services.remote.telemetry import Hole, TelemetrySample
 
 VERBS = frozenset({"watch"})
 
@@ -46,8 +46,8 @@ def table_line(g: dict[str, Any]) -> str:
 
 
 def _cmd_watch(a: argparse.Namespace) -> int:
-    from gpudesk.services import agent_deploy
-    from gpudesk.services.telemetry import FAILED, TelemetryError, TelemetryStream
+    from gpudesk.services.remote import agent_deploy
+    from gpudesk.services.remote.telemetry import FAILED, TelemetryError, TelemetryStream
 
     lock = threading.Lock()
     got = threading.Event()
@@ -124,8 +124,8 @@ def add_parsers(sub: Any) -> None:
 
 def handle_error(err: BaseException) -> int | None:
     """Exit status for an agent or telemetry error, after printing it; None if not ours."""
-    agent = sys.modules.get("gpudesk.services.agent_deploy")
-    telemetry = sys.modules.get("gpudesk.services.telemetry")
+    agent = sys.modules.get("gpudesk.services.remote.agent_deploy")
+    telemetry = sys.modules.get("gpudesk.services.remote.telemetry")
     kinds = tuple(getattr(m, n) for m, n in ((agent, "AgentDeployError"),
                                               (telemetry, "TelemetryError")) if m is not None)
     if kinds and isinstance(err, kinds):

@@ -15,7 +15,7 @@ from pathlib import Path
 from gpudesk.__main__ import main, main_gui
 
 if __name__ == "__main__":
-    # The Run page syncs in a spawned child (gpudesk.services.sync_process); in a frozen
+    # The Run page syncs in a spawned child (gpudesk.services.remote.sync_process); in a frozen
     # app that child is this executable again, and freeze_support runs it as the child.
     multiprocessing.freeze_support()
     if Path(sys.executable).stem.lower().endswith("-gui"):

@@ -23,11 +23,11 @@ def main() -> int:
     os.environ["GPUDESK_HOME"] = tempfile.mkdtemp(prefix="gpudesk-shots-")
     from PySide6.QtWidgets import QApplication
 
-    from gpudesk.services.catalog import load_catalog
-    from gpudesk.services.settings import Settings
-    from gpudesk.ui.i18n import install_translator
-    from gpudesk.ui.main_window import MainWindow
-    from gpudesk.ui.theme import apply_theme
+    from gpudesk.services.cloud.catalog import load_catalog
+    from gpudesk.services.core.settings import Settings
+    from gpudesk.ui.shell.i18n import install_translator
+    from gpudesk.ui.shell.main_window import MainWindow
+    from gpudesk.ui.shell.theme import apply_theme
 
     app = QApplication(sys.argv)
     from PySide6.QtGui import QFontDatabase
@@ -93,7 +93,7 @@ def sample_ledger():  # type: ignore[no-untyped-def]
     """Three machines as a researcher might have them: running, stopped, their own."""
     import time
 
-    from gpudesk.services.ledger import Account, Ledger, Machine
+    from gpudesk.services.money.ledger import Account, Ledger, Machine
 
     ledger = Ledger()
     now = time.time()
@@ -115,8 +115,8 @@ def sample_ledger():  # type: ignore[no-untyped-def]
 
 def shoot_launch(window, catalog, settle, tag: str) -> None:  # type: ignore[no-untyped-def]
     """The Launch dialog part-way through, as the progress view shows it."""
-    from gpudesk.services.launcher import Progress
-    from gpudesk.ui.launch_dialog import LaunchDialog
+    from gpudesk.services.cloud.launcher import Progress
+    from gpudesk.ui.machines.launch_dialog import LaunchDialog
 
     offer = next(o for o in catalog.offers
                  if o.instance_type == "g5.xlarge" and o.region == "us-east-1")
@@ -155,7 +155,7 @@ def shoot_run(window, settle, tag: str) -> None:  # type: ignore[no-untyped-def]
     """The Run page following a run, with a search in its log."""
     import time
 
-    from gpudesk.services.runs import NodeRun, RunRecord, RunStatus
+    from gpudesk.services.runs.detached import NodeRun, RunRecord, RunStatus
 
     RunRecord(id="vit-cifar-20261203-101502-4c1e", project="/home/alice/vit-cifar",
               remote_project="/home/ubuntu/gpudesk/projects/vit-cifar-1a2b3c4d",
@@ -185,7 +185,7 @@ def shoot_watch(window, settle, tag: str) -> None:  # type: ignore[no-untyped-de
     import math
     import time
 
-    from gpudesk.ui.dashboard_page import DashboardPage
+    from gpudesk.ui.watch.dashboard_page import DashboardPage
 
     page = window.watch
     dash = page.dashboards.get("m-3f9a1c20b7")

@@ -26,8 +26,8 @@ import boto3
 import botocore.httpsession
 import pytest
 
-from gpudesk.services.providers.aws import AwsProvider
-from gpudesk.services.providers.base import Credentials
+from gpudesk.services.cloud.providers.aws import AwsProvider
+from gpudesk.services.cloud.providers.base import Credentials
 
 ACCOUNT = "123456789012"  # moto's default account
 AMAZON_OWNER = "898082745236"  # the account that publishes the Deep Learning AMIs

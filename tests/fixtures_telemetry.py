@@ -15,8 +15,8 @@ import pytest
 from fixtures_agent import FAKE_SMI, pid_gone, wait_for
 from fixtures_sshd import SshdServer
 
-from gpudesk.services.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.ssh import SshConnection, SshTarget
+from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
+from gpudesk.services.remote.ssh import SshConnection, SshTarget
 
 PYTHON = sys.executable
 

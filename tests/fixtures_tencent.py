@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from tencent_standin import SECRET_ID, SECRET_KEY, TencentStandin
 
-from gpudesk.services.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import Credentials
 
 
 @pytest.fixture(scope="session")

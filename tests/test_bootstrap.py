@@ -15,10 +15,10 @@ from fake_gpu_tools import FakeTorch, Tools, make_tools
 from fake_nvidia_smi import SCENARIOS, table
 from fixtures_sshd import SshdServer, sshd  # noqa: F401
 
-from gpudesk.services import bootstrap
-from gpudesk.services.bootstrap import BootstrapError, MachineFacts
-from gpudesk.services.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.ssh import SshConnection, SshTarget
+from gpudesk.services.remote import bootstrap
+from gpudesk.services.remote.bootstrap import BootstrapError, MachineFacts
+from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
+from gpudesk.services.remote.ssh import SshConnection, SshTarget
 
 SYSTEM_PYTHON = "/usr/bin/python3"  # the machine's python3: no torch of its own
 

@@ -9,10 +9,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from gpudesk.services import budgets
-from gpudesk.services.budgets import Budget, BudgetChecker, BudgetConfig, FiredState
-from gpudesk.services.ledger import Ledger, Machine
-from gpudesk.services.settings import Settings
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.money import budgets
+from gpudesk.services.money.budgets import Budget, BudgetChecker, BudgetConfig, FiredState
+from gpudesk.services.money.ledger import Ledger, Machine
 
 UTC = ZoneInfo("UTC")
 
@@ -29,7 +29,7 @@ def _run_clock(checker: BudgetChecker, start: float, stop: float, step: float
 
 @pytest.fixture
 def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ledger:
-    monkeypatch.setattr("gpudesk.services.ledger.time.time", lambda: 0.0)
+    monkeypatch.setattr("gpudesk.services.money.ledger.time.time", lambda: 0.0)
     return Ledger(tmp_path / "l.sqlite3")
 
 
@@ -75,7 +75,7 @@ def test_month_budget_sums_providers_in_usd_and_a_new_month_fires_anew(
         ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     dec1 = datetime(2026, 12, 1, tzinfo=UTC).timestamp()
     jan1 = datetime(2027, 1, 1, tzinfo=UTC).timestamp()
-    monkeypatch.setattr("gpudesk.services.ledger.time.time", lambda: dec1)
+    monkeypatch.setattr("gpudesk.services.money.ledger.time.time", lambda: dec1)
     ledger.add(Machine(id="m-a", provider="aws", price_per_hour=3.6))
     ledger.add(Machine(id="m-t", provider="tencent", price_per_hour=46.08, currency="CNY"))
     ledger.add(Machine(id="m-own", provider="own", price_per_hour=0.0, state="ready"))

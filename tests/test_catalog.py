@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudesk.services.catalog import (
+from gpudesk.services.cloud.catalog import (
     PRECISIONS,
     Catalog,
     CatalogError,

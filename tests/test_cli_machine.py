@@ -25,13 +25,13 @@ from fixtures_sshd import SshdServer, sshd  # noqa: F401
 
 from gpudesk import cli_cloud, cli_machine, cli_remote, cli_runs
 from gpudesk.agent.runs import pid_alive, process_tree
-from gpudesk.services import runs
-from gpudesk.services.credentials import ensure_ssh_key
-from gpudesk.services.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.ledger import Ledger, Machine
-from gpudesk.services.machines import add_own_machine
-from gpudesk.services.providers.base import STATE_RUNNING
-from gpudesk.services.ssh import SshConnection, SshTarget
+from gpudesk.services.cloud.credentials import ensure_ssh_key
+from gpudesk.services.cloud.machines import add_own_machine
+from gpudesk.services.cloud.providers.base import STATE_RUNNING
+from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
+from gpudesk.services.remote.ssh import SshConnection, SshTarget
+from gpudesk.services.runs import detached as runs
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 DEADLINE_S = 90.0

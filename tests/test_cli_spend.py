@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from gpudesk import cli_spend
-from gpudesk.services.ledger import Ledger, Machine
-from gpudesk.services.settings import Settings, save_settings
+from gpudesk.services.core.settings import Settings, save_settings
+from gpudesk.services.money.ledger import Ledger, Machine
 
 UTC = ZoneInfo("UTC")
 NOV30 = datetime(2026, 11, 30, 22, 0, tzinfo=UTC).timestamp()

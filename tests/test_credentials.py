@@ -8,8 +8,8 @@ import keyring
 import pytest
 from fixtures_keyring import FailKeyring, memory_keyring, secret_service  # noqa: F401
 
-from gpudesk.services import credentials
-from gpudesk.services.providers.base import Credentials
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud.providers.base import Credentials
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 

@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 from fixtures_sshd import SshdServer, sshd  # noqa: F401
 
-from gpudesk.services import runs, spend, spot_recovery, targets
-from gpudesk.services.host_keys import HostKeyPolicy
-from gpudesk.services.ledger import Ledger, Machine
-from gpudesk.services.runs import NodeRun, RunRecord
+from gpudesk.services.money import spend
+from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.remote import targets
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.runs import detached as runs
+from gpudesk.services.runs import spot_recovery
+from gpudesk.services.runs.detached import NodeRun, RunRecord
 
 
 def _machine_with_a_run(server: SshdServer, tmp_path: Path, ledger: Ledger) -> tuple[str, Path]:

@@ -157,7 +157,7 @@ def _bundle_mb(root: Path) -> float:
 
 
 def test_gui_exe_shows_the_window_and_quits(bundle: Bundle, gpudesk_home: Path) -> None:
-    # Needs gpudesk/ui/main_window.py; without it this fails with an ImportError.
+    # Needs gpudesk/ui/shell/main_window.py; without it this fails with an ImportError.
     result = _run(bundle, "gpudesk-gui", [], gpudesk_home,
                   GPUDESK_QUIT_AFTER_MS="500", GPUDESK_REPORT_SHOWN="1")
     tail = result.stderr[-4000:]

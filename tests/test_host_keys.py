@@ -11,8 +11,8 @@ import paramiko
 import pytest
 from fixtures_sshd import SshdServer, sshd  # noqa: F401
 
-from gpudesk.services import host_keys
-from gpudesk.services.host_keys import (
+from gpudesk.services.remote import host_keys
+from gpudesk.services.remote.host_keys import (
     HostKeyChanged,
     HostKeyError,
     HostKeyMismatch,
@@ -24,8 +24,8 @@ from gpudesk.services.host_keys import (
     normalize_fingerprint,
     parse_console_fingerprints,
 )
-from gpudesk.services.ssh import SshConnection, SshTarget
-from gpudesk.services.sync import push
+from gpudesk.services.remote.ssh import SshConnection, SshTarget
+from gpudesk.services.remote.sync import push
 
 OTHER_FP = "SHA256:" + "A" * 43
 

@@ -101,8 +101,8 @@ def test_core_imports_without_qt_and_without_torch() -> None:
         f"--- {name}\n{tb}" for name, tb in report["failures"].items()
     )
     services_modules = [m for m in report["imported"] if m.startswith("gpudesk.services.")]
-    assert "gpudesk.services.paths" in services_modules
-    assert "gpudesk.services.settings" in services_modules
+    assert "gpudesk.services.core.paths" in services_modules
+    assert "gpudesk.services.core.settings" in services_modules
     assert {"gpudesk.sizing", "gpudesk.cli"} <= set(report["imported"])
     assert report["qt"] == []
     assert report["torch"] == [], "torch must only be imported when tracing a model"
@@ -119,3 +119,78 @@ def test_cli_help_runs_without_qt() -> None:
     result = _run(code)
     assert result.returncode == 0, result.stderr
     assert "usage" in result.stdout.lower()
+
+
+# What each room may import (besides itself, the standard library, third-party
+# packages and the Qt-free leaves below). Mirrors the rooms' __init__ docstrings.
+LEAVES = {"gpudesk", "gpudesk.i18n_marks", "gpudesk.resources", "gpudesk.sizing"}
+ROOM_RULES: dict[str, set[str]] = {
+    "gpudesk.services.core": set(),
+    "gpudesk.services.money": {"gpudesk.services.core"},
+    "gpudesk.services.cloud": {"gpudesk.services.core", "gpudesk.services.money"},
+    "gpudesk.services.remote": {"gpudesk.services.core", "gpudesk.services.money",
+                                "gpudesk.services.cloud", "gpudesk.agent"},
+    "gpudesk.services.runs": {"gpudesk.services.core", "gpudesk.services.money",
+                              "gpudesk.services.cloud", "gpudesk.services.remote",
+                              "gpudesk.training"},
+    "gpudesk.services.plan": {"gpudesk.services.core", "gpudesk.services.cloud"},
+    "gpudesk.ui.widgets": {"gpudesk.services"},
+    "gpudesk.ui.plan": {"gpudesk.services", "gpudesk.ui.widgets", "gpudesk.tracing"},
+    "gpudesk.ui.machines": {"gpudesk.services", "gpudesk.ui.widgets"},
+    "gpudesk.ui.run": {"gpudesk.services", "gpudesk.ui.widgets"},
+    "gpudesk.ui.watch": {"gpudesk.services", "gpudesk.ui.widgets"},
+    "gpudesk.ui.shell": {"gpudesk.services", "gpudesk.ui", "gpudesk.app"},
+}
+
+
+def _room_of(module: str) -> str | None:
+    for room in sorted(ROOM_RULES, key=len, reverse=True):
+        if module == room or module.startswith(room + "."):
+            return room
+    return None
+
+
+def _gpudesk_imports(path: Path) -> set[str]:
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("gpudesk"))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and node.module.startswith("gpudesk"):
+            # `from gpudesk.services.cloud import accounts` names a module too
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+    return found
+
+
+def test_every_module_lives_in_a_room() -> None:
+    for package in ("services", "ui"):
+        loose = [p.name for p in (REPO / "gpudesk" / package).glob("*.py")
+                 if p.name != "__init__.py"]
+        assert loose == [], f"gpudesk/{package}/ holds modules outside any room: {loose}"
+
+
+def test_rooms_import_only_what_their_docstring_allows() -> None:
+    broken = []
+    for room, allowed in ROOM_RULES.items():
+        folder = REPO / Path(*room.split("."))
+        assert (folder / "__init__.py").exists(), room
+        assert "import" in (folder / "__init__.py").read_text(), f"{room}: say what it may import"
+        for path in folder.rglob("*.py"):
+            for name in _gpudesk_imports(path):
+                if name.rsplit(".", 1)[0] in LEAVES or name in LEAVES:
+                    continue
+                target = _room_of(name)
+                if target == room:
+                    continue
+                if not any(name == a or name.startswith(a + ".") for a in allowed):
+                    broken.append(f"{path.relative_to(REPO)} imports {name}")
+    assert broken == [], "\n".join(broken)
+
+
+def test_the_room_rules_can_fail(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("from gpudesk.services.remote import ssh\nimport gpudesk.ui.shell.theme\n")
+    assert _gpudesk_imports(bad) == {"gpudesk.services.remote.ssh", "gpudesk.ui.shell.theme"}
+    assert _room_of("gpudesk.services.remote.ssh") == "gpudesk.services.remote"

@@ -16,12 +16,12 @@ import pytest
 from fixtures_aws import aws, moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 
-from gpudesk.services import credentials
-from gpudesk.services.launcher import Launcher, LaunchPlan, probe_ssh
-from gpudesk.services.ledger import Ledger
-from gpudesk.services.machines import act
-from gpudesk.services.providers.base import TAG_LEDGER, TAG_MANAGED
-from gpudesk.services.reconcile import reconcile
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud.launcher import Launcher, LaunchPlan, probe_ssh
+from gpudesk.services.cloud.machines import act
+from gpudesk.services.cloud.providers.base import TAG_LEDGER, TAG_MANAGED
+from gpudesk.services.cloud.reconcile import reconcile
+from gpudesk.services.money.ledger import Ledger
 
 ADDRESS = "203.0.113.7/32"
 PLAN = LaunchPlan(provider="aws", instance_type="g5.xlarge", region="us-east-1",
@@ -97,8 +97,8 @@ def test_spot_launch_reconcile_and_terminate_on_moto(cloud, gpudesk_home, banner
 
 def test_a_second_launch_with_the_same_ledger_id_is_not_a_second_machine(cloud) -> None:  # type: ignore[no-untyped-def]
     """moto ignores ClientToken; gpudesk's own tag check keeps the launch idempotent."""
-    from gpudesk.services.accounts import provider_from_keyring
-    from gpudesk.services.providers.base import LaunchRequest
+    from gpudesk.services.cloud.accounts import provider_from_keyring
+    from gpudesk.services.cloud.providers.base import LaunchRequest
 
     provider = provider_from_keyring("aws")
     group = provider.ensure_security_group("us-east-1", ADDRESS)
@@ -113,7 +113,7 @@ def test_relaunch_like_a_lost_spot_machine_on_moto(cloud, banner_port) -> None: 
     """Spot recovery's replacement: the same type, market, price cap and zone, tagged anew."""
     from dataclasses import replace
 
-    from gpudesk.services.spot_recovery import relaunch_like
+    from gpudesk.services.runs.spot_recovery import relaunch_like
 
     with Ledger() as ledger:
         launcher = Launcher(ledger, poll_s=0.01,

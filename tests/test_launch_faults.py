@@ -21,10 +21,10 @@ from fixtures_keyring import secret_service  # noqa: F401
 from fixtures_tencent import SECRET_ID, SECRET_KEY, tencent, tencent_creds, tencent_server  # noqa: F401
 from PySide6.QtCore import QCoreApplication, QEvent
 
-from gpudesk.services import credentials
-from gpudesk.services.accounts import TENCENT_ENDPOINT_ENV
-from gpudesk.services.launcher import FAULT_ENV, FAULT_POINTS
-from gpudesk.services.ledger import Ledger
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
+from gpudesk.services.cloud.launcher import FAULT_ENV, FAULT_POINTS
+from gpudesk.services.money.ledger import Ledger
 
 # "ssh" is never reached with --no-wait-ssh; the stand-in's addresses lead nowhere,
 # and tests only talk to 127.0.0.1. The other points cover every ledger write.
@@ -60,7 +60,7 @@ def test_killed_launch_is_found_after_restart(point, tencent, tencent_creds, sec
                                              env, qtbot) -> None:
     credentials.save_credentials(tencent_creds)
     with Ledger() as ledger:  # the app had these keys set up
-        from gpudesk.services.ledger import Account
+        from gpudesk.services.money.ledger import Account
 
         ledger.save_account(Account("tencent", "AKID…abcd"))
     killed = gpudesk(LAUNCH, {**env, FAULT_ENV: point})
@@ -77,8 +77,8 @@ def test_killed_launch_is_found_after_restart(point, tencent, tencent_creds, sec
     assert len(rows) == 1  # the intent row and the instance are one machine, not two
 
     # ...and on screen, in the restarted window's Instances page.
-    from gpudesk.services.settings import load_settings
-    from gpudesk.ui.main_window import MainWindow
+    from gpudesk.services.core.settings import load_settings
+    from gpudesk.ui.shell.main_window import MainWindow
 
     with Ledger() as ledger:
         window = MainWindow(load_settings(), ledger=ledger)

@@ -17,13 +17,13 @@ import pytest
 from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
 
-from gpudesk.services import credentials
-from gpudesk.services.accounts import TENCENT_ENDPOINT_ENV
-from gpudesk.services.launcher import Launcher, LaunchPlan, LaunchRefused, Progress, probe_ssh
-from gpudesk.services.ledger import STATE_FAILED, Ledger
-from gpudesk.services.machines import act
-from gpudesk.services.providers.base import TAG_LEDGER, ProviderError
-from gpudesk.services.reconcile import reconcile
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
+from gpudesk.services.cloud.launcher import Launcher, LaunchPlan, LaunchRefused, Progress, probe_ssh
+from gpudesk.services.cloud.machines import act
+from gpudesk.services.cloud.providers.base import TAG_LEDGER, ProviderError
+from gpudesk.services.cloud.reconcile import reconcile
+from gpudesk.services.money.ledger import STATE_FAILED, Ledger
 
 ADDRESS = "203.0.113.7/32"
 PLAN = LaunchPlan(provider="tencent", instance_type="GN7.2XLARGE32", region="ap-guangzhou",
@@ -160,8 +160,8 @@ def test_cancel_while_waiting_terminates_and_records(cloud, ledger) -> None:  # 
 
 
 def test_reconcile_adopts_unknown_and_marks_gone(cloud, ledger, banner_port) -> None:  # type: ignore[no-untyped-def]
-    from gpudesk.services.accounts import provider_from_keyring
-    from gpudesk.services.providers.base import LaunchRequest
+    from gpudesk.services.cloud.accounts import provider_from_keyring
+    from gpudesk.services.cloud.providers.base import LaunchRequest
 
     first = asyncio.run(launcher(ledger, banner_port).launch(PLAN)).machine
     provider = provider_from_keyring("tencent")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudesk.services.ledger import (
+from gpudesk.services.money.ledger import (
     STATE_FAILED,
     STATE_INTENT,
     Account,
@@ -35,7 +35,7 @@ def test_intent_then_result_survive_reopen(tmp_path: Path) -> None:
 def test_billing_intervals_and_the_aws_minute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                               ) -> None:
     clock = [1000.0]
-    monkeypatch.setattr("gpudesk.services.ledger.time.time", lambda: clock[0])
+    monkeypatch.setattr("gpudesk.services.money.ledger.time.time", lambda: clock[0])
     with Ledger(tmp_path / "l.sqlite3") as ledger:
         ledger.add(Machine(id="m-1", provider="aws", price_per_hour=3.6, cloud_id="i-1"))
         ledger.update("m-1", state="pending")
@@ -60,7 +60,7 @@ def test_billing_intervals_and_the_aws_minute(tmp_path: Path, monkeypatch: pytes
 
 def test_tencent_bills_by_the_second(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = [0.0]
-    monkeypatch.setattr("gpudesk.services.ledger.time.time", lambda: clock[0])
+    monkeypatch.setattr("gpudesk.services.money.ledger.time.time", lambda: clock[0])
     with Ledger(tmp_path / "l.sqlite3") as ledger:
         ledger.add(Machine(id="m-t", provider="tencent", price_per_hour=36.0))
         ledger.update("m-t", state="running")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import date
 
-from gpudesk.services.catalog import load_catalog
-from gpudesk.services.live_prices import merge_live
-from gpudesk.services.providers.base import LiveOffer
+from gpudesk.services.cloud.catalog import load_catalog
+from gpudesk.services.cloud.live_prices import merge_live
+from gpudesk.services.cloud.providers.base import LiveOffer
 
 TODAY = date(2026, 12, 2)
 

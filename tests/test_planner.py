@@ -12,8 +12,8 @@ from datetime import date
 import pytest
 
 from gpudesk import sizing
-from gpudesk.services import planner
-from gpudesk.services.catalog import GpuSpec, Offer, load_catalog
+from gpudesk.services.cloud.catalog import GpuSpec, Offer, load_catalog
+from gpudesk.services.plan import planner
 from gpudesk.sizing import GIB, Setup
 
 

@@ -21,9 +21,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fixtures_aws import KEY_ID, SECRET, MotoAws, aws, moto_server  # noqa: F401
 
-from gpudesk.services.providers import aws_errors, aws_offers
-from gpudesk.services.providers.aws import AwsProvider, group_name
-from gpudesk.services.providers.base import (
+from gpudesk.services.cloud.providers import aws_errors, aws_offers
+from gpudesk.services.cloud.providers.aws import AwsProvider, group_name
+from gpudesk.services.cloud.providers.base import (
     HOW_QUOTA_AWS,
     MSG_NOT_FOUND,
     MSG_OTHER,

@@ -9,11 +9,11 @@ import pytest
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
 from tencent_standin import SECRET_ID, SECRET_KEY, TencentStandin, sdk_client
 
-from gpudesk.services.providers import base
-from gpudesk.services.providers import tencent_parse as tp
-from gpudesk.services.providers.base import Credentials, LaunchRequest, ProviderError
-from gpudesk.services.providers.tencent import TencentProvider, client_token
-from gpudesk.services.providers.tencent_errors import CallContext, map_error
+from gpudesk.services.cloud.providers import base
+from gpudesk.services.cloud.providers import tencent_parse as tp
+from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest, ProviderError
+from gpudesk.services.cloud.providers.tencent import TencentProvider, client_token
+from gpudesk.services.cloud.providers.tencent_errors import CallContext, map_error
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from gpudesk.services.providers.base import ProviderError, single_address
-from gpudesk.services.public_ip import ECHO_ENV, detect_public_address
+from gpudesk.services.cloud.providers.base import ProviderError, single_address
+from gpudesk.services.cloud.public_ip import ECHO_ENV, detect_public_address
 
 
 @pytest.fixture

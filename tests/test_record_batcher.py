@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from gpudesk.ui.record_batcher import RecordBatcher  # noqa: E402
+from gpudesk.ui.watch.record_batcher import RecordBatcher  # noqa: E402
 
 
 def test_a_burst_from_a_thread_arrives_whole_in_order_in_few_batches(qtbot) -> None:  # type: ignore[no-untyped-def]

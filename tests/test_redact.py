@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpudesk.services.redact import REDACTED, redact
+from gpudesk.services.core.redact import REDACTED, redact
 
 AWS_ID = "AKIAIOSFODNN7EXAMPLE"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -47,7 +47,7 @@ def test_unterminated_pem_is_removed_to_the_end() -> None:
 
 def test_ordinary_traceback_text_is_kept() -> None:
     text = ('Traceback (most recent call last):\n'
-            '  File "/home/user/.venv/lib/python3.12/site-packages/gpudesk/ui/plan_page.py",'
+            '  File "/home/user/.venv/lib/python3.12/site-packages/gpudesk/ui/plan/plan_page.py",'
             ' line 10, in refresh\n'
             "ValueError: batch must be positive\n"
             "commit 0123456789abcdef0123456789abcdef01234567\n"

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from gpudesk.ui.ring_buffer import (
+from gpudesk.ui.watch.ring_buffer import (
     DAY_SAMPLES,
     SERIES,
     History,

@@ -26,9 +26,9 @@ from fixtures_training import REPO
 
 from gpudesk import cli
 from gpudesk.agent.runs import pid_alive, process_tree
-from gpudesk.services import runs
-from gpudesk.services.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.ssh import SshConnection, SshTarget
+from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
+from gpudesk.services.remote.ssh import SshConnection, SshTarget
+from gpudesk.services.runs import detached as runs
 
 PYTHON = sys.executable  # the test venv's python has torch (CPU)
 QUICKSTART = REPO / "examples" / "quickstart"

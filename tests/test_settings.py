@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudesk.services import paths
-from gpudesk.services.settings import (
+from gpudesk.services.core import paths
+from gpudesk.services.core.settings import (
     SETTINGS_VERSION,
     Settings,
     load_settings,
@@ -57,7 +57,7 @@ def test_unknown_keys_dropped_with_warning(caplog: pytest.LogCaptureFixture) -> 
         json.dumps({"version": 1, "language": "en", "colour": "blue", "api_key": "x"}),
         encoding="utf-8",
     )
-    with caplog.at_level(logging.WARNING, logger="gpudesk.services.settings"):
+    with caplog.at_level(logging.WARNING, logger="gpudesk.services.core.settings"):
         settings = load_settings()
     assert settings == Settings(language="en")
     messages = " ".join(r.getMessage() for r in caplog.records)
@@ -87,7 +87,7 @@ def test_wrong_values_replaced_by_defaults(
         json.dumps({"theme": "light", key: bad}) if key != "theme" else json.dumps({key: bad}),
         encoding="utf-8",
     )
-    with caplog.at_level(logging.WARNING, logger="gpudesk.services.settings"):
+    with caplog.at_level(logging.WARNING, logger="gpudesk.services.core.settings"):
         settings = load_settings()
     assert getattr(settings, key) == getattr(Settings(), key)
     if key != "theme":
@@ -106,7 +106,7 @@ def test_integer_mfu_is_read_as_float() -> None:
 def test_corrupt_file_moved_aside(content: str, caplog: pytest.LogCaptureFixture) -> None:
     target = paths.settings_file()
     target.write_text(content, encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="gpudesk.services.settings"):
+    with caplog.at_level(logging.WARNING, logger="gpudesk.services.core.settings"):
         settings = load_settings()
     assert settings == Settings()
     assert not target.exists()
@@ -130,7 +130,7 @@ def test_newer_version_keeps_known_fields(caplog: pytest.LogCaptureFixture) -> N
         json.dumps({"version": SETTINGS_VERSION + 1, "language": "en", "future": 1}),
         encoding="utf-8",
     )
-    with caplog.at_level(logging.WARNING, logger="gpudesk.services.settings"):
+    with caplog.at_level(logging.WARNING, logger="gpudesk.services.core.settings"):
         settings = load_settings()
     assert settings.language == "en"
     assert settings.version == SETTINGS_VERSION
@@ -163,7 +163,7 @@ def test_replace_failure_keeps_old_file(monkeypatch: pytest.MonkeyPatch) -> None
         raise OSError("disk full")
 
     with monkeypatch.context() as patch:
-        patch.setattr("gpudesk.services.settings.os.replace", refuse)
+        patch.setattr("gpudesk.services.core.settings.os.replace", refuse)
         with pytest.raises(OSError, match="disk full"):
             save_settings(Settings(language="zh_CN"))
     assert paths.settings_file().read_bytes() == before
@@ -195,7 +195,7 @@ def test_new_fields_invalid_values_fall_back(key: str, value: object,
                                              caplog: pytest.LogCaptureFixture) -> None:
     paths.settings_file().write_text(json.dumps({"version": 1, key: value}, allow_nan=True),
                                      encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="gpudesk.services.settings"):
+    with caplog.at_level(logging.WARNING, logger="gpudesk.services.core.settings"):
         loaded = load_settings()
     assert getattr(loaded, key) == getattr(Settings(), key)
     assert key in caplog.text
@@ -212,7 +212,7 @@ def test_new_fields_integers_become_floats() -> None:
 
 
 def test_is_valid_matches_the_loader() -> None:
-    from gpudesk.services.settings import is_valid
+    from gpudesk.services.core.settings import is_valid
 
     assert is_valid("idle_action", "terminate") and not is_valid("idle_action", "halt")
     assert is_valid("cny_per_usd", 6.9) and not is_valid("cny_per_usd", 0.0)

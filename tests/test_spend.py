@@ -9,16 +9,16 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from gpudesk.services import spend
-from gpudesk.services.ledger import Ledger, Machine
-from gpudesk.services.spend import Cost, History, Price, Rates, Sent, Stretch, Window
+from gpudesk.services.money import spend
+from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.spend import Cost, History, Price, Rates, Sent, Stretch, Window
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")  # UTC+8 all year: month edges are easy to write down
 
 
 def _clocked_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Ledger, list[float]]:
     clock = [0.0]
-    monkeypatch.setattr("gpudesk.services.ledger.time.time", lambda: clock[0])
+    monkeypatch.setattr("gpudesk.services.money.ledger.time.time", lambda: clock[0])
     return Ledger(tmp_path / "l.sqlite3"), clock
 
 

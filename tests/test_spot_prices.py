@@ -13,12 +13,12 @@ from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 
-from gpudesk.services import spend
-from gpudesk.services.ledger import Ledger, Machine
-from gpudesk.services.providers import aws_offers
-from gpudesk.services.providers.base import Credentials, PricePoint, ProviderError
-from gpudesk.services.providers.tencent import TencentProvider
-from gpudesk.services.spot_prices import record_spot_prices
+from gpudesk.services.cloud.providers import aws_offers
+from gpudesk.services.cloud.providers.base import Credentials, PricePoint, ProviderError
+from gpudesk.services.cloud.providers.tencent import TencentProvider
+from gpudesk.services.cloud.spot_prices import record_spot_prices
+from gpudesk.services.money import spend
+from gpudesk.services.money.ledger import Ledger, Machine
 
 START = 1_780_000_000.0  # a fixed launch time; the clock is passed in
 
@@ -141,9 +141,9 @@ def test_cvm_spot_price_now_in_usd_and_errors_are_kept_per_machine(
 
 def test_the_window_records_spot_prices_in_the_background(qtbot, loop,  # type: ignore[no-untyped-def]
                                                           aws: MotoAws) -> None:
-    from gpudesk.services.catalog import load_catalog
-    from gpudesk.services.settings import Settings
-    from gpudesk.ui.main_window import MainWindow
+    from gpudesk.services.cloud.catalog import load_catalog
+    from gpudesk.services.core.settings import Settings
+    from gpudesk.ui.shell.main_window import MainWindow
 
     provider = aws.provider()
     ledger = Ledger()

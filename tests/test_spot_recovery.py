@@ -22,9 +22,10 @@ from test_runs import (
     wait_for,
 )
 
-from gpudesk.services import runs, spot_recovery
-from gpudesk.services.host_keys import HostKeyPolicy
-from gpudesk.services.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.runs import detached as runs
+from gpudesk.services.runs import spot_recovery
 
 STEPS = ["--max-steps", "16", "--ckpt-steps", "4"]
 
@@ -92,7 +93,7 @@ def test_recover_without_a_copy_starts_over_and_says_so(
 
 
 def test_relaunch_refuses_a_machine_gpudesk_did_not_launch(gpudesk_home: Path) -> None:
-    from gpudesk.services.launcher import Launcher
+    from gpudesk.services.cloud.launcher import Launcher
 
     with Ledger() as ledger:
         ledger.add(Machine(id="m-own0000001", provider="own", name="lab", public_ip="10.0.0.2"))

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from fixtures_sshd import SshdServer, _free_port, _write_ed25519, sshd  # noqa: F401
 
-from gpudesk.services.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.ssh import (
+from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
+from gpudesk.services.remote.ssh import (
     CommandFailed,
     SshAuthError,
     SshConnection,

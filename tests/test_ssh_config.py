@@ -20,11 +20,11 @@ import pytest
 from fixtures_ssh_agent import agent  # noqa: F401
 from fixtures_sshd import SshdServer, sshd  # noqa: F401
 
-from gpudesk.services import ssh_config
-from gpudesk.services.host_keys import PinStore, known_hosts_file
-from gpudesk.services.ledger import STATE_READY, Machine
-from gpudesk.services.providers.base import STATE_RUNNING, STATE_STOPPED, STATE_TERMINATED
-from gpudesk.services.ssh_config import SshConfigError
+from gpudesk.services.cloud.providers.base import STATE_RUNNING, STATE_STOPPED, STATE_TERMINATED
+from gpudesk.services.money.ledger import STATE_READY, Machine
+from gpudesk.services.remote import ssh_config
+from gpudesk.services.remote.host_keys import PinStore, known_hosts_file
+from gpudesk.services.remote.ssh_config import SshConfigError
 
 USER_CONFIG = (b"# my own settings\r\nHost work\r\n    HostName work.example.org\r\n"
                b"    User me\r\n\r\nHost *\r\n    StrictHostKeyChecking no\r\n"
@@ -224,7 +224,7 @@ def test_launched_machine_key_goes_to_the_agent_never_to_a_file(
         sshd: SshdServer, home: Path, agent: str,  # noqa: F811
         gpudesk_home: Path) -> None:
     _needs_ssh()
-    from gpudesk.services.credentials import _generate
+    from gpudesk.services.cloud.credentials import _generate
 
     pem, key = _generate("ed25519")  # what ensure_ssh_key keeps in the keyring
     with (sshd.workdir / "authorized_keys").open("a") as f:
@@ -256,7 +256,7 @@ def test_launched_machine_key_goes_to_the_agent_never_to_a_file(
 
 
 def test_no_agent_is_a_readable_error(home: Path, tmp_path: Path) -> None:
-    from gpudesk.services.credentials import _generate
+    from gpudesk.services.cloud.credentials import _generate
 
     pem, _ = _generate("ed25519")
     env = {**os.environ, "SSH_AUTH_SOCK": str(tmp_path / "nothing.sock")}

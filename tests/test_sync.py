@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from fixtures_sshd import SshdServer, sshd  # noqa: F401
 
-from gpudesk.services import sync_manifest as wire
-from gpudesk.services.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.ssh import SshConnection, SshTarget
-from gpudesk.services.sync import (
+from gpudesk.services.remote import sync_manifest as wire
+from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
+from gpudesk.services.remote.ssh import SshConnection, SshTarget
+from gpudesk.services.remote.sync import (
     SyncCancelled,
     SyncError,
     SyncIncomplete,

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from fixtures_sshd import SshdServer, sshd  # noqa: F401
 
-from gpudesk.services.host_keys import HostKeyError, HostKeyPolicy, PinStore
-from gpudesk.services.ssh import SshConnection, SshTarget
-from gpudesk.services.sync import SyncCancelled, SyncError, SyncProgress, SyncResult
-from gpudesk.services.sync_process import NICE, PushJob, push_in_child
+from gpudesk.services.remote.host_keys import HostKeyError, HostKeyPolicy, PinStore
+from gpudesk.services.remote.ssh import SshConnection, SshTarget
+from gpudesk.services.remote.sync import SyncCancelled, SyncError, SyncProgress, SyncResult
+from gpudesk.services.remote.sync_process import NICE, PushJob, push_in_child
 
 FILES = {"train.py": b"print('hi')\n", "pkg/model.py": b"class M: ...\n",
          "data/big.bin": os.urandom(1 << 16), ".gitignore": b"*.log\n", "out.log": b"no"}

@@ -19,9 +19,9 @@ from fixtures_sshd import SshdServer, sshd, start_sshd  # noqa: F401
 from fixtures_telemetry import PYTHON, Roots, connect, roots, smi_wrapper  # noqa: F401
 
 from gpudesk.agent.metrics import read_since
-from gpudesk.services import agent_deploy
-from gpudesk.services.agent_deploy import AgentDeployError, AgentRules, BudgetStop, IdleStop
-from gpudesk.services.telemetry import (
+from gpudesk.services.remote import agent_deploy
+from gpudesk.services.remote.agent_deploy import AgentDeployError, AgentRules, BudgetStop, IdleStop
+from gpudesk.services.remote.telemetry import (
     Hole,
     TelemetrySample,
     TelemetryStream,

@@ -9,15 +9,15 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QIcon
 
-from gpudesk.services.ledger import Ledger, Machine
-from gpudesk.services.settings import Settings
-from gpudesk.ui.budget_alerts import BudgetAlerts, BudgetBanner
-from gpudesk.ui.tray import BillingTray
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.ui.watch.budget_alerts import BudgetAlerts, BudgetBanner
+from gpudesk.ui.widgets.tray import BillingTray
 
 
 @pytest.fixture
 def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setattr("gpudesk.services.ledger.time.time", lambda: 0.0)
+    monkeypatch.setattr("gpudesk.services.money.ledger.time.time", lambda: 0.0)
     with Ledger(tmp_path / "l.sqlite3") as led:
         led.add(Machine(id="m-1", provider="aws", price_per_hour=3.6, name="trainer"))
         led.update("m-1", state="running")  # $0.001 a second from t = 0

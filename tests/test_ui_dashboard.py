@@ -15,14 +15,14 @@ from PySide6.QtCore import QPoint, QPointF, Qt  # noqa: E402
 from PySide6.QtGui import QPalette  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 
-from gpudesk.ui.dashboard_page import (  # noqa: E402
+from gpudesk.ui.shell.theme import apply_theme  # noqa: E402
+from gpudesk.ui.watch.dashboard_page import (  # noqa: E402
     DASH,
     DashboardPage,
     OverviewPage,
     forecast,
 )
-from gpudesk.ui.ring_buffer import DAY_SAMPLES, bytes_for  # noqa: E402
-from gpudesk.ui.theme import apply_theme  # noqa: E402
+from gpudesk.ui.watch.ring_buffer import DAY_SAMPLES, bytes_for  # noqa: E402
 
 T0 = 1_767_000_000.0  # a fixed start: the pages get a fake clock
 NAME = "NVIDIA A100-SXM4-40GB"
@@ -305,7 +305,7 @@ def test_a_day_of_8_gpus_stays_in_bounds(page: DashboardPage, qtbot) -> None:  #
 
 
 def test_a_long_backfill_is_parsed_across_event_loop_turns(page: DashboardPage, qtbot) -> None:  # type: ignore[no-untyped-def]
-    from gpudesk.ui.dashboard_page import BACKFILL_CHUNK
+    from gpudesk.ui.watch.dashboard_page import BACKFILL_CHUNK
 
     page.feed(a100x8(5000))
     n = 4 * BACKFILL_CHUNK + 7
@@ -319,7 +319,7 @@ def test_a_long_backfill_is_parsed_across_event_loop_turns(page: DashboardPage, 
 
 
 def test_a_new_sample_rebins_only_the_tail(page: DashboardPage, qtbot) -> None:  # type: ignore[no-untyped-def]
-    from gpudesk.ui.ring_buffer import downsample_pieces
+    from gpudesk.ui.watch.ring_buffer import downsample_pieces
 
     n = 2 * 3600  # two hours of one GPU; the 1 h view holds 3 samples per pixel column
     t = T0 + np.arange(n, dtype=np.float64)

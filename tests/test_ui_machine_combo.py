@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gpudesk.services.ledger import Ledger, Machine
-from gpudesk.ui.machine_combo import MachineCombo
+from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.ui.widgets.machine_combo import MachineCombo
 
 
 def test_lists_addressed_machines_keeps_typed_text_and_shows_the_name(qtbot) -> None:  # type: ignore[no-untyped-def]

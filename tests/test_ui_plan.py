@@ -16,14 +16,14 @@ qasync = pytest.importorskip("qasync")
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
 from gpudesk import sizing  # noqa: E402
-from gpudesk.services import planner  # noqa: E402
-from gpudesk.services.catalog import load_catalog  # noqa: E402
-from gpudesk.services.settings import Settings  # noqa: E402
-from gpudesk.ui.main_window import MainWindow  # noqa: E402
-from gpudesk.ui.offers_model import format_hours, format_money, sort_key  # noqa: E402
-from gpudesk.ui.plan_form import is_invalid  # noqa: E402
-from gpudesk.ui.plan_page import PlanPage  # noqa: E402
-from gpudesk.ui.task_runner import TaskRunner  # noqa: E402
+from gpudesk.services.cloud.catalog import load_catalog  # noqa: E402
+from gpudesk.services.core.settings import Settings  # noqa: E402
+from gpudesk.services.plan import planner  # noqa: E402
+from gpudesk.ui.plan.offers_model import format_hours, format_money, sort_key  # noqa: E402
+from gpudesk.ui.plan.plan_form import is_invalid  # noqa: E402
+from gpudesk.ui.plan.plan_page import PlanPage  # noqa: E402
+from gpudesk.ui.shell.main_window import MainWindow  # noqa: E402
+from gpudesk.ui.widgets.task_runner import TaskRunner  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -269,7 +269,7 @@ def test_task_runner_cancel(qtbot, loop) -> None:  # type: ignore[no-untyped-def
 
 
 def test_estimate_notes_are_translated(page: PlanPage) -> None:
-    from gpudesk.ui.i18n import install_translator
+    from gpudesk.ui.shell.i18n import install_translator
 
     f = page.form
     choose(f.source, "preset")

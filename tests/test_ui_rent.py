@@ -13,13 +13,13 @@ from fixtures_tencent import SECRET_ID, SECRET_KEY, tencent, tencent_creds, tenc
 from PySide6.QtCore import QCoreApplication, QEvent, Qt
 from PySide6.QtWidgets import QMessageBox
 
-from gpudesk.services import credentials
-from gpudesk.services.accounts import TENCENT_ENDPOINT_ENV
-from gpudesk.services.catalog import load_catalog
-from gpudesk.services.launcher import probe_ssh
-from gpudesk.services.ledger import Ledger
-from gpudesk.services.settings import Settings
-from gpudesk.ui.main_window import MainWindow
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
+from gpudesk.services.cloud.catalog import load_catalog
+from gpudesk.services.cloud.launcher import probe_ssh
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.ui.shell.main_window import MainWindow
 
 
 @pytest.fixture
@@ -114,7 +114,7 @@ def _select_offer(window, instance_type: str, region: str) -> None:  # type: ign
 def test_launch_from_plan_then_terminate_from_instances(window, qtbot, tencent,  # noqa: F811
                                                         tencent_creds) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     credentials.save_credentials(tencent_creds)
-    from gpudesk.services.ledger import Account
+    from gpudesk.services.money.ledger import Account
 
     window.ledger.save_account(Account("tencent", "AKID…abcd"))
     plan = window.plan
@@ -153,7 +153,7 @@ def test_launch_from_plan_then_terminate_from_instances(window, qtbot, tencent, 
 def test_cancel_in_the_dialog_terminates_what_was_requested(window, qtbot, tencent,  # noqa: F811
                                                             tencent_creds) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     credentials.save_credentials(tencent_creds)
-    from gpudesk.services.ledger import Account
+    from gpudesk.services.money.ledger import Account
 
     window.ledger.save_account(Account("tencent", "AKID…abcd"))
     waiting = threading.Event()
@@ -189,7 +189,7 @@ def test_launch_without_keys_goes_to_accounts(window) -> None:  # type: ignore[n
 def test_prices_follow_the_currency_preference(window, qtbot) -> None:  # type: ignore[no-untyped-def]
     from dataclasses import replace
 
-    from gpudesk.ui.offers_model import COL
+    from gpudesk.ui.plan.offers_model import COL
 
     _select_offer(window, "GN7.2XLARGE32", "ap-guangzhou")
     r = window.plan.selected_offer()
@@ -208,7 +208,7 @@ def test_prices_follow_the_currency_preference(window, qtbot) -> None:  # type: 
 
 
 def test_the_tray_menu_lists_what_bills(window, qtbot, tencent, tencent_creds) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
-    from gpudesk.services.ledger import Machine
+    from gpudesk.services.money.ledger import Machine
 
     window.ledger.add(Machine(id="m-aaaaaaaaaa", provider="tencent", region="ap-guangzhou",
                               instance_type="GN7.2XLARGE32", cloud_id="ins-1", state="running",

@@ -23,10 +23,11 @@ from PySide6.QtGui import QDesktopServices  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
 from gpudesk.agent.runs import pid_alive  # noqa: E402
-from gpudesk.services import run_control, runs  # noqa: E402
-from gpudesk.services.host_keys import PinStore  # noqa: E402
-from gpudesk.services.ledger import Ledger  # noqa: E402
-from gpudesk.ui.run_page import RunPage  # noqa: E402
+from gpudesk.services.money.ledger import Ledger  # noqa: E402
+from gpudesk.services.remote.host_keys import PinStore  # noqa: E402
+from gpudesk.services.runs import detached as runs  # noqa: E402
+from gpudesk.services.runs import run_control
+from gpudesk.ui.run.run_page import RunPage  # noqa: E402
 
 PYTHON = sys.executable  # the test venv's python has torch (CPU)
 WAIT_MS = 120_000
@@ -240,7 +241,7 @@ def _other_key() -> Any:
 
 def test_a_lost_run_offers_recovery_and_asks_before_launching(
         qtbot, page: RunPage, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from gpudesk.services import spot_recovery
+    from gpudesk.services.runs import spot_recovery
 
     record = runs.RunRecord(id="lost-run-1", project=str(tmp_path), remote_project="/p",
                             script="train.py", args=[], nproc=1,

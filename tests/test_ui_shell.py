@@ -13,13 +13,13 @@ from PySide6.QtGui import QPalette  # noqa: E402
 from PySide6.QtWidgets import QApplication, QDialogButtonBox  # noqa: E402
 
 from gpudesk import app as app_module  # noqa: E402
-from gpudesk.services.catalog import load_catalog  # noqa: E402
-from gpudesk.services.settings import Settings, load_settings, save_settings  # noqa: E402
-from gpudesk.ui import crash_dialog  # noqa: E402
-from gpudesk.ui.i18n import install_translator  # noqa: E402
-from gpudesk.ui.main_window import MainWindow  # noqa: E402
-from gpudesk.ui.settings_dialog import SettingsDialog  # noqa: E402
-from gpudesk.ui.theme import apply_theme  # noqa: E402
+from gpudesk.services.cloud.catalog import load_catalog  # noqa: E402
+from gpudesk.services.core.settings import Settings, load_settings, save_settings  # noqa: E402
+from gpudesk.ui.shell import crash_dialog  # noqa: E402
+from gpudesk.ui.shell.i18n import install_translator  # noqa: E402
+from gpudesk.ui.shell.main_window import MainWindow  # noqa: E402
+from gpudesk.ui.shell.settings_dialog import SettingsDialog  # noqa: E402
+from gpudesk.ui.shell.theme import apply_theme  # noqa: E402
 
 
 @pytest.fixture
@@ -98,7 +98,7 @@ def test_preferences_cancel_changes_nothing(window, qtbot, qapp) -> None:  # typ
     dialog.edits["idle_minutes"].setText("99")
     dialog.buttons.button(QDialogButtonBox.StandardButton.Cancel).click()
     qtbot.waitUntil(lambda: not dialog.isVisible())
-    from gpudesk.services import paths
+    from gpudesk.services.core import paths
 
     assert not paths.settings_file().exists()
     assert window.settings.theme == "light" and window.settings.idle_minutes == 30

@@ -11,8 +11,8 @@ pytest.importorskip("torch")
 pytest.importorskip("qasync")
 
 from gpudesk import sizing  # noqa: E402
-from gpudesk.services.planner import format_bytes  # noqa: E402
-from gpudesk.ui.trace_dialog import TraceDialog  # noqa: E402
+from gpudesk.services.plan.planner import format_bytes  # noqa: E402
+from gpudesk.ui.plan.trace_dialog import TraceDialog  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures_models.py"
 
@@ -56,9 +56,9 @@ def test_trace_dialog_needs_both_fields(qtbot) -> None:  # type: ignore[no-untyp
 
 
 def test_tools_menu_opens_trace_with_the_plan_setup(qtbot) -> None:  # type: ignore[no-untyped-def]
-    from gpudesk.services.catalog import load_catalog
-    from gpudesk.services.settings import Settings
-    from gpudesk.ui.main_window import MainWindow
+    from gpudesk.services.cloud.catalog import load_catalog
+    from gpudesk.services.core.settings import Settings
+    from gpudesk.ui.shell.main_window import MainWindow
 
     window = MainWindow(Settings(), load_catalog())
     qtbot.addWidget(window)

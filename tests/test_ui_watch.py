@@ -16,10 +16,10 @@ from fixtures_sshd import SshdServer, sshd  # noqa: E402, F401
 from fixtures_telemetry import PYTHON, Roots, roots, smi_wrapper  # noqa: E402, F401
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
-from gpudesk.services.ledger import Ledger, Machine  # noqa: E402
-from gpudesk.services.machine_rules import agent_rules  # noqa: E402
-from gpudesk.services.settings import Settings  # noqa: E402
-from gpudesk.ui.watch_page import WatchPage  # noqa: E402
+from gpudesk.services.core.settings import Settings  # noqa: E402
+from gpudesk.services.money.ledger import Ledger, Machine  # noqa: E402
+from gpudesk.services.remote.machine_rules import agent_rules  # noqa: E402
+from gpudesk.ui.watch.watch_page import WatchPage  # noqa: E402
 
 WAIT_MS = 60_000
 

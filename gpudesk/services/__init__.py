@@ -1,4 +1,14 @@
-"""Qt-free, async services: providers, credentials, ssh, sync, runs, telemetry, spend, state.
+"""Qt-free services, in rooms by capability.
 
-Nothing under this package may import Qt; ``tests/test_imports.py`` enforces it.
+    core    paths, settings, errors, redaction, atomic files, machine states
+    money   ledger (what bills), spend (what it cost), budgets
+    cloud   providers (AWS, Tencent), accounts, credentials, catalog, prices,
+            launch, reconcile, machine actions
+    remote  ssh, host keys, ssh config, sync, bootstrap, agent deploy, telemetry
+    runs    detached training runs, run control, spot recovery
+    plan    offers ranked by the cost to finish a sized job
+
+A room imports only from the rooms listed before it in its own docstring
+(core < money < cloud < remote < runs; plan sits on cloud). Nothing under this
+package imports Qt. ``tests/test_imports.py`` enforces both.
 """

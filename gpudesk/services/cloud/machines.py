@@ -1,0 +1,91 @@
+"""Stop, start, terminate and add-your-own: the actions on a ledger machine.
+
+Each action writes the ledger before the call (what was asked) and after it
+(what the provider said), like a launch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
+from gpudesk.services.cloud.providers.base import (
+    STATE_PENDING,
+    STATE_STOPPING,
+    STATE_TERMINATED,
+    ProviderError,
+    ProviderName,
+)
+from gpudesk.services.money.ledger import STATE_READY, Ledger, Machine, new_ledger_id
+
+MSG_UNKNOWN_MACHINE = QT_TRANSLATE_NOOP(
+    "ProviderError", "No machine '{ref}' in the ledger; `gpudesk ls` lists them.")
+MSG_OWN_MACHINE = QT_TRANSLATE_NOOP(
+    "ProviderError", "{name} is your own machine: gpudesk cannot {action} it. Remove it from the "
+    "list instead.")
+MSG_NOT_LAUNCHED = QT_TRANSLATE_NOOP(
+    "ProviderError", "{name} has no cloud machine (state {state}); there is nothing to {action}.")
+MSG_BAD_HOST = QT_TRANSLATE_NOOP(
+    "ProviderError", "'{host}' is not a host name or address, or port {port} is not 1-65535.")
+
+ACTIONS = ("stop", "start", "terminate")
+_AFTER = {"stop": STATE_STOPPING, "start": STATE_PENDING, "terminate": STATE_TERMINATED}
+
+
+def resolve(ledger: Ledger, ref: str) -> Machine:
+    machine = ledger.find(ref)
+    if machine is None:
+        raise ProviderError("not-found", MSG_UNKNOWN_MACHINE, ref=ref)
+    return machine
+
+
+async def act(ledger: Ledger, ref: str, action: str,
+              providers: ProviderFactory = provider_from_keyring) -> Machine:
+    """Run ``action`` (stop/start/terminate) on a machine; returns the updated row."""
+    machine = resolve(ledger, ref)
+    if machine.provider == "own":
+        raise ProviderError("invalid", MSG_OWN_MACHINE, name=machine.name or machine.id,
+                            action=action)
+    if not machine.cloud_id:
+        raise ProviderError("invalid", MSG_NOT_LAUNCHED, name=machine.name or machine.id,
+                            state=machine.state, action=action)
+    name: ProviderName = "aws" if machine.provider == "aws" else "tencent"
+    provider = await asyncio.to_thread(providers, name)
+    ledger.log(machine.id, f"{action}-requested", machine.cloud_id)
+    call = {"stop": provider.stop, "start": provider.start, "terminate": provider.terminate}
+    await asyncio.to_thread(call[action], machine.region, machine.cloud_id)
+    updated = ledger.update(machine.id, state=_AFTER[action], step=action,
+                            detail=machine.cloud_id)
+    found = await asyncio.to_thread(provider.describe, machine.region, [machine.cloud_id])
+    if found and found[0].state != updated.state:
+        updated = ledger.update(machine.id, state=found[0].state, step="state",
+                                detail=found[0].state)
+    if action == "terminate":
+        await asyncio.to_thread(_cleanup_quietly, provider, machine.region, ledger, machine.id)
+    return updated
+
+
+def _cleanup_quietly(provider: object, region: str, ledger: Ledger, ledger_id: str) -> None:
+    """Delete key pairs / groups no machine uses any more; a failure here is not the user's."""
+    try:
+        removed = provider.cleanup(region)  # type: ignore[attr-defined]
+    except ProviderError as error:
+        ledger.log(ledger_id, "cleanup-failed", error.message())
+        return
+    if removed:
+        ledger.log(ledger_id, "cleanup", ", ".join(removed))
+
+
+def add_own_machine(ledger: Ledger, name: str, host: str, port: int = 22,
+                    user: str = "", gpus: int = 0, gpu: str = "") -> Machine:
+    """Register an SSH host the user already has: no billing, same later steps."""
+    host = host.strip()
+    if not host or any(c.isspace() for c in host) or not 1 <= port <= 65535:
+        raise ProviderError("invalid", MSG_BAD_HOST, host=host, port=port)
+    ledger_id = new_ledger_id()
+    return ledger.add(Machine(
+        id=ledger_id, provider="own", name=name.strip() or host, public_ip=host, ssh_port=port,
+        ssh_user=user.strip(), gpus=gpus, gpu=gpu, state=STATE_READY, origin="added",
+        launched_at=time.time()), step="added", detail=f"{user}@{host}:{port}")

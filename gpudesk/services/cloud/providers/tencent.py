@@ -1,0 +1,481 @@
+"""Tencent Cloud CVM through tencentcloud-sdk-python (CVM and VPC 2017-03-12).
+
+Every request goes through :meth:`TencentProvider._call`: one place that signs
+(the SDK, TC3-HMAC-SHA256), retries ``RequestLimitExceeded`` with exponential
+backoff and turns every SDK exception into a typed :class:`ProviderError`, so
+no ``TencentCloudSDKException`` ever leaves this module.
+
+Choices worth knowing:
+
+* ``verify`` calls DescribeRegions (signed, cheap). CVM does not say which
+  account a key belongs to, so ``Identity.account`` is empty and
+  ``principal`` is the masked SecretId. ``can_launch`` comes from a
+  RunInstances ``DryRun``: CAM is checked before the parameters, so any answer
+  but UnauthorizedOperation (DryRunOperation, or a parameter complaint) means
+  the key may launch.
+* ``max_price`` is CNY/hour. A spot request without one bids the zone's
+  on-demand price (Tencent never charges spot above it).
+* ``stop`` keeps billing the machine by default (``KEEP_CHARGING``): a GPU
+  released with ``STOP_CHARGING`` may not be there to start again.
+* Key pairs are returned by KeyId (``skey-…``), which RunInstances needs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from tencentcloud.common import credential
+from tencentcloud.common.exception.tencent_cloud_sdk_exception import TencentCloudSDKException
+from tencentcloud.common.profile.client_profile import ClientProfile
+from tencentcloud.common.profile.http_profile import HttpProfile
+from tencentcloud.cvm.v20170312.cvm_client import CvmClient
+from tencentcloud.vpc.v20170312.vpc_client import VpcClient
+
+from gpudesk.services.cloud.providers import base
+from gpudesk.services.cloud.providers import tencent_parse as tp
+from gpudesk.services.cloud.providers.tencent_errors import (
+    MSG_NEED_GROUP,
+    MSG_NEED_SPOT_PRICE,
+    PROVIDER_LABEL,
+    CallContext,
+    error,
+    is_throttle,
+    map_error,
+)
+
+REQ_TIMEOUT_S = 30
+PAGE = 100  # the most DescribeInstances & co. return per call
+BANDWIDTH_OUT_MBPS = 100
+STOP_KEEP_CHARGING = "KEEP_CHARGING"
+STOP_CHARGING = "STOP_CHARGING"  # releases CPU/GPU while stopped; restart may find none free
+_IMAGE_PLATFORM = "Ubuntu"
+_GROUP_PREFIX = base.RESOURCE_PREFIX + "ssh-"
+
+
+def _bundled_tencent() -> tuple[list[str], set[str]]:
+    from gpudesk.services.cloud.catalog import load_catalog
+
+    catalog = load_catalog()
+    types = {o.instance_type for o in catalog.offers if o.provider == "tencent"}
+    return catalog.regions("tencent"), types
+
+
+class TencentProvider:
+    """Tencent Cloud CVM behind gpudesk's Provider interface. Blocking; call off the GUI thread."""
+
+    name: base.ProviderName = "tencent"
+
+    def __init__(self, credentials: base.Credentials, *, endpoint: str | None = None,
+                 protocol: str = "https", known_types: set[str] | None = None,
+                 regions: list[str] | None = None,
+                 sleep: Callable[[float], None] = time.sleep, max_tries: int = 4,
+                 backoff_s: float = 1.0, stopped_mode: str = STOP_KEEP_CHARGING) -> None:
+        self._credentials = credentials
+        self._endpoint = endpoint
+        self._protocol = protocol
+        if regions is None or known_types is None:
+            bundled_regions, bundled_types = _bundled_tencent()
+            regions = bundled_regions if regions is None else regions
+            known_types = bundled_types if known_types is None else known_types
+        self._regions = list(regions)
+        self._known_types = set(known_types)
+        self._sleep = sleep
+        self._max_tries = max(1, max_tries)
+        self._backoff_s = backoff_s
+        self._stopped_mode = stopped_mode
+        self._clients: dict[tuple[str, str], Any] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (f"TencentProvider(key_id={base.mask(self._credentials.key_id)!r}, "
+                f"endpoint={self._endpoint or 'default'!r})")
+
+    __str__ = __repr__
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _client(self, service: str, region: str) -> Any:
+        with self._lock:
+            client = self._clients.get((service, region))
+            if client is None:
+                http = HttpProfile(protocol=self._protocol, reqTimeout=REQ_TIMEOUT_S,
+                                   endpoint=self._endpoint or f"{service}.tencentcloudapi.com")
+                # No region breaker: it would fail over to ap-guangzhou's domain, and with
+                # a local endpoint it swallows transport errors (returns None).
+                profile = ClientProfile(httpProfile=http, language="en-US",
+                                        disable_region_breaker=True)
+                cred = credential.Credential(self._credentials.key_id, self._credentials.secret,
+                                             self._credentials.session_token or None)
+                cls = CvmClient if service == "cvm" else VpcClient
+                client = cls(cred, region, profile)
+                self._clients[(service, region)] = client
+            return client
+
+    def close(self) -> None:
+        """Close the SDK's HTTP sessions (idempotent)."""
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            session = getattr(getattr(client.request, "conn", None), "_session", None)
+            if session is not None:
+                session.close()
+
+    def _call(self, ctx: CallContext, params: dict[str, Any],
+              ok_codes: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """One API call: signed by the SDK, throttling retried, errors typed.
+
+        A code in ``ok_codes`` (DryRunOperation, "already stopped") is an answer,
+        returned as ``{"Code": code}``.
+        """
+        for attempt in range(self._max_tries):
+            try:
+                data = self._client(ctx.service, ctx.region).call_json(ctx.action, params)
+            except TencentCloudSDKException as exc:
+                code, message = str(exc.code or "ClientError"), str(exc.message or "")
+            except Exception as exc:  # noqa: BLE001 - requests/JSON errors the SDK lets through
+                code, message = "ClientNetworkError", f"{type(exc).__name__}: {exc}"
+            else:
+                response = data.get("Response") if isinstance(data, dict) else None
+                if not isinstance(response, dict):
+                    raise map_error("ServerNetworkError", "answer without a Response", ctx)
+                return response
+            if code in ok_codes:
+                return {"Code": code}
+            if is_throttle(code) and attempt + 1 < self._max_tries:
+                self._sleep(self._backoff_s * 2 ** attempt)
+                continue
+            raise map_error(code, message, ctx)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _cvm(self, region: str, action: str, params: dict[str, Any], **ctx: Any) -> dict[str, Any]:
+        return self._call(CallContext("cvm", action, region, **ctx), params)
+
+    def _vpc(self, region: str, action: str, params: dict[str, Any], **ctx: Any) -> dict[str, Any]:
+        return self._call(CallContext("vpc", action, region, **ctx), params)
+
+    def _check_region(self, region: str) -> None:
+        if region not in self._regions:
+            raise base.ProviderError("invalid", base.MSG_BAD_REGION, provider=PROVIDER_LABEL,
+                                     region=region, choices=", ".join(sorted(self._regions)))
+
+    def _pages(self, region: str, action: str, params: dict[str, Any], items: str, *,
+               as_text: bool = False) -> Iterator[dict[str, Any]]:
+        """Every item of a paged Describe call (VPC wants Offset/Limit as strings)."""
+        offset = 0
+        while True:
+            page = dict(params, Offset=str(offset) if as_text else offset,
+                        Limit=str(PAGE) if as_text else PAGE)
+            call = self._vpc if action == "DescribeSecurityGroups" else self._cvm
+            answer = call(region, action, page)
+            batch = answer.get(items) or []
+            yield from batch
+            offset += len(batch)
+            if not batch or offset >= int(answer.get("TotalCount") or 0):
+                return
+
+    # ------------------------------------------------------------------ Provider
+
+    def regions(self) -> list[str]:
+        return list(self._regions)
+
+    def verify(self) -> base.Identity:
+        region = self._regions[0] if self._regions else "ap-guangzhou"
+        self._cvm(region, "DescribeRegions", {})
+        dry_run = {"DryRun": True, "InstanceChargeType": tp.CHARGE_ON_DEMAND,
+                   "InstanceType": min(self._known_types, default="GN7.2XLARGE32"),
+                   "Placement": {"Zone": f"{region}-3"}, "InstanceCount": 1}
+        try:
+            self._call(CallContext("cvm", "RunInstances", region), dry_run,
+                       ok_codes=frozenset({"DryRunOperation"}))
+            can_launch = True
+        except base.ProviderError as err:
+            if err.kind in ("auth", "clock", "network", "throttled"):
+                raise
+            can_launch = err.kind != "permission"
+        return base.Identity(account="", principal=base.mask(self._credentials.key_id),
+                             can_launch=can_launch)
+
+    def ensure_key_pair(self, region: str, name: str, public_key: str) -> str:
+        self._check_region(region)
+        legal = tp.key_name(name)
+        existing = self._key_pair(region, legal)
+        if existing and not tp.same_public_key(str(existing.get("PublicKey") or public_key),
+                                               public_key):
+            # Same name, another key: never hand out a key the user cannot log in with.
+            legal = tp.key_name(f"{name}-{tp.key_digest(public_key)}")
+            existing = self._key_pair(region, legal)
+        if existing:
+            return str(existing["KeyId"])
+        params = {"KeyName": legal, "ProjectId": 0, "PublicKey": public_key.strip(),
+                  "TagSpecification": [{"ResourceType": "keypair",
+                                        "Tags": tp.tag_list({base.TAG_MANAGED: "1"})}]}
+        try:
+            return str(self._cvm(region, "ImportKeyPair", params, resource=legal)["KeyId"])
+        except base.ProviderError:
+            raced = self._key_pair(region, legal)  # another gpudesk imported it meanwhile
+            if raced:
+                return str(raced["KeyId"])
+            raise
+
+    def _key_pair(self, region: str, legal: str) -> dict[str, Any] | None:
+        answer = self._cvm(region, "DescribeKeyPairs", {
+            "Filters": [{"Name": "key-name", "Values": [legal]}], "Limit": PAGE})
+        return next((k for k in answer.get("KeyPairSet") or [] if k.get("KeyName") == legal),
+                    None)
+
+    def ensure_security_group(self, region: str, allow_from: str) -> str:
+        cidr = base.single_address(allow_from)  # refuses 0.0.0.0/0 & co. before any call
+        self._check_region(region)
+        group_name = _GROUP_PREFIX + cidr.split("/")[0].replace(":", "-")
+        answer = self._vpc(region, "DescribeSecurityGroups", {
+            "Filters": [{"Name": "security-group-name", "Values": [group_name]}],
+            "Offset": "0", "Limit": str(PAGE)})
+        found = [g for g in answer.get("SecurityGroupSet") or []
+                 if g.get("SecurityGroupName") == group_name]
+        if found:
+            group_id = str(found[0]["SecurityGroupId"])
+        else:
+            created = self._vpc(region, "CreateSecurityGroup", {
+                "GroupName": group_name, "ProjectId": "0",
+                "GroupDescription": f"gpudesk: SSH from {cidr} only",
+                "Tags": tp.tag_list({base.TAG_MANAGED: "1"})})
+            group_id = str(created["SecurityGroup"]["SecurityGroupId"])
+        self._converge_rules(region, group_id, tp.ssh_rule(cidr))
+        return group_id
+
+    def _converge_rules(self, region: str, group_id: str, wanted: dict[str, str]) -> None:
+        """Ingress: exactly ``wanted``; egress: at least ALL/ACCEPT (an empty set denies all)."""
+        policies = self._vpc(region, "DescribeSecurityGroupPolicies",
+                             {"SecurityGroupId": group_id}, resource=group_id)
+        rules = policies.get("SecurityGroupPolicySet") or {}
+        ingress, egress = rules.get("Ingress") or [], rules.get("Egress") or []
+        extra = [r for r in ingress if not tp.same_rule(r, wanted)]
+        if extra:
+            self._vpc(region, "DeleteSecurityGroupPolicies", {
+                "SecurityGroupId": group_id, "SecurityGroupPolicySet": {
+                    "Ingress": [{"PolicyIndex": r["PolicyIndex"]} for r in extra]}},
+                resource=group_id)
+        if not any(tp.same_rule(r, wanted) for r in ingress):
+            self._vpc(region, "CreateSecurityGroupPolicies", {
+                "SecurityGroupId": group_id,
+                "SecurityGroupPolicySet": {"Ingress": [wanted]}}, resource=group_id)
+        missing = [r for r in tp.EGRESS_RULES if not any(tp.same_rule(e, r) for e in egress)]
+        if missing:
+            self._vpc(region, "CreateSecurityGroupPolicies", {
+                "SecurityGroupId": group_id,
+                "SecurityGroupPolicySet": {"Egress": list(missing)}}, resource=group_id)
+
+    def find_image(self, region: str, instance_type: str) -> str:
+        self._check_region(region)
+        answer = self._cvm(region, "DescribeImages", {
+            "Filters": [{"Name": "image-type", "Values": ["PUBLIC_IMAGE"]},
+                        {"Name": "platform", "Values": [_IMAGE_PLATFORM]}],
+            "InstanceType": instance_type, "Limit": PAGE}, instance_type=instance_type)
+        image = tp.newest_gpu_image(answer.get("ImageSet") or [])
+        if not image:
+            raise base.ProviderError(
+                "not-found", base.MSG_NOT_FOUND, provider=PROVIDER_LABEL,
+                what="public Ubuntu image with a GPU driver", name="'*GPU*'", region=region)
+        return image
+
+    def first_available_zone(self, region: str) -> str:
+        self._check_region(region)
+        zones = self._cvm(region, "DescribeZones", {}).get("ZoneSet") or []
+        for zone in zones:
+            if zone.get("ZoneState") == "AVAILABLE":
+                return str(zone["Zone"])
+        raise base.ProviderError("capacity", base.MSG_CAPACITY, provider=PROVIDER_LABEL,
+                                 instance_type="machine", where=region)
+
+    def run_instance(self, request: base.LaunchRequest) -> base.CloudInstance:
+        base.validate_request("tencent", request, self._regions, self._known_types)
+        region = request.region
+        group = request.security_group
+        if not group:
+            if not request.allow_from:
+                raise base.ProviderError("invalid", MSG_NEED_GROUP)
+            group = self.ensure_security_group(region, request.allow_from)
+        zone = request.zone or self.first_available_zone(region)
+        ctx: dict[str, Any] = {"zone": zone, "instance_type": request.instance_type,
+                               "max_price": request.max_price}
+        params: dict[str, Any] = {
+            "InstanceChargeType": tp.CHARGE_ON_DEMAND,
+            "Placement": {"Zone": zone, "ProjectId": 0},
+            "InstanceType": request.instance_type,
+            "ImageId": request.image_id or self.find_image(region, request.instance_type),
+            "SystemDisk": {"DiskType": "CLOUD_PREMIUM", "DiskSize": request.disk_gb},
+            "InternetAccessible": {"PublicIpAssigned": True,
+                                   "InternetChargeType": "TRAFFIC_POSTPAID_BY_HOUR",
+                                   "InternetMaxBandwidthOut": BANDWIDTH_OUT_MBPS},
+            "InstanceCount": 1,
+            "InstanceName": f"{base.RESOURCE_PREFIX}{request.ledger_id}"[:128],
+            "SecurityGroupIds": [group],
+            "ClientToken": client_token(request),
+            "TagSpecification": [{"ResourceType": "instance",
+                                  "Tags": tp.tag_list(request.tags())}],
+        }
+        if request.key_name:
+            params["LoginSettings"] = {"KeyIds": [request.key_name]}
+        if request.market == "spot":
+            bid = request.max_price
+            if bid is None:
+                bid = self._on_demand_price(region, zone, request.instance_type)
+            params["InstanceChargeType"] = tp.CHARGE_SPOT
+            params["InstanceMarketOptions"] = {
+                "MarketType": "spot",
+                "SpotOptions": {"MaxPrice": f"{bid:.4f}".rstrip("0").rstrip("."),
+                                "SpotInstanceType": "one-time"}}
+        answer = self._cvm(region, "RunInstances", params, **ctx)
+        ids = [str(i) for i in answer.get("InstanceIdSet") or []]
+        if not ids:
+            raise error("other", base.MSG_OTHER, "RunInstances answered no instance id",
+                        provider=PROVIDER_LABEL)
+        described = self.describe(region, ids[:1])
+        if described:
+            return described[0]
+        return base.CloudInstance(  # not listed yet: what we asked for, still pending
+            provider="tencent", cloud_id=ids[0], region=region, zone=zone,
+            instance_type=request.instance_type, state=base.STATE_PENDING,
+            market=request.market, tags=request.tags())
+
+    def _on_demand_price(self, region: str, zone: str, instance_type: str) -> float:
+        for offer in self._offers(region, [instance_type], [tp.CHARGE_ON_DEMAND], zone):
+            if offer.price_per_hour > 0:
+                return offer.price_per_hour
+        raise base.ProviderError("invalid", MSG_NEED_SPOT_PRICE, instance_type=instance_type,
+                                 where=zone)
+
+    def describe(self, region: str, cloud_ids: list[str]) -> list[base.CloudInstance]:
+        self._check_region(region)
+        wanted = [i for i in dict.fromkeys(cloud_ids) if tp.INSTANCE_ID_RE.match(i)]
+        found: list[base.CloudInstance] = []
+        for start in range(0, len(wanted), PAGE):
+            chunk = wanted[start:start + PAGE]
+            answer = self._cvm(region, "DescribeInstances",
+                               {"InstanceIds": chunk, "Limit": PAGE})
+            found += [tp.parse_instance(raw, region) for raw in answer.get("InstanceSet") or []]
+        return found
+
+    def _managed_raw(self, region: str) -> list[dict[str, Any]]:
+        return list(self._pages(region, "DescribeInstances", {
+            "Filters": [{"Name": "tag-key", "Values": [base.TAG_MANAGED]}]}, "InstanceSet"))
+
+    def list_managed(self, region: str) -> list[base.CloudInstance]:
+        self._check_region(region)
+        return [tp.parse_instance(raw, region) for raw in self._managed_raw(region)]
+
+    def stop(self, region: str, cloud_id: str, *, stopped_mode: str | None = None) -> None:
+        """Stop; ``stopped_mode=STOP_CHARGING`` stops the bill too but may lose the GPU."""
+        self._instance_action(region, cloud_id, "StopInstances", {
+            "StopType": "SOFT_FIRST", "StoppedMode": stopped_mode or self._stopped_mode},
+            ("Stopped", "Stopping"))
+
+    def start(self, region: str, cloud_id: str) -> None:
+        self._instance_action(region, cloud_id, "StartInstances", {}, ("Running", "Starting"))
+
+    def terminate(self, region: str, cloud_id: str) -> None:
+        self._instance_action(region, cloud_id, "TerminateInstances", {},
+                              ("Terminating", "Terminated"))
+
+    def _instance_action(self, region: str, cloud_id: str, action: str,
+                         extra: dict[str, Any], done_states: tuple[str, ...]) -> None:
+        """Already in the wanted state counts as done: retries and double clicks are safe."""
+        self._check_region(region)
+        ok = frozenset(f"UnsupportedOperation.InstanceState{s}" for s in done_states)
+        self._call(CallContext("cvm", action, region, resource=cloud_id),
+                   {"InstanceIds": [cloud_id], **extra}, ok_codes=ok)
+
+    def cleanup(self, region: str) -> list[str]:
+        """Delete gpudesk-tagged key pairs and groups that no machine still alive refers to."""
+        self._check_region(region)
+        alive = [raw for raw in self._managed_raw(region)
+                 if tp.state_of(str(raw.get("InstanceState", ""))) != base.STATE_TERMINATED]
+        used_keys = {k for raw in alive for k in (raw.get("LoginSettings") or {}).get("KeyIds")
+                     or []}
+        used_groups = {g for raw in alive for g in raw.get("SecurityGroupIds") or []}
+        tagged = [{"Name": "tag-key", "Values": [base.TAG_MANAGED]}]
+        deleted: list[str] = []
+        for key in list(self._pages(region, "DescribeKeyPairs", {"Filters": tagged},
+                                    "KeyPairSet")):
+            key_id = str(key.get("KeyId", ""))
+            if key_id in used_keys or key.get("AssociatedInstanceIds"):
+                continue
+            if self._try_delete(region, "cvm", "DeleteKeyPairs", {"KeyIds": [key_id]}, key_id):
+                deleted.append(key_id)
+        for group in list(self._pages(region, "DescribeSecurityGroups", {"Filters": tagged},
+                                      "SecurityGroupSet", as_text=True)):
+            group_id = str(group.get("SecurityGroupId", ""))
+            if group_id in used_groups:
+                continue
+            if self._try_delete(region, "vpc", "DeleteSecurityGroup",
+                                {"SecurityGroupId": group_id}, group_id):
+                deleted.append(group_id)
+        return deleted
+
+    def _try_delete(self, region: str, service: str, action: str, params: dict[str, Any],
+                    resource: str) -> bool:
+        """A refusal (still in use elsewhere, already gone) skips one resource, not the rest."""
+        try:
+            self._call(CallContext(service, action, region, resource=resource), params)
+        except base.ProviderError as err:
+            if err.kind in ("auth", "clock", "network", "permission", "throttled"):
+                raise
+            return False
+        return True
+
+    def live_offers(self, region: str) -> list[base.LiveOffer]:
+        self._check_region(region)
+        return self._offers(region, sorted(self._known_types),
+                            [tp.CHARGE_ON_DEMAND, tp.CHARGE_SPOT])
+
+    def spot_price_history(self, region: str, zone: str, instance_type: str,
+                           since: float) -> list[base.PricePoint]:
+        """CVM publishes no spot price history: the spot price quoted now, stamped now."""
+        self._check_region(region)
+        now = time.time()
+        return [base.PricePoint(now, o.price_per_hour, o.currency) for o in
+                self._offers(region, [instance_type], [tp.CHARGE_SPOT], zone)
+                if o.instance_type == instance_type and o.market == "spot"][:1]
+
+    def _offers(self, region: str, types: list[str], charges: list[str],
+                zone: str = "") -> list[base.LiveOffer]:
+        filters = [{"Name": "instance-type", "Values": types},
+                   {"Name": "instance-charge-type", "Values": charges}]
+        if zone:
+            filters.append({"Name": "zone", "Values": [zone]})
+        answer = self._cvm(region, "DescribeZoneInstanceConfigInfos", {"Filters": filters},
+                           zone=zone)
+        offers = (tp.parse_offer(item, region) for item in answer.get("InstanceTypeQuotaSet")
+                  or [])
+        return [o for o in offers if o is not None]
+
+    def inquiry_price(self, request: base.LaunchRequest) -> float:
+        """CNY/hour Tencent quotes for ``request`` (InquiryPriceRunInstances), instance only."""
+        base.validate_request("tencent", request, self._regions, self._known_types)
+        zone = request.zone or self.first_available_zone(request.region)
+        params: dict[str, Any] = {
+            "Placement": {"Zone": zone}, "InstanceType": request.instance_type,
+            "ImageId": request.image_id or self.find_image(request.region,
+                                                           request.instance_type),
+            "InstanceChargeType": tp.CHARGE_SPOT if request.market == "spot"
+            else tp.CHARGE_ON_DEMAND,
+            "SystemDisk": {"DiskType": "CLOUD_PREMIUM", "DiskSize": request.disk_gb}}
+        answer = self._cvm(request.region, "InquiryPriceRunInstances", params, zone=zone,
+                           instance_type=request.instance_type)
+        price = tp.price_of({"Price": (answer.get("Price") or {}).get("InstancePrice") or {}})
+        if price is None:
+            raise error("other", base.MSG_OTHER, "InquiryPriceRunInstances quoted no price",
+                        provider=PROVIDER_LABEL)
+        return price
+
+
+def client_token(request: base.LaunchRequest) -> str:
+    """At most 64 ASCII characters; the same request always sends the same token."""
+    token = request.client_token or f"{base.RESOURCE_PREFIX}{request.ledger_id}"
+    if token.isascii() and len(token) <= 64:
+        return token
+    return base.RESOURCE_PREFIX + hashlib.sha256(token.encode()).hexdigest()[:56]

@@ -1,0 +1,154 @@
+"""Tencent Cloud error codes → gpudesk's typed ProviderError, in one table-tested function.
+
+The SDK raises ``TencentCloudSDKException(code, message, requestId)`` for API
+errors and for transport failures (``ClientNetworkError``); the codes come
+from the public CVM/VPC error lists (``tencentcloud/cvm/v20170312/errorcodes.py``
+and the common errors every API shares). Only the code decides the kind; the
+message is kept, scrubbed, in ``detail``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.cloud.providers import base
+from gpudesk.services.core.redact import redact
+
+PROVIDER_LABEL = "Tencent Cloud"
+
+MSG_NEED_GROUP = QT_TRANSLATE_NOOP(
+    "ProviderError", "gpudesk launches only behind its own security group, which opens SSH to "
+    "your address alone; give the address (--allow-from) so it can make one.")
+MSG_NEED_SPOT_PRICE = QT_TRANSLATE_NOOP(
+    "ProviderError", "Tencent Cloud quotes no on-demand price for {instance_type} in {where} to "
+    "bid with; give a maximum spot price.")
+
+_AUTH = frozenset({
+    "AuthFailure.SecretIdNotFound", "AuthFailure.SignatureFailure", "AuthFailure.InvalidSecretId",
+    "AuthFailure.TokenFailure", "AuthFailure.InvalidAuthorization", "AuthFailure",
+    "InvalidCredential",  # the SDK's own refusal of an empty key, before any call
+})
+_CLOCK = frozenset({"AuthFailure.SignatureExpire"})
+_PERMISSION_PREFIXES = ("UnauthorizedOperation", "AuthFailure.UnauthorizedOperation",
+                        "AuthFailure.MFAFailure", "OperationDenied")
+_NETWORK = frozenset({"ClientNetworkError", "ServerNetworkError"})
+_PRICE = frozenset({"InvalidParameterValue.InsufficientPrice"})
+_CAPACITY_EXTRA = frozenset({"InvalidParameterValue.InsufficientOffering",
+                             "InvalidParameter.InvalidCloudDiskSoldOut"})
+# Quota codes and the name a researcher finds in the console.
+_QUOTA_NAMES: dict[str, str] = {
+    "LimitExceeded.InstanceQuota": "CVM instances",
+    "LimitExceeded.CvmInstanceQuota": "CVM instances",
+    "InstancesQuotaLimitExceeded": "CVM instances",
+    "LimitExceeded.SpotQuota": "spot instances of this type",
+    "LimitExceeded.UserSpotQuota": "spot instances",
+    "LimitExceeded.PrepayQuota": "prepaid instances",
+    "LimitExceeded.SingleUSGQuota": "security groups",
+    "ResourceInsufficient.InsufficientGroupQuota": "security groups",
+    "InvalidKeyPair.LimitExceeded": "key pairs",
+}
+_NOT_FOUND_WHAT: dict[str, str] = {
+    "InvalidInstanceId.NotFound": "machine",
+    "InvalidInstanceId.Malformed": "machine",
+    "ResourceNotFound.InvalidInstanceIdNotFound": "machine",
+    "InvalidImageId.NotFound": "image",
+    "InvalidImageId.Malformed": "image",
+    "InvalidKeyPairId.NotFound": "key pair",
+    "InvalidParameterValue.KeyPairNotFound": "key pair",
+    "ResourceNotFound.KeyPairNotFound": "key pair",
+    "InvalidSecurityGroupId.NotFound": "security group",
+    "InvalidSgId.Malformed": "security group",
+    "InvalidSecurityGroupID.NotFound": "security group",  # VPC spells it "ID"
+    "InvalidSecurityGroupID.Malformed": "security group",
+    "ResourceNotFound": "resource",
+}
+_INVALID_PREFIXES = ("InvalidParameter", "InvalidZone", "InvalidRegion", "UnsupportedRegion",
+                     "MissingParameter", "UnknownParameter", "InvalidPublicKey",
+                     "InvalidKeyPairName", "InvalidInstanceType", "InvalidClientToken",
+                     "InvalidAction", "UnsupportedOperation", "InvalidFilter")
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What gpudesk was asking for, so the message can name it."""
+
+    service: str  # "cvm" or "vpc"
+    action: str  # API action, e.g. "RunInstances"
+    region: str
+    zone: str = ""
+    instance_type: str = ""
+    max_price: float | None = None
+    resource: str = ""  # the id or name the call was about (for not-found)
+
+    @property
+    def where(self) -> str:
+        return self.zone or self.region
+
+
+def is_throttle(code: str) -> bool:
+    """RequestLimitExceeded and its sub-codes (per uin, per IP, global): worth a retry."""
+    return code == "RequestLimitExceeded" or code.startswith("RequestLimitExceeded.")
+
+
+def detail_of(code: str, message: str) -> str:
+    """``[Code] message`` for the log and the details pane, never a secret.
+
+    Not ``Code: message``: redact() would read ``AuthFailure.X: …`` as an
+    ``auth: value`` pair and blank Tencent's explanation.
+    """
+    return redact(f"[{code}] {message}" if message else f"[{code}]")
+
+
+def error(kind: base.ErrorKind, template: str, detail: str, **values: object) -> base.ProviderError:
+    """A ProviderError whose template may name ``{detail}`` too.
+
+    ``ProviderError(kind, template, detail, **values)`` binds a ``detail=``
+    keyword to its own parameter, so MSG_NETWORK's and MSG_OTHER's
+    ``{detail}`` placeholder is filled in here, after construction.
+    """
+    err = base.ProviderError(kind, template, detail, **values)
+    if "{detail}" in template:
+        err.values["detail"] = detail
+        err.args = (err.message(),)
+    return err
+
+
+def map_error(code: str, message: str, ctx: CallContext) -> base.ProviderError:
+    """The ProviderError for Tencent error ``code`` answered to the call ``ctx`` describes."""
+    detail = detail_of(code, message)
+    provider = PROVIDER_LABEL
+    if code in _AUTH:
+        return base.ProviderError("auth", base.MSG_AUTH, detail, provider=provider)
+    if code in _CLOCK:
+        return base.ProviderError("clock", base.MSG_CLOCK, detail, provider=provider)
+    if code.startswith(_PERMISSION_PREFIXES):
+        return base.ProviderError("permission", base.MSG_PERMISSION, detail,
+                                  action=f"call {ctx.action}",
+                                  permission=f"{ctx.service}:{ctx.action}")
+    if code in _NETWORK:
+        return error("network", base.MSG_NETWORK, detail, provider=provider)
+    if is_throttle(code):
+        return base.ProviderError("throttled", base.MSG_THROTTLED, detail, provider=provider)
+    if code in _PRICE:
+        price = "?" if ctx.max_price is None else f"{ctx.max_price:g} CNY/h"
+        return base.ProviderError("price", base.MSG_PRICE, detail, max_price=price,
+                                  where=ctx.where)
+    if code in _QUOTA_NAMES or (code.startswith("LimitExceeded.") and "Quota" in code):
+        quota = _QUOTA_NAMES.get(code, code.split(".", 1)[-1])
+        return base.ProviderError("quota", base.MSG_QUOTA, detail, provider=provider,
+                                  quota=quota, region=ctx.region,
+                                  instance_type=ctx.instance_type or "this machine",
+                                  how=base.HOW_QUOTA_TENCENT)
+    if (code.startswith(("ResourcesSoldOut", "ResourceInsufficient"))
+            or code in _CAPACITY_EXTRA):
+        return base.ProviderError("capacity", base.MSG_CAPACITY, detail, provider=provider,
+                                  instance_type=ctx.instance_type or "such machine",
+                                  where=ctx.where)
+    if code in _NOT_FOUND_WHAT:
+        return base.ProviderError("not-found", base.MSG_NOT_FOUND, detail, provider=provider,
+                                  what=_NOT_FOUND_WHAT[code], name=ctx.resource or "?",
+                                  region=ctx.region)
+    if code.startswith(_INVALID_PREFIXES):
+        return error("invalid", base.MSG_OTHER, detail, provider=provider)
+    return error("other", base.MSG_OTHER, detail, provider=provider)

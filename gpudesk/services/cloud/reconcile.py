@@ -1,0 +1,168 @@
+"""Make the ledger agree with what the providers really have.
+
+Run at start-up and periodically. Three repairs:
+- a tagged instance the ledger does not know (a crash between the cloud call
+  and the ledger write, or a launch from another computer) is adopted;
+- a ledger row the provider no longer has is marked gone;
+- an intent with no instance after a grace period is closed as failed.
+Anything still billing is returned so the window and the tray can show it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+
+from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
+from gpudesk.services.cloud.catalog import load_catalog
+from gpudesk.services.cloud.credentials import CLOUD_PROVIDERS, CredentialError, load_credentials
+from gpudesk.services.cloud.providers.base import (
+    TAG_LEDGER,
+    CloudInstance,
+    Provider,
+    ProviderError,
+    ProviderName,
+)
+from gpudesk.services.money.ledger import (
+    INTENT_GRACE_S,
+    STATE_FAILED,
+    STATE_GONE,
+    STATE_INTENT,
+    Ledger,
+    Machine,
+    new_ledger_id,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ReconcileReport:
+    adopted: list[str] = field(default_factory=list)  # ledger ids
+    updated: list[str] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)
+    closed_intents: list[str] = field(default_factory=list)
+    billing: list[Machine] = field(default_factory=list)
+    errors: dict[str, ProviderError] = field(default_factory=dict)  # provider → why unchecked
+
+
+def configured_providers() -> list[ProviderName]:
+    out: list[ProviderName] = []
+    for name in CLOUD_PROVIDERS:
+        try:
+            if load_credentials(name) is not None:
+                out.append(name)
+        except CredentialError:
+            pass
+    return out
+
+
+def regions_to_scan(ledger: Ledger, provider: ProviderName, extra: list[str]) -> list[str]:
+    """Every region the ledger used for this provider plus the catalog's (where we launch)."""
+    regions = {m.region for m in ledger.machines() if m.provider == provider and m.region}
+    regions.update(load_catalog().regions(provider))
+    regions.update(extra)
+    return sorted(regions)
+
+
+def reconcile_provider(ledger: Ledger, name: ProviderName, provider: Provider,
+                       regions: list[str], report: ReconcileReport,
+                       now: float | None = None) -> None:
+    """Blocking: compare one provider's tagged instances with the ledger."""
+    now = now if now is not None else time.time()
+    seen: set[str] = set()
+    for region in regions:
+        for inst in provider.list_managed(region):
+            seen.add(inst.cloud_id)
+            _merge(ledger, name, inst, report)
+    for m in ledger.machines(include_ended=False):
+        if m.provider != name:
+            continue
+        if m.cloud_id and m.cloud_id not in seen and m.region in regions:
+            found = provider.describe(m.region, [m.cloud_id])
+            if found:
+                _merge(ledger, name, found[0], report)
+            elif m.state in ("pending", STATE_INTENT) and \
+                    now - (m.launched_at or m.created_at) < INTENT_GRACE_S:
+                continue  # a just-launched machine may be unknown to describe for a while
+            else:
+                ledger.update(m.id, state=STATE_GONE, step="reconcile",
+                              detail="the provider no longer has it")
+                report.gone.append(m.id)
+        elif not m.cloud_id and m.state == STATE_INTENT and now - m.created_at > INTENT_GRACE_S:
+            ledger.update(m.id, state=STATE_FAILED, error="no machine was created",
+                          step="reconcile", detail="intent without an instance")
+            report.closed_intents.append(m.id)
+
+
+def _merge(ledger: Ledger, name: ProviderName, inst: CloudInstance,
+           report: ReconcileReport) -> None:
+    known = ledger.by_cloud_id(name, inst.cloud_id)
+    if known is None and inst.ledger_id:
+        row = ledger.get(inst.ledger_id)
+        # The intent whose answer was lost: fill it in (unless it already names another one).
+        if row is not None and row.provider == name and not row.cloud_id:
+            known = row
+    if known is None:
+        ledger_id = inst.ledger_id if inst.ledger_id and ledger.get(inst.ledger_id) is None \
+            else new_ledger_id()
+        gpu, gpus = gpus_for(name, inst.instance_type)
+        ledger.add(Machine(
+            id=ledger_id, provider=name, region=inst.region, zone=inst.zone,
+            instance_type=inst.instance_type, gpu=gpu, gpus=gpus, market=inst.market,
+            cloud_id=inst.cloud_id,
+            state=inst.state, public_ip=inst.public_ip, name=ledger_id, origin="adopted",
+            price_per_hour=_catalog_price(name, inst), launched_at=inst.launched_at,
+            running_since=inst.launched_at if inst.state == "running" else None,
+            ssh_user="ubuntu",
+        ), step="adopted", detail=f"found {inst.cloud_id} tagged {TAG_LEDGER}={inst.ledger_id}")
+        report.adopted.append(ledger_id)
+        return
+    changes: dict[str, object] = {}
+    if known.cloud_id != inst.cloud_id:
+        changes["cloud_id"] = inst.cloud_id
+    if known.state != inst.state:
+        changes["state"] = inst.state
+    if inst.public_ip and inst.public_ip != known.public_ip:
+        changes["public_ip"] = inst.public_ip
+    if inst.zone and inst.zone != known.zone:
+        changes["zone"] = inst.zone
+    if changes:
+        ledger.update(known.id, step="reconcile",
+                      detail=", ".join(f"{k}={v}" for k, v in changes.items()), **changes)
+        report.updated.append(known.id)
+
+
+def _catalog_price(name: str, inst: CloudInstance) -> float:
+    for offer in load_catalog().filter(provider=name, region=inst.region):
+        if offer.instance_type == inst.instance_type:
+            price = offer.price(inst.market == "spot")
+            return price if price is not None else offer.ondemand_price
+    return 0.0
+
+
+def gpus_for(name: str, instance_type: str) -> tuple[str, int]:
+    for offer in load_catalog().filter(provider=name):
+        if offer.instance_type == instance_type:
+            return offer.gpu.name, offer.gpu_count
+    return "", 0
+
+
+async def reconcile(ledger: Ledger, providers: ProviderFactory = provider_from_keyring,
+                    names: list[ProviderName] | None = None,
+                    extra_regions: list[str] | None = None) -> ReconcileReport:
+    """Reconcile every provider with stored keys; one provider's failure doesn't stop others."""
+    report = ReconcileReport()
+    names = names if names is not None else await asyncio.to_thread(configured_providers)
+    for name in names:
+        try:
+            provider = await asyncio.to_thread(providers, name)
+            regions = regions_to_scan(ledger, name, extra_regions or [])
+            await asyncio.to_thread(reconcile_provider, ledger, name, provider, regions, report)
+        except ProviderError as error:
+            log.warning("reconcile %s: %s (%s)", name, error, error.detail)
+            report.errors[name] = error
+    report.billing = [m for m in ledger.machines(include_ended=False) if m.billing]
+    return report

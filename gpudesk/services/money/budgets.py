@@ -1,0 +1,287 @@
+"""Budgets per machine and per calendar month, and their 50/80/100 % alerts, each fired once.
+
+A budget's identity is what defines it (scope, machine or month, cap, currency,
+thresholds, action), hashed the way ``agent/rules.py`` names its rules: spend
+moving, prices changing or the app restarting keep the identity, so a threshold
+that fired stays fired; raising the cap (or a new month) makes a new budget
+whose thresholds fire anew. What fired is kept in ``budget_alerts.json`` in the
+data folder, written atomically; a corrupt file is moved aside (alerts may then
+repeat once, which is better than missing one).
+
+The checker only reports: at 100 % it says which action (stop, terminate, warn)
+to run on which machines, and the caller runs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import tzinfo
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpudesk.services.core import paths
+from gpudesk.services.money import spend
+
+if TYPE_CHECKING:
+    from gpudesk.services.core.settings import Settings
+    from gpudesk.services.money.ledger import Ledger
+
+log = logging.getLogger(__name__)
+
+THRESHOLDS: tuple[float, ...] = (50.0, 80.0, 100.0)
+ACTIONS: tuple[str, ...] = ("stop", "terminate", "warn")
+DEFAULT_ACTION = "stop"  # a cap that only warns is what Preferences' "warn" is for
+SCOPE_MACHINE = "machine"
+SCOPE_MONTH = "month"
+STATE_VERSION = 1
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha1(json.dumps(parts).encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A cap on one machine's spend (``key`` = ledger id) or one month's (``key`` = YYYY-MM)."""
+
+    scope: str
+    key: str
+    cap: float
+    currency: str = "USD"
+    thresholds: tuple[float, ...] = THRESHOLDS
+    action: str = DEFAULT_ACTION
+
+    @property
+    def id(self) -> str:
+        return _digest("budget", self.scope, self.key, self.cap, self.currency,
+                       list(self.thresholds), self.action)
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """Spend passed ``threshold`` % of ``budget``; ``action`` is set only at 100 % and over."""
+
+    budget: Budget
+    threshold: float
+    spent: float
+    at: float
+    action: str | None = None
+    machines: tuple[str, ...] = ()  # what the action applies to (still billing)
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.spent / self.budget.cap
+
+
+def crossed(budget: Budget, spent: float, fired: Iterable[float]) -> list[float]:
+    """Thresholds reached by ``spent`` that have not fired yet, lowest first."""
+    done = set(fired)
+    # A hair of tolerance: float sums of cents must not miss a threshold they reached.
+    return [t for t in sorted(budget.thresholds)
+            if t not in done and spent * 100.0 >= t * budget.cap - 1e-9]
+
+
+# ---------------------------------------------------------------------------- fired state
+
+
+def state_file() -> Path:
+    return paths.data_dir() / "budget_alerts.json"
+
+
+@dataclass
+class FiredState:
+    """Which thresholds of which budget (by id) have fired: survives restarts."""
+
+    path: Path
+    fired: dict[str, list[float]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> FiredState:
+        path = state_file() if path is None else path
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            fired = raw["fired"]
+            if not isinstance(fired, dict):
+                raise ValueError("fired is not an object")
+            clean = {str(k): [float(x) for x in v] for k, v in fired.items()
+                     if isinstance(v, list)}
+        except FileNotFoundError:
+            return cls(path)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("%s: unreadable budget alert state (%s); starting afresh", path, exc)
+            with contextlib.suppress(OSError):
+                os.replace(path, path.with_name(path.name + ".bad"))
+            return cls(path)
+        return cls(path, clean)
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({"version": STATE_VERSION, "fired": self.fired}, indent=1,
+                          sort_keys=True) + "\n"
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp",
+                                   dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+    def mark(self, budget: Budget, thresholds: Iterable[float]) -> None:
+        have = self.fired.setdefault(budget.id, [])
+        have.extend(t for t in thresholds if t not in have)
+        have.sort()
+
+
+# ---------------------------------------------------------------------------- from settings
+
+
+@dataclass(frozen=True)
+class BudgetConfig:
+    """The budgets the user asked for, in USD (Preferences): 0 means none."""
+
+    monthly_usd: float = 0.0
+    machine_usd: float = 0.0
+    action: str = DEFAULT_ACTION
+    cny_per_usd: float = 7.2
+    thresholds: tuple[float, ...] = THRESHOLDS
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> BudgetConfig:
+        action = getattr(s, "budget_action", DEFAULT_ACTION)
+        return cls(monthly_usd=s.monthly_budget_usd, machine_usd=s.machine_budget_usd,
+                   action=action if action in ACTIONS else DEFAULT_ACTION,
+                   cny_per_usd=s.cny_per_usd)
+
+
+@dataclass(frozen=True)
+class Status:
+    """Where one budget stands now (for ``gpudesk spend`` and the dashboard)."""
+
+    budget: Budget
+    spent: float
+    per_hour: float
+    cap_at: float | None  # when the cap is reached at the current rate
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.spent / self.budget.cap
+
+
+def statuses(hs: Iterable[spend.History], billing: Iterable[str], config: BudgetConfig,
+             now: float, *, rates: dict[str, spend.Rates] | None = None,
+             tz: tzinfo | None = None) -> list[Status]:
+    """Every budget in force at ``now`` with its spend in USD (compute + storage + transfer).
+
+    Machine budgets cover the machines that may still be billing (``billing``: ledger ids).
+    """
+    hs = list(hs)
+    live = set(billing)
+    usd = config.cny_per_usd
+
+    def dollars(h: spend.History, c: float) -> float:
+        return spend.to_usd(c, h.currency, usd)
+
+    out: list[Status] = []
+    if config.machine_usd > 0:
+        for h in hs:
+            if h.machine_id not in live or spend.rule_for(h.provider).free:
+                continue
+            b = Budget(SCOPE_MACHINE, h.machine_id, config.machine_usd, "USD",
+                       config.thresholds, config.action)
+            spent = dollars(h, spend.cost(h, now, rates=rates, tz=tz).total)
+            rate = dollars(h, spend.rate_per_hour(h, now, rates=rates, tz=tz))
+            out.append(Status(b, spent, rate, spend.cap_reached_at(spent, rate, b.cap, now)))
+    if config.monthly_usd > 0:
+        key = spend.month_key(now, tz)
+        window = spend.month_window(key, tz)
+        b = Budget(SCOPE_MONTH, key, config.monthly_usd, "USD", config.thresholds, config.action)
+        assert window.start is not None
+        this_month = [h for h in hs if spend.last_moment(h, now) > window.start]
+        spent = sum(dollars(h, spend.cost(h, now, window, rates=rates, tz=tz).total)
+                    for h in this_month)
+        # every disk that still exists counts, stopped machine or not
+        rate = sum(dollars(h, spend.rate_per_hour(h, now, rates=rates, tz=tz))
+                   for h in this_month)
+        cap_at = spend.cap_reached_at(spent, rate, b.cap, now)
+        if cap_at is not None and window.end is not None and cap_at >= window.end:
+            cap_at = None  # the month ends first
+        out.append(Status(b, spent, rate, cap_at))
+    return out
+
+
+# ---------------------------------------------------------------------------- the checker
+
+
+class BudgetChecker:
+    """Turns spend into crossings, each reported once per budget, across restarts.
+
+    ``source`` gives (histories, ids of machines that may be billing) at each
+    check; :meth:`for_ledger` builds it from the ledger.
+    """
+
+    def __init__(self, source: Callable[[], tuple[list[spend.History], list[str]]],
+                 config: Callable[[], BudgetConfig], state: FiredState | None = None, *,
+                 rates: dict[str, spend.Rates] | None = None, tz: tzinfo | None = None
+                 ) -> None:
+        self.source = source
+        self.config = config
+        self.state = state if state is not None else FiredState.load()
+        self.rates = rates
+        self.tz = tz
+
+    @classmethod
+    def for_ledger(cls, ledger: Ledger, config: Callable[[], BudgetConfig],
+                   state: FiredState | None = None, **kw: Any) -> BudgetChecker:
+        def source() -> tuple[list[spend.History], list[str]]:
+            machines = ledger.machines()
+            return ([spend.history(ledger, m) for m in machines],
+                    [m.id for m in machines if m.billing])
+
+        return cls(source, config, state, **kw)
+
+    def statuses(self, now: float) -> list[Status]:
+        hs, billing = self.source()
+        return statuses(hs, billing, self.config(), now, rates=self.rates, tz=self.tz)
+
+    def check(self, now: float) -> list[Crossing]:
+        """New crossings at ``now`` (already-fired thresholds are not repeated)."""
+        hs, billing = self.source()
+        found: list[Crossing] = []
+        for st in statuses(hs, billing, self.config(), now, rates=self.rates, tz=self.tz):
+            b = st.budget
+            new = crossed(b, st.spent, self.state.fired.get(b.id, []))
+            if not new:
+                continue
+            targets = (b.key,) if b.scope == SCOPE_MACHINE else tuple(sorted(billing))
+            for t in new:
+                full = t >= 100.0
+                found.append(Crossing(b, t, st.spent, now, b.action if full else None,
+                                      targets if full else ()))
+            self.state.mark(b, new)
+        if found:
+            self.state.save()
+        return found
+
+
+def agent_budget(status: Status, price_per_hour: float, now: float) -> dict[str, Any]:
+    """The ``budget`` section of the agent's rules.json for a machine budget, same identity.
+
+    ``price_per_hour`` in the budget's currency (USD), so that the agent's
+    ``spent_before + price × hours`` continues this status's spend.
+    """
+    b = status.budget
+    return {"id": b.id, "cap": b.cap, "currency": b.currency, "price_per_hour": price_per_hour,
+            "since": now, "spent_before": status.spent, "thresholds": list(b.thresholds),
+            "action": b.action}

@@ -1,0 +1,4 @@
+"""Planning: which offers fit a sized job, ranked by the cost to finish it.
+
+May import: ``services.core``, ``services.cloud`` (the catalog), ``gpudesk.sizing``.
+"""

@@ -1,0 +1,38 @@
+"""The rules the agent enforces on a machine, from the user's Preferences and the ledger.
+
+Written at every connect, so the agent keeps enforcing them when the laptop is
+shut: idle stop (every GPU under the threshold, no run active, for N minutes)
+and the per-machine budget (the agent goes on from what the ledger says the
+machine has cost so far, at its price per hour). Never stop or terminate
+someone's own machine: for "own" machines every action is only a warning.
+"""
+
+from __future__ import annotations
+
+import time
+
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.money import spend
+from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.remote.agent_deploy import AgentRules, BudgetStop, IdleStop
+
+
+def agent_rules(machine: Machine | None, settings: Settings, ledger: Ledger | None = None,
+                now: float | None = None) -> AgentRules:
+    """Rules for ``machine`` (None: a bare ssh:// target, which gets warnings only)."""
+    now = time.time() if now is None else now
+    cloud = machine is not None and machine.provider in ("aws", "tencent")
+    idle = IdleStop(minutes=float(settings.idle_minutes), below_pct=settings.idle_gpu_percent,
+                    action=settings.idle_action if cloud else "warn")
+    budget = None
+    if cloud and machine is not None and settings.machine_budget_usd > 0:
+        spent = 0.0
+        if ledger is not None:
+            h = spend.history(ledger, machine)
+            spent = spend.to_usd(spend.cost(h, now).total, h.currency, settings.cny_per_usd)
+        price = spend.to_usd(machine.price_per_hour, machine.currency, settings.cny_per_usd)
+        budget = BudgetStop(cap=settings.machine_budget_usd, price_per_hour=price, since=now,
+                            spent_before=spent, action=settings.budget_action)
+    spot = machine.provider if cloud and machine is not None and machine.market == "spot" \
+        else "none"
+    return AgentRules(idle=idle, budget=budget, spot_provider=spot)

@@ -1,0 +1,472 @@
+"""Detached training runs on a machine: launch under torchrun, follow the log, pull results.
+
+A run lives in a folder on the machine, ``<root>/runs/<run-id>/`` (``root`` is
+``~/gpudesk`` unless chosen), created and supervised by the stdlib launcher in
+``run_launcher_script.py``: ``pid``, ``log``, ``exit_status``, ``command``,
+``run.json`` and ``checkpoints/`` (the ``GPUDESK_RUN_DIR`` that
+``gpudesk.training`` writes to). The launcher double-forks and ``setsid``s, so
+a run outlives the SSH connection and the app. The project is pushed to
+``<root>/projects/<name>-<hash>/`` and ``gpudesk.training`` itself to
+``<root>/lib/`` (on ``PYTHONPATH``), so the machine needs only Python and torch.
+
+The desktop keeps a small JSON record per run in ``<data dir>/runs/`` (target,
+folders, command), so ``logs`` and ``pull`` need only the run id. Following a
+log counts the bytes already shown; after a dropped connection it reconnects
+and asks for the log from that offset, so no line is shown twice or skipped.
+
+Multi-node: one torchrun per node with ``--nnodes``/``--node-rank`` and the
+rendezvous store on the first node (torchrun's static rendezvous, which keeps
+``--node-rank``: global rank 0, and so the checkpoints and the main log, stay
+on the first node; c10d's dynamic rendezvous orders nodes by host name and pid
+instead). The socket interface towards the first node is set for gloo and
+NCCL, and the node list is given to the script as ``GPUDESK_NODES``.
+
+Everything blocks (paramiko does); the window calls it with ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import importlib.resources
+import json
+import re
+import secrets
+import shlex
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import paramiko
+
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.core import paths
+from gpudesk.services.core.errors import TemplatedError
+from gpudesk.services.remote import sync as sync_service
+from gpudesk.services.remote.host_keys import atomic_write_text
+from gpudesk.services.remote.ssh import MSG_DROPPED, SshConnection, SshDisconnected
+from gpudesk.training.env import AMP_ENV, CHECKPOINT_EVERY_ENV, RUN_DIR_ENV
+
+MSG_NO_RUN = QT_TRANSLATE_NOOP(
+    "Runs", "No run '{run}' is recorded on this computer (see {folder}).")
+MSG_NO_SCRIPT = QT_TRANSLATE_NOOP(
+    "Runs", "The script {script} is not in the project folder {project}.")
+MSG_REMOTE = QT_TRANSLATE_NOOP(
+    "Runs", "The run launcher on {target} failed while {what}: {detail}")
+MSG_LOST = QT_TRANSLATE_NOOP(
+    "Runs", "Run {run} on {target} stopped without an exit status: its processes are gone "
+    "(the machine restarted, or they were killed). Resume it with gpudesk run --resume {run}.")
+
+DEFAULT_ROOT = "~/gpudesk"
+DEFAULT_PYTHON = "python3"
+LAUNCHER_FAILED = 2  # exit status of the launcher itself for a bad request
+PULL_PATTERNS = ("*", "!pid", "!*.tmp-*")
+RECONNECT_LIMIT = 30  # consecutive drops without a byte of progress before giving up
+RETRY_S = 0.2
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
+_LIB_INIT = '"""gpudesk.training, shipped by gpudesk to run on this machine."""\n'
+
+
+class RunError(TemplatedError):
+    translation_context = "Runs"
+
+
+# --------------------------------------------------------------------------- records
+
+@dataclass
+class NodeRun:
+    target: str  # what --on / --nodes said: ssh://... or a ledger id
+    identity: str | None
+    run_dir: str  # absolute, on that machine
+    host: str = ""
+
+
+@dataclass
+class RunRecord:
+    """What the desktop remembers about one run (no secrets: key *paths* only)."""
+
+    id: str
+    project: str  # local folder
+    remote_project: str
+    script: str
+    args: list[str]
+    nproc: int
+    python: str = DEFAULT_PYTHON
+    amp: str | None = None
+    checkpoint_every_min: float | None = None
+    root: str = DEFAULT_ROOT
+    nodes: list[NodeRun] = field(default_factory=list)
+    created: float = 0.0
+    attempt: int = 1
+    master_port: int = 0
+    log_offset: int = 0  # where the latest attempt's output starts in the log
+
+    @property
+    def main(self) -> NodeRun:
+        return self.nodes[0]
+
+    @staticmethod
+    def folder() -> Path:
+        return paths.data_dir() / "runs"
+
+    @classmethod
+    def path_of(cls, run_id: str) -> Path:
+        return cls.folder() / f"{run_id}.json"
+
+    def save(self) -> None:
+        atomic_write_text(self.path_of(self.id), json.dumps(asdict(self), indent=1) + "\n")
+
+    @classmethod
+    def load(cls, run_id: str) -> RunRecord:
+        if not _RUN_ID.match(run_id):
+            raise RunError(MSG_NO_RUN, run=run_id[:80], folder=cls.folder())
+        try:
+            data = json.loads(cls.path_of(run_id).read_text(encoding="utf-8"))
+            nodes = [NodeRun(**n) for n in data.pop("nodes")]
+            return cls(nodes=nodes, **data)
+        except (OSError, ValueError, TypeError, KeyError):
+            raise RunError(MSG_NO_RUN, run=run_id, folder=cls.folder()) from None
+
+
+def new_run_id(project_name: str) -> str:
+    stem = re.sub(r"[^A-Za-z0-9]+", "-", project_name).strip("-")[:24] or "run"
+    return f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    state: str  # "running", "exited", "lost", "missing" (no run folder)
+    code: int | None = None
+    pid: int | None = None
+    log_size: int = 0
+    cancelled: bool = False  # stopped on request (gpudesk cancel / Stop): not a failure
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+    def __str__(self) -> str:
+        if self.state == "exited" and self.cancelled:
+            return f"cancelled (exit status {self.code})"
+        return f"exited({self.code})" if self.state == "exited" else self.state
+
+
+# --------------------------------------------------------------------------- the launcher
+
+def launcher_command(python: str, *args: str) -> str:
+    """``python -c <launcher source> ARGS``, the source compressed into one shell word."""
+    source = importlib.resources.files("gpudesk.services").joinpath("run_launcher_script.py")
+    blob = base64.b64encode(zlib.compress(source.read_bytes(), 9)).decode("ascii")
+    code = ("import base64,sys,zlib;exec(compile(zlib.decompress(base64.b64decode('" + blob
+            + "')),'gpudesk_run_launcher','exec'),{'__name__':'__main__'})")
+    words = " ".join(shlex.quote(a) for a in args)
+    return f'exec {shlex.quote(python)} -I -S -c "{code}" {words}'
+
+
+def _call(conn: SshConnection, python: str, what: str, *args: str,
+          input: bytes | None = None, timeout: float = 120.0) -> str:
+    result = conn.exec(launcher_command(python, *args), input=input, timeout=timeout, what=what)
+    if not result.ok:
+        detail = (result.stderr or result.stdout).decode("utf-8", "replace").strip()[-400:]
+        raise RunError(MSG_REMOTE, target=str(conn.target), what=what,
+                       detail=detail or f"exit status {result.exit_status}")
+    return result.text
+
+
+def remote_root(conn: SshConnection, python: str, root: str) -> str:
+    """``root`` made absolute on the machine (``~`` is the login user's home there)."""
+    return _call(conn, python, "finding its folders", "abspath", root).strip()
+
+
+def free_port(conn: SshConnection, python: str) -> int:
+    return int(_call(conn, python, "choosing a rendezvous port", "freeport").strip())
+
+
+def status(conn: SshConnection, run_dir: str, python: str = DEFAULT_PYTHON) -> RunStatus:
+    """running / exited(code) / lost (pid gone without an exit status) / missing."""
+    data = json.loads(_call(conn, python, "reading the run status", "status", run_dir))
+    return RunStatus(str(data["state"]), data.get("code"), data.get("pid"),
+                     int(data.get("log_size") or 0), bool(data.get("cancelled")))
+
+
+def stop(conn: SshConnection, run_dir: str, python: str = DEFAULT_PYTHON) -> None:
+    """SIGTERM the run (torchrun passes it on to the workers)."""
+    _call(conn, python, "stopping the run", "stop", run_dir)
+
+
+def start(conn: SshConnection, spec: dict[str, Any], python: str) -> dict[str, Any]:
+    answer: dict[str, Any] = json.loads(_call(conn, python, "starting the run", "start",
+                                              input=json.dumps(spec).encode()))
+    return answer
+
+
+# --------------------------------------------------------------------------- what runs
+
+def torchrun_argv(python: str, script: str, args: list[str], *, nproc: int, nnodes: int = 1,
+                  node_rank: int = 0, master_addr: str = "", master_port: int = 0) -> list[str]:
+    argv = [python, "-m", "torch.distributed.run"]
+    if nnodes > 1:
+        argv += ["--nnodes", str(nnodes), "--node-rank", str(node_rank),
+                 "--master-addr", master_addr, "--master-port", str(master_port)]
+    else:
+        argv += ["--standalone"]
+    return [*argv, "--nproc-per-node", str(nproc), "--tee", "3", script, *args]
+
+
+def training_env(run_dir: str, lib: str, project: str, *, amp: str | None,
+                 checkpoint_every_min: float | None, run_id: str, nodes: list[str],
+                 node_rank: int) -> dict[str, str]:
+    """What ``gpudesk.training`` reads (``gpudesk/training/env.py``), plus the node list."""
+    env = {RUN_DIR_ENV: f"{run_dir}/checkpoints", "PYTHONUNBUFFERED": "1",
+           "PYTHONPATH": f"{lib}:{project}", "GPUDESK_RUN_ID": run_id,
+           "GPUDESK_NODES": ",".join(nodes), "GPUDESK_NODE_RANK": str(node_rank),
+           "GPUDESK_NNODES": str(len(nodes))}
+    if amp:
+        env[AMP_ENV] = amp
+    if checkpoint_every_min is not None:
+        env[CHECKPOINT_EVERY_ENV] = f"{checkpoint_every_min:g}"
+    return env
+
+
+def project_folder_name(project: Path) -> str:
+    resolved = project.resolve()
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", resolved.name).strip("._") or "project"
+    digest = hashlib.sha256(str(resolved).encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{stem}-{digest}"
+
+
+def script_in_project(project: Path, script: str) -> str:
+    """The script as a path relative to the project (forward slashes); it must exist there."""
+    path = Path(script)
+    full = path if path.is_absolute() else project / path
+    try:
+        rel = full.resolve().relative_to(project.resolve())
+    except ValueError:
+        rel = None
+    if rel is None or not full.is_file():
+        raise RunError(MSG_NO_SCRIPT, script=script, project=project)
+    return rel.as_posix()
+
+
+def training_lib_folder() -> Path:
+    """A local folder holding ``gpudesk/training`` alone, refreshed only where it changed."""
+    stage = paths.cache_dir() / "remote-lib"
+    package = stage / "gpudesk" / "training"
+    package.mkdir(parents=True, exist_ok=True)
+    wanted = {"__init__.py": _LIB_INIT.encode()}
+    wanted.update({f"training/{item.name}": item.read_bytes()
+                   for item in importlib.resources.files("gpudesk.training").iterdir()
+                   if item.name.endswith(".py")})
+    for rel, data in wanted.items():
+        target = stage / "gpudesk" / rel
+        with contextlib.suppress(OSError):
+            if target.read_bytes() == data:
+                continue
+        target.write_bytes(data)
+    for old in package.iterdir():
+        if old.is_file() and f"training/{old.name}" not in wanted:
+            old.unlink()
+    return stage
+
+
+# --------------------------------------------------------------------------- launching
+
+@dataclass
+class RunRequest:
+    project: Path
+    script: str
+    args: list[str]
+    nproc: int = 1
+    amp: str | None = None
+    checkpoint_every_min: float | None = None
+    python: str = DEFAULT_PYTHON
+    root: str = DEFAULT_ROOT
+
+
+Report = Callable[[str], None]
+Folders = list[tuple[Path, str]]  # (local folder, remote folder)
+# How a node gets its folders (mirrored, delete=True): one result per folder. The CLI
+# pushes in-process; the app passes ``run_control.push_in_child`` (a niced child process).
+Pusher = Callable[[SshConnection, NodeRun, Folders], tuple[sync_service.SyncResult, ...]]
+
+
+def push_here(conn: SshConnection, _node: NodeRun,
+              folders: Folders) -> tuple[sync_service.SyncResult, ...]:
+    return tuple(sync_service.push(conn, local, remote, delete=True)
+                 for local, remote in folders)
+
+
+def launch(conns: list[SshConnection], targets: list[tuple[str, str | None]],
+           request: RunRequest, *, report: Report = lambda _m: None,
+           pusher: Pusher = push_here) -> RunRecord:
+    """Sync the project to every node and start the run there; returns the saved record.
+
+    ``conns`` are connected (host keys checked) before anything is copied, so a
+    refused machine leaves every node untouched.
+    """
+    project = Path(request.project)
+    script = script_in_project(project, request.script)
+    name = project_folder_name(project)
+    run_id = new_run_id(project.resolve().name)
+    roots = [remote_root(conn, request.python, request.root) for conn in conns]
+    record = RunRecord(id=run_id, project=str(project.resolve()),
+                       remote_project=f"{roots[0]}/projects/{name}", script=script,
+                       args=list(request.args), nproc=request.nproc, python=request.python,
+                       amp=request.amp, checkpoint_every_min=request.checkpoint_every_min,
+                       root=request.root, created=time.time())
+    for i, (conn, root, (ref, identity)) in enumerate(zip(conns, roots, targets, strict=True)):
+        node_id = run_id if i == 0 else f"{run_id}-node{i}"
+        record.nodes.append(NodeRun(ref, identity, f"{root}/runs/{node_id}",
+                                    conn.target.host))
+    if len(conns) > 1:
+        record.master_port = free_port(conns[0], request.python)
+    _sync_and_start(conns, record, report, resume=False, pusher=pusher)
+    return record
+
+
+def resume(conns: list[SshConnection], record: RunRecord, *, report: Report = lambda _m: None,
+           project: Path | None = None, pusher: Pusher = push_here) -> RunRecord:
+    """Start a stopped run again in its own folder(s): it carries on from its checkpoints."""
+    if project is not None:
+        record.project = str(project.resolve())
+    record.attempt += 1
+    if len(conns) > 1:
+        record.master_port = free_port(conns[0], record.python)
+    _sync_and_start(conns, record, report, resume=True, pusher=pusher)
+    return record
+
+
+def _sync_and_start(conns: list[SshConnection], record: RunRecord, report: Report, *,
+                    resume: bool, pusher: Pusher) -> None:
+    project = Path(record.project)
+    script_in_project(project, record.script)
+    lib_stage = training_lib_folder()
+    started: list[tuple[SshConnection, str]] = []
+    hosts = [n.host for n in record.nodes]
+    try:
+        for i, (conn, node) in enumerate(zip(conns, record.nodes, strict=True)):
+            root = node.run_dir.rsplit("/runs/", 1)[0]
+            remote_project = f"{root}/projects/{Path(record.remote_project).name}"
+            if i == 0:
+                record.remote_project = remote_project
+            pushed = pusher(conn, node, [(project, remote_project),
+                                         (lib_stage, f"{root}/lib")])[0]
+            report(f"synced {pushed.files_sent} changed files ({pushed.unchanged} unchanged) "
+                   f"to {conn.target}")
+            argv = torchrun_argv(record.python, record.script, record.args, nproc=record.nproc,
+                                 nnodes=len(conns), node_rank=i, master_addr=hosts[0],
+                                 master_port=record.master_port)
+            env = training_env(node.run_dir, f"{root}/lib", remote_project, amp=record.amp,
+                               checkpoint_every_min=record.checkpoint_every_min,
+                               run_id=record.id, nodes=hosts, node_rank=i)
+            spec = {"run_dir": node.run_dir, "cwd": remote_project, "argv": argv, "env": env,
+                    "resume": resume, "attempt": record.attempt, "run_id": record.id,
+                    "master_addr": hosts[0] if len(conns) > 1 else "127.0.0.1",
+                    "multi_node": len(conns) > 1}
+            answer = start(conn, spec, record.python)
+            started.append((conn, node.run_dir))
+            if i == 0:
+                record.nodes[0].run_dir = str(answer["run_dir"])
+                record.log_offset = int(answer.get("log_offset", 0))
+            report(f"started {'node ' + str(i) + ' of ' if len(conns) > 1 else ''}run "
+                   f"{record.id} on {conn.target} (pid {answer['pid']})")
+    except BaseException:
+        for conn, run_dir in started:  # the others would wait for the missing node forever
+            with contextlib.suppress(Exception):
+                stop(conn, run_dir, record.python)
+        raise
+    record.save()
+
+
+# --------------------------------------------------------------------------- following
+
+def follow(conn: SshConnection, run_dir: str, out: BinaryIO, *, python: str = DEFAULT_PYTHON,
+           offset: int = 0, until_end: bool = True,
+           stop_event: threading.Event | None = None) -> tuple[RunStatus, int]:
+    """Copy the log to ``out`` from byte ``offset``; with ``until_end`` keep going until the
+    run has ended (reconnecting after drops). Returns the final status and offset."""
+    drops = 0
+    op = "follow" if until_end else "cat"
+    while True:
+        if stop_event is not None and stop_event.is_set():
+            return status(conn, run_dir, python), offset
+        before = offset
+        code = -1
+        err = b""
+        try:
+            chan = conn.start(launcher_command(python, op, run_dir, str(offset)),
+                              what="following the log")
+            try:
+                chan.shutdown_write()
+                while True:
+                    data = chan.recv(1 << 16)
+                    if not data:
+                        break
+                    out.write(data)
+                    out.flush()
+                    offset += len(data)
+                while chan.recv_stderr_ready():
+                    err += chan.recv_stderr(1 << 16)
+                code = chan.recv_exit_status()
+            finally:
+                chan.close()
+        except (SshDisconnected, OSError, EOFError, paramiko.SSHException):
+            code = -1
+        if code == 0:
+            return status(conn, run_dir, python), offset
+        if code not in (-1, 3):  # 3: the remote follower lost its connection
+            raise RunError(MSG_REMOTE, target=str(conn.target), what="reading the log",
+                           detail=err.decode("utf-8", "replace").strip()[-400:]
+                           or f"exit status {code}")
+        drops = 0 if offset > before else drops + 1
+        if drops > RECONNECT_LIMIT:
+            raise SshDisconnected(MSG_DROPPED, target=str(conn.target),
+                                  what="following the log")
+        threading.Event().wait(RETRY_S * min(drops, 10))  # back off; transport() reconnects
+
+
+def wait_all(conns: list[SshConnection], record: RunRecord, main: RunStatus,
+             stop_event: threading.Event | None = None) -> int:
+    """The run's exit status once every node has stopped: the first node's, or else the
+    first non-zero one. A lost node raises."""
+    codes: list[int | None] = [main.code]
+    for conn, node in zip(conns[1:], record.nodes[1:], strict=True):
+        while True:
+            now = status(conn, node.run_dir, record.python)
+            if not now.running or (stop_event is not None and stop_event.is_set()):
+                break
+            threading.Event().wait(0.5)  # the other nodes end with the first one
+        if now.state != "exited":
+            raise RunError(MSG_LOST, run=record.id, target=str(conn.target))
+        codes.append(now.code)
+    if main.state != "exited":
+        raise RunError(MSG_LOST, run=record.id, target=str(conns[0].target))
+    return next((c for c in codes if c), 0) or 0
+
+
+def pull(conn: SshConnection, record: RunRecord, local_dir: Path,
+         progress: sync_service.ProgressFn | None = None) -> sync_service.SyncResult:
+    """Checkpoints, log, progress and exit status of the run, copied incrementally."""
+    result = sync_service.pull(conn, record.main.run_dir, PULL_PATTERNS, Path(local_dir),
+                               progress=progress)
+    count_egress(record.main.target, result)
+    return result
+
+
+def count_egress(ref: str, result: sync_service.SyncResult) -> None:
+    """Bytes a pull brought off a cloud machine go into the ledger: the cloud bills them as
+    data transfer out. Own machines (``ssh://`` or added) bill nothing and are skipped."""
+    sent = result.stream_bytes or result.bytes_sent
+    if sent <= 0 or ref.startswith("ssh://"):
+        return
+    from gpudesk.services.money.ledger import Ledger
+
+    with Ledger() as ledger:
+        machine = ledger.find(ref)
+        if machine is not None and machine.provider in ("aws", "tencent"):
+            ledger.add_transfer(machine.id, sent)

@@ -1,0 +1,360 @@
+"""What the Run page does, without Qt: start, follow, stop and resume runs, and open tunnels.
+
+Everything here blocks (paramiko does) and is called from worker threads; the
+page passes a host-key policy whose question it answers on the GUI thread.
+The run itself is ``gpudesk.services.runs.detached``: this module only adds what a
+window needs around it — a form checked before anything connects, a log
+follower that can be stopped and that reports bytes as they come, and
+TensorBoard/Jupyter started on the machine at 127.0.0.1 and reached through
+an SSH local forward (nothing but SSH is ever exposed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import shlex
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import paramiko
+
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.core.errors import TemplatedError
+from gpudesk.services.remote import sync_process, targets
+from gpudesk.services.remote.host_keys import HostKeyPolicy, known_hosts_file
+from gpudesk.services.remote.ssh import LocalForward, SshConnection, SshError, SshTarget
+from gpudesk.services.remote.sync import SyncResult
+from gpudesk.services.runs import detached as runs
+from gpudesk.services.runs.detached import NodeRun, RunRecord, RunRequest, RunStatus
+
+MSG_NO_TARGET = QT_TRANSLATE_NOOP("RunControl", "Choose a machine to run on.")
+MSG_NO_PROJECT = QT_TRANSLATE_NOOP("RunControl", "The project folder {project} does not exist.")
+MSG_NO_SCRIPT = QT_TRANSLATE_NOOP("RunControl", "Name the training script (e.g. train.py).")
+MSG_BAD_ARGS = QT_TRANSLATE_NOOP("RunControl", "The arguments cannot be read: {error}.")
+MSG_TUNNEL_MISSING = QT_TRANSLATE_NOOP(
+    "RunControl", "{service} is not installed for {python} on the machine. Add it to the "
+    "project's requirements, or install it there: {python} -m pip install {package}")
+MSG_TUNNEL_FAILED = QT_TRANSLATE_NOOP(
+    "RunControl", "{service} did not start on the machine within {seconds} s. Its last "
+    "output: {detail}")
+MSG_NO_TERMINAL_KEY = QT_TRANSLATE_NOOP(
+    "RunControl", "This machine's key is kept in the keyring, which ssh in a terminal cannot "
+    "read. Give the key to your ssh-agent (gpudesk ssh-config --agent) or choose a key file.")
+
+AMP_MODES = ("", "fp16", "bf16", "off")  # "" = whatever the script chooses
+TUNNEL_READY_S = 45.0
+
+
+class RunControlError(TemplatedError):
+    translation_context = "RunControl"
+
+
+# --------------------------------------------------------------------------- the form
+
+@dataclass
+class RunForm:
+    """What the user filled in; ``check`` turns it into a RunRequest or says what is wrong."""
+
+    target: str
+    project: str
+    script: str
+    args: str = ""
+    identity: str = ""
+    nproc: int = 1
+    nodes: list[str] = field(default_factory=list)
+    amp: str = ""
+    checkpoint_every_min: float = 0.0  # 0: the script's own interval
+    python: str = runs.DEFAULT_PYTHON
+    root: str = runs.DEFAULT_ROOT
+
+    def check(self) -> RunRequest:
+        if not self.target.strip():
+            raise RunControlError(MSG_NO_TARGET)
+        project = Path(self.project).expanduser()
+        if not self.project.strip() or not project.is_dir():
+            raise RunControlError(MSG_NO_PROJECT, project=self.project or "—")
+        if not self.script.strip():
+            raise RunControlError(MSG_NO_SCRIPT)
+        try:
+            args = shlex.split(self.args)
+        except ValueError as exc:
+            raise RunControlError(MSG_BAD_ARGS, error=str(exc)) from None
+        runs.script_in_project(project, self.script.strip())
+        return RunRequest(project=project, script=self.script.strip(), args=args,
+                          nproc=max(1, self.nproc), amp=self.amp or None,
+                          checkpoint_every_min=self.checkpoint_every_min or None,
+                          python=self.python or runs.DEFAULT_PYTHON,
+                          root=self.root or runs.DEFAULT_ROOT)
+
+    def refs(self) -> list[tuple[str, str | None]]:
+        identity = self.identity.strip() or None
+        return [(self.target.strip(), identity)] + [
+            (n.strip(), identity) for n in self.nodes if n.strip()]
+
+
+def identity_path(identity: str | None) -> Path | None:
+    return Path(identity).expanduser() if identity else None
+
+
+def connect_all(refs: list[tuple[str, str | None]], policy: HostKeyPolicy
+                ) -> list[SshConnection]:
+    """Every node connected (host keys checked) before anything is copied anywhere."""
+    conns: list[SshConnection] = []
+    try:
+        for ref, identity in refs:
+            conns.append(targets.open_connection(ref, identity_path(identity), policy))
+    except BaseException:
+        close_all(conns)
+        raise
+    return conns
+
+
+def close_all(conns: list[SshConnection]) -> None:
+    for conn in conns:
+        with contextlib.suppress(Exception):
+            conn.close()
+
+
+def record_refs(record: RunRecord) -> list[tuple[str, str | None]]:
+    return [(n.target, n.identity) for n in record.nodes]
+
+
+def push_in_child(_conn: SshConnection, node: NodeRun, folders: runs.Folders, *,
+                  cancel: threading.Event | None = None) -> tuple[SyncResult, ...]:
+    """The app's pusher: the node's folders synced by a niced child process, so the window's
+    event loop does not compete with the sync for the GIL (see ``sync_process``)."""
+    return sync_process.push_in_child(sync_process.PushJob(
+        node.target, node.identity, tuple((str(a), b) for a, b in folders), delete=True),
+        cancel=cancel)
+
+
+def start_run(form: RunForm, policy: HostKeyPolicy, report: runs.Report, *,
+              pusher: runs.Pusher = runs.push_here) -> RunRecord:
+    request = form.check()
+    conns = connect_all(form.refs(), policy)
+    try:
+        return runs.launch(conns, form.refs(), request, report=report, pusher=pusher)
+    finally:
+        close_all(conns)
+
+
+def resume_run(record: RunRecord, policy: HostKeyPolicy, report: runs.Report, *,
+               pusher: runs.Pusher = runs.push_here) -> RunRecord:
+    conns = connect_all(record_refs(record), policy)
+    try:
+        return runs.resume(conns, record, report=report, pusher=pusher)
+    finally:
+        close_all(conns)
+
+
+def stop_run(record: RunRecord, policy: HostKeyPolicy) -> RunStatus:
+    """SIGTERM every node (torchrun passes it on), then the first node's status."""
+    conns = connect_all(record_refs(record), policy)
+    try:
+        for conn, node in zip(conns, record.nodes, strict=True):
+            runs.stop(conn, node.run_dir, record.python)
+        return runs.status(conns[0], record.main.run_dir, record.python)
+    finally:
+        close_all(conns)
+
+
+def recorded_runs() -> list[RunRecord]:
+    """The runs this computer started, newest first; unreadable records are skipped."""
+    found: list[RunRecord] = []
+    folder = RunRecord.folder()
+    for path in folder.glob("*.json") if folder.is_dir() else []:
+        with contextlib.suppress(runs.RunError):
+            found.append(RunRecord.load(path.stem))
+    return sorted(found, key=lambda r: r.created, reverse=True)
+
+
+# --------------------------------------------------------------------------- following
+
+class _Sink:
+    """The file-like ``runs.follow`` writes to: hands each chunk on as it arrives."""
+
+    def __init__(self, on_data: Callable[[bytes], None]) -> None:
+        self._on_data = on_data
+
+    def write(self, data: bytes) -> int:
+        self._on_data(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+@dataclass
+class FollowResult:
+    status: RunStatus | None
+    exit_code: int | None
+    offset: int
+    error: BaseException | None = None
+
+
+class LogFollower:
+    """Follows one run's log on a thread until it ends or ``stop()``; reconnects after drops.
+
+    ``on_data`` and ``on_end`` run on the follower's thread (a window re-emits
+    them as queued signals). The connection is the follower's own, so stopping
+    it never disturbs a launch or a tunnel.
+    """
+
+    def __init__(self, record: RunRecord, policy: HostKeyPolicy, *,
+                 on_data: Callable[[bytes], None], on_end: Callable[[FollowResult], None],
+                 offset: int = 0) -> None:
+        self.record = record
+        self.policy = policy
+        self.offset = offset
+        self._on_data = on_data
+        self._on_end = on_end
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._main, daemon=True,
+                                        name=f"gpudesk-follow-{record.id}")
+
+    def start(self) -> LogFollower:
+        self._thread.start()
+        return self
+
+    def stop(self, wait_s: float = 0.0) -> None:
+        self._stop.set()
+        if wait_s:
+            self._thread.join(wait_s)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def _main(self) -> None:
+        result = FollowResult(None, None, self.offset)
+        conns: list[SshConnection] = []
+        try:
+            conns = connect_all(record_refs(self.record)[:1], self.policy)
+            final, offset = runs.follow(conns[0], self.record.main.run_dir,
+                                        _Sink(self._count),  # type: ignore[arg-type]
+                                        python=self.record.python,
+                                        offset=self.offset, stop_event=self._stop)
+            result = FollowResult(final, final.code if final.state == "exited" else None,
+                                  offset)
+        except Exception as exc:  # noqa: BLE001 - reported to the window, never raised there
+            result = FollowResult(None, None, self.offset, exc)
+        finally:
+            close_all(conns)
+        self._on_end(result)
+
+    def _count(self, data: bytes) -> None:
+        self.offset += len(data)
+        if not self._stop.is_set():
+            self._on_data(data)
+
+
+# --------------------------------------------------------------------------- tunnels
+
+@dataclass(frozen=True)
+class TunnelSpec:
+    """A web service started on the machine at 127.0.0.1 and reached through SSH.
+
+    ``argv`` may use {python}, {port}, {logdir} (the run folder) and {root}
+    (the synced project); ``token`` services get a fresh token through stdin
+    (``JUPYTER_TOKEN``), never through argv, and open with it in the URL.
+    """
+
+    name: str
+    package: str
+    argv: tuple[str, ...]
+    url_path: str = "/"
+    token: bool = False
+
+
+TENSORBOARD = TunnelSpec("TensorBoard", "tensorboard",
+                         ("{python}", "-m", "tensorboard.main", "--logdir", "{logdir}",
+                          "--host", "127.0.0.1", "--port", "{port}"))
+JUPYTER = TunnelSpec("Jupyter", "jupyterlab",
+                     ("{python}", "-m", "jupyterlab", "--no-browser", "--ip", "127.0.0.1",
+                      "--port", "{port}", "--ServerApp.root_dir={root}"),
+                     url_path="/lab", token=True)
+
+
+@dataclass
+class Tunnel:
+    spec: TunnelSpec
+    forward: LocalForward
+    conn: SshConnection
+    remote_port: int
+    url: str  # holds the token for token services: open it, never log it
+    remote_pid: int = 0  # leads its own session on the machine (setsid)
+
+    def close(self) -> None:
+        """Close the forward and end the service gpudesk started for it."""
+        self.forward.close()
+        if self.remote_pid > 0:
+            with contextlib.suppress(Exception):
+                self.conn.exec(f"kill -TERM -- -{self.remote_pid} 2>/dev/null || "
+                               f"kill -TERM {self.remote_pid}", timeout=10,
+                               what=f"stopping {self.spec.name}")
+        self.conn.close()
+
+
+def _remote_ready(conn: SshConnection, port: int) -> bool:
+    try:
+        chan = conn.open_channel("direct-tcpip", ("127.0.0.1", port), ("127.0.0.1", 0))
+    except (OSError, EOFError, paramiko.SSHException, SshError):
+        return False
+    chan.close()
+    return True
+
+
+def open_tunnel(record: RunRecord, spec: TunnelSpec, policy: HostKeyPolicy, *,
+                ready_s: float = TUNNEL_READY_S) -> Tunnel:
+    """Start ``spec`` next to the run (detached, bound to 127.0.0.1) and forward a local port."""
+    (conn,) = connect_all(record_refs(record)[:1], policy)
+    try:
+        port = runs.free_port(conn, record.python)
+        run_dir = record.main.run_dir
+        log = f"{run_dir}/{spec.package}.log"
+        argv = [part.format(python=record.python, port=port, logdir=run_dir,
+                            root=record.remote_project) for part in spec.argv]
+        token = secrets.token_urlsafe(24) if spec.token else ""
+        shell = ("read -r JUPYTER_TOKEN; export JUPYTER_TOKEN; " if token else "") + (
+            f"(cd {shlex.quote(run_dir)} && exec nohup setsid {shlex.join(argv)}) "
+            f"> {shlex.quote(log)} 2>&1 < /dev/null & echo $!")
+        started = conn.exec(shell, input=(token + "\n").encode() if token else None, timeout=30,
+                            check=True, what=f"starting {spec.name}")
+        pid = int(started.text.strip().splitlines()[-1])
+        deadline = time.monotonic() + ready_s
+        while not _remote_ready(conn, port):
+            tail = conn.exec(f"tail -c 600 {shlex.quote(log)} 2>/dev/null", timeout=30,
+                             what=f"reading the {spec.name} log").text
+            if "No module named" in tail:
+                raise RunControlError(MSG_TUNNEL_MISSING, service=spec.name,
+                                      python=record.python, package=spec.package)
+            if time.monotonic() > deadline:
+                raise RunControlError(MSG_TUNNEL_FAILED, service=spec.name,
+                                      seconds=int(ready_s), detail=tail.strip()[-300:] or "—")
+            threading.Event().wait(0.3)
+        forward = conn.forward_local(port)
+        url = f"http://127.0.0.1:{forward.local_port}{spec.url_path}"
+        if token:
+            url += f"?token={token}"
+        return Tunnel(spec, forward, conn, port, url, pid)
+    except BaseException:
+        conn.close()
+        raise
+
+
+# --------------------------------------------------------------------------- a terminal
+
+def terminal_ssh_argv(target: SshTarget) -> list[str]:
+    """``ssh`` for a terminal, with the same pinned key gpudesk checks (never a new trust)."""
+    if target.pkey is not None and target.key_file is None:
+        raise RunControlError(MSG_NO_TERMINAL_KEY)
+    argv = ["ssh", "-o", f"UserKnownHostsFile={known_hosts_file()}",
+            "-o", "StrictHostKeyChecking=yes", "-o", f"HostKeyAlias={target.known_as}",
+            "-p", str(target.port)]
+    if target.key_file is not None:
+        argv += ["-i", str(target.key_file), "-o", "IdentitiesOnly=yes"]
+    return [*argv, f"{target.user}@{target.host}"]

@@ -1,0 +1,206 @@
+"""Spot recovery: keep a copy of a run's checkpoints off the machine, and resume elsewhere.
+
+A spot machine can vanish with two minutes' notice; the checkpoints in its run
+folder vanish with it. So, while a run is going, ``CheckpointMirror`` pulls
+its ``checkpoints/`` into ``<data dir>/runs/<run-id>/`` on the desktop every
+``interval_s`` (incrementally: only new files travel; half-written ``*.tmp-*``
+files are skipped). When the machine is gone, ``recover`` starts the run
+again on another machine: the project is synced, the mirrored checkpoints are
+pushed into the new run folder, and ``gpudesk.training`` resumes from the
+newest one — so the work lost is at most one checkpoint interval (plus the
+mirror's interval when the notice came too late for a final copy).
+
+``relaunch_like`` asks the cloud for a machine like the lost one through the
+Launcher (so intent is in the ledger before the call): the same zone first,
+then any zone of the region. Multi-node runs are
+recovered on their first node only when they ran on one; a lost node of a
+multi-node run is reported, not replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.core.errors import TemplatedError
+from gpudesk.services.remote import sync as sync_service
+from gpudesk.services.remote import targets
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.runs import detached as runs
+from gpudesk.services.runs.detached import NodeRun, RunRecord
+
+if TYPE_CHECKING:
+    from gpudesk.services.cloud.launcher import Launcher
+
+MSG_MULTI_NODE = QT_TRANSLATE_NOOP(
+    "SpotRecovery", "Run {run} ran on {n} machines; gpudesk recovers single-machine runs. "
+    "Start it again with gpudesk run --resume {run} once every machine is back.")
+MSG_NOT_CLOUD = QT_TRANSLATE_NOOP(
+    "SpotRecovery", "The machine {machine} is not a cloud machine gpudesk launched, so "
+    "gpudesk cannot launch another like it. Choose a machine to resume on.")
+
+CHECKPOINT_PATTERNS = ("checkpoints/", "!*.tmp-*")
+MIRROR_EVERY_S = 30.0
+Report = Callable[[str], None]
+
+
+class RecoveryError(TemplatedError):
+    translation_context = "SpotRecovery"
+
+
+def mirror_dir(record: RunRecord) -> Path:
+    """Where the desktop keeps its copy of the run's checkpoints."""
+    return RunRecord.folder() / record.id
+
+
+def mirror_once(conn: SshConnection, record: RunRecord) -> sync_service.SyncResult:
+    result = sync_service.pull(conn, record.main.run_dir, CHECKPOINT_PATTERNS,
+                               mirror_dir(record))
+    runs.count_egress(record.main.target, result)
+    return result
+
+
+def mirrored_checkpoints(record: RunRecord) -> list[Path]:
+    folder = mirror_dir(record) / "checkpoints"
+    return sorted(p for p in folder.glob("ckpt-*.pt") if p.is_file()) if folder.is_dir() else []
+
+
+@dataclass
+class MirrorState:
+    pulls: int = 0
+    files: int = 0  # checkpoint files copied so far
+    last_error: str = ""
+    ended: bool = False
+
+
+class CheckpointMirror:
+    """Copies checkpoints off the machine every ``interval_s`` until the run ends or ``stop()``.
+
+    One connection of its own, reconnecting as SshConnection does; an error is
+    recorded in ``state`` and tried again next round (the machine may be busy,
+    or already gone — the copy made so far is what recovery uses).
+    """
+
+    def __init__(self, record: RunRecord, policy: HostKeyPolicy, *,
+                 interval_s: float = MIRROR_EVERY_S,
+                 on_pull: Callable[[MirrorState], None] = lambda _s: None) -> None:
+        self.record = record
+        self.policy = policy
+        self.interval_s = interval_s
+        self.state = MirrorState()
+        self._on_pull = on_pull
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._main, daemon=True,
+                                        name=f"gpudesk-mirror-{record.id}")
+
+    def start(self) -> CheckpointMirror:
+        self._thread.start()
+        return self
+
+    def stop(self, wait_s: float = 0.0) -> None:
+        self._stop.set()
+        if wait_s:
+            self._thread.join(wait_s)
+
+    def _main(self) -> None:
+        node = self.record.main
+        conn: SshConnection | None = None
+        try:
+            while not self._stop.is_set():
+                try:
+                    if conn is None:
+                        conn = targets.open_connection(
+                            node.target, Path(node.identity) if node.identity else None,
+                            self.policy)
+                    now = runs.status(conn, node.run_dir, self.record.python)
+                    result = mirror_once(conn, self.record)
+                    self.state = replace(self.state, pulls=self.state.pulls + 1,
+                                         files=self.state.files + result.files_sent,
+                                         last_error="", ended=not now.running)
+                except Exception as exc:  # noqa: BLE001 - kept for the window; retried
+                    text = exc.message() if isinstance(exc, TemplatedError) else str(exc)
+                    self.state = replace(self.state, last_error=text or type(exc).__name__)
+                self._on_pull(self.state)
+                if self.state.ended:
+                    return
+                self._stop.wait(self.interval_s)
+        finally:
+            if conn is not None:
+                conn.close()
+
+
+def recover(record: RunRecord, ref: str, identity: str | None, policy: HostKeyPolicy, *,
+            report: Report = lambda _m: None,
+            pusher: runs.Pusher = runs.push_here) -> RunRecord:
+    """Resume ``record`` on the machine ``ref`` from the checkpoints mirrored on the desktop."""
+    if len(record.nodes) > 1:
+        raise RecoveryError(MSG_MULTI_NODE, run=record.id, n=len(record.nodes))
+    conn = targets.open_connection(ref, Path(identity) if identity else None, policy)
+    try:
+        root = runs.remote_root(conn, record.python, record.root)
+        run_dir = f"{root}/runs/{record.id}"
+        saved = mirrored_checkpoints(record)
+        if saved:
+            pushed = sync_service.push(conn, mirror_dir(record) / "checkpoints",
+                                       f"{run_dir}/checkpoints")
+            report(f"copied {pushed.files_sent} checkpoint files to {conn.target}; the run "
+                   f"resumes from {saved[-1].name}")
+        else:
+            report(f"no checkpoint of run {record.id} was copied off the lost machine; "
+                   "it starts again from the beginning")
+        record.nodes = [NodeRun(ref, identity, run_dir, conn.target.host)]
+        return runs.resume([conn], record, report=report, pusher=pusher)
+    finally:
+        conn.close()
+
+
+async def relaunch_like(launcher: Launcher, machine_id: str,
+                        on_progress: Callable[[object], None] = lambda _p: None, *,
+                        allow_from: str = "") -> str:
+    """Launch a machine like ledger row ``machine_id``: its zone, then any zone of its
+    region. Returns the new ledger id. ``allow_from`` empty: SSH is opened to this
+    computer's public address, detected as for any launch."""
+    from gpudesk.services.cloud.launcher import LaunchPlan
+    from gpudesk.services.cloud.providers.base import ProviderError
+
+    old = launcher.ledger.get(machine_id)
+    if old is None or old.provider not in ("aws", "tencent"):
+        raise RecoveryError(MSG_NOT_CLOUD, machine=machine_id)
+    base = LaunchPlan(provider=old.provider, instance_type=old.instance_type,  # type: ignore[arg-type]
+                      region=old.region, zone=old.zone, market=old.market,  # type: ignore[arg-type]
+                      max_price=old.max_price, gpu=old.gpu, gpus=old.gpus,
+                      price_per_hour=old.price_per_hour, ssh_user=old.ssh_user or "ubuntu",
+                      disk_gb=int(old.disk_gb or 100), allow_from=allow_from)
+    plans = [base] + ([replace(base, zone="")] if old.zone else [])
+    last: ProviderError | None = None
+    for plan in plans:
+        try:
+            result = await launcher.launch(plan, on_progress)
+            return result.machine.id
+        except ProviderError as exc:
+            if not exc.failover:
+                raise
+            last = exc
+    assert last is not None
+    raise last
+
+
+def unattended_policy() -> HostKeyPolicy:
+    """For a machine gpudesk itself just launched to replace a lost one: pin on first use.
+
+    Nobody is at the desktop to compare fingerprints; the address is fresh and ours,
+    and a key that changes later is still refused.
+    """
+    return HostKeyPolicy.accept_new()
+
+
+def stop_quietly(mirror: CheckpointMirror | None) -> None:
+    if mirror is not None:
+        with contextlib.suppress(Exception):
+            mirror.stop()

@@ -1,0 +1,353 @@
+"""Accounts: cloud keys (verified, then kept in the keyring) and the user's own SSH machines.
+
+A failed verification keeps what was typed (nothing lost on bad input) and
+stores nothing, so a typo never replaces working keys. The secret field is
+cleared once the keys are safely in the keyring.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpudesk.services.cloud import accounts, credentials
+from gpudesk.services.cloud.machines import MSG_BAD_HOST, add_own_machine
+from gpudesk.services.cloud.providers.base import Credentials, Provider, ProviderError, ProviderName
+from gpudesk.services.money.ledger import Account, Ledger
+from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
+
+
+class CloudAccountBox(QGroupBox):
+    """Keys for one provider: fields, Verify and save, Remove, and the current status."""
+
+    saved = Signal(str)  # provider
+
+    def __init__(self, provider: ProviderName, ledger: Ledger,
+                 build: Callable[[Credentials], Provider], parent: QWidget | None = None):
+        super().__init__(parent)
+        self.provider = provider
+        self.ledger = ledger
+        self.build = build
+        self.setObjectName(f"account_{provider}")
+        self.key_id = QLineEdit(self)
+        self.key_id.setObjectName("keyId")
+        self.secret = QLineEdit(self)
+        self.secret.setObjectName("secret")
+        self.secret.setEchoMode(QLineEdit.EchoMode.Password)
+        self.token = QLineEdit(self)
+        self.token.setObjectName("sessionToken")
+        self.token.setEchoMode(QLineEdit.EchoMode.Password)
+        self.profile = QComboBox(self)
+        self.profile.setEditable(True)
+        self.profile.setObjectName("profile")
+        self.import_button = QPushButton(self)
+        self.import_button.setObjectName("importProfile")
+        self.save_button = QPushButton(self)
+        self.save_button.setObjectName("verifySave")
+        self.save_button.setDefault(True)
+        self.remove_button = QPushButton(self)
+        self.remove_button.setObjectName("remove")
+        self.status = QLabel(self)
+        self.status.setObjectName("status")
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.progress = QProgressBar(self)
+        self.progress.setMaximumHeight(8)
+        self.progress.setTextVisible(False)
+
+        self.form = QFormLayout()
+        self.labels = [QLabel(self) for _ in range(4)]
+        self.form.addRow(self.labels[0], self.key_id)
+        self.form.addRow(self.labels[1], self.secret)
+        if provider == "aws":
+            self.form.addRow(self.labels[2], self.token)
+            row = QHBoxLayout()
+            row.addWidget(self.profile, 1)
+            row.addWidget(self.import_button)
+            self.form.addRow(self.labels[3], row)
+            self.profile.addItems(["default"])
+        else:
+            for widget in (self.token, self.profile, self.import_button, *self.labels[2:]):
+                widget.hide()
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.save_button)
+        buttons.addWidget(self.remove_button)
+        buttons.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(self.form)
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.status)
+
+        self.runner = TaskRunner(self, button=self.save_button, progress=self.progress)
+        self.runner.failed.connect(self._failed)
+        self.save_button.clicked.connect(self.verify_and_save)
+        self.remove_button.clicked.connect(self.ask_remove)
+        self.import_button.clicked.connect(self.import_profile)
+        self.retranslate()
+        self.refresh()
+
+    def retranslate(self) -> None:
+        aws = self.provider == "aws"
+        self.setTitle(accounts.title(self.provider))
+        self.labels[0].setText(self.tr("Access key ID") if aws else self.tr("SecretId"))
+        self.labels[1].setText(self.tr("Secret access key") if aws else self.tr("SecretKey"))
+        self.labels[2].setText(self.tr("Session token (optional)"))
+        self.labels[3].setText(self.tr("Or import from ~/.aws profile"))
+        self.import_button.setText(self.tr("Import"))
+        self.save_button.setText(self.tr("Verify and save"))
+        self.remove_button.setText(self.tr("Remove keys"))
+        self.secret.setPlaceholderText(self.tr("kept only in the system keyring"))
+        self.refresh()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    def refresh(self) -> None:
+        account = self.ledger.account(self.provider)
+        self.remove_button.setEnabled(account is not None)
+        self.status.setProperty("state", "ok" if account else "none")
+        self.status.setText(self.describe(account))
+
+    def describe(self, account: Account | None) -> str:
+        if account is None:
+            return self.tr("No keys yet. They are verified before they are saved.")
+        if account.verified_at is None:
+            return self.tr("Keys {key} saved, not verified.").format(key=account.key_id_masked)
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(account.verified_at))
+        text = self.tr("Keys {key} are valid: account {account}, verified {when}.").format(
+            key=account.key_id_masked, account=account.account or "?", when=when)
+        if not account.can_launch:
+            text += " " + self.tr("They may not launch machines; ask for launch permission.")
+        return text
+
+    def credentials(self) -> Credentials:
+        return Credentials(self.provider, self.key_id.text().strip(), self.secret.text().strip(),
+                           self.token.text().strip())
+
+    def verify_and_save(self) -> None:
+        creds = self.credentials()
+        if not creds.key_id or not creds.secret:
+            self.status.setProperty("state", "error")
+            self.status.setText(self.tr("Enter both the key ID and the secret."))
+            return
+        self.status.setText(self.tr("Checking the keys with {provider}…").format(
+            provider=accounts.title(self.provider)))
+        self.runner.run_blocking(functools.partial(accounts.add_account, self.ledger, creds,
+                                                   check=True, build=self.build),
+                                 on_success=self._saved,
+                                 title=self.tr("The keys were not saved"))
+
+    def _saved(self, account: Account) -> None:
+        self.secret.clear()
+        self.token.clear()
+        self.refresh()
+        self.saved.emit(self.provider)
+
+    def _failed(self, message: str) -> None:
+        self.status.setProperty("state", "error")
+        self.status.setText(message)
+
+    def import_profile(self) -> None:
+        try:
+            creds = credentials.aws_profile(self.profile.currentText().strip() or "default")
+        except credentials.CredentialError as exc:
+            self._failed(error_text(exc)[0])
+            return
+        self.key_id.setText(creds.key_id)
+        self.secret.setText(creds.secret)
+        self.token.setText(creds.session_token)
+        self.verify_and_save()
+
+    def ask_remove(self) -> QMessageBox:
+        box = QMessageBox(QMessageBox.Icon.Question, self.tr("Remove keys"),
+                          self.tr("Remove the {provider} keys from the keyring? Machines keep "
+                                  "running; gpudesk can no longer see or stop them.").format(
+                              provider=accounts.title(self.provider)),
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+                          self)
+        box.setObjectName("confirmRemove")
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.accepted.connect(self.remove)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.open()
+        return box
+
+    def remove(self) -> None:
+        try:
+            accounts.remove_account(self.ledger, self.provider)
+        except credentials.CredentialError as exc:
+            self._failed(error_text(exc)[0])
+            return
+        self.refresh()
+        self.saved.emit(self.provider)
+
+
+class OwnMachinesBox(QGroupBox):
+    """SSH machines the user already has (lab servers): no billing, same later steps."""
+
+    changed = Signal()
+
+    def __init__(self, ledger: Ledger, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ownMachines")
+        self.ledger = ledger
+        self.list = QListWidget(self)
+        self.list.setMaximumHeight(160)
+        self.name = QLineEdit(self)
+        self.name.setObjectName("ownName")
+        self.target = QLineEdit(self)
+        self.target.setObjectName("ownTarget")
+        self.gpus = QSpinBox(self)
+        self.gpus.setRange(0, 16)
+        self.add_button = QPushButton(self)
+        self.add_button.setObjectName("ownAdd")
+        self.remove_button = QPushButton(self)
+        self.remove_button.setObjectName("ownRemove")
+        self.error = QLabel(self)
+        self.error.setObjectName("ownError")
+        self.error.setWordWrap(True)
+        self.labels = [QLabel(self) for _ in range(3)]
+        form = QFormLayout()
+        form.addRow(self.labels[0], self.name)
+        form.addRow(self.labels[1], self.target)
+        form.addRow(self.labels[2], self.gpus)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.add_button)
+        buttons.addWidget(self.remove_button)
+        buttons.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.list)
+        layout.addLayout(form)
+        layout.addLayout(buttons)
+        layout.addWidget(self.error)
+        self.add_button.clicked.connect(self.add)
+        self.remove_button.clicked.connect(self.remove_selected)
+        self.retranslate()
+        self.refresh()
+
+    def retranslate(self) -> None:
+        self.setTitle(self.tr("Your own machines (SSH)"))
+        self.labels[0].setText(self.tr("Name"))
+        self.labels[1].setText(self.tr("Address"))
+        self.labels[2].setText(self.tr("GPUs"))
+        self.target.setPlaceholderText("ssh://user@host:22")
+        self.add_button.setText(self.tr("Add machine"))
+        self.remove_button.setText(self.tr("Remove"))
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    def refresh(self) -> None:
+        self.list.clear()
+        for m in self.ledger.machines(include_ended=False):
+            if m.provider == "own":
+                item = QListWidgetItem(f"{m.name} — {m.ssh_user}@{m.public_ip}:{m.ssh_port}",
+                                       self.list)
+                item.setData(Qt.ItemDataRole.UserRole, m.id)
+        self.remove_button.setEnabled(self.list.count() > 0)
+
+    def add(self) -> None:
+        text = self.target.text().strip()
+        url = urlsplit(text if "://" in text else f"ssh://{text}")
+        try:
+            port = url.port or 22
+        except ValueError:
+            port = 0
+        try:
+            if not url.hostname:
+                raise ProviderError("invalid", MSG_BAD_HOST, host=text, port=port)
+            add_own_machine(self.ledger, self.name.text(), url.hostname, port,
+                            url.username or "", gpus=self.gpus.value())
+        except ProviderError as exc:
+            self.error.setText(error_text(exc)[0])
+            return
+        self.error.clear()
+        self.name.clear()
+        self.target.clear()
+        self.refresh()
+        self.changed.emit()
+
+    def remove_selected(self) -> None:
+        items = self.list.selectedItems()
+        if not items:
+            return
+        self.ledger.remove(str(items[0].data(Qt.ItemDataRole.UserRole)))
+        self.refresh()
+        self.changed.emit()
+
+
+class AccountsPage(QWidget):
+    changed = Signal()  # keys or machines were added or removed
+
+    def __init__(self, ledger: Ledger,
+                 build: Callable[[Credentials], Provider] = accounts.build_provider,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("accountsPage")
+        self.aws = CloudAccountBox("aws", ledger, build, self)
+        self.tencent = CloudAccountBox("tencent", ledger, build, self)
+        self.own = OwnMachinesBox(ledger, self)
+        self.note = QLabel(self)
+        self.note.setWordWrap(True)
+        self.note.setObjectName("accountsNote")
+        left = QVBoxLayout()
+        left.addWidget(self.aws)
+        left.addWidget(self.tencent)
+        left.addStretch(1)
+        right = QVBoxLayout()
+        right.addWidget(self.own)
+        right.addWidget(self.note)
+        right.addStretch(1)
+        layout = QHBoxLayout(self)
+        layout.addLayout(left, 1)
+        layout.addLayout(right, 1)
+        for box in (self.aws, self.tencent):
+            box.saved.connect(lambda _p: self.changed.emit())
+        self.own.changed.connect(self.changed.emit)
+        self.retranslate()
+        self._check_keyring()
+
+    def retranslate(self) -> None:
+        self.note.setText(self.tr(
+            "Keys are stored only in the system keyring, never in a file, a log or the "
+            "command line. Give gpudesk keys of a user that may launch, stop and terminate "
+            "instances and manage key pairs and security groups — nothing more."))
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    def _check_keyring(self) -> None:
+        try:
+            credentials.ensure_backend()
+        except credentials.KeyringUnavailable as exc:
+            for box in (self.aws, self.tencent):
+                box.save_button.setEnabled(False)
+                box._failed(error_text(exc)[0])

@@ -1,0 +1,148 @@
+"""The Instances table: one row per ledger machine, with uptime and spend that tick."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QCoreApplication, QModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor
+
+from gpudesk.services.cloud import accounts
+from gpudesk.services.money.ledger import Machine
+from gpudesk.ui.widgets.models import Index
+from gpudesk.ui.widgets.money import DISPLAY, Money
+
+translate = QCoreApplication.translate  # the name lupdate looks for
+
+COLUMNS = ("name", "provider", "type", "gpus", "market", "state", "uptime", "price", "spend",
+           "address")
+COL = {name: i for i, name in enumerate(COLUMNS)}
+TICKING = (COL["uptime"], COL["spend"])
+
+
+def header_text(column: str) -> str:
+    return {
+        "name": translate("InstancesModel", "Machine"),
+        "provider": translate("InstancesModel", "Provider"),
+        "type": translate("InstancesModel", "Type"),
+        "gpus": translate("InstancesModel", "GPUs"),
+        "market": translate("InstancesModel", "Market"),
+        "state": translate("InstancesModel", "State"),
+        "uptime": translate("InstancesModel", "Uptime"),
+        "price": translate("InstancesModel", "Price/h"),
+        "spend": translate("InstancesModel", "Spent"),
+        "address": translate("InstancesModel", "Address"),
+    }[column]
+
+
+def state_text(state: str) -> str:
+    return {
+        "intent": translate("InstancesModel", "requesting"),
+        "pending": translate("InstancesModel", "starting"),
+        "running": translate("InstancesModel", "running"),
+        "stopping": translate("InstancesModel", "stopping"),
+        "stopped": translate("InstancesModel", "stopped"),
+        "terminated": translate("InstancesModel", "terminated"),
+        "failed": translate("InstancesModel", "not created"),
+        "gone": translate("InstancesModel", "gone"),
+        "ready": translate("InstancesModel", "ready"),
+    }.get(state, state)
+
+
+def duration_text(seconds: float) -> str:
+    s = int(seconds)
+    if s < 3600:
+        return f"{s // 60}:{s % 60:02d}"
+    return translate("InstancesModel", "{h} h {m:02d} min").format(h=s // 3600, m=s % 3600 // 60)
+
+
+class InstancesModel(QAbstractTableModel):
+    def __init__(self, parent: Any = None, money: Money | None = None) -> None:
+        super().__init__(parent)
+        self.machines: list[Machine] = []
+        self.money = money or DISPLAY
+        self.now = time.time
+
+    def set_machines(self, machines: list[Machine]) -> None:
+        if [m.id for m in machines] == [m.id for m in self.machines]:
+            self.machines = list(machines)  # same rows: repaint in place, keep the selection
+            self.refresh_all()
+            return
+        self.beginResetModel()
+        self.machines = list(machines)
+        self.endResetModel()
+
+    def refresh_all(self) -> None:
+        if self.machines:
+            self.dataChanged.emit(self.index(0, 0),
+                                  self.index(len(self.machines) - 1, len(COLUMNS) - 1))
+
+    def tick(self) -> None:
+        """Uptime and spend move every second for running machines."""
+        for col in TICKING:
+            if self.machines:
+                self.dataChanged.emit(self.index(0, col), self.index(len(self.machines) - 1, col))
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(self.machines)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return header_text(COLUMNS[section])
+        return None
+
+    def machine(self, row: int) -> Machine | None:
+        return self.machines[row] if 0 <= row < len(self.machines) else None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        m = self.machine(index.row())
+        if m is None:
+            return None
+        column = COLUMNS[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.display(m, column)
+        if role == Qt.ItemDataRole.ForegroundRole and column == "state" and m.billing:
+            return QBrush(QColor("#c0392b" if m.state == "running" else "#d68910"))
+        if role == Qt.ItemDataRole.ToolTipRole and column == "state" and m.error:
+            return m.error
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in ("gpus", "price", "spend",
+                                                                     "uptime"):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def display(self, m: Machine, column: str) -> str:
+        own = m.provider == "own"
+        if column == "name":
+            return m.name or m.id
+        if column == "provider":
+            return accounts.title(m.provider)
+        if column == "type":
+            return m.instance_type or ("—" if own else "")
+        if column == "gpus":
+            return f"{m.gpus} × {m.gpu}" if m.gpu and m.gpus else (str(m.gpus) if m.gpus else "")
+        if column == "market":
+            if own:
+                return ""
+            return translate("InstancesModel", "spot") if m.market == "spot" else \
+                translate("InstancesModel", "on-demand")
+        if column == "state":
+            return state_text(m.state)
+        if column == "uptime":
+            return duration_text(m.uptime_s(self.now())) if m.running_since else ""
+        if column == "price":
+            return self.money(m.price_per_hour, 3) if not own and m.price_per_hour else ""
+        if column == "spend":
+            return self.money(m.spend(self.now())) if not own else ""
+        if column == "address":
+            return m.public_ip + (f":{m.ssh_port}" if m.ssh_port != 22 else "")
+        return ""
+
+    def billing_summary(self) -> tuple[int, float]:
+        """(machines that may be billing, their price per hour in USD)."""
+        billing = [m for m in self.machines if m.billing]
+        return len(billing), sum(m.price_per_hour for m in billing if m.state == "running")

@@ -1,0 +1,244 @@
+"""Instances: every machine gpudesk knows, what it costs, and stop/start/terminate.
+
+Reconciles with the clouds when shown for the first time and every few
+minutes, so a machine launched before a crash (or from the CLI) appears here.
+A banner says, in red, how many machines may be billing.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpudesk.services.cloud import accounts
+from gpudesk.services.cloud.accounts import ProviderFactory
+from gpudesk.services.cloud.machines import act
+from gpudesk.services.cloud.reconcile import ReconcileReport, reconcile
+from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.ui.machines.instances_model import InstancesModel
+from gpudesk.ui.widgets.money import Money
+from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
+
+RECONCILE_EVERY_MS = 5 * 60 * 1000
+
+
+class InstancesPage(QWidget):
+    billing_changed = Signal(int, float)  # machines that may bill, USD/hour of running ones
+
+    def __init__(self, ledger: Ledger, providers: ProviderFactory = accounts.provider_from_keyring,
+                 money: Money | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("instancesPage")
+        self.ledger = ledger
+        self.providers = providers
+        self.last_report: ReconcileReport | None = None
+        self.banner = QLabel(self)
+        self.banner.setObjectName("billingBanner")
+        self.banner.setWordWrap(True)
+        self.model = InstancesModel(self, money)
+        self.table = QTableView(self)
+        self.table.setObjectName("instancesTable")
+        self.table.setModel(self.model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(
+            QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.show_ended = QCheckBox(self)
+        self.refresh_button = QPushButton(self)
+        self.refresh_button.setObjectName("refresh")
+        self.stop_button = QPushButton(self)
+        self.stop_button.setObjectName("stop")
+        self.start_button = QPushButton(self)
+        self.start_button.setObjectName("start")
+        self.terminate_button = QPushButton(self)
+        self.terminate_button.setObjectName("terminate")
+        self.ssh_button = QPushButton(self)
+        self.ssh_button.setObjectName("copySsh")
+        self.remove_button = QPushButton(self)
+        self.remove_button.setObjectName("forget")
+        self.progress = QProgressBar(self)
+        self.progress.setMaximumWidth(120)
+        self.status = QLabel(self)
+        self.status.setObjectName("instancesStatus")
+        self.status.setWordWrap(True)
+        bar = QHBoxLayout()
+        for w in (self.refresh_button, self.stop_button, self.start_button,
+                  self.terminate_button, self.ssh_button, self.remove_button):
+            bar.addWidget(w)
+        bar.addStretch(1)
+        bar.addWidget(self.show_ended)
+        bar.addWidget(self.progress)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.banner)
+        layout.addLayout(bar)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.status)
+
+        self.sync_runner = TaskRunner(self, button=self.refresh_button, progress=self.progress,
+                                      show_dialog=False)
+        self.action_runner = TaskRunner(self, progress=self.progress)
+        self.action_runner.finished.connect(lambda _ok: self.reload())
+        self.sync_runner.failed.connect(self.status.setText)
+        self.refresh_button.clicked.connect(self.refresh)
+        self.stop_button.clicked.connect(lambda: self.run_action("stop"))
+        self.start_button.clicked.connect(lambda: self.run_action("start"))
+        self.terminate_button.clicked.connect(self.ask_terminate)
+        self.ssh_button.clicked.connect(self.copy_ssh_command)
+        self.remove_button.clicked.connect(self.forget_selected)
+        self.show_ended.toggled.connect(self.reload)
+        self.table.selectionModel().selectionChanged.connect(self._update_buttons)
+        self.ticker = QTimer(self)
+        self.ticker.setInterval(1000)
+        self.ticker.timeout.connect(self.model.tick)
+        self.ticker.start()
+        self.reconciler = QTimer(self)
+        self.reconciler.setInterval(RECONCILE_EVERY_MS)
+        self.reconciler.timeout.connect(self.refresh)
+        self.reconciler.start()
+        self.retranslate()
+        self.reload()
+
+    # ------------------------------------------------------------------ text
+
+    def retranslate(self) -> None:
+        self.show_ended.setText(self.tr("Show ended"))
+        self.refresh_button.setText(self.tr("Check clouds"))
+        self.stop_button.setText(self.tr("Stop"))
+        self.start_button.setText(self.tr("Start"))
+        self.terminate_button.setText(self.tr("Terminate…"))
+        self.ssh_button.setText(self.tr("Copy SSH command"))
+        self.remove_button.setText(self.tr("Remove from list"))
+        self.model.refresh_all()
+        self._show_banner()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    # ------------------------------------------------------------------ data
+
+    def reload(self) -> None:
+        selected = self.selected()
+        self.model.set_machines(self.ledger.machines(include_ended=self.show_ended.isChecked()))
+        if selected is not None:
+            for row, m in enumerate(self.model.machines):
+                if m.id == selected.id:
+                    self.table.selectRow(row)
+        self._show_banner()
+        self._update_buttons()
+
+    def _show_banner(self) -> None:
+        count, per_hour = self.model.billing_summary()
+        if count:
+            self.banner.setStyleSheet("background: #fdecea; color: #922b21; padding: 6px;"
+                                      " border-radius: 4px;")
+            self.banner.setText(self.tr("{n} machine(s) may be billing now ({rate} per hour "
+                                        "for the running ones). Terminate what you no longer "
+                                        "need.").format(n=count,
+                                                        rate=self.model.money(per_hour)))
+        else:
+            self.banner.setStyleSheet("padding: 6px;")
+            self.banner.setText(self.tr("Nothing is billing."))
+        self.billing_changed.emit(count, per_hour)
+
+    def refresh(self) -> None:
+        """Ask the clouds (reconcile), then show the ledger."""
+        self.status.setText(self.tr("Checking the clouds…"))
+        self.sync_runner.run(reconcile(self.ledger, self.providers), on_success=self._reconciled)
+
+    def _reconciled(self, report: ReconcileReport) -> None:
+        self.last_report = report
+        parts = []
+        if report.adopted:
+            parts.append(self.tr("Found {n} machine(s) the ledger did not know.").format(
+                n=len(report.adopted)))
+        if report.gone:
+            parts.append(self.tr("{n} machine(s) no longer exist.").format(n=len(report.gone)))
+        for name, error in report.errors.items():
+            parts.append(self.tr("{provider} not checked: {why}").format(
+                provider=accounts.title(name), why=error_text(error)[0]))
+        self.status.setText(" ".join(parts) or self.tr("Up to date."))
+        self.reload()
+
+    # ------------------------------------------------------------------ actions
+
+    def selected(self) -> Machine | None:
+        rows = self.table.selectionModel().selectedRows() if self.table.selectionModel() else []
+        return self.model.machine(rows[0].row()) if rows else None
+
+    def select_machine(self, ledger_id: str) -> None:
+        for row, m in enumerate(self.model.machines):
+            if m.id == ledger_id:
+                self.table.selectRow(row)
+
+    def _update_buttons(self) -> None:
+        m = self.selected()
+        cloud = m is not None and m.provider != "own" and bool(m.cloud_id) and not m.ended
+        self.stop_button.setEnabled(cloud and m is not None and m.state == "running")
+        self.start_button.setEnabled(cloud and m is not None and m.state == "stopped")
+        self.terminate_button.setEnabled(cloud)
+        self.ssh_button.setEnabled(m is not None and bool(m.public_ip))
+        self.remove_button.setEnabled(m is not None and not m.billing)
+
+    def run_action(self, action: str) -> None:
+        m = self.selected()
+        if m is None:
+            return
+        doing = {"stop": self.tr("Stopping {name}…"), "start": self.tr("Starting {name}…"),
+                 "terminate": self.tr("Terminating {name}…")}[action]
+        self.status.setText(doing.format(name=m.name))
+        self.action_runner.run(act(self.ledger, m.id, action, self.providers),
+                               title=self.tr("The machine was not changed"))
+
+    def ask_terminate(self) -> QMessageBox | None:
+        m = self.selected()
+        if m is None:
+            return None
+        box = QMessageBox(
+            QMessageBox.Icon.Warning, self.tr("Terminate machine"),
+            self.tr("Terminate {name} ({type}, {cloud_id})? The machine and its disk are "
+                    "deleted; anything not copied off it is lost. Billing stops.").format(
+                name=m.name, type=m.instance_type, cloud_id=m.cloud_id),
+            QMessageBox.StandardButton.Cancel, self)
+        box.setObjectName("confirmTerminate")
+        yes = box.addButton(self.tr("Terminate"), QMessageBox.ButtonRole.DestructiveRole)
+        yes.setObjectName("confirmTerminateYes")
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.buttonClicked.connect(lambda b: self.run_action("terminate") if b is yes else None)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.open()
+        return box
+
+    def ssh_command(self, m: Machine) -> str:
+        user = f"{m.ssh_user}@" if m.ssh_user else ""
+        port = f" -p {m.ssh_port}" if m.ssh_port != 22 else ""
+        return f"ssh{port} {user}{m.public_ip}"
+
+    def copy_ssh_command(self) -> None:
+        m = self.selected()
+        if m is not None and m.public_ip:
+            QGuiApplication.clipboard().setText(self.ssh_command(m))
+            self.status.setText(self.tr("Copied: {command}").format(command=self.ssh_command(m)))
+
+    def forget_selected(self) -> None:
+        m = self.selected()
+        if m is not None and not m.billing:
+            self.ledger.remove(m.id)
+            self.reload()

@@ -1,0 +1,278 @@
+"""Launch the chosen offer: the choices that cost money, then each step as it happens.
+
+Pressing Launch is the confirmation (the button names the hourly price).
+Cancel is always safe: the launcher terminates a machine that was already
+requested, and the ledger has it either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from PySide6.QtCore import QCoreApplication, QEvent, Qt, Signal
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpudesk.services.cloud import accounts
+from gpudesk.services.cloud.catalog import Catalog, Offer
+from gpudesk.services.cloud.launcher import STEP_TITLES, STEPS, LaunchPlan, LaunchResult, Progress
+from gpudesk.services.cloud.providers.base import MSG_BAD_CIDR, ProviderError, single_address
+from gpudesk.services.cloud.public_ip import detect_public_address
+from gpudesk.ui.widgets.money import DISPLAY, Money
+from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
+
+LaunchFn = Callable[[LaunchPlan, Callable[[Progress], None]], Awaitable[LaunchResult]]
+MARKS = {"": "○", "started": "…", "done": "✓", "failed": "✗", "retry": "↻"}
+
+
+class LaunchDialog(QDialog):
+    launched = Signal(str)  # ledger id of the running machine
+    ended = Signal()  # the launch finished, failed or was cancelled
+
+    def __init__(self, offer: Offer, catalog: Catalog, launch: LaunchFn, *,
+                 spot: bool = False, money: Money | None = None, detect: bool = True,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("launchDialog")
+        self.offer = offer
+        self.launch_fn = launch
+        self.money = money or DISPLAY
+        self.outcome: LaunchResult | None = None
+        self.ledger_id = ""
+        self._refusals: list[str] = []
+
+        self.heading = QLabel(self)
+        self.heading.setObjectName("launchHeading")
+        self.heading.setWordWrap(True)
+        self.spot = QCheckBox(self)
+        self.spot.setObjectName("spot")
+        self.spot.setEnabled(offer.spot_price is not None)
+        self.spot.setChecked(spot and offer.spot_price is not None)
+        self.max_price = QDoubleSpinBox(self)
+        self.max_price.setObjectName("maxPrice")
+        self.max_price.setDecimals(3)
+        self.max_price.setRange(0.0, 1000.0)
+        self.max_price.setSingleStep(0.05)
+        self.max_price.setSpecialValueText("—")  # 0: no cap beyond the on-demand price
+        self.disk = QSpinBox(self)
+        self.disk.setObjectName("diskGb")
+        self.disk.setRange(30, 4000)
+        self.disk.setValue(100)
+        self.disk.setSuffix(" GB")
+        self.allow_from = QLineEdit(self)
+        self.allow_from.setObjectName("allowFrom")
+        self.detect_button = QPushButton(self)
+        self.detect_button.setObjectName("detect")
+        self.fallbacks = QListWidget(self)
+        self.fallbacks.setObjectName("fallbacks")
+        self.fallbacks.setMaximumHeight(80)
+        for other in catalog.filter(provider=offer.provider):
+            if other.instance_type == offer.instance_type and other.region != offer.region:
+                item = QListWidgetItem(other.region, self.fallbacks)
+                item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+                item.setCheckState(Qt.CheckState.Checked)
+        self.cost = QLabel(self)
+        self.cost.setObjectName("launchCost")
+        self.cost.setWordWrap(True)
+        self.labels = [QLabel(self) for _ in range(5)]
+        form = QFormLayout()
+        form.addRow(self.labels[0], self.spot)
+        form.addRow(self.labels[1], self.max_price)
+        form.addRow(self.labels[2], self.disk)
+        row = QHBoxLayout()
+        row.addWidget(self.allow_from, 1)
+        row.addWidget(self.detect_button)
+        form.addRow(self.labels[3], row)
+        form.addRow(self.labels[4], self.fallbacks)
+
+        self.steps_box = QGroupBox(self)
+        grid = QGridLayout(self.steps_box)
+        self.step_marks: dict[str, QLabel] = {}
+        self.step_labels: dict[str, QLabel] = {}
+        for i, step in enumerate(STEPS):
+            mark, label = QLabel(MARKS[""], self.steps_box), QLabel(self.steps_box)
+            mark.setObjectName(f"mark_{step}")
+            mark.setMinimumWidth(18)
+            self.step_marks[step], self.step_labels[step] = mark, label
+            grid.addWidget(mark, i, 0)
+            grid.addWidget(label, i, 1)
+        grid.setColumnStretch(1, 1)
+        self.log = QLabel(self)
+        self.log.setObjectName("launchLog")
+        self.log.setWordWrap(True)
+        self.log.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        self.launch_button = QPushButton(self)
+        self.launch_button.setObjectName("launch")
+        self.launch_button.setDefault(True)
+        self.cancel_button = QPushButton(self)
+        self.cancel_button.setObjectName("cancelLaunch")
+        self.close_button = QPushButton(self)
+        self.close_button.setObjectName("close")
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.cancel_button)
+        buttons.addWidget(self.close_button)
+        buttons.addWidget(self.launch_button)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.heading)
+        layout.addLayout(form)
+        layout.addWidget(self.cost)
+        layout.addWidget(self.steps_box)
+        layout.addWidget(self.log)
+        layout.addLayout(buttons)
+
+        self.runner = TaskRunner(self, button=self.launch_button, cancel_button=self.cancel_button)
+        self.runner.failed.connect(self._failed)
+        self.runner.finished.connect(self._finished)
+        self.detect_runner = TaskRunner(self, button=self.detect_button, show_dialog=False)
+        self.detect_runner.failed.connect(self._detect_failed)
+        self.launch_button.clicked.connect(self.start)
+        self.close_button.clicked.connect(self.close)
+        self.detect_button.clicked.connect(self.detect)
+        self.spot.toggled.connect(self._update_cost)
+        self.max_price.valueChanged.connect(self._update_cost)
+        self.retranslate()
+        self._update_cost()
+        if detect:
+            self.detect()
+
+    def retranslate(self) -> None:
+        o = self.offer
+        self.setWindowTitle(self.tr("Launch {type}").format(type=o.instance_type))
+        self.heading.setText(self.tr("{type}: {count} × {gpu}, {provider} {region}").format(
+            type=o.instance_type, count=o.gpu_count, gpu=o.gpu.name,
+            provider=accounts.title(o.provider), region=o.region))
+        self.labels[0].setText(self.tr("Spot (cheaper, can be reclaimed)"))
+        self.labels[1].setText(self.tr("Maximum spot price per hour"))
+        self.labels[2].setText(self.tr("Disk"))
+        self.labels[3].setText(self.tr("SSH allowed only from"))
+        self.labels[4].setText(self.tr("If refused, also try"))
+        self.detect_button.setText(self.tr("Detect"))
+        self.allow_from.setPlaceholderText(self.tr("your public address, e.g. 203.0.113.7/32"))
+        self.steps_box.setTitle(self.tr("Progress"))
+        for step in STEPS:
+            self.step_labels[step].setText(QCoreApplication.translate("Launcher",
+                                                                      STEP_TITLES[step]))
+        self.cancel_button.setText(self.tr("Cancel launch"))
+        self.close_button.setText(self.tr("Close"))
+        self._update_cost()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    def price(self) -> float:
+        spot = self.spot.isChecked() and self.offer.spot_price is not None
+        return float(self.offer.spot_price if spot and self.offer.spot_price is not None
+                     else self.offer.ondemand_price)
+
+    def _update_cost(self) -> None:
+        spot = self.spot.isChecked()
+        self.max_price.setEnabled(spot)
+        rate = self.money(self.price(), 3)
+        self.launch_button.setText(self.tr("Launch (about {rate}/h)").format(rate=rate))
+        text = self.tr("Billing starts when the machine runs: about {rate} per hour until you "
+                       "stop or terminate it.").format(rate=rate)
+        if spot:
+            text += " " + self.tr("Spot prices change and the cloud may reclaim the machine "
+                                  "with two minutes' notice.")
+        if self.offer.provider == "tencent" and spot:
+            text += " " + self.tr("Tencent's maximum price is in CNY per hour.")
+        self.cost.setText(text)
+
+    # ------------------------------------------------------------------ address
+
+    def detect(self) -> None:
+        self.detect_runner.run_blocking(detect_public_address, on_success=self.allow_from.setText)
+
+    def _detect_failed(self, message: str) -> None:
+        if not self.allow_from.text():
+            self.log.setText(message)
+
+    # ------------------------------------------------------------------ launch
+
+    def plan(self) -> LaunchPlan:
+        o = self.offer
+        spot = self.spot.isChecked()
+        fallbacks = tuple(self.fallbacks.item(i).text() for i in range(self.fallbacks.count())
+                          if self.fallbacks.item(i).checkState() == Qt.CheckState.Checked)
+        return LaunchPlan(
+            provider="aws" if o.provider == "aws" else "tencent", instance_type=o.instance_type,
+            region=o.region, market="spot" if spot else "on-demand",
+            max_price=(self.max_price.value() or None) if spot else None,
+            disk_gb=self.disk.value(), allow_from=self.allow_from.text().strip(),
+            fallback_regions=fallbacks, gpu=o.gpu.name, gpus=o.gpu_count,
+            price_per_hour=self.price())
+
+    def start(self) -> None:
+        try:
+            if not self.allow_from.text().strip():
+                raise ProviderError("invalid", MSG_BAD_CIDR, cidr="")
+            self.allow_from.setText(single_address(self.allow_from.text()))
+        except ProviderError as exc:
+            self.log.setText(error_text(exc)[0])
+            self.allow_from.setFocus()
+            return
+        for step in STEPS:
+            self.step_marks[step].setText(MARKS[""])
+        self.log.clear()
+        self._refusals = []
+        for w in (self.spot, self.max_price, self.disk, self.allow_from, self.fallbacks,
+                  self.detect_button):
+            w.setEnabled(False)
+        self.runner.run(self.launch_fn(self.plan(), self.on_progress), on_success=self._done,
+                        title=self.tr("The machine was not launched"))
+
+    def on_progress(self, p: Progress) -> None:
+        self.ledger_id = p.ledger_id
+        self.step_marks[p.step].setText(MARKS[p.status])
+        if p.error is not None:
+            line = error_text(p.error)[0]
+            if p.status == "retry":
+                self._refusals.append(line)
+                line = self.tr("Refused, trying the next place: {why}").format(why=line)
+            self.log.setText(line)
+
+    def _done(self, result: LaunchResult) -> None:
+        self.outcome = result
+        m = result.machine
+        self.log.setText(self.tr("{cloud_id} is running at {address}. It is on the Instances "
+                                 "page; connect with ssh {user}@{address}.").format(
+            cloud_id=m.cloud_id, address=m.public_ip, user=m.ssh_user))
+        self.launched.emit(m.id)
+
+    def _failed(self, message: str) -> None:
+        self.log.setText(message)
+
+    def _finished(self, ok: bool) -> None:
+        if not ok and not self.runner.last_error and self.ledger_id:
+            self.log.setText(self.tr("Cancelled. Anything already requested was terminated; "
+                                     "the Instances page shows its state."))
+        self.launch_button.setEnabled(self.outcome is None)
+        for w in (self.spot, self.disk, self.allow_from, self.fallbacks, self.detect_button):
+            w.setEnabled(self.outcome is None)
+        self._update_cost()
+        self.ended.emit()
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
+        if self.runner.busy:
+            self.runner.cancel()  # terminates what was requested; the ledger keeps the record
+        super().closeEvent(event)

@@ -1,0 +1,203 @@
+"""A horizontal stacked bar of one GPU's memory, drawn by hand.
+
+A ``paintEvent`` is a few rectangles per edit; a plotting library would cost
+more than the estimate itself. The bar is scaled to max(total, capacity) so
+the capacity marker is always visible; over capacity, the marker and the
+total turn red. The legend lists every part with its bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QCoreApplication, QEvent, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen, QResizeEvent
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from gpudesk.services.plan.planner import format_bytes
+from gpudesk.sizing import Estimate
+
+OVER = QColor("#d32f2f")
+
+# key, English label (translated at paint time), colour
+PARTS: tuple[tuple[str, str, str], ...] = (
+    ("weights", "Weights", "#3b6fb6"),
+    ("gradients", "Gradients", "#e08a2e"),
+    ("optimizer", "Optimizer states", "#4f9a5a"),
+    ("activations", "Activations", "#9b59b6"),
+    ("kv_cache", "KV cache", "#c2a33a"),
+    ("overhead", "CUDA context & buffers", "#7f8c8d"),
+)
+
+
+def _part_label(english: str) -> str:
+    # Listed literally so that lupdate finds every label.
+    labels = {
+        "Weights": QCoreApplication.translate("MemoryBar", "Weights"),
+        "Gradients": QCoreApplication.translate("MemoryBar", "Gradients"),
+        "Optimizer states": QCoreApplication.translate("MemoryBar", "Optimizer states"),
+        "Activations": QCoreApplication.translate("MemoryBar", "Activations"),
+        "KV cache": QCoreApplication.translate("MemoryBar", "KV cache"),
+        "CUDA context & buffers": QCoreApplication.translate("MemoryBar",
+                                                             "CUDA context & buffers"),
+    }
+    return labels.get(english, english)
+
+
+@dataclass(frozen=True)
+class Segment:
+    key: str
+    bytes: int
+
+
+def segments_of(est: Estimate) -> tuple[Segment, ...]:
+    """The bar's parts, in drawing order, straight from the estimate."""
+    return (
+        Segment("weights", est.weights_bytes),
+        Segment("gradients", est.gradients_bytes),
+        Segment("optimizer", est.optimizer_bytes),
+        Segment("activations", est.activations_bytes),
+        Segment("kv_cache", est.kv_cache_bytes),
+        Segment("overhead", est.overhead_bytes),
+    )
+
+
+class MemoryBar(QWidget):
+    """Per-GPU memory breakdown against one GPU's usable capacity."""
+
+    BAR_HEIGHT = 28
+    LEGEND_ROW = 20
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("memoryBar")
+        self._segments: tuple[Segment, ...] = ()
+        self._capacity = 0
+        self._gpu = ""
+        self._stale = False
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setMinimumWidth(260)
+
+    # ----------------------------------------------------------------- data
+
+    def set_estimate(self, est: Estimate, capacity: int = 0, gpu: str = "") -> None:
+        self._segments = segments_of(est)
+        self._capacity = capacity
+        self._gpu = gpu
+        self._stale = False
+        self.updateGeometry()
+        self.update()
+
+    def set_stale(self, stale: bool) -> None:
+        """Dim the last good result while the inputs are invalid."""
+        if stale != self._stale:
+            self._stale = stale
+            self.update()
+
+    @property
+    def stale(self) -> bool:
+        return self._stale
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        return self._segments
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(s.bytes for s in self._segments)
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self._capacity
+
+    @property
+    def over_capacity(self) -> bool:
+        return bool(self._capacity) and self.total_bytes > self._capacity
+
+    def legend_lines(self) -> list[str]:
+        """The legend's text, as painted (used by tests and for accessibility)."""
+        lines = [f"{_part_label(label)}: {format_bytes(seg.bytes)}"
+                 for seg, (_, label, _) in zip(self._segments, PARTS, strict=True)]
+        total = QCoreApplication.translate("MemoryBar", "Total per GPU: {used}").format(
+            used=format_bytes(self.total_bytes))
+        if self._capacity:
+            total += " / " + QCoreApplication.translate("MemoryBar", "{gpu} {capacity}").format(
+                gpu=self._gpu, capacity=format_bytes(self._capacity))
+        lines.append(total)
+        return lines
+
+    # ----------------------------------------------------------------- painting
+
+    def _legend_columns(self) -> int:
+        return 2 if self.width() < 520 else 3
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        rows = -(-len(PARTS) // self._legend_columns()) + 1
+        return QSize(480, self.BAR_HEIGHT + 26 + rows * self.LEGEND_ROW)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        return QSize(260, self.sizeHint().height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
+        # Legend columns depend on the width; the height follows them.
+        height = self.sizeHint().height()
+        if self.height() != height:
+            self.setFixedHeight(height)
+        super().resizeEvent(event)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.LanguageChange:
+            self.update()
+        super().changeEvent(event)
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt API
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        if self._stale:
+            p.setOpacity(0.4)
+        pal = self.palette()
+        w = self.width() - 2
+        bar = QRectF(1, 14, w, self.BAR_HEIGHT)
+        p.setPen(QPen(pal.mid().color(), 1))
+        p.setBrush(pal.base())
+        p.drawRect(bar)
+        scale_max = max(self.total_bytes, self._capacity, 1)
+        x = bar.left()
+        for seg, (_, _, colour) in zip(self._segments, PARTS, strict=True):
+            width = bar.width() * seg.bytes / scale_max
+            if width > 0:
+                p.fillRect(QRectF(x, bar.top() + 1, width, bar.height() - 1), QColor(colour))
+            x += width
+        if self._capacity:
+            cx = bar.left() + bar.width() * self._capacity / scale_max
+            marker = OVER if self.over_capacity else pal.windowText().color()
+            p.setPen(QPen(marker, 2, Qt.PenStyle.DashLine if not self.over_capacity
+                          else Qt.PenStyle.SolidLine))
+            p.drawLine(int(cx), 2, int(cx), int(bar.bottom()) + 4)
+            p.setPen(marker)
+            cap = format_bytes(self._capacity)
+            fm = p.fontMetrics()
+            tx = max(0, min(int(cx) - fm.horizontalAdvance(cap) // 2,
+                            self.width() - fm.horizontalAdvance(cap)))
+            p.drawText(tx, 11, cap)
+        self._paint_legend(p, int(bar.bottom()) + 8)
+        p.end()
+
+    def _paint_legend(self, p: QPainter, top: int) -> None:
+        lines = self.legend_lines()
+        cols = self._legend_columns()
+        col_w = self.width() // cols
+        pal = self.palette()
+        for i, (text, (_, _, colour)) in enumerate(zip(lines, PARTS, strict=False)):
+            x = (i % cols) * col_w
+            y = top + (i // cols) * self.LEGEND_ROW
+            p.fillRect(x + 1, y + 4, 10, 10, QColor(colour))
+            p.setPen(pal.windowText().color())
+            elided = p.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, col_w - 20)
+            p.drawText(x + 16, y + 14, elided)
+        y = top + (-(-len(PARTS) // cols)) * self.LEGEND_ROW
+        f = p.font()
+        f.setBold(True)
+        p.setFont(f)
+        p.setPen(OVER if self.over_capacity else pal.windowText().color())
+        p.drawText(1, y + 14, lines[-1])

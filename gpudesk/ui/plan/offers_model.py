@@ -1,0 +1,241 @@
+"""The ranked offers as a Qt table: a plain model and a filtering, sorting proxy.
+
+The planner already ranks; the model only shows its ``RankedOffer`` list. The
+proxy filters by provider, region and maximum price without re-ranking, and
+sorts the way the planner does (offers that fit always first, then the chosen
+key, then the planner's tie-breakers), so clicking a header never puts an
+offer that cannot run above one that can.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QCoreApplication,
+    QModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+)
+from PySide6.QtGui import QBrush, QColor
+
+from gpudesk.services.plan.planner import RankedOffer, format_bytes
+from gpudesk.ui.widgets.models import Index
+from gpudesk.ui.widgets.money import DISPLAY
+
+# Cost to finish sits right after $/h so it stays in view in a 1280-px window.
+COLUMNS: tuple[str, ...] = ("provider", "instance", "region", "gpus", "market", "price",
+                            "cost", "hours", "headroom", "why")
+COL = {name: i for i, name in enumerate(COLUMNS)}
+# Column -> planner sort key for the columns whose order means something.
+SORT_KEYS = {"price": "price", "hours": "hours", "cost": "cost", "headroom": "headroom"}
+
+RankedRole = Qt.ItemDataRole.UserRole + 1
+_ROLES = frozenset({Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole,
+                    Qt.ItemDataRole.ForegroundRole, Qt.ItemDataRole.TextAlignmentRole,
+                    RankedRole})
+_NUMERIC = frozenset({"price", "hours", "cost", "headroom"})
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+
+
+translate = QCoreApplication.translate  # the name lupdate looks for
+
+
+def format_money(value: float) -> str:
+    """USD from the catalog, shown in the currency chosen in Preferences."""
+    return DISPLAY(value)
+
+
+def format_hours(hours: float) -> str:
+    if math.isinf(hours) or math.isnan(hours):
+        return "—"
+    number = f"{hours:,.1f}" if hours < 1000 else f"{hours:,.0f}"
+    return translate("OffersModel", "{hours} h").format(hours=number)
+
+
+def market_text(spot: bool) -> str:
+    return translate("OffersModel", "spot") if spot else translate("OffersModel", "on-demand")
+
+
+def reason_text(r: RankedOffer) -> str:
+    return QCoreApplication.translate("Planner", r.reason).format(**r.reason_values)
+
+
+def gpus_text(r: RankedOffer, memory: bool = True) -> str:
+    o = r.offer
+    text = f"{o.gpu_count} × {o.gpu.name}"
+    return f"{text} ({format_bytes(o.gpu.usable_bytes)})" if memory else text
+
+
+def sort_key(r: RankedOffer, key: str) -> tuple[Any, ...]:
+    """The planner's order: fits first, then ``key``, then its tie-breakers."""
+    primary = {"cost": r.cost, "price": r.price_per_hour, "hours": r.hours,
+               "headroom": -r.headroom_bytes}.get(key, r.cost)
+    return (not r.fits, primary, r.cost, r.price_per_hour, r.offer.instance_type)
+
+
+def header_text(column: str) -> str:
+    return {
+        "provider": translate("OffersModel", "Provider"),
+        "instance": translate("OffersModel", "Instance"),
+        "region": translate("OffersModel", "Region"),
+        "gpus": translate("OffersModel", "GPUs"),
+        "market": translate("OffersModel", "Market"),
+        "price": translate("OffersModel", "{symbol}/h").format(symbol=DISPLAY.symbol),
+        "hours": translate("OffersModel", "Est. hours"),
+        "cost": translate("OffersModel", "Cost to finish"),
+        "headroom": translate("OffersModel", "Headroom"),
+        "why": translate("OffersModel", "Why"),
+    }[column]
+
+
+_GREY = QBrush(QColor("#9e9e9e"))
+
+
+class OffersModel(QAbstractTableModel):
+    """Read-only view of one ranking; ``set_ranked`` swaps it in one reset."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._ranked: list[RankedOffer] = []
+        self._texts: list[tuple[str, ...]] = []  # display text per row, built once
+
+    def _build_texts(self) -> None:
+        # Painting asks data() for ~10 roles per visible cell; formatting once
+        # per ranking instead of per call keeps a repaint near 1 ms.
+        self._texts = [tuple(self._display(r, c) for c in COLUMNS) for r in self._ranked]
+
+    @property
+    def ranked(self) -> list[RankedOffer]:
+        return self._ranked
+
+    def set_ranked(self, ranked: list[RankedOffer]) -> None:
+        self.beginResetModel()
+        self._ranked = list(ranked)
+        self._build_texts()
+        self.endResetModel()
+
+    def retranslate(self) -> None:
+        """Texts depend on the language; tell views to re-read them."""
+        self._build_texts()
+        self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, len(COLUMNS) - 1)
+        if self._ranked:
+            self.dataChanged.emit(self.index(0, 0),
+                                  self.index(len(self._ranked) - 1, len(COLUMNS) - 1))
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(self._ranked)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return header_text(COLUMNS[section])
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role not in _ROLES:
+            return None
+        row, column = index.row(), index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._texts[row][column]
+        r = self._ranked[row]
+        if role == RankedRole:
+            return r
+        name = COLUMNS[column]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return gpus_text(r) if name == "gpus" else reason_text(r) if name == "why" else None
+        if role == Qt.ItemDataRole.ForegroundRole:
+            return None if r.fits else _GREY
+        if name in _NUMERIC:  # TextAlignmentRole
+            return _RIGHT
+        return None
+
+    @staticmethod
+    def _display(r: RankedOffer, column: str) -> str:
+        o = r.offer
+        if column == "provider":
+            return o.provider
+        if column == "instance":
+            return o.instance_type
+        if column == "region":
+            return o.region
+        if column == "gpus":
+            return gpus_text(r, memory=False)  # the memory is in the summary and tooltip
+        if column == "market":
+            return market_text(r.spot)
+        if column == "price":
+            return format_money(r.price_per_hour)
+        if column == "hours":
+            return format_hours(r.hours)
+        if column == "cost":
+            return format_money(r.cost)
+        if column == "headroom":
+            return format_bytes(r.headroom_bytes) if r.estimate is not None else "—"
+        return reason_text(r)
+
+
+class OffersProxy(QSortFilterProxyModel):
+    """Filters (provider, region, max $/h) and planner-style sorting."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._provider = ""
+        self._region = ""
+        self._max_price: float | None = None
+        self._keys: dict[int, list[tuple[Any, ...]]] = {}  # column -> key per source row
+
+    def setSourceModel(self, model: Any) -> None:  # noqa: N802 - Qt API
+        super().setSourceModel(model)
+        model.modelAboutToBeReset.connect(self._keys.clear)
+        model.dataChanged.connect(lambda *_args: self._keys.clear())  # e.g. a new language
+
+    def set_filters(self, provider: str = "", region: str = "",
+                    max_price: float | None = None) -> None:
+        if (provider, region, max_price) == (self._provider, self._region, self._max_price):
+            return
+        if hasattr(self, "beginFilterChange"):  # Qt >= 6.10; invalidateRowsFilter is deprecated
+            self.beginFilterChange()
+            self._provider, self._region, self._max_price = provider, region, max_price
+            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+        else:
+            self._provider, self._region, self._max_price = provider, region, max_price
+            self.invalidateRowsFilter()
+
+    def ranked_at(self, row: int) -> RankedOffer:
+        return self.data(self.index(row, 0), RankedRole)  # type: ignore[no-any-return]
+
+    def visible(self) -> list[RankedOffer]:
+        return [self.ranked_at(i) for i in range(self.rowCount())]
+
+    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:  # noqa: N802
+        model = self.sourceModel()
+        assert isinstance(model, OffersModel)
+        r = model.ranked[source_row]
+        if self._provider and r.offer.provider != self._provider:
+            return False
+        if self._region and r.offer.region != self._region:
+            return False
+        return self._max_price is None or r.price_per_hour <= self._max_price
+
+    def _column_keys(self, column: int) -> list[tuple[Any, ...]]:
+        keys = self._keys.get(column)
+        if keys is None:
+            model = self.sourceModel()
+            assert isinstance(model, OffersModel)
+            name = COLUMNS[column]
+            key = SORT_KEYS.get(name)
+            if key is None:  # text columns: alphabetical, offers that fit first
+                keys = [(not r.fits, model._display(r, name)) for r in model.ranked]
+            else:
+                keys = [sort_key(r, key) for r in model.ranked]
+            self._keys[column] = keys
+        return keys
+
+    def lessThan(self, left: Index, right: Index) -> bool:  # noqa: N802
+        keys = self._column_keys(left.column())
+        return keys[left.row()] < keys[right.row()]

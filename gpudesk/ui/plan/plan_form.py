@@ -1,0 +1,419 @@
+"""The Plan page's input form: model and training setup ⇄ a planner ``Job``.
+
+Numbers are typed into line edits, not spin boxes, so that a half-typed or
+wrong value stays on screen (marked red, with a message) instead of being
+silently clamped, and the other inputs are never touched. ``inputs()`` and
+``set_inputs()`` speak plain JSON-able dicts of the raw texts: that is what
+``settings.last_plan`` and saved plans keep, so even invalid inputs survive.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+from PySide6.QtCore import QEvent, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QWidget,
+)
+
+from gpudesk import sizing
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.plan.planner import Job
+
+ERR_WHOLE = QT_TRANSLATE_NOOP("SizingError", "enter a whole number, e.g. {example}")
+ERR_AMOUNT = QT_TRANSLATE_NOOP("SizingError", "enter a number such as 1e9 or 2.5B")
+ERR_PERCENT = QT_TRANSLATE_NOOP("SizingError", "enter a percentage between 1 and 100")
+
+INT_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "batch", "seq",
+              "image_size", "gen_tokens", "gpus")
+SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
+TEXT_FIELDS = (*INT_FIELDS, "params", "work", "mfu")
+OPTIMIZER_NAMES = {"sgd": "SGD", "sgd-momentum": "SGD + momentum", "adam": "Adam",
+                   "adamw": "AdamW", "adafactor": "Adafactor", "adam-8bit": "Adam 8-bit"}
+SOURCES = ("preset", "shape", "params")
+_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def parse_amount(text: str) -> float:
+    """``"1e9"``, ``"2.5B"``, ``"300M"``, ``"1,000,000"`` -> float; ValueError otherwise."""
+    t = text.strip().replace(",", "").replace("_", "").replace(" ", "").lower()
+    scale = 1.0
+    if t and t[-1] in _SUFFIX:
+        t, scale = t[:-1], _SUFFIX[t[-1]]
+    value = float(t) * scale
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
+
+
+def parse_whole(text: str) -> int:
+    value = parse_amount(text)
+    if not value.is_integer():
+        raise ValueError(text)
+    return int(value)
+
+
+def combo_key(combo: QComboBox) -> str:
+    """The current item's key; "" when the combo is empty.
+
+    Never asks Qt for an empty QVariant: PySide 6.12 hands such a value back
+    as ``None`` without taking a reference, and enough calls free ``None``.
+    """
+    index = combo.currentIndex()
+    return str(combo.itemData(index)) if index >= 0 else ""
+
+
+def is_invalid(widget: QWidget) -> bool:
+    # Checked by name first, for the same PySide 6.12 reason as combo_key.
+    names = {bytes(n.data()) for n in widget.dynamicPropertyNames()}
+    return b"invalid" in names and widget.property("invalid") == "true"
+
+
+def set_invalid(widget: QWidget, bad: bool) -> None:
+    """Toggle the red border (a string property: the stylesheet matches on it).
+
+    A string, so the stylesheet selector ``[invalid="true"]`` matches it.
+    """
+    if is_invalid(widget) != bad:
+        widget.setProperty("invalid", "true" if bad else "false")
+        widget.style().unpolish(widget)
+        widget.style().polish(widget)
+
+
+class PlanForm(QWidget):
+    """Every input of the Plan page; ``changed`` fires on each edit."""
+
+    changed = Signal()
+
+    def __init__(self, mfu: float = 0.35, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("planForm")
+        self._loading = False
+        self.edits: dict[str, QLineEdit] = {}
+        for name in TEXT_FIELDS:
+            edit = QLineEdit(self)
+            edit.setObjectName(f"field_{name}")
+            edit.textEdited.connect(self._edited)
+            edit.textChanged.connect(self._edited_programmatic)
+            self.edits[name] = edit
+        self.source = self._combo("source", SOURCES)
+        self.preset = self._combo("model", tuple(sizing.PRESETS))
+        self.mode = self._combo("mode", ("train", "inference"))
+        self.precision = self._combo("precision", sizing.PRECISIONS)
+        self.optimizer = self._combo("optimizer", sizing.OPTIMIZERS)
+        self.zero = self._combo("zero", ("0", "1", "2", "3"))
+        self.grad_checkpointing = self._check("grad_checkpointing")
+        self.flash_attention = self._check("flash_attention")
+        self.offload = self._check("offload")
+        self.fields: dict[str, QWidget] = {
+            **self.edits, "model": self.preset, "source": self.source, "mode": self.mode,
+            "precision": self.precision, "optimizer": self.optimizer, "zero": self.zero,
+            "tokens": self.edits["work"], "samples": self.edits["work"],
+        }
+        self.form = QFormLayout(self)
+        self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.labels: dict[str, QLabel] = {}
+        order = ("source", "model", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
+                 "params", "batch", "seq", "image_size", "mode", "gen_tokens", "precision",
+                 "optimizer", "grad_checkpointing", "flash_attention", "gpus", "zero",
+                 "offload", "work", "mfu")
+        widgets: dict[str, QWidget] = {
+            **self.fields, "grad_checkpointing": self.grad_checkpointing,
+            "flash_attention": self.flash_attention, "offload": self.offload}
+        for name in order:
+            label = QLabel(self)
+            label.setObjectName(f"label_{name}")
+            label.setBuddy(widgets[name])
+            self.labels[name] = label
+            self.form.addRow(label, widgets[name])
+        self._rows = widgets
+        self.preset.setCurrentIndex(self.preset.findData("gpt2"))
+        self._fill_shape(sizing.preset("gpt2"))
+        defaults = {"params": "7e9", "batch": "8", "seq": "1024", "image_size": "224",
+                    "gen_tokens": "256", "gpus": "1", "work": "1e9",
+                    "mfu": f"{mfu * 100:g}"}
+        for name, text in defaults.items():
+            self.edits[name].setText(text)
+        self.precision.setCurrentIndex(self.precision.findData("amp-bf16"))
+        self.optimizer.setCurrentIndex(self.optimizer.findData("adamw"))
+        self.retranslate()
+        self._update_rows()
+
+    # ----------------------------------------------------------------- building
+
+    def _combo(self, name: str, keys: tuple[str, ...]) -> QComboBox:
+        combo = QComboBox(self)
+        combo.setObjectName(f"field_{name}")
+        for key in keys:
+            combo.addItem(key, key)
+        combo.currentIndexChanged.connect(lambda _i, n=name: self._combo_changed(n))
+        return combo
+
+    def _check(self, name: str) -> QCheckBox:
+        box = QCheckBox(self)
+        box.setObjectName(f"field_{name}")
+        box.toggled.connect(self._edited)
+        return box
+
+    def retranslate(self) -> None:
+        texts = {
+            "source": self.tr("Model source"), "model": self.tr("Preset"),
+            "layers": self.tr("Layers"),
+            "hidden": self.tr("Hidden size"), "heads": self.tr("Attention heads"),
+            "kv_heads": self.tr("KV heads"), "ffn": self.tr("FFN size"),
+            "vocab": self.tr("Vocabulary"),
+            "params": self.tr("Parameters"), "batch": self.tr("Batch per GPU"),
+            "seq": self.tr("Sequence length"), "image_size": self.tr("Image size (px)"),
+            "mode": self.tr("Mode"), "gen_tokens": self.tr("Generated tokens"),
+            "precision": self.tr("Precision"), "optimizer": self.tr("Optimizer"),
+            "grad_checkpointing": self.tr("Checkpointing"), "flash_attention": self.tr("Attention"),
+            "gpus": self.tr("GPUs"), "zero": self.tr("ZeRO stage"), "offload": self.tr("Offload"),
+            "work": self._work_label(), "mfu": self.tr("MFU (%)"),
+        }
+        for name, text in texts.items():
+            self.labels[name].setText(text)
+        for i, text in enumerate((self.tr("Preset"), self.tr("Transformer shape"),
+                                  self.tr("Parameter count"))):
+            self.source.setItemText(i, text)
+        self.mode.setItemText(0, self.tr("Train"))
+        self.mode.setItemText(1, self.tr("Inference"))
+        zero_texts = (self.tr("0 — plain data parallel"), self.tr("1 — shard optimizer"),
+                      self.tr("2 — + gradients"), self.tr("3 — + parameters"))
+        for i, text in enumerate(zero_texts):
+            self.zero.setItemText(i, text)
+        for i, key in enumerate(sizing.OPTIMIZERS):
+            self.optimizer.setItemText(i, OPTIMIZER_NAMES.get(key, key))
+        self.grad_checkpointing.setText(self.tr("Gradient checkpointing"))
+        self.flash_attention.setText(self.tr("Flash attention"))
+        self.offload.setText(self.tr("CPU offload (ZeRO)"))
+        self.edits["work"].setPlaceholderText(self.tr("e.g. 1e9 or 2.5B"))
+        self.edits["params"].setPlaceholderText(self.tr("e.g. 7e9 or 7B"))
+        self.edits["mfu"].setToolTip(
+            self.tr("Model FLOPs utilisation you expect; 30-50% is typical"))
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    # ----------------------------------------------------------------- reactions
+
+    def _edited(self, *_args: object) -> None:
+        if not self._loading:
+            self.changed.emit()
+
+    def _edited_programmatic(self, *_args: object) -> None:
+        # textEdited covers typing; setText (tests, benchmarks, restore) lands here.
+        sender = self.sender()
+        if isinstance(sender, QLineEdit) and not sender.isModified():
+            self._edited()
+
+    def _combo_changed(self, name: str) -> None:
+        if self._loading:
+            return
+        if name in ("model", "source"):
+            base = sizing.PRESETS.get(combo_key(self.preset))
+            if base is not None and (name == "model" or self.source_key != "shape"):
+                self._fill_shape(base)
+        self._update_rows()
+        self.changed.emit()
+
+    def _fill_shape(self, spec: sizing.ModelSpec) -> None:
+        was, self._loading = self._loading, True
+        try:
+            for name in SHAPE_FIELDS:
+                self.edits[name].setText(str(getattr(spec, name)))
+            if spec.image_size:
+                self.edits["image_size"].setText(str(spec.image_size))
+            if spec.kind in ("params", "cnn"):
+                self.edits["params"].setText(f"{spec.parameter_count():.4g}")
+        finally:
+            self._loading = was
+
+    @property
+    def source_key(self) -> str:
+        return str(combo_key(self.source))
+
+    @property
+    def base_model(self) -> sizing.ModelSpec:
+        return sizing.PRESETS.get(combo_key(self.preset), sizing.preset("gpt2"))
+
+    @property
+    def vision(self) -> bool:
+        return self.source_key != "params" and self.base_model.kind in ("vit", "cnn")
+
+    def _work_label(self) -> str:
+        if combo_key(self.mode) == "inference":
+            return self.tr("Tokens to generate")
+        return self.tr("Training images") if self.vision else self.tr("Training tokens")
+
+    def _update_rows(self) -> None:
+        source, base = self.source_key, self.base_model
+        train = combo_key(self.mode) == "train"
+        shape_ok = source == "shape" or (source == "preset" and base.is_transformer)
+        visible = {
+            "model": source != "params",
+            "params": source == "params" or (source == "preset" and not base.is_transformer),
+            "seq": not self.vision, "image_size": self.vision,
+            "gen_tokens": not train, "optimizer": train, "grad_checkpointing": train,
+            "zero": train, "offload": train,
+        }
+        for name in SHAPE_FIELDS:
+            visible[name] = shape_ok or (source == "params" and name in ("layers", "hidden"))
+        if base.kind == "vit" and source != "params":
+            visible["vocab"] = False
+        for name, widget in self._rows.items():
+            self.form.setRowVisible(widget, visible.get(name, True))
+        editable = {n: source != "preset" for n in SHAPE_FIELDS}
+        editable["params"] = source == "params"
+        for name, ok in editable.items():
+            self.edits[name].setReadOnly(not ok)
+        self.labels["work"].setText(self._work_label())
+
+    # ----------------------------------------------------------------- job
+
+    def _int(self, name: str, errors: list[sizing.SizingError], blank: int | None = None) -> int:
+        text = self.edits[name].text()
+        if blank is not None and not text.strip():
+            return blank
+        try:
+            return parse_whole(text)
+        except ValueError:
+            errors.append(sizing.SizingError(name, ERR_WHOLE, example=2048 if name == "seq"
+                                             else 8))
+            return 1
+
+    def _model(self, errors: list[sizing.SizingError]) -> sizing.ModelSpec:
+        source, base = self.source_key, self.base_model
+        if source == "preset":
+            return base
+        if source == "params":
+            try:
+                params = parse_amount(self.edits["params"].text())
+            except ValueError:
+                errors.append(sizing.SizingError("params", ERR_AMOUNT))
+                params = 1.0
+            layers = self._int("layers", errors, blank=0)
+            hidden = self._int("hidden", errors, blank=0)
+            try:
+                return sizing.params_model(params, layers=layers, hidden=hidden)
+            except sizing.SizingError as exc:
+                errors.append(exc)
+                return sizing.params_model(1.0)
+        shape = {name: self._int(name, errors) for name in SHAPE_FIELDS}
+        if base.kind not in ("decoder", "encoder", "vit"):
+            base = sizing.preset("gpt2")
+        return replace(base, name=self.tr("custom (from {preset})").format(preset=base.name),
+                       **shape)  # type: ignore[arg-type]
+
+    def build_job(self) -> tuple[Job | None, list[sizing.SizingError]]:
+        """The job the inputs describe, or every error found (first = the one to fix)."""
+        errors: list[sizing.SizingError] = []
+        model = self._model(errors)
+        train = combo_key(self.mode) == "train"
+        setup = sizing.Setup(
+            batch=self._int("batch", errors), seq=self._int("seq", errors),
+            image_size=self._int("image_size", errors) if self.vision else 0,
+            mode="train" if train else "inference",
+            precision=combo_key(self.precision),  # type: ignore[arg-type]
+            optimizer=combo_key(self.optimizer),  # type: ignore[arg-type]
+            grad_checkpointing=self.grad_checkpointing.isChecked(),
+            flash_attention=self.flash_attention.isChecked(), gpus=self._int("gpus", errors),
+            zero=int(combo_key(self.zero)) if train else 0,
+            offload=self.offload.isChecked() and train,
+            gen_tokens=0 if train else self._int("gen_tokens", errors),
+        )
+        try:
+            amount = parse_amount(self.edits["work"].text())
+        except ValueError:
+            errors.append(sizing.SizingError("work", ERR_AMOUNT))
+            amount = 0.0
+        try:
+            mfu = parse_amount(self.edits["mfu"].text()) / 100
+        except ValueError:
+            errors.append(sizing.SizingError("mfu", ERR_PERCENT))
+            mfu = 0.35
+        if errors:
+            return None, errors
+        try:
+            work = (sizing.Workload(samples=amount, mfu=mfu) if self.vision and train
+                    else sizing.Workload(tokens=amount, mfu=mfu))
+            sizing.validate(model, setup)
+        except sizing.SizingError as exc:
+            return None, [exc]
+        return Job(model, setup, work), []
+
+    # ----------------------------------------------------------------- errors
+
+    def widget_for(self, field: str) -> QWidget | None:
+        return self.fields.get(field)
+
+    def mark_errors(self, fields: set[str]) -> None:
+        """Red border on exactly ``fields`` (SizingError field names)."""
+        marked = {self.fields[f] for f in fields if f in self.fields}
+        for widget in {*self.fields.values()}:
+            set_invalid(widget, widget in marked)
+
+    # ----------------------------------------------------------------- persistence
+
+    def inputs(self) -> dict[str, Any]:
+        data: dict[str, Any] = {name: edit.text() for name, edit in self.edits.items()}
+        data |= {"source": self.source_key, "preset": combo_key(self.preset),
+                 "mode": combo_key(self.mode), "precision": combo_key(self.precision),
+                 "optimizer": combo_key(self.optimizer), "zero": combo_key(self.zero),
+                 "grad_checkpointing": self.grad_checkpointing.isChecked(),
+                 "flash_attention": self.flash_attention.isChecked(),
+                 "offload": self.offload.isChecked()}
+        return data
+
+    def set_inputs(self, data: dict[str, Any]) -> None:
+        """Restore what ``inputs()`` gave; unknown keys and bad values are ignored."""
+        self._loading = True
+        try:
+            combos = {"source": self.source, "preset": self.preset, "mode": self.mode,
+                      "precision": self.precision, "optimizer": self.optimizer,
+                      "zero": self.zero}
+            for key, combo in combos.items():
+                index = combo.findData(str(data.get(key, "")))
+                if index >= 0:
+                    combo.setCurrentIndex(index)
+            self._fill_shape(self.base_model)  # a preset's shape, unless data overrides
+            for key, box in (("grad_checkpointing", self.grad_checkpointing),
+                             ("flash_attention", self.flash_attention),
+                             ("offload", self.offload)):
+                if isinstance(data.get(key), bool):
+                    box.setChecked(data[key])
+            for name, edit in self.edits.items():
+                if isinstance(data.get(name), str | int | float):
+                    edit.setText(str(data[name]))
+        finally:
+            self._loading = False
+        self._update_rows()
+        self.changed.emit()
+
+    def set_job(self, job: Job) -> None:
+        """Show a job that came without form inputs (e.g. a plan written by the CLI)."""
+        m, s, w = job.model, job.setup, job.work
+        preset = sizing.PRESETS.get(m.name)
+        source = "preset" if preset == m else ("params" if m.kind == "params" else "shape")
+        data: dict[str, Any] = {
+            "source": source, "preset": m.name if preset else "gpt2", "batch": s.batch,
+            "seq": s.seq, "mode": s.mode, "precision": s.precision,
+            "optimizer": s.optimizer, "zero": str(s.zero), "gpus": s.gpus,
+            "grad_checkpointing": s.grad_checkpointing, "flash_attention": s.flash_attention,
+            "offload": s.offload, "gen_tokens": s.gen_tokens,
+            "work": f"{w.samples or w.tokens:g}", "mfu": f"{w.mfu * 100:g}",
+        }
+        if s.image_size:
+            data["image_size"] = s.image_size
+        if source != "preset":
+            data |= {n: getattr(m, n) for n in SHAPE_FIELDS}
+            data["params"] = f"{m.parameter_count():g}"
+        self.set_inputs(data)

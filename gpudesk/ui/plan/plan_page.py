@@ -1,0 +1,541 @@
+"""The Plan page: what the model needs per GPU, which offers fit, what finishing costs.
+
+Every edit recomputes synchronously (estimate + ranking of ~80 offers + the
+researcher's three questions take a few milliseconds; see
+``benchmarks/bench_calculator.py``). Bad input marks its field and shows the
+translated message under the form, while the last good result stays on screen,
+dimmed, so nothing jumps around while typing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QCoreApplication, QEvent, QItemSelectionModel, Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpudesk import sizing
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.cloud.catalog import Catalog, load_catalog
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.plan import planner
+from gpudesk.services.plan.planner import Job, RankedOffer, format_bytes
+from gpudesk.ui.plan.memory_bar import MemoryBar
+from gpudesk.ui.plan.offers_model import (
+    COL,
+    OffersModel,
+    OffersProxy,
+    format_hours,
+    format_money,
+    gpus_text,
+    market_text,
+    reason_text,
+)
+from gpudesk.ui.plan.plan_form import PlanForm, combo_key, parse_amount, set_invalid
+from gpudesk.ui.widgets.answers import answers_for
+from gpudesk.ui.widgets.task_runner import TaskRunner
+
+ERR_NOTHING = QT_TRANSLATE_NOOP("SizingError", "fix the inputs marked in red first")
+SORTS = ("cost", "price", "headroom", "hours")
+STYLE = """
+QLineEdit[invalid="true"], QComboBox[invalid="true"] { border: 2px solid #d32f2f; }
+QLabel#formErrors { color: #d32f2f; }
+"""
+
+
+def _key(r: RankedOffer) -> tuple[str, str, str]:
+    return (r.offer.provider, r.offer.instance_type, r.offer.region)
+
+
+class PlanPage(QWidget):
+    """Inputs on the left; memory bar, answers, summary and the offers table on the right."""
+
+    recomputed = Signal()  # after every successful update of the bar and the table
+    catalog_changed = Signal(object)  # the Catalog now in use
+    launch_requested = Signal(object)  # the RankedOffer the user wants to rent
+
+    def __init__(self, settings: Settings, catalog: Catalog | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("planPage")
+        self.setStyleSheet(STYLE)
+        self.settings = settings
+        self.catalog = catalog
+        self.job: Job | None = None
+        self.estimate: sizing.Estimate | None = None
+        self.errors: list[sizing.SizingError] = []
+        self._selected_key: tuple[str, str, str] | None = None
+        self._restoring = False
+        self._selecting = False
+        self._fitted = False
+
+        self.form = PlanForm(mfu=settings.mfu, parent=self)
+        self.form_errors = QLabel(self)
+        self.form_errors.setObjectName("formErrors")
+        self.form_errors.setWordWrap(True)
+        left = QWidget(self)
+        lv = QVBoxLayout(left)
+        lv.addWidget(self.form)
+        lv.addWidget(self.form_errors)
+        lv.addStretch(1)
+        scroll = QScrollArea(self)
+        scroll.setWidget(left)
+        scroll.setWidgetResizable(True)
+        scroll.setMinimumWidth(330)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+        self.memory_box = QGroupBox(self)
+        self.bar = MemoryBar(self.memory_box)
+        self.answers = QLabel(self.memory_box)
+        self.answers.setObjectName("answers")
+        self.answers.setWordWrap(True)
+        self.answers.setTextFormat(Qt.TextFormat.PlainText)
+        self.notes = QLabel(self.memory_box)
+        self.notes.setWordWrap(True)
+        self.notes.setStyleSheet("color: palette(placeholder-text);")
+        mv = QVBoxLayout(self.memory_box)
+        mv.addWidget(self.bar)
+        mv.addWidget(self.answers)
+        mv.addWidget(self.notes)
+        mv.addStretch(1)
+
+        self.summary_box = QGroupBox(self)
+        self.summary_box.setMinimumWidth(260)
+        sf = QFormLayout(self.summary_box)
+        self.summary_labels: dict[str, QLabel] = {}
+        self.summary_values: dict[str, QLabel] = {}
+        for name in ("machine", "gpus", "market", "memory", "hours", "cost"):
+            label, value = QLabel(self.summary_box), QLabel(self.summary_box)
+            value.setObjectName(f"summary_{name}")
+            value.setWordWrap(True)
+            value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.summary_labels[name], self.summary_values[name] = label, value
+            sf.addRow(label, value)
+        self.launch_button = QPushButton(self.summary_box)
+        self.launch_button.setObjectName("launchOffer")
+        self.launch_button.setEnabled(False)
+        self.launch_button.clicked.connect(self._request_launch)
+        sf.addRow(self.launch_button)
+
+        top = QWidget(self)
+        th = QHBoxLayout(top)
+        th.setContentsMargins(0, 0, 0, 0)
+        th.addWidget(self.memory_box, 5)
+        th.addWidget(self.summary_box, 3)
+
+        self.offers_box = QGroupBox(self)
+        self.provider = QComboBox(self.offers_box)
+        self.region = QComboBox(self.offers_box)
+        self.spot = QCheckBox(self.offers_box)
+        self.max_price = QLineEdit(self.offers_box)
+        self.max_price.setMaximumWidth(80)
+        self.sort = QComboBox(self.offers_box)
+        for key in SORTS:
+            self.sort.addItem(key, key)
+        self.filter_labels = [QLabel(self.offers_box) for _ in range(3)]
+        self.progress = QProgressBar(self.offers_box)
+        self.progress.setMaximumWidth(120)
+        fh = QHBoxLayout()
+        for widget in (self.provider, self.region, self.spot, self.filter_labels[0],
+                       self.max_price, self.filter_labels[1], self.sort, self.progress):
+            fh.addWidget(widget)
+        fh.addStretch(1)
+        self.model = OffersModel(self)
+        self.proxy = OffersProxy(self)
+        self.proxy.setSourceModel(self.model)
+        self.table = QTableView(self.offers_box)
+        self.table.setObjectName("offersTable")
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(COL["cost"], Qt.SortOrder.AscendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        # Interactive, not ResizeToContents: that re-measures every cell on each
+        # edit (tens of ms); widths are fitted once per catalog and language.
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        ov = QVBoxLayout(self.offers_box)
+        ov.addLayout(fh)
+        ov.addWidget(self.table)
+
+        right = QSplitter(Qt.Orientation.Vertical, self)
+        right.addWidget(top)
+        right.addWidget(self.offers_box)
+        right.setStretchFactor(1, 1)
+        layout = QHBoxLayout(self)
+        layout.addWidget(scroll)
+        layout.addWidget(right, 1)
+
+        self.runner = TaskRunner(self, progress=self.progress)
+        self.form.changed.connect(self.recompute)
+        self.spot.toggled.connect(self.recompute)
+        self.provider.currentIndexChanged.connect(self._provider_changed)
+        self.region.currentIndexChanged.connect(self._apply_filters)
+        self.max_price.textChanged.connect(self._apply_filters)
+        self.sort.currentIndexChanged.connect(self._sort_changed)
+        self.table.selectionModel().selectionChanged.connect(self._selection_changed)
+        self.retranslate()
+        if settings.last_plan:
+            self.restore_inputs(settings.last_plan)
+        if catalog is not None:
+            self.set_catalog(catalog)
+        else:
+            self.recompute()
+
+    # ----------------------------------------------------------------- language
+
+    def retranslate(self) -> None:
+        self.memory_box.setTitle(self.tr("Memory per GPU"))
+        self.summary_box.setTitle(self.tr("Selected offer"))
+        self.offers_box.setTitle(self.tr("Offers, cheapest to finish first"))
+        names = {"machine": self.tr("Machine"), "gpus": self.tr("GPUs"),
+                 "market": self.tr("Price"), "memory": self.tr("Memory"),
+                 "hours": self.tr("Est. time"), "cost": self.tr("Cost to finish")}
+        for name, text in names.items():
+            self.summary_labels[name].setText(text)
+        self.launch_button.setText(self.tr("Launch this machine…"))
+        self.spot.setText(self.tr("Spot"))
+        self.filter_labels[0].setText(self.tr("Max $/h"))
+        self.filter_labels[1].setText(self.tr("Sort by"))
+        self.max_price.setPlaceholderText(self.tr("any"))
+        for i, text in enumerate((self.tr("cost to finish"), self.tr("$/h"),
+                                  self.tr("headroom"), self.tr("hours"))):
+            self.sort.setItemText(i, text)
+        self._fill_filters()
+        self.model.retranslate()
+        self._show_results()
+        if self.model.ranked:
+            self.fit_columns()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    # ----------------------------------------------------------------- catalog
+
+    def load_catalog_async(self) -> None:
+        """Read the bundled catalog in a thread; the page works (empty) meanwhile."""
+        self.runner.run_blocking(load_catalog, on_success=self.set_catalog,
+                                 title=self.tr("Cannot load the offer catalog"))
+
+    def set_catalog(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._fill_filters()
+        self.catalog_changed.emit(catalog)
+        self.recompute()
+
+    def _fill_filters(self) -> None:
+        providers = self.catalog.providers() if self.catalog else []
+        current = combo_key(self.provider) or ""
+        self.provider.blockSignals(True)
+        self.provider.clear()
+        self.provider.addItem(self.tr("All providers"), "")
+        for p in providers:
+            self.provider.addItem(p, p)
+        self.provider.setCurrentIndex(max(0, self.provider.findData(current)))
+        self.provider.blockSignals(False)
+        self._fill_regions()
+
+    def _fill_regions(self) -> None:
+        provider = combo_key(self.provider) or None
+        regions = self.catalog.regions(provider) if self.catalog else []
+        current = combo_key(self.region) or ""
+        self.region.blockSignals(True)
+        self.region.clear()
+        self.region.addItem(self.tr("All regions"), "")
+        for r in regions:
+            self.region.addItem(r, r)
+        self.region.setCurrentIndex(max(0, self.region.findData(current)))
+        self.region.blockSignals(False)
+
+    def _provider_changed(self) -> None:
+        self._fill_regions()
+        self._apply_filters()
+
+    def _apply_filters(self) -> None:
+        text = self.max_price.text().strip()
+        try:
+            limit = parse_amount(text.lstrip("$")) if text else None
+            bad = False
+        except ValueError:
+            limit, bad = None, True
+        set_invalid(self.max_price, bad)
+        self.proxy.set_filters(combo_key(self.provider) or "",
+                               combo_key(self.region) or "", limit)
+        self._restore_selection()
+        self._save_inputs()
+
+    def _sort_changed(self) -> None:
+        key = combo_key(self.sort)
+        self.table.sortByColumn(COL[key], Qt.SortOrder.AscendingOrder)
+        self._save_inputs()
+
+    # ----------------------------------------------------------------- compute
+
+    def recompute(self) -> None:
+        """Rebuild the job from the form; on success refresh everything, else dim."""
+        if self._restoring:
+            return
+        job, errors = self.form.build_job()
+        ranked: list[RankedOffer] = []
+        if job is not None:
+            try:
+                est = sizing.estimate(job.model, job.setup)
+                if self.catalog is not None:
+                    ranked = planner.rank_catalog(job, self.catalog, spot=self.spot.isChecked())
+            except sizing.SizingError as exc:
+                errors = [exc]
+        self.errors = errors
+        self.form.mark_errors({e.field for e in errors})
+        self._save_inputs()
+        if errors:
+            self.form_errors.setText(self._error_lines())
+            self._set_dimmed(True)
+            return
+        assert job is not None
+        self.form_errors.clear()
+        self._set_dimmed(False)
+        self.job, self.estimate = job, est
+        self.model.set_ranked(ranked)  # the proxy re-sorts on reset
+        self._restore_selection()  # also shows the results
+        if not self._fitted and ranked:
+            self.fit_columns()
+        self.recomputed.emit()
+
+    def fit_columns(self) -> None:
+        """Size columns to their text (costly: only per catalog and language)."""
+        self._fitted = True
+        self.table.resizeColumnsToContents()
+        self.table.horizontalHeader().resizeSection(COL["why"], 260)
+
+    def _set_dimmed(self, dimmed: bool) -> None:
+        """Grey out the last good result; disabled widgets, not an opacity effect,
+        which re-renders the whole subtree offscreen on every repaint (~15 ms)."""
+        self.bar.set_stale(dimmed)
+        for widget in (self.answers, self.notes, self.summary_box, self.table):
+            widget.setEnabled(not dimmed)
+
+    def _error_lines(self) -> str:
+        lines = []
+        for e in self.errors:
+            label = self.form.labels.get(e.field if e.field in self.form.labels else
+                                         {"tokens": "work", "samples": "work"}.get(e.field, ""))
+            message = QCoreApplication.translate("SizingError", e.template).format(**e.values)
+            name = label.text() if label is not None else e.field
+            lines.append(f"{name}: {message}")
+        return "\n".join(lines)
+
+    def _restore_selection(self) -> None:
+        row = 0
+        if self._selected_key is not None:
+            for i in range(self.proxy.rowCount()):
+                if _key(self.proxy.ranked_at(i)) == self._selected_key:
+                    row = i
+                    break
+        sm = self.table.selectionModel()
+        self._selecting = True
+        try:
+            if self.proxy.rowCount():
+                flags = (QItemSelectionModel.SelectionFlag.ClearAndSelect
+                         | QItemSelectionModel.SelectionFlag.Rows)
+                index = self.proxy.index(row, 0)
+                sm.select(index, flags)
+                sm.setCurrentIndex(index, QItemSelectionModel.SelectionFlag.NoUpdate)
+            else:
+                sm.clearSelection()
+        finally:
+            self._selecting = False
+        self._show_results()
+
+    def _selection_changed(self) -> None:
+        if self._selecting:
+            return
+        chosen = self.selected_offer()
+        if chosen is not None:
+            self._selected_key = _key(chosen)
+        self._show_results()
+
+    def selected_offer(self) -> RankedOffer | None:
+        rows = self.table.selectionModel().selectedRows()
+        return self.proxy.ranked_at(rows[0].row()) if rows else None
+
+    def select_row(self, row: int) -> None:
+        self.table.selectRow(row)
+
+    def visible_offers(self) -> list[RankedOffer]:
+        return self.proxy.visible()
+
+    # ----------------------------------------------------------------- showing
+
+    def _show_results(self) -> None:
+        if self.job is None or self.estimate is None:
+            self.answers.setText(self.tr("Enter a model to see what it needs."))
+            return
+        chosen = self.selected_offer()
+        gpu = chosen.offer.gpu if chosen else None
+        self.bar.set_estimate(self.estimate, gpu.usable_bytes if gpu else 0,
+                              gpu.name if gpu else "")
+        self.bar.set_stale(bool(self.errors))
+        self.answers.setText("\n".join(answers_for(self.job, self.estimate, gpu)))
+        self.notes.setText("\n".join(QCoreApplication.translate("SizingNote", n)
+                                     for n in self.estimate.notes))
+        self._show_summary(chosen)
+
+    def _request_launch(self) -> None:
+        chosen = self.selected_offer()
+        if chosen is not None:
+            self.launch_requested.emit(chosen)
+
+    def _show_summary(self, r: RankedOffer | None) -> None:
+        v = self.summary_values
+        self.launch_button.setEnabled(r is not None and r.fits)
+        self.launch_button.setToolTip("" if r is None or r.fits else
+                                      self.tr("This offer does not fit the job."))
+        if r is None:
+            for label in v.values():
+                label.setText("—")
+            return
+        o = r.offer
+        v["machine"].setText(f"{o.instance_type} · {o.provider} · {o.region}")
+        v["gpus"].setText(gpus_text(r))
+        v["market"].setText(self.tr("{price}/h ({market})").format(
+            price=format_money(r.price_per_hour), market=market_text(r.spot)))
+        v["memory"].setText(reason_text(r))
+        v["hours"].setText(format_hours(r.hours))
+        v["cost"].setText(format_money(r.cost))
+
+    # ----------------------------------------------------------------- persistence
+
+    def inputs(self) -> dict[str, Any]:
+        data = self.form.inputs()
+        data["filters"] = {"provider": combo_key(self.provider) or "",
+                           "region": combo_key(self.region) or "",
+                           "spot": self.spot.isChecked(), "max_price": self.max_price.text()}
+        data["sort"] = combo_key(self.sort)
+        return data
+
+    def restore_inputs(self, data: dict[str, Any]) -> None:
+        self._restoring = True
+        try:
+            filters = data.get("filters") if isinstance(data.get("filters"), dict) else {}
+            assert isinstance(filters, dict)
+            if isinstance(filters.get("spot"), bool):
+                self.spot.setChecked(filters["spot"])
+            if isinstance(filters.get("max_price"), str):
+                self.max_price.setText(filters["max_price"])
+            index = self.sort.findData(data.get("sort"))
+            if index >= 0:
+                self.sort.setCurrentIndex(index)
+            self.form.set_inputs(data)
+        finally:
+            self._restoring = False
+        self._fill_filters()
+        for combo, key in ((self.provider, "provider"), (self.region, "region")):
+            index = combo.findData(filters.get(key, ""))
+            if index >= 0:
+                combo.setCurrentIndex(index)
+        self.recompute()
+
+    def _save_inputs(self) -> None:
+        if not self._restoring:
+            self.settings.last_plan = self.inputs()
+
+    def plan_data(self) -> dict[str, Any]:
+        if self.job is None:
+            raise self.errors[0] if self.errors else sizing.SizingError("plan", ERR_NOTHING)
+        data = planner.plan_json(self.job, self.selected_offer(), self.visible_offers())
+        data["inputs"] = self.inputs()
+        return data
+
+    def save_plan(self, path: str | Path) -> None:
+        Path(path).write_text(planner.dumps_plan(self.plan_data()) + "\n", encoding="utf-8")
+
+    def open_plan(self, path: str | Path) -> None:
+        self.apply_plan(self.read_plan(path))
+
+    @staticmethod
+    def read_plan(path: str | Path) -> dict[str, Any]:
+        """Read and check a plan file (safe to run in a worker thread)."""
+        return planner.read_plan_file(Path(path))
+
+    def apply_plan(self, data: dict[str, Any]) -> None:
+        inputs = data.get("inputs")
+        if isinstance(inputs, dict):
+            self.restore_inputs(inputs)
+        else:
+            self.form.set_job(planner.plan_from_json(data))
+        chosen = data.get("chosen")
+        if isinstance(chosen, dict):
+            key = (chosen.get("provider"), chosen.get("instance_type"), chosen.get("region"))
+            self._selected_key = key  # type: ignore[assignment]
+            self._restore_selection()
+
+    def csv_text(self) -> str:
+        return planner.offers_csv(self.visible_offers())
+
+    def export_csv(self, path: str | Path) -> None:
+        Path(path).write_text(self.csv_text(), encoding="utf-8")
+
+    # ----------------------------------------------------------------- dialogs
+
+    def _file_dialog(self, title: str, pattern: str, save: bool, done: Any) -> QFileDialog:
+        dialog = QFileDialog(self, title, "", pattern)
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave if save
+                             else QFileDialog.AcceptMode.AcceptOpen)
+        if save:
+            dialog.setDefaultSuffix(pattern.rsplit("*.", 1)[-1].rstrip(")"))
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.fileSelected.connect(done)
+        dialog.open()  # window-modal, no nested event loop
+        return dialog
+
+    def _write_later(self, path: str, make_text: Callable[[], str], title: str) -> None:
+        async def work() -> None:
+            text = make_text()  # on the GUI thread: it reads widgets; may raise
+            await asyncio.to_thread(Path(path).write_text, text, encoding="utf-8")
+        self.runner.run(work(), title=title)
+
+    def save_plan_dialog(self) -> None:
+        def write(path: str) -> None:
+            self._write_later(path, lambda: planner.dumps_plan(self.plan_data()) + "\n",
+                              self.tr("Cannot save the plan"))
+        self._file_dialog(self.tr("Save plan"), self.tr("Plans (*.json)"), True, write)
+
+    def open_plan_dialog(self) -> None:
+        def read(path: str) -> None:
+            self.runner.run_blocking(self.read_plan, path, on_success=self.apply_plan,
+                                     title=self.tr("Cannot open the plan"))
+        self._file_dialog(self.tr("Open plan"), self.tr("Plans (*.json)"), False, read)
+
+    def export_csv_dialog(self) -> None:
+        def write(path: str) -> None:
+            self._write_later(path, self.csv_text, self.tr("Cannot export the offers"))
+        self._file_dialog(self.tr("Export offers"), self.tr("CSV files (*.csv)"), True, write)
+
+
+__all__ = ["PlanPage", "format_bytes"]

@@ -1,0 +1,294 @@
+"""Watch: live GPUs and spend of every connected machine, an overview and a dashboard each.
+
+Connecting deploys the agent (with the idle and budget rules from Preferences,
+so the machine keeps enforcing them when gpudesk is closed) and streams its
+samples over one SSH channel; after a drop the stream backfills from the
+agent's file. Each machine has its own feed and its own dashboard.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.money import spend
+from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.remote import targets
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.telemetry import TelemetrySample
+from gpudesk.ui.watch.dashboard_page import DashboardPage, OverviewPage
+from gpudesk.ui.watch.record_batcher import RecordBatcher
+from gpudesk.ui.widgets.host_key_question import HostKeyQuestion
+from gpudesk.ui.widgets.machine_combo import MachineCombo
+from gpudesk.ui.widgets.task_runner import error_text
+
+SPEND_EVERY_MS = 30_000
+SPEND_POINTS = 120
+
+
+def sample_record(s: TelemetrySample) -> dict[str, Any]:
+    """A parsed sample back in the agent's record schema, which the dashboard takes."""
+    return {"seq": s.seq, "t": s.time, "src": s.src,
+            "gpus": [{"index": g.index, "uuid": g.uuid, "name": g.name, "util": g.util_pct,
+                      "mem_used_mib": g.mem_used_mib, "mem_total_mib": g.mem_total_mib,
+                      "temp_c": g.temp_c, "power_w": g.power_w,
+                      "power_limit_w": g.power_limit_w} for g in s.gpus],
+            "procs": [{"pid": p.pid, "gpu_uuid": p.gpu_uuid, "gpu_index": p.gpu_index,
+                       "name": p.name, "mem_used_mib": p.mem_used_mib} for p in s.procs]}
+
+
+class TelemetryFeed(QObject):
+    """One machine: connect, deploy the agent, stream; signals arrive on the GUI thread."""
+
+    record = Signal(object)  # a record dict
+    state = Signal(str)  # "connecting", "streaming", "disconnected", "stopped", "failed"
+    failed = Signal(str)  # the message, in words
+    hole = Signal(str)
+
+    def __init__(self, ref: str, identity: str | None, policy: HostKeyPolicy, rules: Any, *,
+                 python: str = "python3", root: str = "~/gpudesk",
+                 nvidia_smi: str | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.ref = ref
+        self.identity = identity
+        self.policy = policy
+        self.rules = rules
+        self.python = python
+        self.root = root
+        self.nvidia_smi = nvidia_smi
+        self.stream: Any = None
+        self.site: Any = None
+        self._conn: Any = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._main, daemon=True,
+                                        name=f"gpudesk-feed-{ref}")
+
+    def start(self) -> TelemetryFeed:
+        self.state.emit("connecting")
+        self._thread.start()
+        return self
+
+    def _main(self) -> None:
+        from gpudesk.services.remote import agent_deploy
+        from gpudesk.services.remote.telemetry import TelemetryStream
+
+        try:
+            conn = targets.open_connection(self.ref, Path(self.identity) if self.identity
+                                           else None, self.policy)
+            self._conn = conn
+            site = agent_deploy.deploy(conn, self.rules, root=self.root, python=self.python,
+                                       nvidia_smi=self.nvidia_smi)
+            self.site = site
+            if self._stop.is_set():
+                conn.close()
+                return
+            self.stream = TelemetryStream(
+                conn, site.follow_command, lambda s: self.record.emit(sample_record(s)),
+                on_hole=lambda h: self.hole.emit(h.message()),
+                on_state=lambda st, *_: self.state.emit(str(st)),
+                keeper=lambda: agent_deploy.ensure_running(conn, site)).start()
+        except Exception as exc:  # noqa: BLE001 - reported in words
+            self.failed.emit(error_text(exc)[0])
+            self.state.emit("failed")
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.stream is not None:
+            self.stream.stop(timeout=5)
+        if self._conn is not None:
+            self._conn.close()
+        self.state.emit("stopped")
+
+
+def spend_points(h: spend.History, now: float, n: int = SPEND_POINTS) -> list[tuple[float, float]]:
+    """The cumulative cost curve of ``h`` from its first start to ``now``."""
+    first = spend.first_moment(h)
+    if first is None or now <= first:
+        return []
+    step = (now - first) / (n - 1)
+    return [(first + i * step, spend.cost(h, first + i * step).total) for i in range(n)]
+
+
+class WatchPage(QWidget):
+    def __init__(self, ledger: Ledger, settings: Callable[[], Settings],
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("watchPage")
+        self.ledger = ledger
+        self.settings = settings
+        self.question = HostKeyQuestion(self)
+        self.feeds: dict[str, TelemetryFeed] = {}
+        self.dashboards: dict[str, DashboardPage] = {}
+        self.nvidia_smi: str | None = None  # tests point this at the stand-in
+        self.remote_root = "~/gpudesk"
+        self.python = "python3"
+
+        self.machine = MachineCombo(ledger, self, min_chars=30)
+        self.machine.setObjectName("watchMachine")
+        self.identity = QLineEdit(self)
+        self.identity.setObjectName("watchIdentity")
+        self.connect_button = QPushButton(self)
+        self.connect_button.setObjectName("watchConnect")
+        self.disconnect_button = QPushButton(self)
+        self.disconnect_button.setObjectName("watchDisconnect")
+        self.status = QLabel(self)
+        self.status.setObjectName("watchStatus")
+        self.status.setWordWrap(True)
+        self.overview = OverviewPage(self)
+        self.stack = QStackedWidget(self)
+        self.placeholder = QLabel(self)
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.placeholder.setWordWrap(True)
+        self.stack.addWidget(self.placeholder)
+        bar = QHBoxLayout()
+        bar.addWidget(self.machine, 2)
+        bar.addWidget(self.identity, 1)
+        bar.addWidget(self.connect_button)
+        bar.addWidget(self.disconnect_button)
+        splitter = QSplitter(Qt.Orientation.Vertical, self)
+        splitter.addWidget(self.overview)
+        splitter.addWidget(self.stack)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 5)
+        splitter.setSizes([130, 600])
+        layout = QVBoxLayout(self)
+        layout.addLayout(bar)
+        layout.addWidget(splitter, 1)
+        layout.addWidget(self.status)
+        self.connect_button.clicked.connect(self.connect_selected)
+        self.disconnect_button.clicked.connect(self.disconnect_current)
+        self.overview.machine_selected.connect(self.show_machine)
+        self.spend_timer = QTimer(self)
+        self.spend_timer.setInterval(SPEND_EVERY_MS)
+        self.spend_timer.timeout.connect(self.refresh_spend)
+        self.spend_timer.start()
+        self.retranslate()
+        self.reload_machines()
+
+    def retranslate(self) -> None:
+        line = self.machine.lineEdit()
+        if line is not None:
+            line.setPlaceholderText(self.tr("a machine, or ssh://user@host:port"))
+        self.identity.setPlaceholderText(self.tr("key file (ssh:// and own machines)"))
+        self.connect_button.setText(self.tr("Watch"))
+        self.disconnect_button.setText(self.tr("Stop watching"))
+        self.placeholder.setText(self.tr("Choose a machine and press Watch: gpudesk starts its "
+                                         "agent there and shows every GPU live."))
+        self._update_buttons()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    def reload_machines(self) -> None:
+        self.machine.reload()
+
+    def _ref(self) -> str:
+        return self.machine.ref()
+
+    def _machine(self, ref: str) -> Machine | None:
+        return None if ref.startswith("ssh://") else self.ledger.find(ref)
+
+    def current_key(self) -> str:
+        page = self.stack.currentWidget()
+        return page.key if isinstance(page, DashboardPage) else ""
+
+    def _update_buttons(self) -> None:
+        self.disconnect_button.setEnabled(bool(self.current_key()))
+
+    def connect_selected(self) -> DashboardPage | None:
+        from gpudesk.services.remote.machine_rules import agent_rules
+
+        ref = self._ref()
+        if not ref:
+            self.status.setText(self.tr("Choose a machine to watch."))
+            return None
+        if ref in self.dashboards:
+            self.show_machine(ref)
+            return self.dashboards[ref]
+        machine = self._machine(ref)
+        name = (machine.name or machine.id) if machine is not None else ref
+        page = DashboardPage(name, ref, self)
+        self.dashboards[ref] = page
+        self.stack.addWidget(page)
+        self.overview.watch(page)
+        rules = agent_rules(machine, self.settings(), self.ledger)
+        feed = TelemetryFeed(ref, self.identity.text().strip() or None, self.question.policy(),
+                             rules, python=self.python, root=self.remote_root,
+                             nvidia_smi=self.nvidia_smi, parent=self)
+        batcher = RecordBatcher(page.feed_many, page)
+        feed.record.connect(batcher.put, Qt.ConnectionType.DirectConnection)  # any thread
+        feed.failed.connect(lambda text, n=name: self.status.setText(
+            self.tr("{machine}: {why}").format(machine=n, why=text)),
+            Qt.ConnectionType.QueuedConnection)
+        feed.hole.connect(self.status.setText, Qt.ConnectionType.QueuedConnection)
+        feed.state.connect(lambda st, n=name: self._show_state(n, st),
+                           Qt.ConnectionType.QueuedConnection)
+        self.feeds[ref] = feed
+        feed.start()
+        self.show_machine(ref)
+        self.refresh_spend()
+        return page
+
+    def _show_state(self, name: str, state: str) -> None:
+        texts = {"connecting": self.tr("{machine}: connecting and starting the agent…"),
+                 "streaming": self.tr("{machine}: live."),
+                 "disconnected": self.tr("{machine}: connection lost, reconnecting (the gap "
+                                         "is filled from the machine)…"),
+                 "stopped": self.tr("{machine}: not watched.")}
+        if state in texts:
+            self.status.setText(texts[state].format(machine=name))
+
+    def show_machine(self, key: str) -> None:
+        page = self.dashboards.get(key)
+        if page is not None:
+            self.stack.setCurrentWidget(page)
+        self._update_buttons()
+
+    def disconnect_current(self) -> None:
+        key = self.current_key()
+        if not key:
+            return
+        feed = self.feeds.pop(key, None)
+        if feed is not None:
+            feed.stop()
+        page = self.dashboards.pop(key)
+        self.overview.remove_machine(key)
+        self.stack.removeWidget(page)
+        page.deleteLater()
+        self._update_buttons()
+
+    def refresh_spend(self) -> None:
+        """The spend panel of each ledger machine: cost so far, rate and its budget cap."""
+        settings = self.settings()
+        now = time.time()
+        for key, page in self.dashboards.items():
+            machine = self._machine(key)
+            if machine is None:
+                continue
+            h = spend.history(self.ledger, machine)
+            cap = settings.machine_budget_usd or None
+            page.set_spend(spend_points(h, now), spend.rate_per_hour(h, now), h.currency,
+                           cap, None, compute_only=not spend.rates_for(h).known)
+
+    def shutdown(self) -> None:
+        for feed in self.feeds.values():
+            feed.stop()
+        self.feeds.clear()

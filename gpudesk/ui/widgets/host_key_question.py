@@ -1,0 +1,72 @@
+"""Ask the user, on the GUI thread, whether to pin a machine's new host key.
+
+SSH connects on worker threads; ``HostKeyPolicy.ask_user`` calls its question
+there. This object carries the question to the GUI thread as a queued signal,
+opens a window-modal box (never ``exec()``, which would nest an event loop
+under qasync) and hands the answer back. A changed key is never asked about:
+host_keys refuses it before any question.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QMessageBox, QWidget
+
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+
+
+@dataclass
+class _Pending:
+    name: str
+    fingerprint: str
+    key_type: str
+    answer: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class HostKeyQuestion(QObject):
+    asked = Signal(object)  # a _Pending, from a worker thread
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self._parent = parent
+        self._gone = threading.Event()
+        self.last_box: QMessageBox | None = None
+        self.asked.connect(self._open, Qt.ConnectionType.QueuedConnection)
+        self.destroyed.connect(lambda *_: self._gone.set())
+
+    def policy(self) -> HostKeyPolicy:
+        return HostKeyPolicy.ask_user(self)
+
+    def __call__(self, name: str, fingerprint: str, key_type: str) -> bool:
+        """On a worker thread: block until the user answers (No if the window goes away)."""
+        pending = _Pending(name, fingerprint, key_type)
+        self.asked.emit(pending)
+        while not pending.done.wait(0.2):
+            if self._gone.is_set():
+                return False
+        return pending.answer
+
+    def _open(self, pending: _Pending) -> None:
+        box = QMessageBox(QMessageBox.Icon.Question, self.tr("New machine"), self.tr(
+            "The machine {name} offers a {type} host key that is not pinned yet:\n\n{fp}\n\n"
+            "Compare it with the fingerprint your cloud console or the machine's owner "
+            "shows. Pin it and connect?").format(name=pending.name, type=pending.key_type,
+                                                 fp=pending.fingerprint),
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self._parent)
+        box.setObjectName("hostKeyQuestion")
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+
+        def answered(result: int) -> None:
+            pending.answer = result == QMessageBox.StandardButton.Yes
+            pending.done.set()
+
+        box.finished.connect(answered)
+        box.destroyed.connect(lambda *_: pending.done.set())  # closed with the window: No
+        self.last_box = box
+        box.open()

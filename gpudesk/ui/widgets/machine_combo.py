@@ -1,0 +1,47 @@
+"""The machine chooser of the Run and Watch pages: a ledger machine, or ``ssh://`` typed in."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QComboBox, QWidget
+
+from gpudesk.services.money.ledger import Ledger
+
+
+class MachineCombo(QComboBox):
+    """Editable; lists the ledger's machines that have an address. A long label shows from
+    its start (the name), not scrolled to its end as an editable combo would."""
+
+    def __init__(self, ledger: Ledger, parent: QWidget | None = None, *,
+                 min_chars: int = 28) -> None:
+        super().__init__(parent)
+        self.ledger = ledger
+        self.setEditable(True)
+        self.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.setMinimumContentsLength(min_chars)
+        self.activated.connect(lambda _i: self._show_start())
+
+    def reload(self) -> None:
+        """Refill from the ledger, keeping what was typed or chosen (a machine that is gone
+        is not kept: its label is not an address)."""
+        typed = self.currentText()
+        listed = {self.itemText(i) for i in range(self.count())}
+        self.clear()
+        for m in self.ledger.machines(include_ended=False):
+            if m.public_ip:
+                self.addItem(f"{m.name or m.id} — {m.instance_type or m.provider} "
+                             f"({m.public_ip})", m.id)
+        if typed and (typed not in listed or self.findText(typed) >= 0):
+            self.setCurrentText(typed)
+        self._show_start()
+
+    def ref(self) -> str:
+        """The ledger id of a listed machine, else the text as typed (an ssh:// address)."""
+        text = self.currentText().strip()
+        index = self.findText(text)
+        data = self.itemData(index) if index >= 0 else None
+        return str(data) if data else text
+
+    def _show_start(self) -> None:
+        line = self.lineEdit()
+        if line is not None:
+            line.setCursorPosition(0)
