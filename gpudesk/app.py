@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import logging.handlers
 import os
 import sys
 import time
@@ -22,48 +21,12 @@ from types import TracebackType
 from typing import Any
 
 from gpudesk import __version__
-from gpudesk.services.core import paths
+from gpudesk.logs import setup_logging
 
 log = logging.getLogger("gpudesk")
 
 QUIT_AFTER_ENV = "GPUDESK_QUIT_AFTER_MS"
 REPORT_SHOWN_ENV = "GPUDESK_REPORT_SHOWN"
-_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
-
-class RedactingFormatter(logging.Formatter):
-    """Whatever a library logs, a key or a private key never reaches the file."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        from gpudesk.services.core.redact import redact
-
-        return redact(super().format(record))
-
-
-def setup_logging(level: int = logging.INFO) -> None:
-    """Log to a rotating file in the user log folder, and warnings to stderr."""
-    root = logging.getLogger()
-    root.setLevel(level)
-    if any(getattr(h, "_gpudesk", False) for h in root.handlers):
-        return
-    try:
-        file_handler: logging.Handler = logging.handlers.RotatingFileHandler(
-            paths.log_file(), maxBytes=2_000_000, backupCount=3, encoding="utf-8"
-        )
-    except OSError as exc:  # a read-only home must not stop the app
-        file_handler = logging.NullHandler()
-        if sys.stderr is not None:
-            print(f"gpudesk: cannot open the log file: {exc}", file=sys.stderr)
-    file_handler.setFormatter(RedactingFormatter(_LOG_FORMAT))
-    handlers = [file_handler]
-    if sys.stderr is not None:  # None under a Windows gui-script
-        stderr_handler = logging.StreamHandler(sys.stderr)
-        stderr_handler.setLevel(logging.WARNING)
-        stderr_handler.setFormatter(RedactingFormatter(_LOG_FORMAT))
-        handlers.append(stderr_handler)
-    for handler in handlers:
-        handler._gpudesk = True  # type: ignore[attr-defined]
-        root.addHandler(handler)
 
 
 def _excepthook(

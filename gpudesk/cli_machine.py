@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpudesk import cli_remote
+from gpudesk.cli_args import number_of
 
 if TYPE_CHECKING:
     from gpudesk.services.remote.bootstrap import BootstrapReport, Note
@@ -211,15 +212,6 @@ def _cmd_cancel(a: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- parsers
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds")
-    return value
-
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("bootstrap", help="check driver, CUDA, Python and torch on a machine; "
@@ -257,7 +249,8 @@ def add_parsers(sub: Any) -> None:
 
     p = sub.add_parser("cancel", help="stop a training run (not the machine) and wait for it")
     p.add_argument("run", metavar="RUN")
-    p.add_argument("--wait", type=_seconds, default=CANCEL_WAIT_S, metavar="S",
+    p.add_argument("--wait", type=number_of("seconds", zero_ok=True), default=CANCEL_WAIT_S,
+                   metavar="S",
                    help=f"seconds to wait for the run to end (default {CANCEL_WAIT_S:g})")
     cli_remote.add_target_args(p, required=False)
     p.set_defaults(func=_cmd_cancel)

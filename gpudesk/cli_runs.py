@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpudesk import cli_remote
+from gpudesk.cli_args import number_of
 
 if TYPE_CHECKING:
     from gpudesk.services.remote.ssh import SshConnection
@@ -181,15 +182,6 @@ def _cmd_recover(a: argparse.Namespace) -> int:
     return 0
 
 
-def _minutes(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number of minutes")
-    return value
-
 
 def add_parsers(sub: Any) -> None:
     from gpudesk.services.runs.detached import DEFAULT_PYTHON, DEFAULT_ROOT
@@ -203,7 +195,7 @@ def add_parsers(sub: Any) -> None:
                    help="more machines for a multi-node run (--on is the first node)")
     p.add_argument("--amp", choices=("fp16", "bf16", "off"),
                    help="mixed precision for gpudesk.training (default: the script's)")
-    p.add_argument("--checkpoint-every", type=_minutes, metavar="MIN",
+    p.add_argument("--checkpoint-every", type=number_of("minutes"), metavar="MIN",
                    help="checkpoint interval in minutes for gpudesk.training")
     p.add_argument("--detach", action="store_true",
                    help="print the run id and return; the run goes on")

@@ -20,6 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from gpudesk import cli_remote
+from gpudesk.cli_args import number_of
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 
 if TYPE_CHECKING:
@@ -95,20 +96,11 @@ def _cmd_watch(a: argparse.Namespace) -> int:
     return 0
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number of seconds")
-    return value
-
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("watch", help="print a machine's live GPU samples (starts its agent)")
     cli_remote.add_target_args(p)
-    p.add_argument("--seconds", type=_seconds, metavar="N",
+    p.add_argument("--seconds", type=number_of("seconds"), metavar="N",
                    help="stop after N seconds (default: until Ctrl-C)")
     p.add_argument("--json-lines", action="store_true",
                    help="one JSON object per GPU sample, missing values as null")

@@ -12,6 +12,7 @@ from fixtures_agent import FakeSmi, fake_smi, pid_gone, wait_for  # noqa: F401
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpudesk.agent.smi import _MISSING as MISSING_WORDS
 from gpudesk.agent.smi import (
     QUERY_FIELDS,
     GpuSample,
@@ -165,8 +166,11 @@ def field_cases(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
         want["index"] = None
     for key in ("uuid", "name"):
         if draw(st.booleans()):
+            # a real name or uuid, never one of nvidia-smi's words for "no value" ("NA",
+            # "none", "unknown"...), which the parser rightly reads as missing
             text = draw(st.text(st.characters(whitelist_categories=("L", "N"),
-                                              max_codepoint=0x2FF), min_size=1, max_size=24))
+                                              max_codepoint=0x2FF), min_size=1, max_size=24)
+                        .filter(lambda t: t.strip().lower() not in MISSING_WORDS))
             cells.append(text)
             want[key] = text
         else:

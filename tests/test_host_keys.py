@@ -11,6 +11,7 @@ import paramiko
 import pytest
 from fixtures_sshd import SshdServer, sshd  # noqa: F401
 
+from gpudesk.services.core import files
 from gpudesk.services.remote import host_keys
 from gpudesk.services.remote.host_keys import (
     HostKeyChanged,
@@ -258,7 +259,7 @@ def test_pin_store_replaces_the_file_atomically(tmp_path: Path,
     def refuse(src: object, dst: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(host_keys.os, "replace", refuse)
+    monkeypatch.setattr(files.os, "replace", refuse)
     with pytest.raises(OSError, match="No space"):
         store.pin("[10.0.0.2]:22", second)
     assert store.path.read_text() == good  # the old file, whole

@@ -22,6 +22,10 @@ TENCENT_ID = "AKIDz8krbsJ5yKBZQpn74WFkmLPx3EXAMPLE"
         ('{"secret": "s3cr3t value"}', "s3cr3t value"),
         ("SecretKey: 'Gu5t9xGARNpq86cd98joQYCN3EXAMPLE'", "Gu5t9xGARNpq86cd98joQYCN3EXAMPLE"),
         ("API_KEY=sk-live-0123456789", "sk-live-0123456789"),
+        # bare keys with no name beside them (a pasted line, an SDK's repr)
+        ("Gu5t9xGARNpq86cd98joQYCN3EXAMPLE failed", "Gu5t9xGARNpq86cd98joQYCN3EXAMPLE"),
+        ("AccessKey LTAI5tQ7ZbTmVwXyZaBcDeFg ok", "LTAI5tQ7ZbTmVwXyZaBcDeFg"),
+        ("('x', 'kR3mN8pQ2sT5vW7yZ1aC4eG6iK9oMu')", "kR3mN8pQ2sT5vW7yZ1aC4eG6iK9oMu"),
         ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.abc", "eyJhbGciOiJIUzI1NiJ9"),
     ],
 )
@@ -43,6 +47,12 @@ def test_pem_private_key_removed_whole() -> None:
 def test_unterminated_pem_is_removed_to_the_end() -> None:
     out = redact("x -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA")
     assert "b3BlbnNzaC1rZXktdjEAAAA" not in out
+
+
+def test_hashes_and_paths_of_secret_lengths_are_kept() -> None:
+    md5 = "d41d8cd98f00b204e9800998ecf8427e"  # 32 characters, one case: not a key
+    path = "/home/alice/projects/longmodel_name_v2_finetuned"
+    assert redact(f"{md5} {path}") == f"{md5} {path}"
 
 
 def test_ordinary_traceback_text_is_kept() -> None:

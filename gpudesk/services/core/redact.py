@@ -2,7 +2,8 @@
 
 Qt-free and conservative: it would rather blank a harmless string than leak a
 key. Covered: AWS access key ids (``AKIA…``, ``ASIA…`` and the other IAM
-prefixes), 40-character AWS-style secret keys, Tencent Cloud ``AKID…`` ids,
+prefixes), AWS (40-character), Tencent Cloud (32) and Alibaba Cloud (30) secret
+keys when they look random, Tencent Cloud ``AKID…`` and Alibaba ``LTAI…`` ids,
 ``password=``/``token=``/``secret=``-style values (``=`` or ``:``, quoted or
 not), ``Authorization: Bearer …`` headers and PEM private-key blocks.
 """
@@ -19,6 +20,7 @@ _PEM = re.compile(
 _AWS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA|AIDA|AROA|AGPA|ANPA|ANVA|AIPA|ABIA|ACCA)"
                          r"[A-Z0-9]{16}\b")
 _TENCENT_ID = re.compile(r"\bAKID[A-Za-z0-9]{13,60}\b")
+_ALIYUN_ID = re.compile(r"\bLTAI[A-Za-z0-9]{12,30}\b")
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
 _KEY_WORDS = (r"pass(?:word|wd|phrase)?|pwd|token|secret|api[_-]?key|access[_-]?key"
               r"|private[_-]?key|credentials?|auth(?:orization)?")
@@ -30,7 +32,9 @@ _ASSIGNMENT = re.compile(
     )
     (?:"[^"\n]*"|'[^'\n]*'|[^\s,;&)\]}]+)  # the value, blanked
     """)
-_SECRET_40 = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")
+# Secret keys: AWS 40 characters, Tencent SecretKey 32, Aliyun AccessKey secret 30.
+_SECRET_KEY = re.compile(r"(?<![A-Za-z0-9/+=])(?:[A-Za-z0-9/+=]{40}|[A-Za-z0-9]{30}|"
+                         r"[A-Za-z0-9]{32})(?![A-Za-z0-9/+=])")
 
 
 def _looks_random(word: str) -> bool:
@@ -44,6 +48,7 @@ def redact(text: str) -> str:
     text = _PEM.sub("[REDACTED PRIVATE KEY]", text)
     text = _AWS_KEY_ID.sub(REDACTED, text)
     text = _TENCENT_ID.sub(REDACTED, text)
+    text = _ALIYUN_ID.sub(REDACTED, text)
     text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
     text = _ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED, text)
-    return _SECRET_40.sub(lambda m: REDACTED if _looks_random(m.group(0)) else m.group(0), text)
+    return _SECRET_KEY.sub(lambda m: REDACTED if _looks_random(m.group(0)) else m.group(0), text)

@@ -11,7 +11,6 @@ Secrets never go here; they live in the OS keyring.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudesk.services.core import paths
+from gpudesk.services.core.files import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -230,17 +230,5 @@ def save_settings(settings: Settings, path: Path | None = None) -> Path:
     data = asdict(settings)
     data["version"] = SETTINGS_VERSION
     text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    import tempfile  # only needed when saving; keeps start-up lean
-
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
+    atomic_write_text(path, text)
     return path

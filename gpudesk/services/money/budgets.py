@@ -19,7 +19,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import tzinfo
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpudesk.services.core import paths
+from gpudesk.services.core.files import atomic_write_text
 from gpudesk.services.money import spend
 
 if TYPE_CHECKING:
@@ -122,21 +122,9 @@ class FiredState:
         return cls(path, clean)
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps({"version": STATE_VERSION, "fired": self.fired}, indent=1,
                           sort_keys=True) + "\n"
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp",
-                                   dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        atomic_write_text(self.path, text)
 
     def mark(self, budget: Budget, thresholds: Iterable[float]) -> None:
         have = self.fired.setdefault(budget.id, [])

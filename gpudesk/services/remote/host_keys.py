@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import re
-import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -31,6 +29,7 @@ import paramiko
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core import paths
 from gpudesk.services.core.errors import TemplatedError
+from gpudesk.services.core.files import atomic_write_text
 
 KNOWN_HOSTS_NAME = "known_hosts"
 
@@ -309,21 +308,6 @@ class PinStore:
         for key in self.keys(name):
             host_keys.add(lookup_name, key.get_name(), key)
         return host_keys
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write to a temporary file beside ``path`` and rename it over: never a torn file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class PinningPolicy(paramiko.MissingHostKeyPolicy):

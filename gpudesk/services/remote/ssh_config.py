@@ -31,7 +31,6 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +40,7 @@ from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.providers.base import STATE_RUNNING
 from gpudesk.services.core import paths
 from gpudesk.services.core.errors import TemplatedError
+from gpudesk.services.core.files import atomic_write_bytes
 from gpudesk.services.money.ledger import STATE_READY, Machine
 
 HOST_PREFIX = "gpudesk-"
@@ -111,28 +111,6 @@ def _quoted(path: Path, *, tokens: bool = True) -> str:
     if tokens:
         text = text.replace("%", "%%")
     return f'"{text}"'
-
-
-def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Temp file beside ``path``, fsync, chmod, rename over; never a torn or wider file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    if hasattr(os, "O_DIRECTORY"):
-        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
 
 
 # --------------------------------------------------------------------------- identities
@@ -206,6 +184,8 @@ def blocks_for(machines: Iterable[Machine],
             alias = HOST_PREFIX + _UNSAFE.sub("-", m.id)
         seen.add(alias)
         identity = known.get(m.id)
+        if identity is None and m.key_file:  # the machine profile's key file
+            identity = Path(m.key_file).expanduser()
         note = ""
         if identity is None and m.provider != "own":
             key = cloud_key_name(m)

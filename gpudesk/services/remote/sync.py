@@ -42,8 +42,8 @@ from pathspec import GitIgnoreSpec
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core import paths
 from gpudesk.services.core.errors import TemplatedError
+from gpudesk.services.core.files import atomic_write_text
 from gpudesk.services.remote import sync_manifest as wire
-from gpudesk.services.remote.host_keys import atomic_write_text
 from gpudesk.services.remote.ssh import MSG_DROPPED, SshConnection, SshDisconnected
 
 MSG_NOT_FOLDER = QT_TRANSLATE_NOOP("Sync", "{path} is not a folder.")

@@ -47,8 +47,8 @@ import paramiko
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core import paths
 from gpudesk.services.core.errors import TemplatedError
+from gpudesk.services.core.files import atomic_write_text
 from gpudesk.services.remote import sync as sync_service
-from gpudesk.services.remote.host_keys import atomic_write_text
 from gpudesk.services.remote.ssh import MSG_DROPPED, SshConnection, SshDisconnected
 from gpudesk.training.env import AMP_ENV, CHECKPOINT_EVERY_ENV, RUN_DIR_ENV
 

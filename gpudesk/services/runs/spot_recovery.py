@@ -20,7 +20,6 @@ multi-node run is reported, not replaced.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError
+from gpudesk.services.core.worker import StoppableWorker
 from gpudesk.services.remote import sync as sync_service
 from gpudesk.services.remote import targets
 from gpudesk.services.remote.host_keys import HostKeyPolicy
@@ -79,7 +79,7 @@ class MirrorState:
     ended: bool = False
 
 
-class CheckpointMirror:
+class CheckpointMirror(StoppableWorker):
     """Copies checkpoints off the machine every ``interval_s`` until the run ends or ``stop()``.
 
     One connection of its own, reconnecting as SshConnection does; an error is
@@ -95,18 +95,7 @@ class CheckpointMirror:
         self.interval_s = interval_s
         self.state = MirrorState()
         self._on_pull = on_pull
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._main, daemon=True,
-                                        name=f"gpudesk-mirror-{record.id}")
-
-    def start(self) -> CheckpointMirror:
-        self._thread.start()
-        return self
-
-    def stop(self, wait_s: float = 0.0) -> None:
-        self._stop.set()
-        if wait_s:
-            self._thread.join(wait_s)
+        super().__init__(f"gpudesk-mirror-{record.id}")
 
     def _main(self) -> None:
         node = self.record.main

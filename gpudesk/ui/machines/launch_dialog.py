@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from PySide6.QtCore import QCoreApplication, QEvent, Qt, Signal
+from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -35,13 +35,14 @@ from gpudesk.services.cloud.launcher import STEP_TITLES, STEPS, LaunchPlan, Laun
 from gpudesk.services.cloud.providers.base import MSG_BAD_CIDR, ProviderError, single_address
 from gpudesk.services.cloud.public_ip import detect_public_address
 from gpudesk.ui.widgets.money import DISPLAY, Money
+from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
 
 LaunchFn = Callable[[LaunchPlan, Callable[[Progress], None]], Awaitable[LaunchResult]]
 MARKS = {"": "○", "started": "…", "done": "✓", "failed": "✗", "retry": "↻"}
 
 
-class LaunchDialog(QDialog):
+class LaunchDialog(Retranslating, QDialog):
     launched = Signal(str)  # ledger id of the running machine
     ended = Signal()  # the launch finished, failed or was cancelled
 
@@ -174,10 +175,6 @@ class LaunchDialog(QDialog):
         self.close_button.setText(self.tr("Close"))
         self._update_cost()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
 
     def price(self) -> float:
         spot = self.spot.isChecked() and self.offer.spot_price is not None

@@ -13,7 +13,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from PySide6.QtCore import QEvent, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from gpudesk import sizing
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.plan.planner import Job
+from gpudesk.ui.widgets.retranslate import Retranslating
 
 ERR_WHOLE = QT_TRANSLATE_NOOP("SizingError", "enter a whole number, e.g. {example}")
 ERR_AMOUNT = QT_TRANSLATE_NOOP("SizingError", "enter a number such as 1e9 or 2.5B")
@@ -87,7 +88,7 @@ def set_invalid(widget: QWidget, bad: bool) -> None:
         widget.style().polish(widget)
 
 
-class PlanForm(QWidget):
+class PlanForm(Retranslating, QWidget):
     """Every input of the Plan page; ``changed`` fires on each edit."""
 
     changed = Signal()
@@ -198,10 +199,6 @@ class PlanForm(QWidget):
         self.edits["mfu"].setToolTip(
             self.tr("Model FLOPs utilisation you expect; 30-50% is typical"))
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
 
     # ----------------------------------------------------------------- reactions
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QEvent, QItemSelectionModel, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QItemSelectionModel, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -54,6 +54,7 @@ from gpudesk.ui.plan.offers_model import (
 )
 from gpudesk.ui.plan.plan_form import PlanForm, combo_key, parse_amount, set_invalid
 from gpudesk.ui.widgets.answers import answers_for
+from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner
 
 ERR_NOTHING = QT_TRANSLATE_NOOP("SizingError", "fix the inputs marked in red first")
@@ -68,7 +69,7 @@ def _key(r: RankedOffer) -> tuple[str, str, str]:
     return (r.offer.provider, r.offer.instance_type, r.offer.region)
 
 
-class PlanPage(QWidget):
+class PlanPage(Retranslating, QWidget):
     """Inputs on the left; memory bar, answers, summary and the offers table on the right."""
 
     recomputed = Signal()  # after every successful update of the bar and the table
@@ -231,10 +232,6 @@ class PlanPage(QWidget):
         if self.model.ranked:
             self.fit_columns()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
 
     # ----------------------------------------------------------------- catalog
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 
-from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -27,12 +26,13 @@ from PySide6.QtWidgets import (
 
 from gpudesk import sizing, tracing
 from gpudesk.services.plan.planner import format_bytes
+from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner
 
 LINES = ("weights", "gradients", "optimizer", "activations", "temp", "peak")
 
 
-class TraceDialog(QDialog):
+class TraceDialog(Retranslating, QDialog):
     """Runs ``tracing.trace_model`` for a target and shows each line in bytes."""
 
     def __init__(self, setup: sizing.Setup, parent: QWidget | None = None) -> None:
@@ -100,10 +100,6 @@ class TraceDialog(QDialog):
                 "Builds your model under fake tensors: no memory is used and no weights "
                 "are loaded. Batch, precision and optimizer come from the Plan page."))
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
 
     def _cancelled(self) -> None:
         self._cancel.set()  # the worker thread kills the child process

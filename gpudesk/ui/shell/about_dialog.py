@@ -6,7 +6,7 @@ import platform
 import sys
 from importlib import metadata
 
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 import gpudesk
+from gpudesk.ui.widgets.retranslate import Retranslating
 
 # (shown name, distribution to read, licence when the metadata has none)
 COMPONENTS: tuple[tuple[str, str, str], ...] = (
@@ -60,7 +61,7 @@ def components() -> list[tuple[str, str, str]]:
     return rows
 
 
-class AboutDialog(QDialog):
+class AboutDialog(Retranslating, QDialog):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("aboutDialog")
@@ -106,7 +107,3 @@ class AboutDialog(QDialog):
         self.note.setText(self.tr("Qt and PySide6 are used under the GNU LGPL version 3; "
                                   "their source is available from qt.io."))
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)

@@ -15,7 +15,7 @@ import sys
 import traceback
 from types import TracebackType
 
-from PySide6.QtCore import QEvent, Qt, QUrl
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 from gpudesk import __version__
 from gpudesk.services.core import paths
 from gpudesk.services.core.redact import redact
+from gpudesk.ui.widgets.retranslate import Retranslating
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ def build_report(exc_type: type[BaseException], exc: BaseException,
     return redact("\n".join(lines))
 
 
-class CrashDialog(QDialog):
+class CrashDialog(Retranslating, QDialog):
     """A read-only, selectable report with Copy, Open log folder and Close."""
 
     def __init__(self, report: str, parent: QWidget | None = None) -> None:
@@ -106,10 +107,6 @@ class CrashDialog(QDialog):
         self.copy_button.setText(self.tr("&Copy report"))
         self.logs_button.setText(self.tr("Open &log folder"))
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
 
 
 def _forget(dialog: CrashDialog) -> None:

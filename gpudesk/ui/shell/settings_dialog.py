@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from PySide6.QtCore import QEvent, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -33,6 +33,7 @@ from gpudesk.services.core.settings import (
     is_valid,
     save_settings,
 )
+from gpudesk.ui.widgets.retranslate import Retranslating
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ def _number(text: str) -> float | None:
         return None
 
 
-class SettingsDialog(QDialog):
+class SettingsDialog(Retranslating, QDialog):
     saved = Signal(object)  # the new Settings, after it was written
 
     def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
@@ -247,7 +248,3 @@ class SettingsDialog(QDialog):
                                                      "converted with this rate"))
         self.edits["idle_minutes"].setToolTip(self.tr("A whole number from 1 to 1440"))
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)

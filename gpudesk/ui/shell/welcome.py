@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -20,8 +20,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpudesk.ui.widgets.retranslate import Retranslating
 
-class WelcomeDialog(QDialog):
+
+class WelcomeDialog(Retranslating, QDialog):
     def __init__(self, language: str, set_language: Callable[[str], object],
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -89,7 +91,3 @@ class WelcomeDialog(QDialog):
         self.language_label.setText(self.tr("&Language:"))
         self.language.setItemText(0, self.tr("System"))
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)

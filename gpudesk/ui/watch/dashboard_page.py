@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QDateTime, QEvent, Qt, QTimer, Signal
+from PySide6.QtCore import QDateTime, Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 
 from gpudesk.ui.watch.gpu_plots import MIB_PER_GIB, GpuPlots, SpendPlot, gpu_colour
 from gpudesk.ui.watch.ring_buffer import SERIES, History, Values, as_samples, record_values
+from gpudesk.ui.widgets.retranslate import Retranslating
 
 BACKFILL_CHUNK = 256  # records parsed per event-loop turn during a backfill
 REDRAW_MS = 250  # 4 Hz: fast enough to look live, cheap enough to idle at <2% of a core
@@ -167,7 +168,7 @@ def _table(parent: QWidget, name: str, columns: int, stretch: int) -> QTableWidg
     return t
 
 
-class DashboardPage(QWidget):
+class DashboardPage(Retranslating, QWidget):
     """GPUs and spend of one machine, live."""
 
     summary_changed = Signal(object)  # MachineSummary, at most once per redraw
@@ -306,10 +307,6 @@ class DashboardPage(QWidget):
         self._show_tables()
         self._show_spend()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
 
     def set_machine_name(self, name: str) -> None:
         self.machine_name = name
@@ -587,7 +584,7 @@ class DashboardPage(QWidget):
                               self.history.last_time)
 
 
-class OverviewPage(QWidget):
+class OverviewPage(Retranslating, QWidget):
     """All watched machines, one row each; a click opens that machine's dashboard."""
 
     machine_selected = Signal(str)  # the machine's key
@@ -619,10 +616,6 @@ class OverviewPage(QWidget):
                                    "machine to see its GPUs here."))
         self._show()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
 
     def set_summary(self, summary: MachineSummary) -> None:
         self.rows[summary.key] = summary

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -36,6 +36,7 @@ from gpudesk.ui.watch.dashboard_page import DashboardPage, OverviewPage
 from gpudesk.ui.watch.record_batcher import RecordBatcher
 from gpudesk.ui.widgets.host_key_question import HostKeyQuestion
 from gpudesk.ui.widgets.machine_combo import MachineCombo
+from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import error_text
 
 SPEND_EVERY_MS = 30_000
@@ -125,7 +126,7 @@ def spend_points(h: spend.History, now: float, n: int = SPEND_POINTS) -> list[tu
     return [(first + i * step, spend.cost(h, first + i * step).total) for i in range(n)]
 
 
-class WatchPage(QWidget):
+class WatchPage(Retranslating, QWidget):
     def __init__(self, ledger: Ledger, settings: Callable[[], Settings],
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -192,10 +193,6 @@ class WatchPage(QWidget):
                                          "agent there and shows every GPU live."))
         self._update_buttons()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
 
     def reload_machines(self) -> None:
         self.machine.reload()
