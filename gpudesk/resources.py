@@ -1,32 +1,43 @@
-"""Find the bundled ``resources/`` folder (icons, catalog, translations, styles).
+"""Find the bundled ``resources/`` folder (icons, catalog, translations).
 
-Two layouts, tried in order:
+Three layouts, tried in order:
 
 1. a source checkout or editable install (``pip install -e .``): ``<repo>/resources``;
-2. a PyInstaller bundle: ``sys._MEIPASS/resources`` (the spec must bundle the
-   folder as ``resources``).
-
-A plain (non-editable) wheel does not ship ``resources/`` yet.
+2. a PyInstaller bundle: ``sys._MEIPASS/resources`` (the spec bundles the folder
+   as ``resources``);
+3. a plain wheel (``pip install .``, ``pipx install``): the data files that
+   ``pyproject.toml`` installs under ``<prefix>/share/gpudesk/resources``
+   (``prefix`` being the environment's, or the user base for ``--user``).
 """
 
 from __future__ import annotations
 
+import site
 import sys
 from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
+_SHARE = ("share", "gpudesk", "resources")
+
+
+def candidates() -> list[Path]:
+    found = [_PACKAGE_DIR.parent / "resources"]
+    frozen = getattr(sys, "_MEIPASS", None)
+    if frozen:
+        found.append(Path(frozen) / "resources")
+    for prefix in (sys.prefix, sys.base_prefix, getattr(site, "USER_BASE", None)):
+        if prefix:
+            found.append(Path(prefix).joinpath(*_SHARE))
+    return found
 
 
 def resources_root() -> Path:
     """The folder that holds the resources, or the source location if none exists."""
-    candidates = [_PACKAGE_DIR.parent / "resources"]
-    frozen = getattr(sys, "_MEIPASS", None)
-    if frozen:
-        candidates.append(Path(frozen) / "resources")
-    for candidate in candidates:
-        if candidate.is_dir():
+    options = candidates()
+    for candidate in options:
+        if (candidate / "catalog").is_dir():
             return candidate
-    return candidates[0]
+    return options[0]
 
 
 def resource_path(*parts: str) -> Path:
