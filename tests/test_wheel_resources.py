@@ -23,13 +23,17 @@ def test_wheel_ships_resources_and_the_installed_app_finds_them(tmp_path: Path) 
     shipped = {n.split("/share/gpudesk/", 1)[1] for n in names if "/share/gpudesk/" in n}
     assert want <= shipped, want - shipped
 
-    # Installed into a prefix of its own, away from the checkout: the catalog loads from
-    # the data files, not from <repo>/resources.
+    # Installed into a prefix of its own, away from the checkout, the way an installer
+    # lays a wheel out (purelib into site-packages, the .data/data folder into the prefix;
+    # never pip here: it would uninstall the editable gpudesk this suite runs from).
     prefix = tmp_path / "prefix"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet",
-                    "--prefix", str(prefix), str(wheel)], check=True, timeout=300,
-                   capture_output=True)
-    site = next(prefix.glob("lib/python*/site-packages"))
+    site = prefix / "lib" / "site-packages"
+    with zipfile.ZipFile(wheel) as zf:
+        for name in zf.namelist():
+            head, _, rest = name.partition(".data/data/")
+            dest = prefix / rest if rest and "/" not in head else site / name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(zf.read(name))
     probe = ("import sys; sys.prefix = sys.argv[1]; import gpudesk.resources as r; "
              "print(r.resource_path('catalog', 'offers.csv'), r.__file__)")
     env = dict(os.environ, PYTHONPATH=str(site))
