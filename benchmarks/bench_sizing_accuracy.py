@@ -54,7 +54,9 @@ def main() -> None:
           f"{'tr/an':>8}{'tr/real':>8}")
     for name, func, spec, model, precision, inputs in cases:
         batch = int(spec.split("[")[1].split(",")[0])
-        setup = Setup(batch=batch, seq=128, precision=precision, optimizer="adam")
+        # The fixtures compute attention by hand: size them as eager attention.
+        setup = Setup(batch=batch, seq=128, precision=precision, optimizer="adam",
+                      attention="eager")
         traced = trace_model(f"{FIXTURES}:{func}", spec, setup)
         est = estimate(model, setup) if model is not None else None
         real = fm.measure_real_step(getattr(fm, func), inputs, "adam") if inputs else None
@@ -72,7 +74,44 @@ def main() -> None:
     print(f"\nResNet-50 saved-for-backward per 224² image (fp32, batch 2 / 2): "
           f"{elements / 2:,.0f} elements, {nbytes / 2:,.0f} bytes "
           f"(sizing.py constant: {preset('resnet50').cnn_act_elements_per_image:.3g})")
+    published_finetune_rows()
     print(f"done in {time.perf_counter() - start:.1f} s")
+
+
+# Published max_memory_allocated peaks (docs/sizing-finetune.md has the sources):
+# lit-gpt's resource tables (LoRA r=8 on q,v, bf16-true, seq 1304; inference with a
+# short prompt and 50 new tokens) and HF's llm_tutorial_optimization (octocoder, GiB).
+FINETUNE_ROWS = (
+    ("llama-2-7b", "lora", "none", 1, 21.30), ("llama-2-7b", "lora", "none", 2, 29.07),
+    ("llama-2-13b", "lora", "none", 1, 38.12), ("llama-2-7b", "qlora", "nf4", 1, 14.14),
+    ("llama-2-7b", "qlora", "nf4-dq", 1, 13.84), ("llama-2-7b", "qlora", "fp4", 1, 14.19),
+    ("llama-2-13b", "qlora", "nf4", 1, 23.14), ("llama-2-13b", "qlora", "nf4-dq", 1, 22.55),
+)
+INFERENCE_ROWS = (
+    ("llama-2-7b", "nf4", 10, 50, "sdpa", 4.57, 1e9),
+    ("llama-2-7b", "nf4-dq", 10, 50, "sdpa", 4.26, 1e9),
+    ("llama-2-13b", "nf4", 10, 50, "sdpa", 8.32, 1e9),
+    ("llama-2-13b", "nf4-dq", 10, 50, "sdpa", 7.72, 1e9),
+    ("starcoder-15b", "int8", 32, 60, "eager", 15.219, 2**30),
+    ("starcoder-15b", "fp4", 32, 60, "eager", 9.544, 2**30),
+)
+
+
+def published_finetune_rows() -> None:
+    """The analytical estimate against published LoRA/QLoRA/NF4 peaks (no torch needed)."""
+    print(f"\n{'model':<14}{'job':<18}{'batch':>6}{'measured':>10}{'gpudesk':>10}{'error':>9}")
+    for name, method, quant, batch, measured in FINETUNE_ROWS:
+        setup = Setup(batch=batch, seq=1304, precision="bf16", optimizer="adamw",
+                      finetune=method, quantize=quant)  # type: ignore[arg-type]
+        got = estimate(preset(name), setup).allocated_bytes / 1e9
+        print(f"{name:<14}{method + ' ' + quant:<18}{batch:>6}{measured:>10.2f}{got:>10.2f}"
+              f"{(got - measured) / measured:>+9.1%}")
+    for name, quant, seq, gen, attention, measured, unit in INFERENCE_ROWS:
+        setup = Setup(mode="inference", seq=seq, gen_tokens=gen, precision="bf16",
+                      quantize=quant, attention=attention)  # type: ignore[arg-type]
+        got = estimate(preset(name), setup).allocated_bytes / unit
+        print(f"{name:<14}{'inference ' + quant:<18}{1:>6}{measured:>10.2f}{got:>10.2f}"
+              f"{(got - measured) / measured:>+9.1%}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,17 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from gpudesk import cli_cloud, cli_machine, cli_remote, cli_runs, cli_spend, cli_watch, sizing
+from gpudesk import (
+    cli_cloud,
+    cli_machine,
+    cli_remote,
+    cli_runs,
+    cli_spend,
+    cli_watch,
+    finetune,
+    hf_config,
+    sizing,
+)
 from gpudesk.services.plan.planner import Job, RankedOffer, format_bytes, rank_catalog
 
 # Verb modules: each has VERBS, add_parsers(sub) and handle_error(err) -> exit code | None.
@@ -20,7 +30,8 @@ VERB_MODULES = (cli_cloud, cli_remote, cli_runs, cli_watch, cli_spend, cli_machi
 
 LINES = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"),
          ("optimizer", "optimizer_bytes"), ("activations", "activations_bytes"),
-         ("kv cache", "kv_cache_bytes"), ("overhead", "overhead_bytes"),
+         ("autocast cache", "autocast_cache_bytes"), ("kv cache", "kv_cache_bytes"),
+         ("comm buffers", "comm_buffer_bytes"), ("cuda context", "cuda_context_bytes"),
          ("total", "total_bytes"))
 
 
@@ -38,6 +49,9 @@ def _add_size_flags(p: argparse.ArgumentParser) -> None:
     m = p.add_argument_group("model (one of)")
     m.add_argument("--model", metavar="PRESET", help="a preset: " + ", ".join(sizing.PRESETS))
     m.add_argument("--params", type=_number, metavar="N", help="parameter count, e.g. 7.5e9")
+    m.add_argument("--config", metavar="FILE",
+                   help="a Hugging Face config.json (LLaMA, Mistral, Qwen2, Gemma, GPT-2, BERT, "
+                        "ViT…)")
     for name in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab"):
         m.add_argument(f"--{name}", type=int, help=f"transformer shape: {name}")
     m.add_argument("--gated-ffn", action="store_true", help="SwiGLU FFN (llama-style)")
@@ -50,10 +64,26 @@ def _add_size_flags(p: argparse.ArgumentParser) -> None:
     s.add_argument("--precision", choices=sizing.PRECISIONS, default="amp-bf16")
     s.add_argument("--optimizer", choices=sizing.OPTIMIZERS, default="adamw")
     s.add_argument("--grad-checkpointing", action="store_true")
-    s.add_argument("--flash-attention", action="store_true")
+    s.add_argument("--attention", choices=sizing.ATTENTIONS,
+                   help="attention implementation (default: the model's framework default, "
+                        "sdpa for PyTorch >= 2 and Hugging Face)")
+    s.add_argument("--flash-attention", action="store_true", help="same as --attention flash")
     s.add_argument("--gpus", type=int, default=1)
     s.add_argument("--zero", type=int, default=0, choices=(0, 1, 2, 3))
-    s.add_argument("--offload", action="store_true", help="ZeRO-Offload to CPU")
+    s.add_argument("--fsdp", choices=sizing.FSDP_MODES, default="none",
+                   help="PyTorch FSDP: full (FULL_SHARD), grad-op (SHARD_GRAD_OP), hybrid")
+    s.add_argument("--offload", action="store_true",
+                   help="ZeRO-Offload / FSDP CPU offload of the sharded states")
+    f = p.add_argument_group("fine-tuning and quantized weights")
+    f.add_argument("--finetune", choices=finetune.METHODS, default="full",
+                   help="full, lora, qlora (LoRA on a 4-bit base) or head (train the head only)")
+    f.add_argument("--lora-rank", type=int, default=8)
+    f.add_argument("--lora-alpha", type=int, default=16, help="scaling only; no memory effect")
+    f.add_argument("--lora-targets", default="q,v",
+                   help="q,k,v,o,gate,up,down or 'attention' / 'all-linear' (default q,v)")
+    f.add_argument("--quantize", choices=finetune.QUANTIZATIONS, default="none",
+                   help="base weights as stored: bitsandbytes nf4, nf4-dq (double "
+                        "quantization), fp4 or int8 (LLM.int8); qlora defaults to nf4-dq")
     s.add_argument("--cuda-context-mib", type=int, default=sizing.DEFAULT_CUDA_CONTEXT_BYTES
                    // sizing.MIB, help="CUDA context counted by nvidia-smi (default 500)")
     w = p.add_argument_group("work to finish (for time and cost)")
@@ -64,8 +94,11 @@ def _add_size_flags(p: argparse.ArgumentParser) -> None:
 
 def _model(a: argparse.Namespace) -> sizing.ModelSpec:
     shape = [a.layers, a.hidden, a.heads, a.ffn, a.vocab]
-    if a.model:
-        model = sizing.preset(a.model)
+    if a.model and a.config:
+        raise sizing.SizingError("model", "give --model PRESET or --config FILE, not both")
+    if a.model or a.config:
+        model = (sizing.preset(a.model) if a.model else hf_config.model_from_config(
+            hf_config.load_config(a.config), source=a.config))
         overrides = {k: v for k, v in (("layers", a.layers), ("hidden", a.hidden),
                                        ("heads", a.heads), ("kv_heads", a.kv_heads),
                                        ("ffn", a.ffn), ("vocab", a.vocab)) if v is not None}
@@ -86,11 +119,14 @@ def _model(a: argparse.Namespace) -> sizing.ModelSpec:
 
 def _job(a: argparse.Namespace) -> Job:
     model = _model(a)
+    attention = "flash" if a.flash_attention else (a.attention or model.default_attention)
     setup = sizing.Setup(
         batch=a.batch, seq=a.seq, image_size=a.image_size, mode=a.mode,
         precision=a.precision, optimizer=a.optimizer, grad_checkpointing=a.grad_checkpointing,
-        flash_attention=a.flash_attention, gpus=a.gpus, zero=a.zero, offload=a.offload,
+        attention=attention, gpus=a.gpus, zero=a.zero, offload=a.offload,  # type: ignore[arg-type]
         gen_tokens=a.gen_tokens, cuda_context_bytes=a.cuda_context_mib * sizing.MIB,
+        finetune=a.finetune, lora_rank=a.lora_rank, lora_alpha=a.lora_alpha,
+        lora_targets=finetune.parse_targets(a.lora_targets), quantize=a.quantize, fsdp=a.fsdp,
     )
     sizing.validate(model, setup)
     return Job(model, setup, sizing.Workload(tokens=a.tokens, samples=a.samples, mfu=a.mfu))
@@ -103,11 +139,23 @@ def _cmd_size(a: argparse.Namespace) -> int:
         out: dict[str, Any] = {"model": job.model.name, **est.to_json()}
         print(json.dumps(out, indent=2))
         return 0
+    setup = job.setup
+    sharding = f"FSDP {setup.fsdp}" if setup.fsdp != "none" else f"ZeRO {setup.zero}"
     print(f"{job.model.name}: {est.params / 1e6:,.1f} M parameters, per GPU "
-          f"({job.setup.gpus} GPU{'s' if job.setup.gpus > 1 else ''}, ZeRO {job.setup.zero})")
+          f"({setup.gpus} GPU{'s' if setup.gpus > 1 else ''}, {sharding}, "
+          f"{setup.attention_impl} attention)")
+    if setup.mode == "train" and setup.finetune != "full":
+        print(f"  {setup.finetune}: {est.trainable_params:,} trainable parameters "
+              f"({est.trainable_params / max(est.params, 1):.3%})"
+              + (f", rank {setup.lora_rank}, alpha {setup.lora_alpha}, targets "
+                 f"{','.join(setup.lora_targets)}" if setup.finetune != "head" else ""))
+    if est.quantized_params:
+        print(f"  {setup.weight_quantization}: {est.quantized_params / 1e6:,.1f} M parameters "
+              f"in {format_bytes(est.quantized_bytes)}; "
+              f"{(est.params - est.quantized_params) / 1e6:,.1f} M kept in 16-bit")
     for label, key in LINES:
         value = est.to_json()[key]
-        print(f"  {label:<12} {format_bytes(value):>12}")
+        print(f"  {label:<14} {format_bytes(value):>12}")
     print(f"  (total is comparable to nvidia-smi 'used'; "
           f"{format_bytes(est.allocated_bytes)} to torch.cuda.max_memory_allocated)")
     if est.cpu_offload_bytes:
@@ -123,14 +171,16 @@ def _offer_row(r: RankedOffer) -> str:
     cost = "-" if not r.fits else f"${r.cost:,.2f}"
     return (f"{o.provider:<8}{o.instance_type:<22}{o.region:<15}{o.gpu_count:>2}×"
             f"{o.gpu.name:<11}${r.price_per_hour:>8.3f}/h {hours:>12} {cost:>12}  "
-            f"{r.reason_text}")
+            f"{r.reason_text} [{o.price_status}"
+            f"{'; no spot price' if r.spot and o.spot_price is None else ''}]")
 
 
 def _cmd_offers(a: argparse.Namespace) -> int:
     from gpudesk.services.cloud.catalog import load_catalog
+    from gpudesk.services.cloud.live_prices import prices_for_ranking
 
     job = _job(a)
-    catalog = load_catalog()
+    catalog, refreshed = prices_for_ranking(load_catalog(), refresh=a.refresh)
     ranked = rank_catalog(job, catalog, provider=a.provider, region=a.region, spot=a.spot,
                           max_price=a.max_price, sort=a.sort)
     if not a.all:
@@ -138,6 +188,8 @@ def _cmd_offers(a: argparse.Namespace) -> int:
     if a.json:
         print(json.dumps({"catalog_price_date": catalog.oldest_price_date.isoformat(),
                           "catalog_age_days": catalog.age_days(),
+                          "refresh_errors": {k: e.message() for k, e in
+                                             (refreshed.errors if refreshed else {}).items()},
                           "offers": [r.to_json() for r in ranked]}, indent=2))
         return 0
     print(f"Prices from {catalog.oldest_price_date.isoformat()} "
@@ -156,10 +208,12 @@ def _cmd_trace(a: argparse.Namespace) -> int:
         print("gpudesk: error: tracing needs PyTorch: pip install 'gpudesk[trace]' "
               "(the analytical estimate, `gpudesk size`, needs nothing)", file=sys.stderr)
         return 2
-    setup = sizing.Setup(batch=a.batch, mode=a.mode, precision=a.precision,
+    # The batch is the input's first dimension unless --batch says otherwise
+    # (and then the trace's notes say that it replaced the typed dimension).
+    setup = sizing.Setup(batch=a.batch or 1, mode=a.mode, precision=a.precision,
                          optimizer=a.optimizer)
     try:
-        result = tracing.trace_model(a.target, a.input, setup)
+        result = tracing.trace_model(a.target, a.input, setup, batch_from_input=a.batch is None)
     except tracing.TraceError as err:
         print(f"gpudesk: error: {err}", file=sys.stderr)
         return 2
@@ -183,20 +237,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_size)
     p = sub.add_parser("offers", help="offers that fit, ranked by cost to finish")
     _add_size_flags(p)
-    p.add_argument("--provider", choices=("aws", "tencent"))
+    p.add_argument("--provider", choices=("aws", "tencent", "aliyun"))
     p.add_argument("--region")
     p.add_argument("--spot", action="store_true")
     p.add_argument("--max-price", type=float, help="USD per hour")
     p.add_argument("--sort", choices=("cost", "price", "headroom", "hours"), default="cost")
     p.add_argument("--all", action="store_true", help="list every offer that does not fit")
     p.add_argument("--limit", type=int, default=5, help="offers that don't fit to show")
+    p.add_argument("--refresh", action="store_true",
+                   help="ask the providers (AWS price list; accounts in the keyring) first")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_offers)
     p = sub.add_parser("trace", help="measure your own nn.Module under fake tensors (torch)")
     p.add_argument("target", help="package.module:function or path/file.py:function")
     p.add_argument("--input", required=True,
                    help="example input, e.g. 'float32[8,3,224,224]' or 'int64[4,512]<50257'")
-    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--batch", type=int, default=None,
+                   help="replace the input's first dimension (default: keep the shape given)")
     p.add_argument("--mode", choices=("train", "inference"), default="train")
     p.add_argument("--precision", choices=sizing.TRAIN_PRECISIONS, default="fp32")
     p.add_argument("--optimizer", choices=sizing.OPTIMIZERS, default="adamw")
@@ -211,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
     if any(args.verb in module.VERBS for module in VERB_MODULES):
-        from gpudesk.app import setup_logging
+        from gpudesk.logs import setup_logging
 
         setup_logging()
     try:

@@ -14,16 +14,27 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
+from gpudesk import finetune as ft
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 
 Precision = Literal["fp32", "amp-fp16", "amp-bf16", "fp16", "bf16", "int8", "int4"]
-OptimizerName = Literal["sgd", "sgd-momentum", "adam", "adamw", "adafactor", "adam-8bit"]
+OptimizerName = Literal["sgd", "sgd-momentum", "adam", "adamw", "adafactor", "adam-8bit",
+                        "paged-adamw-8bit"]
+Attention = Literal["eager", "sdpa", "flash"]
+Fsdp = Literal["none", "full", "grad-op", "hybrid"]
 Mode = Literal["train", "inference"]
 ModelKind = Literal["decoder", "encoder", "vit", "cnn", "params"]
 
 PRECISIONS: tuple[str, ...] = ("fp32", "amp-fp16", "amp-bf16", "fp16", "bf16", "int8", "int4")
 TRAIN_PRECISIONS: tuple[str, ...] = ("fp32", "amp-fp16", "amp-bf16", "fp16", "bf16")
-OPTIMIZERS: tuple[str, ...] = ("sgd", "sgd-momentum", "adam", "adamw", "adafactor", "adam-8bit")
+OPTIMIZERS: tuple[str, ...] = ("sgd", "sgd-momentum", "adam", "adamw", "adafactor", "adam-8bit",
+                               "paged-adamw-8bit")
+# eager keeps the a·s² score matrix; sdpa (PyTorch >= 2 and current Hugging Face
+# default) and FlashAttention-2 run fused kernels that keep one value per row.
+ATTENTIONS: tuple[str, ...] = ("eager", "sdpa", "flash")
+FSDP_MODES: tuple[str, ...] = ("none", "full", "grad-op", "hybrid")
+# HYBRID_SHARD shards within a node and replicates across nodes.
+GPUS_PER_NODE = 8
 
 MIB = 1024**2
 GIB = 1024**3
@@ -69,6 +80,8 @@ _ERR_PATCH = QT_TRANSLATE_NOOP(
 _ERR_SEQ_LIMIT = QT_TRANSLATE_NOOP(
     "SizingError", "{seq} tokens exceed this model's {limit}-token position table"
 )
+_ERR_FSDP_ZERO = QT_TRANSLATE_NOOP(
+    "SizingError", "FSDP and DeepSpeed ZeRO both shard the model: choose one (ZeRO 0 with FSDP)")
 
 
 # --------------------------------------------------------------------------- model
@@ -108,9 +121,15 @@ class ModelSpec:
     cnn_act_elements_per_image: float = 0.0
     cnn_forward_flops_per_image: float = 0.0
     source: str = ""
+    head_size: int = 0  # per-head width when not hidden / heads (Gemma-7B: 256)
+    # LLaMA-style RMSNorm upcasts its input to fp32 and keeps that copy for backward.
+    norm_fp32: bool = False
+    default_attention: str = "sdpa"  # what the model's framework runs by default
 
     @property
     def head_dim(self) -> int:
+        if self.head_size:
+            return self.head_size
         return self.hidden // self.heads if self.heads else 0
 
     @property
@@ -127,9 +146,9 @@ class ModelSpec:
     def layer_params(self) -> int:
         """Parameters of one transformer block (attention + FFN + norms)."""
         h, hd = self.hidden, self.head_dim
-        kv = self.kv_heads * hd
+        kv, q = self.kv_heads * hd, self.heads * hd
         b = 1 if self.biases else 0
-        attn = h * h + 2 * h * kv + h * h + b * (h + 2 * kv + h)
+        attn = h * q + 2 * h * kv + q * h + b * (q + 2 * kv + h)
         n_mats = 3 if self.gated_ffn else 2
         ffn = n_mats * h * self.ffn + b * (self.ffn + h)
         norms = (4 if self.biases else 2) * h
@@ -167,7 +186,7 @@ def _llama(name: str, layers: int, hidden: int, heads: int, kv: int, ffn: int, v
            source: str) -> ModelSpec:
     return _decoder(name, source, layers=layers, hidden=hidden, heads=heads, kv_heads=kv,
                     ffn=ffn, vocab=vocab, gated_ffn=True, tied_embeddings=False, biases=False,
-                    dropout=False)
+                    dropout=False, norm_fp32=True)
 
 
 def _gpt2(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
@@ -255,12 +274,36 @@ class Setup:
     precision: Precision = "amp-bf16"
     optimizer: OptimizerName = "adamw"
     grad_checkpointing: bool = False
-    flash_attention: bool = False
+    flash_attention: bool = False  # kept for old plans and --flash-attention: = "flash"
     gpus: int = 1
     zero: int = 0  # 0 = plain DDP (or a single GPU)
-    offload: bool = False  # ZeRO-Offload: optimizer (and ZeRO-3 params) to CPU
+    offload: bool = False  # ZeRO-Offload / FSDP CPUOffload: states to CPU RAM
     gen_tokens: int = 0  # inference: tokens generated after a ``seq``-token prompt
     cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES
+    attention: Attention = "sdpa"
+    finetune: ft.Method = "full"
+    lora_rank: int = 8
+    lora_alpha: int = 16  # scales the update (alpha / rank); no memory effect
+    lora_targets: tuple[str, ...] = ft.DEFAULT_TARGETS
+    quantize: ft.Quantization = "none"  # base weights as stored (train: QLoRA; inference)
+    fsdp: Fsdp = "none"
+
+    def __post_init__(self) -> None:
+        # A plan read back from JSON has a list here; the estimate cache needs a tuple.
+        targets: object = self.lora_targets
+        if not isinstance(targets, tuple) and isinstance(targets, (list, str)):
+            object.__setattr__(self, "lora_targets", ft.parse_targets(targets))
+
+    @property
+    def attention_impl(self) -> str:
+        return "flash" if self.flash_attention else self.attention
+
+    @property
+    def weight_quantization(self) -> str:
+        """The base's storage; QLoRA with none chosen is the paper's NF4 + double quant."""
+        if self.finetune == "qlora" and self.quantize == "none":
+            return "nf4-dq"
+        return self.quantize if self.mode == "inference" or self.finetune != "full" else "none"
 
 
 @dataclass(frozen=True)
@@ -273,10 +316,14 @@ class Estimate:
     activations_bytes: int
     kv_cache_bytes: int
     cuda_context_bytes: int
-    comm_buffer_bytes: int  # DDP buckets / ZeRO-3 working set: allocated by torch
+    comm_buffer_bytes: int  # DDP buckets / ZeRO-3 / FSDP working set: allocated by torch
     params: int
     cpu_offload_bytes: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    autocast_cache_bytes: int = 0  # 16-bit weight copies torch.autocast keeps in forward
+    trainable_params: int = 0
+    quantized_params: int = 0  # stored quantized (the rest is 16-bit or wider)
+    quantized_bytes: int = 0  # those parameters' bytes, scales included
 
     @property
     def overhead_bytes(self) -> int:
@@ -296,7 +343,7 @@ class Estimate:
     def total_bytes(self) -> int:
         """Comparable to nvidia-smi "used" (allocator + CUDA context)."""
         return (self.model_states_bytes + self.activations_bytes + self.kv_cache_bytes
-                + self.overhead_bytes)
+                + self.autocast_cache_bytes + self.overhead_bytes)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -325,7 +372,7 @@ def _moment_bytes(optimizer: str, value_bytes: int, params: int, hidden: int) ->
         return float(value_bytes)
     if optimizer in ("adam", "adamw"):
         return 2.0 * value_bytes
-    if optimizer == "adam-8bit":
+    if optimizer in ("adam-8bit", "paged-adamw-8bit"):
         # bitsandbytes: two uint8 moments + one fp32 absmax per 2048-value block.
         return 2.0 + 2 * 4 / 2048
     # Adafactor without momentum keeps a row and a column second-moment vector
@@ -350,7 +397,7 @@ def validate(model: ModelSpec, setup: Setup) -> None:
         for name in ("layers", "hidden", "heads", "ffn"):
             _check_int(name, getattr(model, name))
         _check_int("kv_heads", model.kv_heads)
-        if model.hidden % model.heads:
+        if model.hidden % model.heads and not model.head_size:
             raise SizingError("heads", _ERR_HEADS, heads=model.heads, hidden=model.hidden)
         if model.heads % model.kv_heads:
             raise SizingError("kv_heads", _ERR_KV, kv_heads=model.kv_heads, heads=model.heads)
@@ -380,6 +427,25 @@ def validate(model: ModelSpec, setup: Setup) -> None:
             raise SizingError("seq", _ERR_SEQ_LIMIT, seq=total, limit=model.max_positions)
     if setup.mode == "train" and setup.precision in ("int8", "int4"):
         raise SizingError("precision", _ERR_INT_TRAIN, precision=setup.precision)
+    _check_choice("attention", setup.attention, ATTENTIONS)
+    _check_choice("finetune", setup.finetune, ft.METHODS)
+    _check_choice("quantize", setup.quantize, ft.QUANTIZATIONS)
+    _check_choice("fsdp", setup.fsdp, FSDP_MODES)
+    if setup.fsdp != "none" and setup.zero:
+        raise SizingError("fsdp", _ERR_FSDP_ZERO)
+    if setup.mode == "train" and setup.finetune in ("lora", "qlora"):
+        if not model.is_transformer:
+            raise SizingError("finetune", ft._ERR_LORA_SHAPE)
+        _check_int("lora_rank", setup.lora_rank)
+        _check_int("lora_alpha", setup.lora_alpha)
+        ft.parse_targets(setup.lora_targets)
+    quant = setup.weight_quantization
+    if setup.mode == "train" and setup.finetune == "qlora" and quant not in ft.FOUR_BIT:
+        raise SizingError("quantize", ft._ERR_QLORA, quantize=quant)
+    if (setup.mode == "train" and setup.finetune == "full" and setup.quantize != "none"):
+        raise SizingError("quantize", ft._ERR_QUANT_FULL)
+    if quant != "none" and model.kind == "cnn":
+        raise SizingError("quantize", ft._ERR_QUANT_SHAPE)
 
 
 # --------------------------------------------------------------------------- activations
@@ -394,19 +460,31 @@ def _layer_activation_bytes(model: ModelSpec, setup: Setup, s: int) -> float:
     attention keeps its input, Q, K, V and the projection input; the FFN its
     input and every intermediate; the two norms their inputs. Under autocast
     norms and softmax run in fp32 (4 bytes) and the fp16 copy of the softmax
-    output is kept for the V matmul.
+    output is kept for the V matmul. A LLaMA-style RMSNorm keeps its fp32
+    upcast input (4 bytes) whatever the precision. With frozen base weights
+    (LoRA, QLoRA) the linear layers' own inputs drop out; see
+    :func:`gpudesk.finetune.frozen_layer_activation_elems`.
     """
     b, h, a = setup.batch, model.hidden, model.heads
     amp = setup.precision.startswith("amp")
     v = _bytes_per_value(setup.precision)
     sbh = s * b * h
     kv_ratio = model.kv_heads / model.heads
-    attn_elems = 3 + 2 * kv_ratio  # input, Q, proj input + K, V
-    ffn_elems = 1 + (4 if model.gated_ffn else 2) * model.ffn / h
-    norm_bytes = 4 if amp else v
+    frozen = setup.mode == "train" and setup.finetune in ("lora", "qlora")
+    norm_bytes = 4 if amp or model.norm_fp32 else v
+    if model.norm_fp32 and not amp and not frozen:
+        norm_bytes += v  # the normalised 16-bit copy, for the norm weight's gradient
     masks = 2 if model.dropout else 0  # after attention projection and after FFN
-    total = sbh * ((attn_elems + ffn_elems) * v + 2 * norm_bytes + masks)
-    if not setup.flash_attention:
+    if frozen:
+        body = ft.frozen_layer_activation_elems(
+            model, setup.finetune, setup.weight_quantization, setup.lora_targets, v)
+    else:
+        qd = model.heads * model.head_dim / h
+        attn_elems = 1 + 2 * qd + 2 * kv_ratio  # input, Q, proj input + K, V
+        ffn_elems = 1 + (4 if model.gated_ffn else 2) * model.ffn / h
+        body = (attn_elems + ffn_elems) * v
+    total = sbh * (body + 2 * norm_bytes + masks)
+    if setup.attention_impl == "eager":
         as2b = a * s * s * b
         soft = 4 if amp else v
         scores = soft + (2 if amp else 0)  # softmax output (+ its fp16 cast)
@@ -419,14 +497,27 @@ def _layer_activation_bytes(model: ModelSpec, setup: Setup, s: int) -> float:
 
 
 def activation_bytes(model: ModelSpec, setup: Setup) -> tuple[int, tuple[str, ...]]:
-    """Training activations per GPU at the backward-pass peak."""
+    """Training activations per GPU at the backward-pass peak.
+
+    torch.autocast's 16-bit weight cache is not in here: it is its own line
+    (:func:`autocast_cache_bytes`).
+    """
     acts, notes = _stored_activation_bytes(model, setup)
-    if setup.precision.startswith("amp"):
-        # autocast caches a 16-bit copy of every weight until the forward ends.
-        acts += int(2.0 * model.parameter_count() / _weight_shards(setup))
-        notes += (QT_TRANSLATE_NOOP(
-            "SizingNote", "includes autocast's 16-bit weight cache (2 bytes/parameter)"),)
+    quant = setup.weight_quantization
+    if quant != "none":
+        acts += ft.quant_split(model, quant).largest_dequantized_bytes
+        notes += (ft.NOTE_DEQUANT,)
     return acts, notes
+
+
+def autocast_cache_bytes(model: ModelSpec, setup: Setup, trainable: int) -> int:
+    """torch.autocast keeps a 16-bit copy of every fp32 weight it casts until the
+    forward pass ends: 2 bytes per fp32 parameter. A frozen 16-bit base is not
+    cast; FSDP's MixedPrecision gathers 16-bit parameters, so nothing is cached."""
+    if setup.mode != "train" or not setup.precision.startswith("amp") or setup.fsdp != "none":
+        return 0
+    fp32_params = model.parameter_count() if setup.finetune == "full" else trainable
+    return int(2.0 * fp32_params / _weight_shards(setup))
 
 
 def _stored_activation_bytes(model: ModelSpec, setup: Setup) -> tuple[int, tuple[str, ...]]:
@@ -455,6 +546,13 @@ def _stored_activation_bytes(model: ModelSpec, setup: Setup) -> tuple[int, tuple
             "SizingNote", "activations from layers/hidden with FFN=4h and 128-wide heads"))
     s = model.tokens_per_sample(setup.seq, setup.image_size)
     h = model.hidden
+    if setup.finetune == "head":
+        # Nothing below the head needs a gradient, so autograd saves nothing
+        # there: the forward's transient working set, the head's input and loss.
+        body_t = _inference_activation_bytes(model, replace(setup, mode="inference"))
+        head_t = b * s * model.vocab * (v + 4 + 4) if model.kind == "decoder" else 0
+        notes.append(ft.NOTE_HEAD)
+        return int(body_t + s * b * h * v + head_t), tuple(notes)
     layer = _layer_activation_bytes(model, setup, s)
     if setup.grad_checkpointing:
         # Full recomputation keeps each block's input, plus one block live.
@@ -475,7 +573,16 @@ def _stored_activation_bytes(model: ModelSpec, setup: Setup) -> tuple[int, tuple
 
 
 def _weight_shards(setup: Setup) -> int:
+    if setup.fsdp in ("full", "hybrid"):
+        return _fsdp_group(setup)
     return setup.gpus if setup.zero == 3 else 1
+
+
+def _fsdp_group(setup: Setup) -> int:
+    """GPUs one FSDP shard group spans: all of them, or one node for HYBRID_SHARD."""
+    if setup.fsdp == "hybrid":
+        return min(setup.gpus, GPUS_PER_NODE)
+    return setup.gpus if setup.fsdp != "none" else 1
 
 
 def _inference_activation_bytes(model: ModelSpec, setup: Setup) -> int:
@@ -487,7 +594,7 @@ def _inference_activation_bytes(model: ModelSpec, setup: Setup) -> int:
     b, s, h = setup.batch, model.tokens_per_sample(setup.seq, setup.image_size), model.hidden
     v = 2 if setup.precision != "fp32" else 4
     widest = b * s * max(model.ffn * (2 if model.gated_ffn else 1), 3 * h) * v
-    scores = 0 if setup.flash_attention else b * model.heads * s * s * v
+    scores = b * model.heads * s * s * v if setup.attention_impl == "eager" else 0
     logits = b * model.vocab * 4 if model.kind == "decoder" else 0
     return int(widest + scores + 2 * b * s * h * v + logits)
 
@@ -516,34 +623,64 @@ def estimate(model: ModelSpec, setup: Setup) -> Estimate:
     psi = model.parameter_count()
     n = setup.gpus
     notes: list[str] = []
+    quant = setup.weight_quantization
+    split = ft.quant_split(model, quant) if quant != "none" else None
+    q_params, q_bytes = (split.quantized_params, split.quantized_bytes) if split else (0, 0)
+    if split is not None:
+        notes.append(ft.NOTE_QUANT[quant])
+        if setup.finetune == "qlora" and setup.quantize == "none" and setup.mode == "train":
+            notes.append(ft.NOTE_QLORA_DEFAULT)
     if setup.mode == "inference":
         # Inference: tensor-parallel sharding across ``gpus`` when more than one.
-        weights = psi * _weight_bytes_per_param(setup.precision) / n
-        acts = _inference_activation_bytes(model, setup)
+        if split is not None:
+            weights = split.total_bytes / n
+            acts = _inference_activation_bytes(model, setup) + split.largest_dequantized_bytes
+            notes.append(ft.NOTE_DEQUANT)
+        else:
+            weights = psi * _weight_bytes_per_param(setup.precision) / n
+            acts = _inference_activation_bytes(model, setup)
         kv = kv_cache_bytes(model, setup)
         return Estimate(int(weights), 0, 0, acts, kv, setup.cuda_context_bytes, 0, psi,
-                        notes=tuple(notes))
+                        notes=tuple(notes), quantized_params=q_params, quantized_bytes=q_bytes)
 
     p = setup.precision
     hidden = model.hidden
     cpu = 0.0
     comm = 0.0
+    method = setup.finetune
+    if method == "full":
+        trainable, frozen = psi, 0
+    elif method == "head":
+        trainable = ft.head_params(model)
+        frozen = psi - trainable
+    else:  # LoRA adds A/B next to every frozen base weight
+        trainable = ft.lora_params(model, setup.lora_rank, setup.lora_targets)
+        frozen = psi
+        notes.append(ft.NOTE_LORA)
     if p.startswith("amp") and setup.zero >= 1:
         # DeepSpeed mixed precision (the ZeRO paper): 16-bit weights and
         # gradients, fp32 master weights + fp32 moments = K·Ψ, K = 12 for Adam.
         w, g = 2.0, 2.0
-        opt = 4.0 + _moment_bytes(setup.optimizer, 4, psi, hidden)
+        opt = 4.0 + _moment_bytes(setup.optimizer, 4, trainable, hidden)
         notes.append(QT_TRANSLATE_NOOP(
             "SizingNote", "DeepSpeed mixed precision: 16-bit weights/grads, fp32 master + moments"))
     elif p.startswith("amp"):
-        # torch.autocast + GradScaler keep fp32 weights, grads and moments.
+        # torch.autocast + GradScaler (or FSDP MixedPrecision) keep fp32 weights,
+        # grads and moments.
         w, g = 4.0, 4.0
-        opt = _moment_bytes(setup.optimizer, 4, psi, hidden)
+        opt = _moment_bytes(setup.optimizer, 4, trainable, hidden)
     else:
         v = _bytes_per_value(p)
         w, g = float(v), float(v)
-        opt = _moment_bytes(setup.optimizer, v, psi, hidden)
-    weights, grads, optim = w * psi, g * psi, opt * psi
+        opt = _moment_bytes(setup.optimizer, v, trainable, hidden)
+    if setup.optimizer == "paged-adamw-8bit":
+        notes.append(ft.NOTE_PAGED)
+    # A frozen base stays in the 16-bit load dtype (fp32 only for an fp32 run),
+    # or as stored by bitsandbytes.
+    p16 = 4.0 if p == "fp32" else 2.0
+    frozen_bytes = float(split.total_bytes) if split is not None else p16 * frozen
+    weights = frozen_bytes + w * trainable
+    grads, optim = g * trainable, opt * trainable
     if setup.zero >= 1:
         optim /= n
     if setup.zero >= 2:
@@ -563,8 +700,14 @@ def estimate(model: ModelSpec, setup: Setup) -> Estimate:
             weights = 0.0
         notes.append(QT_TRANSLATE_NOOP(
             "SizingNote", "ZeRO-Offload: states on CPU RAM with DeepSpeed's 1.5× buffer"))
-    if n > 1 and setup.zero == 0:
-        comm += g * psi
+    if setup.fsdp != "none":
+        weights, grads, optim, fsdp_comm, fsdp_cpu = _fsdp_states(
+            model, setup, weights, grads, optim, frozen_bytes + p16 * trainable,
+            g * trainable / max(psi, 1), notes)
+        comm += fsdp_comm
+        cpu += fsdp_cpu
+    if n > 1 and setup.zero == 0 and setup.fsdp == "none":
+        comm += g * trainable
         notes.append(DDP_BUCKET_NOTE)
     acts, act_notes = activation_bytes(model, setup)
     notes.extend(act_notes)
@@ -573,7 +716,57 @@ def estimate(model: ModelSpec, setup: Setup) -> Estimate:
         optimizer_bytes=int(round(optim)), activations_bytes=acts, kv_cache_bytes=0,
         cuda_context_bytes=setup.cuda_context_bytes, comm_buffer_bytes=int(comm), params=psi,
         cpu_offload_bytes=int(cpu), notes=tuple(notes),
+        autocast_cache_bytes=autocast_cache_bytes(model, setup, trainable),
+        trainable_params=trainable, quantized_params=q_params, quantized_bytes=q_bytes,
     )
+
+
+def _fsdp_states(model: ModelSpec, setup: Setup, weights: float, grads: float, optim: float,
+                 unsharded: float, grad_per_param: float,
+                 notes: list[str]) -> tuple[float, float, float, float, float]:
+    """PyTorch FSDP on the ZeRO footing (Zhao et al. 2023, arXiv 2304.11277).
+
+    FULL_SHARD ≈ ZeRO-3: weights, gradients and optimizer state divided by the
+    shard group; the working set is two transformer blocks gathered in the
+    16-bit compute dtype (the one running and the one prefetched), the root
+    module's parameters (embeddings, head) which stay gathered for the whole
+    step, and one block's unsharded gradients before their reduce-scatter.
+    HYBRID_SHARD is FULL_SHARD within one node. SHARD_GRAD_OP ≈ ZeRO-2: the
+    parameters stay gathered from forward to the end of backward, so the full
+    16-bit model is on each GPU next to its fp32 shard. CPUOffload moves the
+    shards (parameters, gradients, optimizer step) to CPU RAM.
+    Returns weights, gradients, optimizer, communication working set, CPU bytes.
+    """
+    group = _fsdp_group(setup)
+    psi = model.parameter_count()
+    if model.is_transformer:
+        unit = model.layer_params()
+        root = max(0, psi - model.layers * unit)
+    else:
+        unit, root = _largest_layer_params(model), 0
+    p16 = 4.0 if setup.precision == "fp32" else 2.0
+    grads /= group
+    optim /= group
+    if setup.fsdp == "grad-op":
+        weights = weights / group + unsharded
+        comm = unit * grad_per_param
+        notes.append(QT_TRANSLATE_NOOP(
+            "SizingNote", "FSDP SHARD_GRAD_OP: gradients and optimizer sharded, 16-bit "
+            "parameters gathered through forward and backward"))
+    else:
+        weights /= group
+        comm = (2 * unit + root) * p16 + unit * grad_per_param
+        notes.append(QT_TRANSLATE_NOOP(
+            "SizingNote", "FSDP FULL_SHARD: states sharded; working set = 2 gathered blocks "
+            "+ the root module + one block's gradients"))
+    cpu = 0.0
+    if setup.offload:
+        cpu = (weights if setup.fsdp != "grad-op" else weights - unsharded) + grads + optim
+        weights = unsharded if setup.fsdp == "grad-op" else 0.0
+        grads = optim = 0.0
+        notes.append(QT_TRANSLATE_NOOP(
+            "SizingNote", "FSDP CPUOffload: parameter, gradient and optimizer shards on CPU RAM"))
+    return weights, grads, optim, comm, cpu
 
 
 def _largest_layer_params(model: ModelSpec) -> int:
@@ -614,27 +807,36 @@ class ParallelPlan:
     zero: int
     offload: bool
     estimate: Estimate
+    fsdp: str = "none"
 
 
 def smallest_parallel_plan(model: ModelSpec, setup: Setup, gpu_bytes: int,
                            max_gpus: int = 512) -> ParallelPlan | None:
     """Fewest GPUs (then the lowest ZeRO stage, then no offload) that fit.
 
-    Lower stages communicate less, so for the same GPU count they win.
+    Lower stages communicate less, so for the same GPU count they win. A job
+    set up for FSDP is tried with FSDP's strategies (plain DDP, SHARD_GRAD_OP,
+    FULL_SHARD), never mixed with ZeRO.
     """
     counts = [1]
     while counts[-1] < max_gpus:
         counts.append(counts[-1] * 2)
-    stages = (0,) if setup.mode == "inference" else (0, 1, 2, 3)
+    stages: tuple[tuple[int, Fsdp], ...]
+    if setup.mode == "inference":
+        stages = ((0, "none"),)
+    elif setup.fsdp != "none":
+        stages = ((0, "none"), (0, "grad-op"), (0, "full"))
+    else:
+        stages = ((0, "none"), (1, "none"), (2, "none"), (3, "none"))
     for n in counts:
         for offload in (False, True):
-            for stage in stages:
-                if offload and stage == 0:
+            for stage, fsdp in stages:
+                if offload and stage == 0 and fsdp == "none":
                     continue
-                trial = replace(setup, gpus=n, zero=stage, offload=offload)
+                trial = replace(setup, gpus=n, zero=stage, offload=offload, fsdp=fsdp)
                 est = estimate(model, trial)
                 if est.total_bytes <= gpu_bytes:
-                    return ParallelPlan(n, stage, offload, est)
+                    return ParallelPlan(n, stage, offload, est, fsdp)
     return None
 
 
@@ -659,6 +861,12 @@ class Workload:
 FLOPS_FORMULA = {
     "transformer-train": "6·Ψ·tokens + 12·layers·hidden·seq·tokens (attention); ×4/3 with "
                          "gradient checkpointing (one extra forward)",
+    "lora-train": "(4·Ψ + 6·trainable)·tokens + attention: frozen weights get no weight "
+                  "gradients (2/3 of a full step); checkpointing adds 2·Ψ + attention/3",
+    "qlora-dequant": "+ steps × passes × 4-bit weights × 256 FLOP-equivalents: each 4-bit "
+                     "weight dequantized once per forward and once per backward (+1 with "
+                     "checkpointing), memory-bound, at ~100 FLOP per byte moved",
+    "head-train": "(2·Ψ + 2·head)·tokens + forward attention: only the head's weight gradient",
     "cnn-train": "3 × forward FLOPs per image × images (backward ≈ 2× forward)",
     "inference": "2·Ψ per generated token (+ 2·Ψ·prompt per request)",
 }
@@ -683,7 +891,22 @@ def job_flops(model: ModelSpec, setup: Setup, work: Workload) -> float:
     else:
         tokens, s = work.tokens, setup.seq
     attn = 12.0 * model.layers * model.hidden * s
-    return (6.0 * psi + attn) * tokens * recompute
+    if setup.finetune == "full":
+        return (6.0 * psi + attn) * tokens * recompute
+    if setup.finetune == "head":
+        return (2.0 * psi + 2.0 * ft.head_params(model) + attn / 3) * tokens
+    trainable = ft.lora_params(model, setup.lora_rank, setup.lora_targets)
+    per_token = 4.0 * psi + 6.0 * trainable + attn
+    if setup.grad_checkpointing:
+        per_token += 2.0 * psi + attn / 3
+    total = per_token * tokens
+    quant = setup.weight_quantization
+    if quant != "none":
+        steps = tokens / (setup.batch * s)
+        passes = 3 if setup.grad_checkpointing else 2
+        total += (steps * passes * ft.quant_split(model, quant).quantized_params
+                  * ft.DEQUANT_FLOPS_PER_WEIGHT)
+    return total
 
 
 def hours_to_finish(flops: float, gpus: int, peak_tflops: float, mfu: float) -> float:

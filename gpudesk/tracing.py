@@ -30,7 +30,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -297,15 +297,25 @@ def _step_name(step: str) -> str:
             "inputs": "creating the example input"}.get(step, step)
 
 
-def trace_model(target: str, input_spec: str, setup: Setup) -> TraceResult:
+def trace_model(target: str, input_spec: str, setup: Setup, *,
+                batch_from_input: bool = False) -> TraceResult:
     """Trace one step of ``target`` (a no-argument function returning the model).
 
+    ``setup.batch`` replaces each input's first dimension, and a note says so
+    when that changes a shape the user typed; with ``batch_from_input`` the
+    shapes are kept as typed (``gpudesk trace`` without ``--batch``).
     Raises TraceError (never anything else) with a message for the researcher.
     """
     specs = parse_input_spec(input_spec)
-    if setup.batch < 1:
-        raise TraceError("input", f"The batch size must be at least 1. {_FALLBACK}")
-    specs = [TensorSpec(s.dtype, (setup.batch, *s.shape[1:]), s.high) for s in specs]
+    extra: list[str] = []
+    if not batch_from_input:
+        if setup.batch < 1:
+            raise TraceError("input", f"The batch size must be at least 1. {_FALLBACK}")
+        typed = sorted({s.shape[0] for s in specs if s.shape[0] != setup.batch})
+        if typed:
+            extra.append(f"batch {setup.batch} (from --batch) replaces the first dimension "
+                         f"{', '.join(map(str, typed))} of the input as typed")
+        specs = [TensorSpec(s.dtype, (setup.batch, *s.shape[1:]), s.high) for s in specs]
     if setup.precision in ("int8", "int4"):
         raise TraceError("precision", f"Tracing runs fp32, amp-bf16, amp-fp16, fp16 or bf16; "
                          f"{setup.precision} quantised weights need their own kernels. "
@@ -326,7 +336,8 @@ def trace_model(target: str, input_spec: str, setup: Setup) -> TraceResult:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return _trace(torch, FakeTensorMode, MemTracker, factory, specs, setup, target)
+            result = _trace(torch, FakeTensorMode, MemTracker, factory, specs, setup, target)
+            return replace(result, notes=(*extra, *result.notes))
     except TraceError:
         raise
     except BaseException as exc:
@@ -379,6 +390,28 @@ def trace_in_subprocess(target: str, input_spec: str, setup: Setup,
     except (ValueError, TypeError) as exc:
         raise TraceError("run", f"Tracing {target} printed no result ({exc}). "
                          f"{_FALLBACK}") from None
+
+
+class _NoHook:
+    def remove(self) -> None:
+        pass
+
+
+def _skip_frozen_grad_hooks(tracker: Any, params: list[Any]) -> None:
+    """Let a LoRA/PEFT model (frozen base weights) trace like any other.
+
+    MemTracker hooks every parameter's gradient, and torch refuses a hook on a
+    parameter that does not require one, so frozen parameters are entered in
+    the tracker's hook table (a private attribute) as hooked already; they
+    never get a gradient, so nothing is missed. Without that table (another
+    torch), nothing is done and the trace reports its own error.
+    """
+    handles = getattr(tracker, "_param_to_grad_hook_handles", None)
+    if handles is None:
+        return
+    for p in params:
+        if not p.requires_grad:
+            handles[p] = (_NoHook(), _NoHook())
 
 
 class _Steps:
@@ -442,6 +475,7 @@ def _trace(torch: Any, fake_mode_cls: Any, tracker_cls: Any, factory: Callable[[
             optimizer = _make_optimizer(torch, setup.optimizer,
                                         [p for p in params if p.requires_grad], notes)
         mt = tracker_cls()
+        _skip_frozen_grad_hooks(mt, params)
         mt.track_external(model, *([optimizer] if optimizer is not None else []))
         autocast = (torch.autocast("cpu", dtype=low) if amp else contextlib.nullcontext())
         grad_mode = contextlib.nullcontext() if train else torch.no_grad()

@@ -12,7 +12,7 @@ import pytest
 from gpudesk import sizing
 
 KEYS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes",
-        "kv_cache_bytes", "overhead_bytes", "total_bytes")
+        "kv_cache_bytes", "autocast_cache_bytes", "overhead_bytes", "total_bytes")
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -85,8 +85,8 @@ def test_bad_input_is_one_readable_line(args: tuple[str, ...], field: str) -> No
 def test_human_output_lists_every_line() -> None:
     proc = run_cli("size", "--model", "gpt2")
     assert proc.returncode == 0
-    for label in ("weights", "gradients", "optimizer", "activations", "kv cache", "overhead",
-                  "total"):
+    for label in ("weights", "gradients", "optimizer", "activations", "autocast cache",
+                  "kv cache", "comm buffers", "cuda context", "total"):
         assert label in proc.stdout
 
 

@@ -3,9 +3,11 @@ real CPU training step. Needs torch (CI installs it through the ``test`` extra).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,6 +71,44 @@ def test_batch_overrides_leading_dim() -> None:
     small = trace_model(target("make_gpt"), "int64[1,128]<512", Setup(batch=2, precision="fp32"))
     large = trace_model(target("make_gpt"), "int64[1,128]<512", Setup(batch=4, precision="fp32"))
     assert large.activations_bytes == pytest.approx(2 * small.activations_bytes, rel=0.01)
+    assert any("replaces the first dimension 1" in note for note in large.notes)
+
+
+def test_lora_wrapped_model_traces_like_any_other() -> None:
+    """Issue 17: frozen base weights have no gradients and no optimizer state."""
+    path = f"{Path(__file__).parent / 'data' / 'lora_model.py'}:make_lora_mlp"
+    result = trace_model(path, "float32[16,256]",
+                         Setup(batch=16, precision="fp32", optimizer="adamw"))
+    r = 4
+    trainable = r * (256 + 512) + r * (512 + 512) + r * (512 + 10)
+    base = 256 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10
+    assert result.params == base + trainable
+    assert result.weights_bytes == 4 * (base + trainable)
+    assert result.gradients_bytes == 4 * trainable
+    assert result.optimizer_bytes == 8 * trainable
+
+
+def test_cli_trace_takes_the_batch_from_the_typed_shape(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 14: 'float32[32,256]' without --batch traces batch 32, not batch 1."""
+    from gpudesk import cli
+
+    def traced(*extra: str) -> dict[str, Any]:
+        assert cli.main(["trace", target("make_mlp"), "--input", "float32[32,256]",
+                         *extra, "--json"]) == 0
+        data: dict[str, Any] = json.loads(capsys.readouterr().out)
+        return data
+
+    kept = traced()
+    by_flag = traced("--batch", "32")
+    assert kept["activations_bytes"] == by_flag["activations_bytes"]
+    assert not any("replaces" in n for n in kept["notes"])
+    # The first Linear's input (32×256 fp32) is among the saved activations.
+    assert kept["activations_bytes"] >= 32 * 256 * 4
+    one = traced("--batch", "1")
+    assert one["activations_bytes"] * 16 < kept["activations_bytes"]
+    assert any("batch 1 (from --batch) replaces the first dimension 32" in n
+               for n in one["notes"])
 
 
 def test_amp_and_inference_run() -> None:
@@ -94,8 +134,9 @@ def test_gpt_activations_match_the_analytical_estimate() -> None:
     counts the logits' gradient, the trace instead keeps 1-byte dropout masks and the
     attention mask - but the totals agree, so the band is ±5%. The peak is 1.11-1.13×
     sizing's allocated_bytes: at the start of backward the trace also holds gradient
-    temporaries (2 MiB of logits gradient here) on top of all activations."""
-    setup = Setup(batch=4, seq=128, precision="fp32", optimizer="adam")
+    temporaries (2 MiB of logits gradient here) on top of all activations. The
+    fixture computes attention by hand (eager), so it is sized with attention="eager"."""
+    setup = Setup(batch=4, seq=128, precision="fp32", optimizer="adam", attention="eager")
     analytical = estimate(GPT_SPEC, setup)
     traced = trace_model(target("make_gpt"), "int64[4,128]<512", setup)
     assert traced.params == analytical.params == GPT_SPEC.parameter_count()

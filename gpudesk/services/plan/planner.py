@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from gpudesk import sizing
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud.catalog import Catalog, Offer
+from gpudesk.services.cloud.catalog import Catalog, GpuSpec, Offer
 
 SortKey = Literal["cost", "price", "headroom", "hours"]
 
@@ -67,7 +67,8 @@ class RankedOffer:
             "provider": o.provider, "instance_type": o.instance_type, "region": o.region,
             "gpu": o.gpu.name, "gpu_count": o.gpu_count, "gpu_memory_bytes": o.gpu.usable_bytes,
             "market": "spot" if self.spot else "on-demand",
-            "price_per_hour": self.price_per_hour, "price_source": o.price_source,
+            "price_per_hour": self.price_per_hour, "price_source": o.price_status,
+            "price_note": o.price_source, "spot_price": o.spot_price,
             "price_date": o.price_date.isoformat(), "fits": self.fits,
             "reason": self.reason_text,
             "per_gpu_total_bytes": self.estimate.total_bytes if self.estimate else None,
@@ -93,9 +94,8 @@ def judge(job: Job, offer: Offer, spot: bool = False) -> RankedOffer:
     setup = replace(job.setup, gpus=offer.gpu_count)
     values = {"gpu": gpu.name, "capacity": format_bytes(gpu.usable_bytes),
               "precision": setup.precision}
-    if price is None:
-        return RankedOffer(offer, spot, False, REASON_NO_SPOT, values, None, math.inf,
-                           math.inf, math.inf, 0)
+    if price is None:  # no spot quote (never a guessed fraction): ranked by on-demand
+        price = offer.ondemand_price
     if not gpu.supports(setup.precision):
         return RankedOffer(offer, spot, False, REASON_NO_PRECISION, values, None, price,
                            math.inf, math.inf, 0)
@@ -132,6 +132,62 @@ def rank_catalog(job: Job, catalog: Catalog, *, provider: str | None = None,
                  max_price: float | None = None, sort: SortKey = "cost") -> list[RankedOffer]:
     offers = catalog.filter(provider=provider, region=region, spot=spot, max_price=max_price)
     return rank(job, offers, spot=spot, sort=sort)
+
+
+# --------------------------------------------------------------------------- lighter methods
+
+# Tried in this order when a full fine-tune does not fit: a 16-bit LoRA first
+# (faster, no quantization error), then QLoRA as the QLoRA paper runs it.
+LIGHTER_METHODS: tuple[tuple[str, str], ...] = (("lora", "none"), ("qlora", "nf4-dq"))
+
+
+@dataclass(frozen=True)
+class MethodSuggestion:
+    """A fine-tuning method that fits one GPU where the job as asked does not."""
+
+    setup: sizing.Setup
+    estimate: sizing.Estimate
+    offer: Offer | None = None  # the cheapest one-GPU offer it fits, when asked for one
+
+
+def lighter_method(job: Job, gpu: GpuSpec) -> MethodSuggestion | None:
+    """LoRA, then QLoRA, on one ``gpu`` with the same batch and sequence.
+
+    None when the job is not a full fine-tune of a transformer, already fits
+    one such GPU, or the GPU cannot run its precision (the offers table rules
+    that GPU out, so suggesting it would contradict the page).
+    """
+    setup = job.setup
+    if setup.mode != "train" or setup.finetune != "full" or not job.model.is_transformer:
+        return None
+    if not gpu.supports(setup.precision):
+        return None
+    single = replace(setup, gpus=1, zero=0, fsdp="none", offload=False)
+    if sizing.estimate(job.model, single).total_bytes <= gpu.usable_bytes:
+        return None
+    for method, quant in LIGHTER_METHODS:
+        trial = replace(single, finetune=method, quantize=quant)  # type: ignore[arg-type]
+        try:
+            est = sizing.estimate(job.model, trial)
+        except sizing.SizingError:
+            continue
+        if est.total_bytes <= gpu.usable_bytes:
+            return MethodSuggestion(trial, est)
+    return None
+
+
+def lighter_offer(job: Job, offers: Iterable[Offer], spot: bool = False
+                  ) -> MethodSuggestion | None:
+    """The cheapest one-GPU offer on which LoRA or QLoRA fits (see :func:`lighter_method`)."""
+    best: tuple[float, MethodSuggestion] | None = None
+    for o in offers:
+        price = o.price(spot)
+        if o.gpu_count != 1 or price is None or (best is not None and price >= best[0]):
+            continue
+        found = lighter_method(job, o.gpu)
+        if found is not None:
+            best = (price, replace(found, offer=o))
+    return best[1] if best else None
 
 
 # --------------------------------------------------------------------------- export

@@ -25,8 +25,10 @@ PARTS: tuple[tuple[str, str, str], ...] = (
     ("gradients", "Gradients", "#e08a2e"),
     ("optimizer", "Optimizer states", "#4f9a5a"),
     ("activations", "Activations", "#9b59b6"),
+    ("autocast_cache", "Autocast weight cache", "#c0607a"),
     ("kv_cache", "KV cache", "#c2a33a"),
-    ("overhead", "CUDA context & buffers", "#7f8c8d"),
+    ("comm_buffers", "Communication buffers", "#5d8aa8"),
+    ("cuda_context", "CUDA context", "#7f8c8d"),
 )
 
 
@@ -37,9 +39,12 @@ def _part_label(english: str) -> str:
         "Gradients": QCoreApplication.translate("MemoryBar", "Gradients"),
         "Optimizer states": QCoreApplication.translate("MemoryBar", "Optimizer states"),
         "Activations": QCoreApplication.translate("MemoryBar", "Activations"),
+        "Autocast weight cache": QCoreApplication.translate("MemoryBar",
+                                                            "Autocast weight cache"),
         "KV cache": QCoreApplication.translate("MemoryBar", "KV cache"),
-        "CUDA context & buffers": QCoreApplication.translate("MemoryBar",
-                                                             "CUDA context & buffers"),
+        "Communication buffers": QCoreApplication.translate("MemoryBar",
+                                                            "Communication buffers"),
+        "CUDA context": QCoreApplication.translate("MemoryBar", "CUDA context"),
     }
     return labels.get(english, english)
 
@@ -57,8 +62,10 @@ def segments_of(est: Estimate) -> tuple[Segment, ...]:
         Segment("gradients", est.gradients_bytes),
         Segment("optimizer", est.optimizer_bytes),
         Segment("activations", est.activations_bytes),
+        Segment("autocast_cache", est.autocast_cache_bytes),
         Segment("kv_cache", est.kv_cache_bytes),
-        Segment("overhead", est.overhead_bytes),
+        Segment("comm_buffers", est.comm_buffer_bytes),
+        Segment("cuda_context", est.cuda_context_bytes),
     )
 
 

@@ -167,7 +167,12 @@ class OffersModel(QAbstractTableModel):
         if column == "gpus":
             return gpus_text(r, memory=False)  # the memory is in the summary and tooltip
         if column == "market":
+            if r.spot and o.spot_price is None:  # ranked by on-demand, and said so
+                return translate("OffersModel", "no spot price")
             return market_text(r.spot)
+        if column == "price" and o.price_kind != "live":  # a price that is not live says so
+            return translate("OffersModel", "{price} ({source})").format(
+                price=format_money(r.price_per_hour), source=o.price_status)
         if column == "price":
             return format_money(r.price_per_hour)
         if column == "hours":
@@ -175,7 +180,12 @@ class OffersModel(QAbstractTableModel):
         if column == "cost":
             return format_money(r.cost)
         if column == "headroom":
-            return format_bytes(r.headroom_bytes) if r.estimate is not None else "—"
+            if r.estimate is None:
+                return "—"
+            if r.headroom_bytes < 0:  # never a negative free amount: say what is missing
+                return translate("OffersModel", "{bytes} short").format(
+                    bytes=format_bytes(-r.headroom_bytes))
+            return format_bytes(r.headroom_bytes)
         return reason_text(r)
 
 

@@ -10,7 +10,7 @@ silently clamped, and the other inputs are never touched. ``inputs()`` and
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import asdict, fields, replace
 from typing import Any
 
 from PySide6.QtCore import Signal
@@ -20,10 +20,11 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QLabel,
     QLineEdit,
+    QPushButton,
     QWidget,
 )
 
-from gpudesk import sizing
+from gpudesk import finetune, sizing
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.plan.planner import Job
 from gpudesk.ui.widgets.retranslate import Retranslating
@@ -31,14 +32,18 @@ from gpudesk.ui.widgets.retranslate import Retranslating
 ERR_WHOLE = QT_TRANSLATE_NOOP("SizingError", "enter a whole number, e.g. {example}")
 ERR_AMOUNT = QT_TRANSLATE_NOOP("SizingError", "enter a number such as 1e9 or 2.5B")
 ERR_PERCENT = QT_TRANSLATE_NOOP("SizingError", "enter a percentage between 1 and 100")
+ERR_CONFIG = QT_TRANSLATE_NOOP("SizingError", "load a config.json first")
 
 INT_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "batch", "seq",
-              "image_size", "gen_tokens", "gpus")
+              "image_size", "gen_tokens", "gpus", "lora_rank", "lora_alpha")
 SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
-TEXT_FIELDS = (*INT_FIELDS, "params", "work", "mfu")
+TEXT_FIELDS = (*INT_FIELDS, "params", "work", "mfu", "lora_targets")
 OPTIMIZER_NAMES = {"sgd": "SGD", "sgd-momentum": "SGD + momentum", "adam": "Adam",
-                   "adamw": "AdamW", "adafactor": "Adafactor", "adam-8bit": "Adam 8-bit"}
-SOURCES = ("preset", "shape", "params")
+                   "adamw": "AdamW", "adafactor": "Adafactor", "adam-8bit": "Adam 8-bit",
+                   "paged-adamw-8bit": "Paged AdamW 8-bit"}
+SOURCES = ("preset", "shape", "params", "config")
+COMBO_KEYS = ("source", "preset", "mode", "precision", "optimizer", "zero", "finetune",
+              "quantize", "fsdp", "attention")
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
 
@@ -92,6 +97,7 @@ class PlanForm(Retranslating, QWidget):
     """Every input of the Plan page; ``changed`` fires on each edit."""
 
     changed = Signal()
+    config_requested = Signal()  # "Load config.json…" clicked
 
     def __init__(self, mfu: float = 0.35, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -110,24 +116,36 @@ class PlanForm(Retranslating, QWidget):
         self.precision = self._combo("precision", sizing.PRECISIONS)
         self.optimizer = self._combo("optimizer", sizing.OPTIMIZERS)
         self.zero = self._combo("zero", ("0", "1", "2", "3"))
+        self.finetune = self._combo("finetune", finetune.METHODS)
+        self.quantize = self._combo("quantize", finetune.QUANTIZATIONS)
+        self.fsdp = self._combo("fsdp", sizing.FSDP_MODES)
+        self.attention = self._combo("attention", sizing.ATTENTIONS)
         self.grad_checkpointing = self._check("grad_checkpointing")
-        self.flash_attention = self._check("flash_attention")
         self.offload = self._check("offload")
+        # "Load config.json…": the page reads the file off the GUI thread and
+        # hands the model back through set_config_model().
+        self.load_config = QPushButton(self)
+        self.load_config.setObjectName("loadConfig")
+        self.config_model: sizing.ModelSpec | None = None
+        self.load_config.clicked.connect(self.config_requested)
         self.fields: dict[str, QWidget] = {
             **self.edits, "model": self.preset, "source": self.source, "mode": self.mode,
             "precision": self.precision, "optimizer": self.optimizer, "zero": self.zero,
             "tokens": self.edits["work"], "samples": self.edits["work"],
+            "finetune": self.finetune, "quantize": self.quantize, "fsdp": self.fsdp,
+            "attention": self.attention, "config": self.load_config,
         }
         self.form = QFormLayout(self)
         self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.labels: dict[str, QLabel] = {}
-        order = ("source", "model", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
-                 "params", "batch", "seq", "image_size", "mode", "gen_tokens", "precision",
-                 "optimizer", "grad_checkpointing", "flash_attention", "gpus", "zero",
-                 "offload", "work", "mfu")
+        order = ("source", "model", "config", "layers", "hidden", "heads", "kv_heads", "ffn",
+                 "vocab", "params", "batch", "seq", "image_size", "mode", "gen_tokens",
+                 "precision", "finetune", "lora_rank", "lora_alpha", "lora_targets",
+                 "quantize", "optimizer", "grad_checkpointing", "attention", "gpus", "zero",
+                 "fsdp", "offload", "work", "mfu")
         widgets: dict[str, QWidget] = {
             **self.fields, "grad_checkpointing": self.grad_checkpointing,
-            "flash_attention": self.flash_attention, "offload": self.offload}
+            "offload": self.offload}
         for name in order:
             label = QLabel(self)
             label.setObjectName(f"label_{name}")
@@ -139,11 +157,13 @@ class PlanForm(Retranslating, QWidget):
         self._fill_shape(sizing.preset("gpt2"))
         defaults = {"params": "7e9", "batch": "8", "seq": "1024", "image_size": "224",
                     "gen_tokens": "256", "gpus": "1", "work": "1e9",
-                    "mfu": f"{mfu * 100:g}"}
+                    "mfu": f"{mfu * 100:g}", "lora_rank": "8", "lora_alpha": "16",
+                    "lora_targets": ",".join(finetune.DEFAULT_TARGETS)}
         for name, text in defaults.items():
             self.edits[name].setText(text)
         self.precision.setCurrentIndex(self.precision.findData("amp-bf16"))
         self.optimizer.setCurrentIndex(self.optimizer.findData("adamw"))
+        self.attention.setCurrentIndex(self.attention.findData("sdpa"))
         self.retranslate()
         self._update_rows()
 
@@ -174,15 +194,39 @@ class PlanForm(Retranslating, QWidget):
             "seq": self.tr("Sequence length"), "image_size": self.tr("Image size (px)"),
             "mode": self.tr("Mode"), "gen_tokens": self.tr("Generated tokens"),
             "precision": self.tr("Precision"), "optimizer": self.tr("Optimizer"),
-            "grad_checkpointing": self.tr("Checkpointing"), "flash_attention": self.tr("Attention"),
+            "grad_checkpointing": self.tr("Checkpointing"), "attention": self.tr("Attention"),
             "gpus": self.tr("GPUs"), "zero": self.tr("ZeRO stage"), "offload": self.tr("Offload"),
             "work": self._work_label(), "mfu": self.tr("MFU (%)"),
+            "config": self.tr("Hugging Face model"), "finetune": self.tr("Fine-tuning"),
+            "lora_rank": self.tr("LoRA rank"), "lora_alpha": self.tr("LoRA alpha"),
+            "lora_targets": self.tr("LoRA targets"), "quantize": self.tr("Base weights"),
+            "fsdp": self.tr("FSDP"),
         }
         for name, text in texts.items():
             self.labels[name].setText(text)
         for i, text in enumerate((self.tr("Preset"), self.tr("Transformer shape"),
-                                  self.tr("Parameter count"))):
+                                  self.tr("Parameter count"), self.tr("config.json"))):
             self.source.setItemText(i, text)
+        for i, text in enumerate((self.tr("Full fine-tune"), self.tr("LoRA"),
+                                  self.tr("QLoRA (4-bit base)"),
+                                  self.tr("Head only (frozen backbone)"))):
+            self.finetune.setItemText(i, text)
+        for i, text in enumerate((self.tr("16-bit (not quantized)"), self.tr("NF4"),
+                                  self.tr("NF4 + double quantization"), self.tr("FP4"),
+                                  self.tr("int8 (LLM.int8)"))):
+            self.quantize.setItemText(i, text)
+        for i, text in enumerate((self.tr("None"), self.tr("Full shard"),
+                                  self.tr("Shard gradients + optimizer"),
+                                  self.tr("Hybrid (shard within a node)"))):
+            self.fsdp.setItemText(i, text)
+        for i, text in enumerate((self.tr("Eager (keeps the score matrix)"),
+                                  self.tr("SDPA (PyTorch default)"),
+                                  self.tr("FlashAttention-2"))):
+            self.attention.setItemText(i, text)
+        loaded = self.config_model.name if self.config_model is not None else ""
+        self.load_config.setText(self.tr("Load config.json…") if not loaded
+                                 else self.tr("{name} — load another…").format(name=loaded))
+        self.edits["lora_targets"].setPlaceholderText(self.tr("q,v or attention or all-linear"))
         self.mode.setItemText(0, self.tr("Train"))
         self.mode.setItemText(1, self.tr("Inference"))
         zero_texts = (self.tr("0 — plain data parallel"), self.tr("1 — shard optimizer"),
@@ -192,8 +236,7 @@ class PlanForm(Retranslating, QWidget):
         for i, key in enumerate(sizing.OPTIMIZERS):
             self.optimizer.setItemText(i, OPTIMIZER_NAMES.get(key, key))
         self.grad_checkpointing.setText(self.tr("Gradient checkpointing"))
-        self.flash_attention.setText(self.tr("Flash attention"))
-        self.offload.setText(self.tr("CPU offload (ZeRO)"))
+        self.offload.setText(self.tr("CPU offload (ZeRO / FSDP)"))
         self.edits["work"].setPlaceholderText(self.tr("e.g. 1e9 or 2.5B"))
         self.edits["params"].setPlaceholderText(self.tr("e.g. 7e9 or 7B"))
         self.edits["mfu"].setToolTip(
@@ -216,9 +259,12 @@ class PlanForm(Retranslating, QWidget):
         if self._loading:
             return
         if name in ("model", "source"):
-            base = sizing.PRESETS.get(combo_key(self.preset))
+            base = (self.config_model if self.source_key == "config"
+                    else sizing.PRESETS.get(combo_key(self.preset)))
             if base is not None and (name == "model" or self.source_key != "shape"):
                 self._fill_shape(base)
+                # A model brings its framework's attention (sdpa for current torch/HF).
+                self.attention.setCurrentIndex(self.attention.findData(base.default_attention))
         self._update_rows()
         self.changed.emit()
 
@@ -240,7 +286,23 @@ class PlanForm(Retranslating, QWidget):
 
     @property
     def base_model(self) -> sizing.ModelSpec:
+        if self.source_key == "config" and self.config_model is not None:
+            return self.config_model
         return sizing.PRESETS.get(combo_key(self.preset), sizing.preset("gpt2"))
+
+    def set_config_model(self, model: sizing.ModelSpec) -> None:
+        """Use a model read from a config.json (the page reads the file in a worker)."""
+        self.config_model = model
+        was, self._loading = self._loading, True
+        try:
+            self.source.setCurrentIndex(self.source.findData("config"))
+            self.attention.setCurrentIndex(self.attention.findData(model.default_attention))
+        finally:
+            self._loading = was
+        self._fill_shape(model)
+        self.retranslate()
+        self._update_rows()
+        self.changed.emit()
 
     @property
     def vision(self) -> bool:
@@ -254,13 +316,17 @@ class PlanForm(Retranslating, QWidget):
     def _update_rows(self) -> None:
         source, base = self.source_key, self.base_model
         train = combo_key(self.mode) == "train"
-        shape_ok = source == "shape" or (source == "preset" and base.is_transformer)
+        method = combo_key(self.finetune)
+        lora = train and method in ("lora", "qlora")
+        shape_ok = source == "shape" or (source in ("preset", "config") and base.is_transformer)
         visible = {
-            "model": source != "params",
+            "model": source in ("preset", "shape"), "config": source == "config",
             "params": source == "params" or (source == "preset" and not base.is_transformer),
             "seq": not self.vision, "image_size": self.vision,
             "gen_tokens": not train, "optimizer": train, "grad_checkpointing": train,
-            "zero": train, "offload": train,
+            "zero": train and combo_key(self.fsdp) == "none", "offload": train,
+            "finetune": train, "lora_rank": lora, "lora_alpha": lora, "lora_targets": lora,
+            "quantize": not train or method != "full", "fsdp": train,
         }
         for name in SHAPE_FIELDS:
             visible[name] = shape_ok or (source == "params" and name in ("layers", "hidden"))
@@ -268,7 +334,7 @@ class PlanForm(Retranslating, QWidget):
             visible["vocab"] = False
         for name, widget in self._rows.items():
             self.form.setRowVisible(widget, visible.get(name, True))
-        editable = {n: source != "preset" for n in SHAPE_FIELDS}
+        editable = {n: source not in ("preset", "config") for n in SHAPE_FIELDS}
         editable["params"] = source == "params"
         for name, ok in editable.items():
             self.edits[name].setReadOnly(not ok)
@@ -289,7 +355,10 @@ class PlanForm(Retranslating, QWidget):
 
     def _model(self, errors: list[sizing.SizingError]) -> sizing.ModelSpec:
         source, base = self.source_key, self.base_model
-        if source == "preset":
+        if source == "config" and self.config_model is None:
+            errors.append(sizing.SizingError("config", ERR_CONFIG))
+            return sizing.preset("gpt2")
+        if source in ("preset", "config"):
             return base
         if source == "params":
             try:
@@ -315,6 +384,15 @@ class PlanForm(Retranslating, QWidget):
         errors: list[sizing.SizingError] = []
         model = self._model(errors)
         train = combo_key(self.mode) == "train"
+        method = combo_key(self.finetune) if train else "full"
+        lora = method in ("lora", "qlora")
+        targets = finetune.DEFAULT_TARGETS
+        if lora:
+            try:
+                targets = finetune.parse_targets(self.edits["lora_targets"].text())
+            except sizing.SizingError as exc:
+                errors.append(exc)
+        quantize = combo_key(self.quantize) if (not train or method != "full") else "none"
         setup = sizing.Setup(
             batch=self._int("batch", errors), seq=self._int("seq", errors),
             image_size=self._int("image_size", errors) if self.vision else 0,
@@ -322,10 +400,16 @@ class PlanForm(Retranslating, QWidget):
             precision=combo_key(self.precision),  # type: ignore[arg-type]
             optimizer=combo_key(self.optimizer),  # type: ignore[arg-type]
             grad_checkpointing=self.grad_checkpointing.isChecked(),
-            flash_attention=self.flash_attention.isChecked(), gpus=self._int("gpus", errors),
-            zero=int(combo_key(self.zero)) if train else 0,
+            attention=combo_key(self.attention),  # type: ignore[arg-type]
+            gpus=self._int("gpus", errors),
+            zero=int(combo_key(self.zero)) if train and combo_key(self.fsdp) == "none" else 0,
             offload=self.offload.isChecked() and train,
             gen_tokens=0 if train else self._int("gen_tokens", errors),
+            finetune=method,  # type: ignore[arg-type]
+            lora_rank=self._int("lora_rank", errors) if lora else 8,
+            lora_alpha=self._int("lora_alpha", errors) if lora else 16,
+            lora_targets=targets, quantize=quantize,  # type: ignore[arg-type]
+            fsdp=combo_key(self.fsdp) if train else "none",  # type: ignore[arg-type]
         )
         try:
             amount = parse_amount(self.edits["work"].text())
@@ -362,13 +446,27 @@ class PlanForm(Retranslating, QWidget):
 
     def inputs(self) -> dict[str, Any]:
         data: dict[str, Any] = {name: edit.text() for name, edit in self.edits.items()}
-        data |= {"source": self.source_key, "preset": combo_key(self.preset),
-                 "mode": combo_key(self.mode), "precision": combo_key(self.precision),
-                 "optimizer": combo_key(self.optimizer), "zero": combo_key(self.zero),
-                 "grad_checkpointing": self.grad_checkpointing.isChecked(),
-                 "flash_attention": self.flash_attention.isChecked(),
-                 "offload": self.offload.isChecked()}
+        combos = {"source": self.source, "preset": self.preset, "mode": self.mode,
+                  "precision": self.precision, "optimizer": self.optimizer, "zero": self.zero,
+                  "finetune": self.finetune, "quantize": self.quantize, "fsdp": self.fsdp,
+                  "attention": self.attention}
+        data |= {key: combo_key(combo) for key, combo in combos.items()}
+        data |= {"grad_checkpointing": self.grad_checkpointing.isChecked(),
+                 "offload": self.offload.isChecked(),
+                 # The loaded config's shape, so a restart needs no file I/O.
+                 "config_model": (asdict(self.config_model) if self.config_model is not None
+                                  else None)}
         return data
+
+    @staticmethod
+    def _config_from(data: object) -> sizing.ModelSpec | None:
+        if not isinstance(data, dict):
+            return None
+        known = {f.name for f in fields(sizing.ModelSpec)}
+        try:
+            return sizing.ModelSpec(**{k: v for k, v in data.items() if k in known})
+        except TypeError:
+            return None
 
     def set_inputs(self, data: dict[str, Any]) -> None:
         """Restore what ``inputs()`` gave; unknown keys and bad values are ignored."""
@@ -376,14 +474,17 @@ class PlanForm(Retranslating, QWidget):
         try:
             combos = {"source": self.source, "preset": self.preset, "mode": self.mode,
                       "precision": self.precision, "optimizer": self.optimizer,
-                      "zero": self.zero}
+                      "zero": self.zero, "finetune": self.finetune, "quantize": self.quantize,
+                      "fsdp": self.fsdp, "attention": self.attention}
+            self.config_model = self._config_from(data.get("config_model"))
+            if data.get("flash_attention") is True and "attention" not in data:
+                data = {**data, "attention": "flash"}  # inputs saved before the choice
             for key, combo in combos.items():
                 index = combo.findData(str(data.get(key, "")))
                 if index >= 0:
                     combo.setCurrentIndex(index)
             self._fill_shape(self.base_model)  # a preset's shape, unless data overrides
             for key, box in (("grad_checkpointing", self.grad_checkpointing),
-                             ("flash_attention", self.flash_attention),
                              ("offload", self.offload)):
                 if isinstance(data.get(key), bool):
                     box.setChecked(data[key])
@@ -392,6 +493,7 @@ class PlanForm(Retranslating, QWidget):
                     edit.setText(str(data[name]))
         finally:
             self._loading = False
+        self.retranslate()  # the config button names the loaded model
         self._update_rows()
         self.changed.emit()
 
@@ -399,13 +501,17 @@ class PlanForm(Retranslating, QWidget):
         """Show a job that came without form inputs (e.g. a plan written by the CLI)."""
         m, s, w = job.model, job.setup, job.work
         preset = sizing.PRESETS.get(m.name)
-        source = "preset" if preset == m else ("params" if m.kind == "params" else "shape")
+        # Anything but a preset or a bare count keeps its whole ModelSpec (gated
+        # FFN, tied embeddings…) as a loaded config would.
+        source = "preset" if preset == m else ("params" if m.kind == "params" else "config")
         data: dict[str, Any] = {
             "source": source, "preset": m.name if preset else "gpt2", "batch": s.batch,
             "seq": s.seq, "mode": s.mode, "precision": s.precision,
             "optimizer": s.optimizer, "zero": str(s.zero), "gpus": s.gpus,
-            "grad_checkpointing": s.grad_checkpointing, "flash_attention": s.flash_attention,
-            "offload": s.offload, "gen_tokens": s.gen_tokens,
+            "grad_checkpointing": s.grad_checkpointing, "attention": s.attention_impl,
+            "offload": s.offload, "gen_tokens": s.gen_tokens, "finetune": s.finetune,
+            "quantize": s.quantize, "fsdp": s.fsdp, "lora_rank": s.lora_rank,
+            "lora_alpha": s.lora_alpha, "lora_targets": ",".join(s.lora_targets),
             "work": f"{w.samples or w.tokens:g}", "mfu": f"{w.mfu * 100:g}",
         }
         if s.image_size:
@@ -413,4 +519,6 @@ class PlanForm(Retranslating, QWidget):
         if source != "preset":
             data |= {n: getattr(m, n) for n in SHAPE_FIELDS}
             data["params"] = f"{m.parameter_count():g}"
+        if source == "config":
+            data["config_model"] = asdict(m)
         self.set_inputs(data)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpudesk import sizing
+from gpudesk import hf_config, sizing
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud.catalog import Catalog, load_catalog
+from gpudesk.services.cloud.catalog import Catalog
+from gpudesk.services.cloud.price_cache import load_catalog_with_cache
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.plan import planner
 from gpudesk.services.plan.planner import Job, RankedOffer, format_bytes
@@ -85,6 +87,7 @@ class PlanPage(Retranslating, QWidget):
         self.catalog = catalog
         self.job: Job | None = None
         self.estimate: sizing.Estimate | None = None
+        self.shown_estimate: sizing.Estimate | None = None  # the bar's: the chosen offer's
         self.errors: list[sizing.SizingError] = []
         self._selected_key: tuple[str, str, str] | None = None
         self._restoring = False
@@ -193,6 +196,7 @@ class PlanPage(Retranslating, QWidget):
 
         self.runner = TaskRunner(self, progress=self.progress)
         self.form.changed.connect(self.recompute)
+        self.form.config_requested.connect(self.load_config_dialog)
         self.spot.toggled.connect(self.recompute)
         self.provider.currentIndexChanged.connect(self._provider_changed)
         self.region.currentIndexChanged.connect(self._apply_filters)
@@ -236,8 +240,11 @@ class PlanPage(Retranslating, QWidget):
     # ----------------------------------------------------------------- catalog
 
     def load_catalog_async(self) -> None:
-        """Read the bundled catalog in a thread; the page works (empty) meanwhile."""
-        self.runner.run_blocking(load_catalog, on_success=self.set_catalog,
+        """Read the bundled catalog in a thread; the page works (empty) meanwhile.
+
+        Prices an earlier refresh kept show as "cached <date>" (services.cloud.price_cache).
+        """
+        self.runner.run_blocking(load_catalog_with_cache, on_success=self.set_catalog,
                                  title=self.tr("Cannot load the offer catalog"))
 
     def set_catalog(self, catalog: Catalog) -> None:
@@ -395,12 +402,22 @@ class PlanPage(Retranslating, QWidget):
             return
         chosen = self.selected_offer()
         gpu = chosen.offer.gpu if chosen else None
-        self.bar.set_estimate(self.estimate, gpu.usable_bytes if gpu else 0,
-                              gpu.name if gpu else "")
+        job, est = self.job, self.estimate
+        if chosen is not None and chosen.estimate is not None:
+            # Show what the offer was judged on (its own GPU count, so its DDP
+            # buffers too): the panel and the offer then give one per-GPU figure.
+            job = Job(job.model, replace(job.setup, gpus=chosen.offer.gpu_count), job.work)
+            est = chosen.estimate
+        suggestion = planner.lighter_method(job, gpu) if gpu is not None else None
+        if suggestion is None and chosen is not None and not chosen.fits:
+            suggestion = planner.lighter_offer(job, (r.offer for r in self.visible_offers()),
+                                               spot=self.spot.isChecked())
+        self.shown_estimate = est
+        self.bar.set_estimate(est, gpu.usable_bytes if gpu else 0, gpu.name if gpu else "")
         self.bar.set_stale(bool(self.errors))
-        self.answers.setText("\n".join(answers_for(self.job, self.estimate, gpu)))
+        self.answers.setText("\n".join(answers_for(job, est, gpu, suggestion)))
         self.notes.setText("\n".join(QCoreApplication.translate("SizingNote", n)
-                                     for n in self.estimate.notes))
+                                     for n in est.notes))
         self._show_summary(chosen)
 
     def _request_launch(self) -> None:
@@ -528,6 +545,19 @@ class PlanPage(Retranslating, QWidget):
             self.runner.run_blocking(self.read_plan, path, on_success=self.apply_plan,
                                      title=self.tr("Cannot open the plan"))
         self._file_dialog(self.tr("Open plan"), self.tr("Plans (*.json)"), False, read)
+
+    @staticmethod
+    def read_config(path: str | Path) -> sizing.ModelSpec:
+        """Read a Hugging Face config.json (safe to run in a worker thread)."""
+        return hf_config.model_from_config(hf_config.load_config(path), source=str(path))
+
+    def load_config_dialog(self) -> None:
+        def read(path: str) -> None:
+            self.runner.run_blocking(self.read_config, path,
+                                     on_success=self.form.set_config_model,
+                                     title=self.tr("Cannot read the config.json"))
+        self._file_dialog(self.tr("Load a Hugging Face config.json"),
+                          self.tr("Model configs (*.json)"), False, read)
 
     def export_csv_dialog(self) -> None:
         def write(path: str) -> None:

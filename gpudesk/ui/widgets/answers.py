@@ -11,7 +11,7 @@ from PySide6.QtCore import QCoreApplication
 
 from gpudesk import sizing
 from gpudesk.services.cloud.catalog import GpuSpec
-from gpudesk.services.plan.planner import Job, format_bytes
+from gpudesk.services.plan.planner import Job, MethodSuggestion, format_bytes
 
 translate = QCoreApplication.translate  # the name lupdate looks for
 
@@ -21,6 +21,10 @@ def strategy_text(plan: sizing.ParallelPlan, mode: str) -> str:
         return translate("Answers", "a single GPU")
     if mode == "inference":
         return translate("Answers", "tensor parallel")
+    if plan.fsdp == "full":
+        return translate("Answers", "FSDP full shard")
+    if plan.fsdp == "grad-op":
+        return translate("Answers", "FSDP shard grad+optimizer")
     if plan.zero == 0:
         return translate("Answers", "plain data parallel")
     if plan.offload:
@@ -28,8 +32,31 @@ def strategy_text(plan: sizing.ParallelPlan, mode: str) -> str:
     return translate("Answers", "ZeRO-{stage}").format(stage=plan.zero)
 
 
-def answers_for(job: Job, est: sizing.Estimate, gpu: GpuSpec | None) -> list[str]:
-    """Sentences for ``gpu`` (the selected offer's); only the total without one."""
+def method_text(setup: sizing.Setup) -> str:
+    if setup.finetune == "qlora":
+        return translate("Answers", "QLoRA ({quantize} base, rank {rank})").format(
+            quantize=setup.weight_quantization, rank=setup.lora_rank)
+    return translate("Answers", "LoRA (rank {rank})").format(rank=setup.lora_rank)
+
+
+def suggestion_text(s: MethodSuggestion, gpu: GpuSpec) -> str:
+    target = s.offer.gpu if s.offer is not None else gpu
+    text = translate("Answers", "{method} fits on one {gpu}: {used} of {capacity}.").format(
+        method=method_text(s.setup), gpu=target.name, used=format_bytes(s.estimate.total_bytes),
+        capacity=format_bytes(target.usable_bytes))
+    if s.offer is not None:
+        text += " " + translate("Answers", "Cheapest such offer: {machine} ({provider}).").format(
+            machine=s.offer.instance_type, provider=s.offer.provider)
+    return text
+
+
+def answers_for(job: Job, est: sizing.Estimate, gpu: GpuSpec | None,
+                suggestion: MethodSuggestion | None = None) -> list[str]:
+    """Sentences for ``gpu`` (the selected offer's); only the total without one.
+
+    Never proposes what the offers table rules out: on a GPU without the
+    job's precision it says so instead of sizing batches and GPU counts.
+    """
     used = format_bytes(est.total_bytes)
     if gpu is None:
         text = translate("Answers", "Needs {used} per GPU. Pick an offer to compare.")
@@ -37,7 +64,11 @@ def answers_for(job: Job, est: sizing.Estimate, gpu: GpuSpec | None) -> list[str
     capacity = gpu.usable_bytes
     n = job.setup.gpus
     values = {"gpu": gpu.name, "used": used, "capacity": format_bytes(capacity),
-              "free": format_bytes(capacity - est.total_bytes), "n": n}
+              "free": format_bytes(max(0, capacity - est.total_bytes)), "n": n}
+    if not gpu.supports(job.setup.precision):
+        return [translate("Answers", "The {gpu} has no {precision} support: choose another "
+                                     "offer or precision.").format(
+            gpu=gpu.name, precision=job.setup.precision)]
     if est.total_bytes <= capacity and n == 1:
         text = translate("Answers", "Fits on one {gpu}: {used} of {capacity} ({free} free).")
     elif est.total_bytes <= capacity:
@@ -49,6 +80,8 @@ def answers_for(job: Job, est: sizing.Estimate, gpu: GpuSpec | None) -> list[str
         text = translate("Answers",
                          "Does not fit on {n} × {gpu}: needs {used} per GPU, has {capacity}.")
     lines = [text.format(**values)]
+    if suggestion is not None:
+        lines.append(suggestion_text(suggestion, gpu))
     batch = sizing.largest_batch(job.model, job.setup, capacity)
     if batch:
         text = translate("Answers", "Largest batch per GPU that fits: {batch}.")
