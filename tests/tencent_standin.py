@@ -13,8 +13,12 @@ it from the host name ``cvm.tencentcloudapi.com``.
 
 State is kept per region: instances (PENDING → RUNNING on a later describe,
 STOPPING → STOPPED, STARTING → RUNNING, TERMINATING → gone after being seen
-once, like real CVM), key pairs, security groups and their rules, ClientToken
-answers. ``fail_next`` makes the next matching call(s) fail with a real code.
+``terminating_describes`` times; while it lasts its key pair and security group
+answer ``ResourceInUse``), key pairs, security groups and their rules,
+ClientToken answers, prices per zone (``zone_prices``). ``fail_next`` makes the
+next matching call(s) fail with a real code; ``fail_launch_next`` makes a
+machine end ``LAUNCH_FAILED`` with ``LatestOperationErrorMsg``. A DryRun checks
+the parameters and stock before answering ``DryRunOperation``.
 """
 
 from __future__ import annotations
@@ -46,6 +50,10 @@ CVM_ACTIONS = frozenset({
     "DeleteKeyPairs", "RunInstances", "DescribeInstances", "StopInstances", "StartInstances",
     "TerminateInstances", "DescribeZoneInstanceConfigInfos", "InquiryPriceRunInstances",
 })
+# Scheduled actions (issue 12): the cloud-side cap that needs neither the laptop nor the agent.
+CVM_ACTIONS = CVM_ACTIONS | {"ImportInstancesActionTimer", "DescribeInstancesActionTimer",
+                             "DeleteInstancesActionTimer"}
+TIMER_MIN_AHEAD_S = 300  # ActionTime must be at least 5 minutes after now (API reference)
 VPC_ACTIONS = frozenset({
     "CreateSecurityGroup", "DescribeSecurityGroups", "CreateSecurityGroupPolicies",
     "DescribeSecurityGroupPolicies", "DeleteSecurityGroupPolicies", "DeleteSecurityGroup",
@@ -122,6 +130,7 @@ class State:
     key_pairs: dict[str, dict[str, Any]] = field(default_factory=dict)
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     tokens: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    action_timers: dict[str, dict[str, Any]] = field(default_factory=dict)  # by ActionTimerId
 
 
 def tc3_signature(secret_key: str, date: str, service: str, string_to_sign: str) -> str:
@@ -200,6 +209,9 @@ class TencentStandin:
             self.denied: set[str] = set()  # actions answered UnauthorizedOperation
             self.images = [dict(i) for i in IMAGES]
             self.launch_failures: list[tuple[str, str]] = []  # (zone or "", message)
+            # (zone, type, charge) → CNY/hour where it differs from TYPES (and SPOT_FACTOR)
+            self.zone_prices: dict[tuple[str, str, str], float] = {}
+            self.terminating_describes = 1  # describes that still show TERMINATING
             self.secrets = {}
             self._ips = itertools.count(10)
 
@@ -227,6 +239,12 @@ class TencentStandin:
         does when an asynchronous launch cannot be fulfilled."""
         with self._lock:
             self.launch_failures.append((zone, message))
+
+    def price(self, zone: str, instance_type: str, charge: str) -> float:
+        """The hourly price of ``instance_type`` in ``zone`` (per zone, per charge type)."""
+        listed = TYPES[instance_type][5]
+        default = round(listed * SPOT_FACTOR, 2) if charge == "SPOTPAID" else listed
+        return self.zone_prices.get((zone, instance_type, charge), default)
 
     def params(self, action: str) -> list[dict[str, Any]]:
         with self._lock:
@@ -394,7 +412,7 @@ class TencentStandin:
                             ("zone", zone), ("instance-type", itype),
                             ("instance-charge-type", charge), ("instance-family", family))):
                         continue
-                    unit = round(price * SPOT_FACTOR, 2) if charge == "SPOTPAID" else price
+                    unit = self.price(zone, itype, charge)
                     reason = self.sold_out.get((zone, itype, charge), "")
                     items.append({
                         "Zone": zone, "InstanceType": itype, "InstanceChargeType": charge,
@@ -437,7 +455,7 @@ class TencentStandin:
     def _InquiryPriceRunInstances(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
         zone, itype, charge = self._check_launch(region, params)
         price = TYPES[itype][5]
-        unit = round(price * SPOT_FACTOR, 2) if charge == "SPOTPAID" else price
+        unit = self.price(zone, itype, charge)
         return {"Price": {"InstancePrice": {"UnitPrice": price, "ChargeUnit": "HOUR",
                                             "UnitPriceDiscount": unit,
                                             "Discount": round(unit / price * 100, 1)},
@@ -475,8 +493,7 @@ class TencentStandin:
         view = {k: v for k, v in key.items() if not k.startswith("_")}
         view["AssociatedInstanceIds"] = [
             i["InstanceId"] for i in self.state.instances.values()
-            if key["KeyId"] in i["LoginSettings"]["KeyIds"] and i["InstanceState"] !=
-            "TERMINATING"]
+            if key["KeyId"] in i["LoginSettings"]["KeyIds"]]  # TERMINATING ones too
         return view
 
     def _DescribeKeyPairs(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -494,6 +511,8 @@ class TencentStandin:
             key = self.state.key_pairs.get(key_id)
             if key is None or key["_region"] != region:
                 raise ApiError("InvalidKeyPairId.NotFound", f"Key pair {key_id} not found.")
+            if any(key_id in i["LoginSettings"]["KeyIds"] for i in self.state.instances.values()):
+                raise ApiError("ResourceInUse", f"The key pair {key_id} is bound to a machine.")
         for key_id in ids:
             del self.state.key_pairs[key_id]
         return {}
@@ -502,6 +521,13 @@ class TencentStandin:
 
     def _RunInstances(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
         if params.get("DryRun"):
+            # DryRun checks the required parameters and the stock too (CAM came first).
+            if not params.get("ImageId"):
+                raise ApiError("MissingParameter", "The request is missing ImageId.")
+            zone, itype, charge = self._check_launch(region, params)
+            if (zone, itype, charge) in self.sold_out:
+                raise ApiError("ResourcesSoldOut.SpecifiedInstanceType",
+                               f"The instance type {itype} is sold out in {zone}.")
             raise ApiError("DryRunOperation", "The request would have succeeded (DryRun).")
         token = str(params.get("ClientToken") or "")
         if len(token) > 64 or not token.isascii():
@@ -532,9 +558,12 @@ class TencentStandin:
                            f"The instance type {itype} is sold out in {zone}.")
         if charge == "SPOTPAID":
             bid = float(params["InstanceMarketOptions"]["SpotOptions"]["MaxPrice"])
-            if bid < round(TYPES[itype][5] * SPOT_FACTOR, 2):
+            if bid < self.price(zone, itype, charge):
                 raise ApiError("InvalidParameterValue.InsufficientPrice",
                                "The bid is below the current spot price.")
+        timer = params.get("ActionTimer")
+        if timer is not None:
+            self._check_timer(timer)
         count = int(params.get("InstanceCount") or 1)
         alive = sum(1 for i in self.state.instances.values()
                     if i["_region"] == region and i["InstanceState"] != "TERMINATING")
@@ -545,7 +574,89 @@ class TencentStandin:
                for _ in range(count)]
         if token:
             self.state.tokens[(region, token)] = ids
+        if timer is not None:
+            for instance_id in ids:
+                self._add_timer(instance_id, timer)
         return {"InstanceIdSet": ids}
+
+    # ------------------------------------------------------------------ CVM: action timers
+
+    def _check_timer(self, timer: Any) -> None:
+        if not isinstance(timer, dict) or timer.get("TimerAction") != "TerminateInstances":
+            raise ApiError("InvalidParameterValue",
+                           "ActionTimer.TimerAction only supports TerminateInstances.")
+        try:
+            at = datetime.strptime(str(timer.get("ActionTime")), "%Y-%m-%dT%H:%M:%SZ")
+        except ValueError:
+            raise ApiError("InvalidParameterValue.InvalidTimeFormat",
+                           "ActionTime must be YYYY-MM-DDThh:mm:ssZ (UTC).") from None
+        if at.replace(tzinfo=UTC).timestamp() < time.time() + self.clock_offset + \
+                TIMER_MIN_AHEAD_S:
+            raise ApiError("InvalidParameterValue",
+                           "ActionTime must be at least 5 minutes after the current time.")
+
+    def _add_timer(self, instance_id: str, timer: dict[str, Any]) -> str:
+        if any(t["InstanceId"] == instance_id and t["Status"] == "UNDO"
+               for t in self.state.action_timers.values()):
+            raise ApiError("FailedOperation.MutActionTimerExist",
+                           f"The instance {instance_id} already has a scheduled action.")
+        timer_id = _new_id("at-")
+        self.state.action_timers[timer_id] = {
+            "TimerAction": timer["TimerAction"], "ActionTime": timer["ActionTime"],
+            "Externals": {}, "ActionTimerId": timer_id, "Status": "UNDO",
+            "InstanceId": instance_id}
+        return timer_id
+
+    def _ImportInstancesActionTimer(self, region: str, params: dict[str, Any]
+                                    ) -> dict[str, Any]:
+        timer = params.get("ActionTimer")
+        if timer is None:
+            raise ApiError("MissingParameter", "ActionTimer is missing.")
+        self._check_timer(timer)
+        instances = self._instances(region, params)
+        return {"ActionTimerIds": [self._add_timer(i["InstanceId"], timer) for i in instances]}
+
+    def _DescribeInstancesActionTimer(self, region: str, params: dict[str, Any]
+                                      ) -> dict[str, Any]:
+        ids = {str(i) for i in params.get("ActionTimerIds") or []}
+        instances = {str(i) for i in params.get("InstanceIds") or []}
+        statuses = {str(s) for s in params.get("StatusList") or []}
+        found = [dict(t) for t in self.state.action_timers.values()
+                 if (not ids or t["ActionTimerId"] in ids)
+                 and (not instances or t["InstanceId"] in instances)
+                 and (not statuses or t["Status"] in statuses)
+                 and self.state.instances.get(t["InstanceId"], {}).get("_region", region)
+                 == region]
+        return {"TotalCount": len(found), "ActionTimers": found}
+
+    def _DeleteInstancesActionTimer(self, region: str, params: dict[str, Any]
+                                    ) -> dict[str, Any]:
+        ids = [str(i) for i in params.get("ActionTimerIds") or []]
+        if not ids:
+            raise ApiError("MissingParameter", "ActionTimerIds is missing.")
+        for timer_id in ids:
+            if timer_id not in self.state.action_timers:
+                raise ApiError("InvalidParameterValue",
+                               f"The action timer {timer_id} does not exist.")
+        for timer_id in ids:
+            del self.state.action_timers[timer_id]
+        return {}
+
+    def fire_timers(self, now: float) -> list[str]:
+        """Test control: run every UNDO timer due at ``now`` as CVM would (terminate)."""
+        fired = []
+        with self._lock:
+            for t in self.state.action_timers.values():
+                at = datetime.strptime(t["ActionTime"], "%Y-%m-%dT%H:%M:%SZ")
+                instance = self.state.instances.get(t["InstanceId"])
+                if t["Status"] != "UNDO" or at.replace(tzinfo=UTC).timestamp() > now:
+                    continue
+                t["Status"] = "DONE"
+                if instance is not None:
+                    instance["InstanceState"] = "TERMINATING"
+                    instance["LatestOperation"] = "TerminateInstances"
+                    fired.append(t["InstanceId"])
+        return fired
 
     def _create(self, region: str, zone: str, itype: str, charge: str, params: dict[str, Any],
                 groups: list[str], keys: list[str]) -> str:
@@ -593,7 +704,9 @@ class TencentStandin:
             if nxt == "RUNNING":
                 instance["PublicIpAddresses"] = [instance["_public"]]
         elif instance["InstanceState"] == "TERMINATING":
-            del self.state.instances[instance["InstanceId"]]
+            instance["_terminating"] = instance.get("_terminating", 0) + 1
+            if instance["_terminating"] >= self.terminating_describes:
+                del self.state.instances[instance["InstanceId"]]
 
     def _DescribeInstances(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
         ids = [str(i) for i in params.get("InstanceIds") or []]

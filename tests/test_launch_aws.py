@@ -8,9 +8,6 @@ InstanceLifecycle, and pending turns running on the next describe.
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-from collections.abc import Iterator
 
 import pytest
 from fixtures_aws import aws, moto_server  # noqa: F401
@@ -29,27 +26,6 @@ PLAN = LaunchPlan(provider="aws", instance_type="g5.xlarge", region="us-east-1",
                   price_per_hour=0.402, disk_gb=120)
 
 
-@pytest.fixture
-def banner_port() -> Iterator[int]:
-    server = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def serve() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(b"SSH-2.0-standin\r\n")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    server.close()
 
 
 @pytest.fixture

@@ -9,8 +9,6 @@ the stand-in's public addresses lead nowhere.
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -30,28 +28,6 @@ PLAN = LaunchPlan(provider="tencent", instance_type="GN7.2XLARGE32", region="ap-
                   allow_from=ADDRESS, gpu="T4", gpus=1, price_per_hour=1.209)
 
 
-@pytest.fixture
-def banner_port() -> Iterator[int]:
-    """A tiny SSH-banner server: what "SSH reachable" looks for."""
-    server = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def serve() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(b"SSH-2.0-OpenSSH_9.2 standin\r\n")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    server.close()
 
 
 @pytest.fixture
@@ -103,20 +79,47 @@ def test_sold_out_fails_over_to_the_next_region(cloud, ledger, banner_port) -> N
     seen: list[Progress] = []
     result = asyncio.run(launcher(ledger, banner_port).launch(plan, seen.append))
     assert result.machine.region == "ap-shanghai" and result.machine.state == "running"
-    assert len(result.refusals) == 1 and result.refusals[0].error.kind == "capacity"
-    assert "GN7.2XLARGE32" in str(result.refusals[0].error)
-    assert [p.status for p in seen if p.status == "retry"] == ["retry"]
+    # Every zone of the first region refused, in the cloud's words, before any RunInstances.
+    assert [(r.zone, r.error.kind) for r in result.refusals] == [
+        ("ap-guangzhou-3", "capacity"), ("ap-guangzhou-4", "capacity"),
+        ("ap-guangzhou-6", "capacity")]
+    assert str(result.refusals[0].error) == (
+        "Tencent Cloud does not sell GN7.2XLARGE32 in ap-guangzhou-3 now: "
+        "The instance type is sold out in this zone.")
+    assert [p.status for p in seen if p.status == "retry"] == ["retry"] * 3
     assert "refused" in [e.step for e in ledger.events(result.machine.id)]
+    assert [p["Placement"]["Zone"] for p in cloud.params("RunInstances")] == ["ap-shanghai-2"]
+
+
+def test_zone_failover_follows_the_clouds_answer(cloud, ledger, banner_port) -> None:  # type: ignore[no-untyped-def]
+    cloud.sell_out("ap-guangzhou-3", "GN7.2XLARGE32", "POSTPAID_BY_HOUR",
+                   reason="No stock of GN7.2XLARGE32 right now.")
+    cloud.fail_next("RunInstances", "ResourcesSoldOut.SpecifiedInstanceType",
+                    "sold out after all", zone="ap-guangzhou-4")
+    seen: list[Progress] = []
+    result = asyncio.run(launcher(ledger, banner_port).launch(PLAN, seen.append))
+    assert (result.machine.region, result.machine.zone) == ("ap-guangzhou", "ap-guangzhou-6")
+    assert [(r.zone, r.error.kind) for r in result.refusals] == [
+        ("ap-guangzhou-3", "capacity"), ("ap-guangzhou-4", "capacity")]
+    assert "No stock of GN7.2XLARGE32 right now." in str(result.refusals[0].error)
+    assert "ap-guangzhou-4" in str(result.refusals[1].error)
+    assert [p["Placement"]["Zone"] for p in cloud.params("RunInstances")] == [
+        "ap-guangzhou-4", "ap-guangzhou-6"]
+    messages = [p.message for p in seen if p.status == "retry"]
+    assert len(messages) == 2 and "ap-guangzhou-3" in messages[0]
 
 
 def test_every_refusal_is_kept_and_nothing_bills(cloud, ledger, banner_port) -> None:  # type: ignore[no-untyped-def]
     cloud.fail_next("RunInstances", "ResourcesSoldOut.SpecifiedInstanceType", times=1)
-    cloud.fail_next("RunInstances", "LimitExceeded.InstanceQuota", times=1)
-    plan = LaunchPlan(**{**PLAN.__dict__, "fallback_regions": ("ap-shanghai",)})
+    cloud.fail_next("RunInstances", "LimitExceeded.InstanceQuota", times=3)
+    plan = LaunchPlan(**{**PLAN.__dict__, "zone": "ap-guangzhou-3",
+                         "fallback_regions": ("ap-shanghai",)})
     with pytest.raises(LaunchRefused) as info:
         asyncio.run(launcher(ledger, banner_port).launch(plan))
     kinds = [r.error.kind for r in info.value.refusals]
-    assert kinds == ["capacity", "quota"]
+    assert kinds == ["capacity", "quota", "quota", "quota"]
+    assert [r.zone for r in info.value.refusals] == [
+        "ap-guangzhou-3", "ap-shanghai-2", "ap-shanghai-4", "ap-shanghai-5"]
     assert "Quotas" in str(info.value.refusals[1].error)  # says how to ask for more
     (row,) = ledger.machines()
     assert row.state == STATE_FAILED and not row.billing and not row.cloud_id
@@ -197,14 +200,27 @@ def test_stop_start_terminate_update_the_ledger(cloud, ledger, banner_port) -> N
 
 
 def test_a_launch_that_fails_after_acceptance_fails_over(cloud, ledger, banner_port) -> None:  # type: ignore[no-untyped-def]
-    cloud.fail_launch_next()  # accepted, then LAUNCH_FAILED (no stock after all)
+    cloud.fail_launch_next(message="Insufficient stock in the zone; try another zone.")
     plan = LaunchPlan(**{**PLAN.__dict__, "fallback_regions": ("ap-shanghai",)})
     result = asyncio.run(launcher(ledger, banner_port).launch(plan))
-    assert result.machine.region == "ap-shanghai" and result.machine.state == "running"
+    assert result.machine.zone == "ap-guangzhou-4" and result.machine.state == "running"
     assert [r.error.kind for r in result.refusals] == ["capacity"]
+    said = str(result.refusals[0].error)
+    # On demand: the cloud's own words, and no talk of spot capacity.
+    assert "LAUNCH_FAILED: Insufficient stock in the zone; try another zone." in said
+    assert "spot" not in said and "ap-guangzhou-3" in said
     assert cloud.calls["RunInstances"] == 2
     (row,) = ledger.machines()
     assert row.cloud_id == result.machine.cloud_id
+
+
+def test_a_spot_launch_that_fails_says_spot(cloud, ledger, banner_port) -> None:  # type: ignore[no-untyped-def]
+    cloud.fail_launch_next(message="Spot stock was reclaimed.")
+    plan = LaunchPlan(**{**PLAN.__dict__, "market": "spot", "max_price": 5.0})
+    result = asyncio.run(launcher(ledger, banner_port).launch(plan))
+    said = str(result.refusals[0].error)
+    assert "spot capacity may have been reclaimed" in said
+    assert "Spot stock was reclaimed." in said
 
 
 def test_a_machine_stuck_starting_stays_on_the_books(cloud, ledger, banner_port,  # type: ignore[no-untyped-def]

@@ -163,6 +163,9 @@ def test_user_without_run_instances_may_verify_but_not_launch(aws: MotoAws) -> N
         identity = p.verify()
     assert identity.principal.endswith(":user/reader")
     assert identity.can_launch is False
+    # A permission refusal of RunInstances (EC2: UnauthorizedOperation; moto: AccessDenied)
+    # is a "no", not "could not check".
+    assert identity.launch_check == "denied", identity.launch_detail
 
 
 def test_no_network_is_a_network_error() -> None:

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
-from tencent_standin import SECRET_ID, SECRET_KEY, TencentStandin, sdk_client
+from tencent_standin import REGIONS, SECRET_ID, SECRET_KEY, TencentStandin, sdk_client
+from tencentcloud.common.exception.tencent_cloud_sdk_exception import TencentCloudSDKException
 
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers import tencent_parse as tp
@@ -73,12 +74,46 @@ def _text(err: ProviderError) -> str:
 
 
 def test_verify_ok_with_dry_run(provider: TencentProvider, cloud: TencentStandin) -> None:
+    zones = REGIONS[provider.regions()[0]][1]  # the check runs in the first region
+    cloud.sell_out(zones[0], T4)  # the cheapest type, sold out in the first zone
     identity = provider.verify()
     assert identity == base.Identity(account="", principal=base.mask(SECRET_ID),
-                                     can_launch=True)
-    assert cloud.calls == {"DescribeRegions": 1, "RunInstances": 1}
-    assert cloud.params("RunInstances")[0]["DryRun"] is True
+                                     can_launch=True, launch_check="allowed")
+    assert cloud.calls == {"DescribeRegions": 1, "DescribeZoneInstanceConfigInfos": 1,
+                           "DescribeImages": 1, "RunInstances": 1}
+    (dry,) = cloud.params("RunInstances")
+    # A complete request: a zone and type the region sells, a public GPU image of the region.
+    assert dry["DryRun"] is True and dry["InstanceType"] == T4
+    assert dry["Placement"]["Zone"] == zones[1] and dry["ImageId"] == "img-gpu22cu12"
     assert cloud.state.instances == {}
+
+
+def test_verify_an_incomplete_dry_run_would_be_missing_parameter(cloud: TencentStandin) -> None:
+    """What the old check sent: the stand-in answers as CVM documents, not DryRunOperation."""
+    with pytest.raises(TencentCloudSDKException) as info:
+        sdk_client(cloud).call_json("RunInstances", {
+            "DryRun": True, "InstanceChargeType": "POSTPAID_BY_HOUR", "InstanceType": T4,
+            "Placement": {"Zone": "ap-guangzhou-3"}, "InstanceCount": 1})
+    assert info.value.code == "MissingParameter"
+
+
+def test_verify_anything_else_is_could_not_check(provider: TencentProvider,
+                                                 cloud: TencentStandin) -> None:
+    cloud.fail_next("RunInstances", "InvalidParameterValue.InstanceTypeNotSupported",
+                    "not supported here")
+    identity = provider.verify()
+    assert (identity.can_launch, identity.launch_check) == (False, "unknown")
+    assert identity.launch_detail.startswith("[InvalidParameterValue.InstanceTypeNotSupported]")
+    for zone in REGIONS[provider.regions()[0]][1]:
+        for itype in ("GN7.2XLARGE32", "GN7.20XLARGE320", "GN10Xp.2XLARGE40",
+                      "GN10Xp.20XLARGE320", "GT4.4XLARGE96", "GT4.41XLARGE948",
+                      "PNV4.7XLARGE116", "PNV4.56XLARGE932"):
+            cloud.sell_out(zone, itype)
+    identity = provider.verify()  # nothing on sale: no dry run can be made
+    assert identity.launch_check == "unknown" and "on sale" in identity.launch_detail
+    cloud.denied.add("DescribeImages")  # a refused look-up is not a refused launch
+    cloud.sold_out.clear()
+    assert provider.verify().launch_check == "unknown"
 
 
 def test_verify_wrong_secret_and_unknown_key_are_auth(cloud: TencentStandin) -> None:
@@ -100,7 +135,8 @@ def test_verify_skewed_clock_is_clock(provider: TencentProvider,
 
 def test_verify_permission(provider: TencentProvider, cloud: TencentStandin) -> None:
     cloud.denied.add("RunInstances")
-    assert provider.verify().can_launch is False
+    identity = provider.verify()
+    assert (identity.can_launch, identity.launch_check) == (False, "denied")
     cloud.fail_next("DescribeRegions", "AuthFailure.UnauthorizedOperation", "not allowed")
     err = _raises("permission", provider.verify)
     assert {k: v for k, v in err.values.items() if k != "detail"} == {
@@ -545,3 +581,23 @@ def test_created_time_is_utc() -> None:
     assert tp.parse_time("2025-06-01T08:00:00Z") == 1748764800.0
     assert tp.parse_time("2025-06-01T08:00:00") == 1748764800.0
     assert tp.parse_time("") is None and tp.parse_time("yesterday") is None
+
+
+def test_zone_choices_cheapest_first_with_cvms_reasons(provider: TencentProvider,
+                                                       cloud: TencentStandin) -> None:
+    cloud.zone_prices[("ap-guangzhou-6", T4, "POSTPAID_BY_HOUR")] = 8.1
+    cloud.sell_out("ap-guangzhou-4", T4, "POSTPAID_BY_HOUR", reason="No stock right now.")
+    cloud.zone_state["ap-guangzhou-3"] = "UNAVAILABLE"
+    choices = provider.zone_choices(REGION, T4)
+    assert choices == [base.ZoneChoice("ap-guangzhou-6", True),
+                       base.ZoneChoice("ap-guangzhou-3", False, "zone UNAVAILABLE"),
+                       base.ZoneChoice("ap-guangzhou-4", False, "No stock right now.")]
+    # Spot is its own market: the on-demand sell-out does not touch it.
+    assert [c.zone for c in provider.zone_choices(REGION, T4, "spot") if c.sells] == [
+        "ap-guangzhou-4", "ap-guangzhou-6"]
+    machine = provider.run_instance(_request(zone=""))
+    assert machine.zone == "ap-guangzhou-6"  # the cheapest zone that sells it
+    offers = [o for o in provider.live_offers(REGION) if o.instance_type == T4
+              and o.market == "on-demand" and o.available]
+    assert sorted((o.zone, o.price_per_hour) for o in offers) == [
+        ("ap-guangzhou-3", 8.68), ("ap-guangzhou-6", 8.1)]  # per zone; -4 is sold out

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import socket
 import threading
-from collections.abc import Iterator
 
 import keyring
 import pytest
@@ -20,29 +18,6 @@ from gpudesk.services.cloud.launcher import probe_ssh
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.ledger import Ledger
 from gpudesk.ui.shell.main_window import MainWindow
-
-
-@pytest.fixture
-def banner_port() -> Iterator[int]:
-    server = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def serve() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(b"SSH-2.0-standin\r\n")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    server.close()
 
 
 @pytest.fixture
@@ -200,7 +175,7 @@ def test_prices_follow_the_currency_preference(window, qtbot) -> None:  # type: 
         row = next(i for i in range(window.plan.proxy.rowCount())
                    if window.plan.proxy.ranked_at(i).offer == r.offer)
         shown = window.plan.proxy.index(row, COL["price"]).data()
-        assert shown == f"¥{r.price_per_hour * 7.0:,.2f}"
+        assert shown == f"¥{r.price_per_hour * 7.0:,.2f} ({r.offer.price_status})"
         header = window.plan.model.headerData(COL["price"], Qt.Orientation.Horizontal)
         assert header.startswith("¥")
     finally:

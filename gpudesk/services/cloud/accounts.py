@@ -25,14 +25,17 @@ from gpudesk.services.money.ledger import Account, Ledger
 
 # Tests (and private clouds) point the Tencent SDK elsewhere: "http://127.0.0.1:PORT".
 TENCENT_ENDPOINT_ENV = "GPUDESK_TENCENT_ENDPOINT"
+ALIYUN_ENDPOINT_ENV = "GPUDESK_ALIYUN_ENDPOINT"  # every Alibaba Cloud ECS call goes there
 
 MSG_NO_ACCOUNT = QT_TRANSLATE_NOOP(
     "ProviderError", "No {provider} account is set up yet. Add your keys on the Accounts page "
     "(or: gpudesk accounts add {provider_id} ...).")
 MSG_UNKNOWN_PROVIDER = QT_TRANSLATE_NOOP(
-    "ProviderError", "'{provider}' is not a cloud gpudesk can rent from; choose aws or tencent.")
+    "ProviderError", "'{provider}' is not a cloud gpudesk can rent from; choose aws, tencent or "
+    "aliyun.")
 
-PROVIDER_TITLES = {"aws": "AWS", "tencent": "Tencent Cloud", "own": "SSH"}
+PROVIDER_TITLES = {"aws": "AWS", "tencent": "Tencent Cloud", "aliyun": "Alibaba Cloud",
+                   "own": "SSH"}
 
 ProviderFactory = Callable[[ProviderName], Provider]
 
@@ -58,6 +61,14 @@ def build_provider(creds: Credentials) -> Provider:
             return TencentProvider(creds, endpoint=parts.netloc, protocol=parts.scheme,
                                    stopped_mode=STOP_CHARGING)
         return TencentProvider(creds, stopped_mode=STOP_CHARGING)
+    if creds.provider == "aliyun":
+        from gpudesk.services.cloud.providers.aliyun import AliyunProvider  # noqa: PLC0415
+
+        endpoint = os.environ.get(ALIYUN_ENDPOINT_ENV, "").strip()
+        if endpoint:
+            parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
+            return AliyunProvider(creds, endpoint=parts.netloc, protocol=parts.scheme)
+        return AliyunProvider(creds)
     raise ProviderError("invalid", MSG_UNKNOWN_PROVIDER, provider=creds.provider)
 
 
@@ -91,7 +102,8 @@ def add_account(ledger: Ledger, creds: Credentials, *, check: bool = True,
         account=identity.account if identity else "",
         principal=identity.principal if identity else "",
         can_launch=identity.can_launch if identity else False,
-        verified_at=time.time() if identity else None, added_at=time.time())
+        verified_at=time.time() if identity else None, added_at=time.time(),
+        launch_checked=identity.launch_check != "unknown" if identity else True)
     ledger.save_account(account)
     return account
 
@@ -104,7 +116,8 @@ def reverify(ledger: Ledger, provider: ProviderName,
     identity = verify(creds, build)
     old = ledger.account(provider)
     account = Account(provider, mask(creds.key_id), identity.account, identity.principal,
-                      identity.can_launch, time.time(), old.added_at if old else time.time())
+                      identity.can_launch, time.time(), old.added_at if old else time.time(),
+                      identity.launch_check != "unknown")
     ledger.save_account(account)
     return account
 

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 PRECISIONS: tuple[str, ...] = ("fp32", "amp-fp16", "amp-bf16", "fp16", "bf16", "int8", "int4")
-PROVIDERS: tuple[str, ...] = ("aws", "tencent")
+PROVIDERS: tuple[str, ...] = ("aws", "tencent", "aliyun")
 
 GPUS_FILE = "gpus.csv"
 OFFERS_FILE = "offers.csv"
@@ -129,10 +129,23 @@ class Offer:
     spot_price: float | None
     price_source: str
     price_date: date
+    # Where the price comes from now: "bundled" (this file), "cached" (a live answer kept
+    # from an earlier refresh, dated) or "live" (asked for in this run). A spot price is
+    # only ever a quote (bundled rows carry none): without one there is "no spot price".
+    price_kind: str = "bundled"
 
     def price(self, spot: bool) -> float | None:
         """USD per hour in the chosen market; ``None`` when no spot price is known."""
         return self.spot_price if spot else self.ondemand_price
+
+    @property
+    def price_status(self) -> str:
+        """``live``, ``cached <date>``, ``bundled <date>`` or ``estimate <date>`` (a bundled
+        number with no published source: Tencent rows, Aliyun placeholders): what the
+        table and JSON say."""
+        if self.price_kind == "live":
+            return "live"
+        return f"{self.price_kind} {self.price_date.isoformat()}"
 
 
 @dataclass(frozen=True)
@@ -159,8 +172,9 @@ class Catalog:
                gpu: str | None = None) -> list[Offer]:
         """Offers matching every given criterion, in catalog order.
 
-        ``spot=True`` keeps only offers with a spot price, and ``max_price``
-        (USD/hour, inclusive) is compared with the price in that same market.
+        ``max_price`` (USD/hour, inclusive) is compared with the price in the chosen
+        market; with ``spot=True`` an offer without a spot quote stays, compared (and
+        later ranked) by its on-demand price: spot prices are never guessed.
         """
         result = []
         for o in self.offers:
@@ -172,7 +186,7 @@ class Catalog:
                 continue
             price = o.price(spot)
             if price is None:
-                continue
+                price = o.ondemand_price
             if max_price is not None and price > max_price:
                 continue
             result.append(o)
@@ -257,6 +271,9 @@ def _load(directory: Path) -> Catalog:
             spot_price=row.number("spot_usd_per_hour", positive=True) if spot_text else None,
             price_source=row.text("price_source"),
             price_date=row.iso_date("price_date"),
+            # a row the catalog could not source says so wherever its price shows
+            price_kind="estimate" if row.text("price_source").startswith("ESTIMATE")
+            else "bundled",
         ))
     if not offers:
         raise CatalogError("no offer rows", file=offers_path)
@@ -331,3 +348,40 @@ def _rows(path: Path, columns: tuple[str, ...]) -> Iterator[_Row]:
                 yield _Row(path, reader.line_num, values)
         except csv.Error as exc:
             raise CatalogError(f"bad CSV: {exc}", file=path, line=reader.line_num) from exc
+
+
+RATES_FILE = "region_rates.csv"
+_RATE_COLUMNS = ("provider", "region", "storage_usd_per_gb_month", "transfer_out_usd_per_gb",
+                 "source", "price_date")
+
+
+@dataclass(frozen=True)
+class RegionRates:
+    """Disk and data-out list prices of one region (built from the price list, dated)."""
+
+    provider: str
+    region: str
+    storage_per_gb_month: float  # USD per GB-month of the root volume type gpudesk uses
+    transfer_out_per_gb: float | None  # USD per GB out to the internet (first paid tier)
+    source: str
+    price_date: date
+
+
+def load_region_rates(directory: Path | None = None) -> dict[tuple[str, str], RegionRates]:
+    """(provider, region) → rates from ``region_rates.csv``; {} when the file is absent."""
+    if directory is None:
+        from gpudesk.resources import resource_path
+
+        directory = resource_path("catalog")
+    path = Path(directory) / RATES_FILE
+    if not path.is_file():
+        return {}
+    out: dict[tuple[str, str], RegionRates] = {}
+    for row in _rows(path, _RATE_COLUMNS):
+        transfer = row.raw("transfer_out_usd_per_gb")
+        key = (row.text("provider"), row.text("region"))
+        out[key] = RegionRates(
+            key[0], key[1], row.number("storage_usd_per_gb_month", positive=True),
+            row.number("transfer_out_usd_per_gb") if transfer else None,
+            row.text("source"), row.iso_date("price_date"))
+    return out

@@ -19,12 +19,13 @@ import os
 import signal
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import credentials
-from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
+from gpudesk.services.cloud import cleanup, credentials
+from gpudesk.services.cloud import guard as guards
+from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring, title
 from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.cloud.providers.base import (
     STATE_RUNNING,
@@ -35,6 +36,7 @@ from gpudesk.services.cloud.providers.base import (
     Provider,
     ProviderError,
     ProviderName,
+    ZoneChoice,
     validate_request,
 )
 from gpudesk.services.cloud.public_ip import detect_public_address
@@ -58,8 +60,14 @@ MSG_NO_SSH = QT_TRANSLATE_NOOP(
     "ProviderError", "The machine {cloud_id} runs (and bills) but SSH on {address} did not "
     "answer within {minutes} minutes. It is listed on the Instances page.")
 MSG_GONE = QT_TRANSLATE_NOOP(
-    "ProviderError", "The machine {cloud_id} ended while starting (state {state}); spot "
-    "capacity may have been reclaimed.")
+    "ProviderError", "The spot machine {cloud_id} ended while starting in {where}; spot "
+    "capacity may have been reclaimed. The cloud said: {reason}")
+MSG_LAUNCH_FAILED = QT_TRANSLATE_NOOP(
+    "ProviderError", "The machine {cloud_id} could not be started in {where}. The cloud said: "
+    "{reason}")
+MSG_NO_REASON = QT_TRANSLATE_NOOP("ProviderError", "(no reason given)")
+MSG_ZONE_REFUSED = QT_TRANSLATE_NOOP(
+    "ProviderError", "{provider} does not sell {instance_type} in {zone} now: {reason}")
 
 # Test hook: the fault test kills the process (SIGKILL) at the named point.
 FAULT_ENV = "GPUDESK_FAULT_KILL_AT"
@@ -91,6 +99,9 @@ class LaunchPlan:
     price_per_hour: float = 0.0  # USD/hour, the catalog's (or the live) price
     ssh_user: str = "ubuntu"
     wait_ssh: bool = True
+    budget: float | None = None  # USD like price_per_hour (the ledger's currency); None: none
+    on_budget: str = "stop"  # "stop" or "terminate"
+    cny_per_usd: float = 7.2  # to hand CNY-billing clouds their own currency
 
 
 @dataclass(frozen=True)
@@ -149,8 +160,12 @@ class Launcher:
     def __init__(self, ledger: Ledger, providers: ProviderFactory = provider_from_keyring, *,
                  ssh_probe: Callable[[str], Awaitable[bool]] | None = None,
                  poll_s: float = 3.0, running_timeout_s: float = 900.0,
-                 ssh_timeout_s: float = 600.0) -> None:
+                 ssh_timeout_s: float = 600.0,
+                 first_boot: Callable[[Machine], tuple[str, str]] | None = None) -> None:
         self.ledger = ledger
+        # (user data, host key fingerprint) for a machine about to launch: the guard and the
+        # pinned host key from its first second (services.remote.first_boot.for_launch)
+        self.first_boot = first_boot
         self.providers = providers
         self.ssh_probe = ssh_probe or probe_ssh
         self.poll_s = poll_s
@@ -177,7 +192,8 @@ class Launcher:
             instance_type=plan.instance_type, gpu=plan.gpu, gpus=plan.gpus, market=plan.market,
             max_price=plan.max_price, price_per_hour=plan.price_per_hour, currency="USD",
             client_token=f"{ledger_id}-1", ssh_user=plan.ssh_user, name=ledger_id,
-            disk_gb=plan.disk_gb, state=STATE_INTENT))
+            disk_gb=plan.disk_gb, state=STATE_INTENT, budget=plan.budget,
+            on_budget=plan.on_budget if plan.budget else ""))
         _fault("intent")
         run = _Run(self, plan, provider, machine, allow_from, on_progress)
         try:
@@ -213,8 +229,18 @@ class _Run:
         kind = credentials.key_kind_for(self.plan.provider)
         key = await asyncio.to_thread(credentials.ensure_ssh_key,
                                       credentials.KEY_KINDS[kind], kind)
-        candidates = [(self.plan.region, self.plan.zone)]
-        candidates += [(r, "") for r in self.plan.fallback_regions if r != self.plan.region]
+        user_data = await self._first_boot()
+        candidates = await self._candidates()
+        if not candidates and not self.refusals:
+            candidates = [(self.plan.region, "")]
+        if not candidates:  # no zone of any region sells the type: say so, zone by zone
+            error = LaunchRefused(self.refusals)
+            self.machine = ledger.update(self.machine.id, state=STATE_FAILED,
+                                         error=error.message(), step="failed",
+                                         detail="; ".join(r.error.message()
+                                                          for r in self.refusals))
+            self._progress("instance", "failed", error)
+            raise error
         instance: CloudInstance | None = None
         step: Step = "key"
         for attempt, (region, zone) in enumerate(candidates, start=1):
@@ -228,8 +254,7 @@ class _Run:
                 _fault("key")
                 step = "security-group"
                 self._progress(step, "started")
-                group = await asyncio.to_thread(self.provider.ensure_security_group, region,
-                                                self.allow_from)
+                group = await self._security_group(region)
                 self._progress(step, "done")
                 _fault("security-group")
                 step = "instance"
@@ -243,10 +268,10 @@ class _Run:
                     key_name=key_name, security_group=group, state=STATE_INTENT, cloud_id="",
                     public_ip="",
                     step="request", detail=f"{region} {zone or '(any zone)'} token {token}")
-                request = LaunchRequest(
+                request = self._with_guard(LaunchRequest(
                     self.machine.id, region, self.plan.instance_type, self.plan.market, zone,
                     self.plan.max_price, image, self.plan.disk_gb, self.allow_from, key_name,
-                    group, token)
+                    group, token, user_data=user_data))
                 self.inflight = asyncio.ensure_future(
                     asyncio.to_thread(self.provider.run_instance, request))
                 instance = await asyncio.shield(self.inflight)
@@ -284,6 +309,86 @@ class _Run:
             _fault("ssh")
         return LaunchResult(self.machine, self.refusals)
 
+    async def _first_boot(self) -> str:
+        """The machine's user data, its host key pinned and recorded before any cloud call."""
+        if self.l.first_boot is None:
+            return ""
+        try:
+            user_data, fingerprint = await asyncio.to_thread(self.l.first_boot, self.machine)
+        except Exception as exc:
+            self.machine = self.l.ledger.update(self.machine.id, state=STATE_FAILED,
+                                                error=type(exc).__name__, step="failed",
+                                                detail="first-boot script")
+            raise
+        self.machine = self.l.ledger.update(self.machine.id, host_key_fingerprint=fingerprint,
+                                            step="host-key", detail=fingerprint)
+        return user_data
+
+    def _with_guard(self, request: LaunchRequest) -> LaunchRequest:
+        """The budget in the cloud's own terms, written to the ledger before the call."""
+        p = self.plan
+        rate = p.cny_per_usd if p.provider in ("tencent", "aliyun") else 1.0
+        g = guards.plan(p.provider, p.budget, p.on_budget, p.price_per_hour, 0.0, time.time(),
+                        agent=bool(request.user_data))
+        self.machine = self.l.ledger.update(
+            self.machine.id, budget=g.budget, on_budget=g.action if g.budget else "",
+            enforced_by=",".join(g.enforced_by), cloud_timer_at=g.cloud_timer_at,
+            step="guard", detail=",".join(g.enforced_by) or "none")
+        return replace(request, budget=None if g.budget is None else g.budget * rate,
+                       on_budget=g.action, price_per_hour=p.price_per_hour * rate,
+                       cloud_timer_at=g.cloud_timer_at)
+
+    async def _security_group(self, region: str) -> str:
+        """The machine's own group where the provider makes one (so nothing is shared and
+        cleanup can remove it with the machine); else the provider's group per address."""
+        per_machine = getattr(self.provider, "ensure_machine_group", None)
+        if per_machine is None:
+            return await asyncio.to_thread(self.provider.ensure_security_group, region,
+                                           self.allow_from)
+        cleanup.mark_pending(self.l.ledger, self.machine.id, region)  # until proven gone
+        return str(await asyncio.to_thread(per_machine, region, self.machine.id,
+                                           self.allow_from))
+
+    async def _candidates(self) -> list[tuple[str, str]]:
+        """(region, zone) to try in order: the cloud's own list of zones that sell the type.
+
+        A zone that does not is a refusal in the cloud's words, reported now; a provider
+        that cannot list zones (or a failed lookup) leaves the zone to the provider.
+        """
+        out: list[tuple[str, str]] = []
+        regions = [self.plan.region]
+        regions += [r for r in self.plan.fallback_regions if r != self.plan.region]
+        choose = getattr(self.provider, "zone_choices", None)
+        for region in regions:
+            if region == self.plan.region and self.plan.zone:
+                out.append((region, self.plan.zone))
+                continue
+            if choose is None:
+                out.append((region, ""))
+                continue
+            try:
+                choices: list[ZoneChoice] = await asyncio.to_thread(
+                    choose, region, self.plan.instance_type, self.plan.market)
+            except ProviderError as error:
+                if error.kind in ("auth", "clock"):
+                    raise
+                log.info("zones of %s unknown (%s); the provider chooses", region, error)
+                out.append((region, ""))
+                continue
+            for choice in choices:
+                if choice.sells:
+                    out.append((region, choice.zone))
+                    continue
+                refusal = ProviderError("capacity", MSG_ZONE_REFUSED, choice.reason,
+                                        provider=title(self.plan.provider),
+                                        instance_type=self.plan.instance_type,
+                                        zone=choice.zone, reason=choice.reason)
+                self.refusals.append(Refusal(region, choice.zone, refusal))
+                self.l.ledger.log(self.machine.id, "refused",
+                                  f"{region} {choice.zone}: {refusal.message()}")
+                self._progress("instance", "retry", refusal)
+        return out
+
     def _record(self, instance: CloudInstance, step: str) -> None:
         self.machine = self.l.ledger.update(
             self.machine.id, cloud_id=instance.cloud_id, state=instance.state,
@@ -306,8 +411,12 @@ class _Run:
                     self._progress("running", "done")
                     return
                 if current.state == STATE_TERMINATED:
-                    error = ProviderError("capacity", MSG_GONE, cloud_id=m.cloud_id,
-                                          state=current.state)
+                    # The cloud's own words; only a spot machine may have been reclaimed.
+                    error = ProviderError(
+                        "capacity", MSG_GONE if current.market == "spot" else MSG_LAUNCH_FAILED,
+                        current.reason, cloud_id=m.cloud_id, state=current.state,
+                        where=current.zone or m.zone or m.region,
+                        reason=current.reason or MSG_NO_REASON)
                     self._progress("running", "failed", error)
                     raise error
             if time.monotonic() > deadline:

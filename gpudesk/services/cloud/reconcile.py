@@ -15,8 +15,11 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring, title
 from gpudesk.services.cloud.catalog import load_catalog
+from gpudesk.services.cloud.cleanup import CleanupReport
+from gpudesk.services.cloud.cleanup import run as cleanup_run
 from gpudesk.services.cloud.credentials import CLOUD_PROVIDERS, CredentialError, load_credentials
 from gpudesk.services.cloud.providers.base import (
     TAG_LEDGER,
@@ -37,6 +40,16 @@ from gpudesk.services.money.ledger import (
 
 log = logging.getLogger(__name__)
 
+MSG_KEYRING_LOCKED = QT_TRANSLATE_NOOP(
+    "ProviderError", "{account}: not checked, the keyring did not give its keys ({why}). "
+    "Machines there may be billing unseen; unlock the keyring and check again.")
+MSG_KEYS_MISSING = QT_TRANSLATE_NOOP(
+    "ProviderError", "{account}: not checked, its keys are no longer in the keyring. Machines "
+    "there may be billing unseen; add the keys again on the Accounts page.")
+MSG_NO_ANSWER = QT_TRANSLATE_NOOP(
+    "ProviderError", "{account}: not checked, the cloud did not answer ({why}). Machines there "
+    "may be billing unseen; gpudesk checks again in a few minutes.")
+
 
 @dataclass
 class ReconcileReport:
@@ -46,6 +59,12 @@ class ReconcileReport:
     closed_intents: list[str] = field(default_factory=list)
     billing: list[Machine] = field(default_factory=list)
     errors: dict[str, ProviderError] = field(default_factory=dict)  # provider → why unchecked
+    cleanup: CleanupReport | None = None  # leftovers of ended machines removed (or waiting)
+    accounts: dict[str, str] = field(default_factory=dict)  # provider → the account, in words
+
+    def account(self, name: str) -> str:
+        """The account a warning is about: "AWS account 1234… (key AKIA…1234)"."""
+        return self.accounts.get(name) or title(name)
 
 
 def configured_providers() -> list[ProviderName]:
@@ -56,6 +75,37 @@ def configured_providers() -> list[ProviderName]:
                 out.append(name)
         except CredentialError:
             pass
+    return out
+
+
+def account_label(ledger: Ledger, name: str) -> str:
+    a = ledger.account(name)
+    if a is None:
+        return title(name)
+    if a.account:
+        return f"{title(name)} account {a.account} ({a.key_id_masked})"
+    return f"{title(name)} ({a.key_id_masked})"
+
+
+def providers_to_check(ledger: Ledger, report: ReconcileReport) -> list[ProviderName]:
+    """The providers whose keys load; a locked keyring or keys gone from it, for an account
+    the ledger knows (or a machine that may bill), is a warning naming that account."""
+    out: list[ProviderName] = []
+    for name in CLOUD_PROVIDERS:
+        known = ledger.account(name) is not None or any(
+            m.provider == name and m.billing for m in ledger.machines(include_ended=False))
+        report.accounts[name] = account_label(ledger, name)
+        try:
+            if load_credentials(name) is not None:
+                out.append(name)
+            elif known:
+                report.errors[name] = ProviderError("auth", MSG_KEYS_MISSING,
+                                                    account=report.account(name))
+        except CredentialError as exc:
+            if known:
+                report.errors[name] = ProviderError("auth", MSG_KEYRING_LOCKED,
+                                                    account=report.account(name),
+                                                    why=exc.message())
     return out
 
 
@@ -130,7 +180,10 @@ def _merge(ledger: Ledger, name: ProviderName, inst: CloudInstance,
     if inst.zone and inst.zone != known.zone:
         changes["zone"] = inst.zone
     if changes:
-        ledger.update(known.id, step="reconcile",
+        # a state change is dated by the cloud (EC2's StateTransitionReason / LaunchTime):
+        # a machine reclaimed while gpudesk was closed stopped billing then, not now
+        when = inst.state_since if "state" in changes else None
+        ledger.update(known.id, step="reconcile", changed_at=when,
                       detail=", ".join(f"{k}={v}" for k, v in changes.items()), **changes)
         report.updated.append(known.id)
 
@@ -155,8 +208,10 @@ async def reconcile(ledger: Ledger, providers: ProviderFactory = provider_from_k
                     extra_regions: list[str] | None = None) -> ReconcileReport:
     """Reconcile every provider with stored keys; one provider's failure doesn't stop others."""
     report = ReconcileReport()
-    names = names if names is not None else await asyncio.to_thread(configured_providers)
+    if names is None:
+        names = await asyncio.to_thread(providers_to_check, ledger, report)
     for name in names:
+        report.accounts.setdefault(name, account_label(ledger, name))
         try:
             provider = await asyncio.to_thread(providers, name)
             regions = regions_to_scan(ledger, name, extra_regions or [])
@@ -164,5 +219,16 @@ async def reconcile(ledger: Ledger, providers: ProviderFactory = provider_from_k
         except ProviderError as error:
             log.warning("reconcile %s: %s (%s)", name, error, error.detail)
             report.errors[name] = error
+        except CredentialError as exc:  # the keyring locked between the check and the call
+            report.errors[name] = ProviderError("auth", MSG_KEYRING_LOCKED,
+                                                account=report.account(name), why=exc.message())
+        except Exception as exc:  # noqa: BLE001 - a cloud that does not answer is a warning
+            log.warning("reconcile %s: %s", name, type(exc).__name__)
+            report.errors[name] = ProviderError("network", MSG_NO_ANSWER,
+                                                account=report.account(name),
+                                                why=type(exc).__name__)
+    # Groups and key pairs of machines the cloud now reports gone; retried until done.
+    report.cleanup = await asyncio.to_thread(cleanup_run, ledger, providers,
+                                             [n for n in names if n not in report.errors])
     report.billing = [m for m in ledger.machines(include_ended=False) if m.billing]
     return report

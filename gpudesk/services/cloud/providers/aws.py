@@ -43,6 +43,7 @@ from gpudesk.services.cloud.providers.aws_errors import (
     error_code,
     from_exception,
 )
+from gpudesk.services.cloud.providers.aws_groups import SSH_RULE_DESCRIPTION, MachineGroups
 
 CONNECT_TIMEOUT_S = 10
 READ_TIMEOUT_S = 30
@@ -67,6 +68,11 @@ def _bundled_ondemand(region: str) -> dict[str, float]:
             for o in load_catalog().filter(provider="aws", region=region)}
 
 
+def shutdown_behavior(action: str, market: str) -> str:
+    """InstanceInitiatedShutdownBehavior for a budget action (spot one-time: terminate)."""
+    return "terminate" if action == "terminate" or market == "spot" else "stop"
+
+
 def group_name(address: str) -> str:
     """``gpudesk-ssh-203-0-113-7`` for 203.0.113.7/32: one group per allowed address."""
     host = address.split("/", 1)[0]
@@ -85,7 +91,7 @@ def _isolated_session(creds: base.Credentials) -> boto3.session.Session:
         aws_session_token=creds.session_token or None, botocore_session=core)
 
 
-class AwsProvider:
+class AwsProvider(MachineGroups):
     """:class:`~gpudesk.services.cloud.providers.base.Provider` for AWS EC2. Blocking."""
 
     name: base.ProviderName = "aws"
@@ -155,11 +161,13 @@ class AwsProvider:
         region = self._regions[0] if self._regions else "us-east-1"
         who = self._call(CallContext("sts", "GetCallerIdentity", region),
                          lambda c: c.get_caller_identity())
+        check, detail = self._can_launch(region)
         return base.Identity(account=str(who.get("Account", "")),
                              principal=str(who.get("Arn", "")),
-                             can_launch=self._can_launch(region))
+                             can_launch=check == "allowed", launch_check=check,
+                             launch_detail=detail)
 
-    def _can_launch(self, region: str) -> bool:
+    def _can_launch(self, region: str) -> tuple[base.LaunchCheck, str]:
         """RunInstances with DryRun: EC2 checks the permission without starting anything."""
         itype = ("g4dn.xlarge" if "g4dn.xlarge" in self.known_types or not self.known_types
                  else min(self.known_types))
@@ -174,14 +182,16 @@ class AwsProvider:
         except ClientError as exc:
             code = error_code(exc)
             if code == "DryRunOperation":
-                return True
+                return "allowed", ""
             mapped = from_exception(exc, ctx)
             if mapped.kind in ("auth", "clock", "network", "throttled"):
                 raise mapped from None
-            return False  # UnauthorizedOperation, or a refusal that means it cannot launch
+            if code == "UnauthorizedOperation" or mapped.kind == "permission":
+                return "denied", mapped.detail  # the documented refusal (IAM: AccessDenied)
+            return "unknown", mapped.detail or mapped.message()  # the dry run proved nothing
         except (BotoCoreError, ResponseParserError) as exc:
             raise from_exception(exc, ctx) from None
-        return True  # pragma: no cover - EC2 never runs a dry run
+        return "allowed", ""  # pragma: no cover - EC2 never runs a dry run
 
     # ------------------------------------------------------------------ key pair & firewall
 
@@ -254,7 +264,7 @@ class AwsProvider:
         if not present:
             key, field = ("Ipv6Ranges", "CidrIpv6") if v6 else ("IpRanges", "CidrIp")
             rule = {"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22,
-                    key: [{field: address, "Description": "SSH from your address (gpudesk)"}]}
+                    key: [{field: address, "Description": SSH_RULE_DESCRIPTION}]}
             self._call(self._ec2("AuthorizeSecurityGroupIngress", region, resource=group_id),
                        lambda c: c.authorize_security_group_ingress(GroupId=group_id,
                                                                     IpPermissions=[rule]))
@@ -341,6 +351,12 @@ class AwsProvider:
             params["KeyName"] = request.key_name
         if request.client_token:
             params["ClientToken"] = request.client_token
+        # What the agent's OS shutdown means to EC2 (issue 12): terminate ends the bill, stop
+        # leaves the disk billing. A one-time spot machine cannot be stopped: terminate.
+        params["InstanceInitiatedShutdownBehavior"] = shutdown_behavior(
+            request.on_budget, request.market)
+        if request.user_data:
+            params["UserData"] = request.user_data  # boto3 base64-encodes it
         if request.zone:
             params["Placement"] = {"AvailabilityZone": request.zone}
         if request.market == "spot":
@@ -396,6 +412,27 @@ class AwsProvider:
     def list_managed(self, region: str) -> list[base.CloudInstance]:
         return self._instances(region, Filters=[{"Name": "tag-key",
                                                  "Values": [base.TAG_MANAGED]}])
+
+    def set_guard(self, region: str, cloud_id: str, action: str, market: str,
+                  timer_at: float | None = None) -> None:
+        """Follow a changed budget action: ModifyInstanceAttribute's shutdown behaviour.
+
+        EC2 has no cloud-side timer; ``timer_at`` is ignored.
+        """
+        del timer_at
+        value = shutdown_behavior(action, market)
+        self._call(self._ec2("ModifyInstanceAttribute", region, resource=cloud_id),
+                   lambda c: c.modify_instance_attribute(
+                       InstanceId=cloud_id, Attribute="instanceInitiatedShutdownBehavior",
+                       Value=value))
+
+    def shutdown_behavior_of(self, region: str, cloud_id: str) -> str:
+        """EC2's own word on what an OS shutdown does to this machine."""
+        answer = self._call(self._ec2("DescribeInstanceAttribute", region, resource=cloud_id),
+                            lambda c: c.describe_instance_attribute(
+                                InstanceId=cloud_id,
+                                Attribute="instanceInitiatedShutdownBehavior"))
+        return str(answer.get("InstanceInitiatedShutdownBehavior", {}).get("Value", ""))
 
     def stop(self, region: str, cloud_id: str) -> None:
         self._call(self._ec2("StopInstances", region, resource=cloud_id),

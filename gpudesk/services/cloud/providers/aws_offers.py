@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from gpudesk.services.cloud.providers import base
@@ -167,4 +167,35 @@ def to_instance(region: str, data: Mapping[str, Any]) -> base.CloudInstance:
         state=STATES.get(state, base.STATE_PENDING), market=market,
         public_ip=str(data.get("PublicIpAddress", "") or ""),
         launched_at=launched.timestamp() if isinstance(launched, datetime) else None,
-        tags=tags)
+        tags=tags, reason=state_reason(data) if state in _ENDED else "",
+        state_since=state_since(data, state))
+
+
+# EC2 writes "GMT" (moto "UTC"): the same clock either way
+_TRANSITION_AT = re.compile(r"\((\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (?:GMT|UTC)\)")
+
+
+def state_since(data: Mapping[str, Any], state: str) -> float | None:
+    """EC2's own time of the current state: LaunchTime while running (it moves at each
+    start), else the ``(… GMT)`` moment in ``StateTransitionReason`` (a stop, a
+    termination, a spot interruption), e.g. ``User initiated (2026-12-03 19:10:34 GMT)``."""
+    if state in ("running", "pending"):
+        launched = data.get("LaunchTime")
+        return launched.timestamp() if isinstance(launched, datetime) else None
+    found = _TRANSITION_AT.search(str(data.get("StateTransitionReason") or ""))
+    if found is None:
+        return None
+    return datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S").replace(
+        tzinfo=UTC).timestamp()
+
+
+_ENDED = frozenset({"shutting-down", "terminated", "stopping", "stopped"})
+
+
+def state_reason(data: Mapping[str, Any]) -> str:
+    """EC2's own ``StateReason`` (e.g. ``Server.SpotInstanceTermination: …``); "" if none."""
+    reason = data.get("StateReason") or {}
+    code, message = str(reason.get("Code") or ""), str(reason.get("Message") or "")
+    if message.startswith(code):
+        return message
+    return f"{code}: {message}" if code and message else code or message

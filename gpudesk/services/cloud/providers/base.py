@@ -20,17 +20,17 @@ from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 
 # Normalised instance states; providers map theirs onto these (re-exported here).
-from gpudesk.services.core.machine_states import (  # noqa: F401
-    BILLING_STATES,
-    STATE_PENDING,
-    STATE_RUNNING,
-    STATE_STOPPED,
-    STATE_STOPPING,
-    STATE_TERMINATED,
-)
+from gpudesk.services.core.machine_states import BILLING_STATES as BILLING_STATES
+from gpudesk.services.core.machine_states import STATE_PENDING as STATE_PENDING
+from gpudesk.services.core.machine_states import STATE_RUNNING as STATE_RUNNING
+from gpudesk.services.core.machine_states import STATE_STOPPED as STATE_STOPPED
+from gpudesk.services.core.machine_states import STATE_STOPPING as STATE_STOPPING
+from gpudesk.services.core.machine_states import STATE_TERMINATED as STATE_TERMINATED
+from gpudesk.services.core.redact import redact
 
-ProviderName = Literal["aws", "tencent", "own"]
+ProviderName = Literal["aws", "tencent", "aliyun", "own"]
 Market = Literal["on-demand", "spot"]
+LaunchCheck = Literal["allowed", "denied", "unknown"]
 
 TAG_MANAGED = "gpudesk"  # value "1" on everything gpudesk created
 TAG_LEDGER = "gpudesk-ledger-id"  # the ledger id of the instance
@@ -65,6 +65,10 @@ class Identity:
     account: str  # AWS account id / Tencent owner (app) id
     principal: str  # ARN / sub-account uin: who the keys belong to
     can_launch: bool  # the permission check (a dry run) passed
+    # "allowed" / "denied" (the cloud said so), or "unknown": the dry run could not be
+    # made or answered something else; ``launch_detail`` then says what, in its words.
+    launch_check: LaunchCheck = "allowed"
+    launch_detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,14 @@ class LaunchRequest:
     key_name: str = ""  # key pair to attach (ensure_key_pair's answer)
     security_group: str = ""  # ensure_security_group's answer
     client_token: str = ""  # idempotency token: the same token never makes two machines
+    # The machine's budget in the provider's currency (None: none) and what happens at it.
+    # Providers turn it into their own cloud-side guard (EC2 shutdown behaviour, a CVM
+    # ActionTimer, an ECS AutoReleaseTime) from budget ÷ ``price_per_hour``.
+    budget: float | None = None
+    on_budget: str = "stop"  # "stop" or "terminate"
+    price_per_hour: float = 0.0  # in the provider's currency; 0: unknown (no cloud timer)
+    cloud_timer_at: float | None = None  # unix s: when the cloud itself ends it (guard.plan)
+    user_data: str = ""  # a first-boot script (cloud-init); providers base64 it as needed
 
     def tags(self) -> dict[str, str]:
         return {TAG_MANAGED: "1", TAG_LEDGER: self.ledger_id}
@@ -102,6 +114,8 @@ class CloudInstance:
     public_ip: str = ""
     launched_at: float | None = None  # unix seconds
     tags: dict[str, str] = field(default_factory=dict)
+    reason: str = ""  # the cloud's own words on why it ended (LatestOperationErrorMsg, StateReason)
+    state_since: float | None = None  # when the cloud says this state began (unix s); None: ?
 
     @property
     def ledger_id(self) -> str:
@@ -121,6 +135,15 @@ class LiveOffer:
     currency: str  # "USD" or "CNY"
     available: bool = True
     reason: str = ""  # why not available (sold out, ...), provider's words
+
+
+@dataclass(frozen=True)
+class ZoneChoice:
+    """One zone of a region and whether the cloud sells a type there now (its own answer)."""
+
+    zone: str
+    sells: bool
+    reason: str = ""  # the cloud's words when it does not (SoldOutReason, "not offered")
 
 
 class PricePoint(NamedTuple):
@@ -317,3 +340,30 @@ def validate_request(
                             disk_gb=request.disk_gb)
     if request.allow_from:
         single_address(request.allow_from)
+
+
+# --------------------------------------------------------------------------- SDK errors
+# Shared by the SDK-based providers (tencent_errors, aliyun_errors).
+
+def detail_of(code: str, message: str) -> str:
+    """``[Code] message`` for the log and the details pane, never a secret.
+
+    Not ``Code: message``: redact() would read ``AuthFailure.X: …`` as an
+    ``auth: value`` pair and blank the cloud's explanation.
+    """
+    return redact(f"[{code}] {message}" if message else f"[{code}]")
+
+
+def error_with_detail(kind: ErrorKind, template: str, detail: str, **values: object
+                      ) -> ProviderError:
+    """A ProviderError whose template may name ``{detail}`` too.
+
+    ``ProviderError(kind, template, detail, **values)`` binds a ``detail=``
+    keyword to its own parameter, so MSG_NETWORK's and MSG_OTHER's
+    ``{detail}`` placeholder is filled in here, after construction.
+    """
+    err = ProviderError(kind, template, detail, **values)
+    if "{detail}" in template:
+        err.values["detail"] = detail
+        err.args = (err.message(),)
+    return err

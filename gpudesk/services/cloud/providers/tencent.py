@@ -9,10 +9,12 @@ Choices worth knowing:
 
 * ``verify`` calls DescribeRegions (signed, cheap). CVM does not say which
   account a key belongs to, so ``Identity.account`` is empty and
-  ``principal`` is the masked SecretId. ``can_launch`` comes from a
-  RunInstances ``DryRun``: CAM is checked before the parameters, so any answer
-  but UnauthorizedOperation (DryRunOperation, or a parameter complaint) means
-  the key may launch.
+  ``principal`` is the masked SecretId. ``can_launch`` comes from a complete
+  RunInstances ``DryRun`` (a zone and type the region sells, a public image of
+  the region): DryRunOperation means the key may launch, UnauthorizedOperation
+  that it may not; any other answer is "could not check" (``launch_check``).
+* A launch without a zone tries the zones that DescribeZoneInstanceConfigInfos
+  says sell the type, cheapest first, and says why each refused.
 * ``max_price`` is CNY/hour. A spot request without one bids the zone's
   on-demand price (Tencent never charges spot above it).
 * ``stop`` keeps billing the machine by default (``KEEP_CHARGING``): a GPU
@@ -22,10 +24,13 @@ Choices worth knowing:
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from tencentcloud.common import credential
@@ -46,6 +51,7 @@ from gpudesk.services.cloud.providers.tencent_errors import (
     is_throttle,
     map_error,
 )
+from gpudesk.services.cloud.providers.tencent_groups import MachineGroups
 
 REQ_TIMEOUT_S = 30
 PAGE = 100  # the most DescribeInstances & co. return per call
@@ -64,7 +70,7 @@ def _bundled_tencent() -> tuple[list[str], set[str]]:
     return catalog.regions("tencent"), types
 
 
-class TencentProvider:
+class TencentProvider(MachineGroups):
     """Tencent Cloud CVM behind gpudesk's Provider interface. Blocking; call off the GUI thread."""
 
     name: base.ProviderName = "tencent"
@@ -185,19 +191,48 @@ class TencentProvider:
     def verify(self) -> base.Identity:
         region = self._regions[0] if self._regions else "ap-guangzhou"
         self._cvm(region, "DescribeRegions", {})
-        dry_run = {"DryRun": True, "InstanceChargeType": tp.CHARGE_ON_DEMAND,
-                   "InstanceType": min(self._known_types, default="GN7.2XLARGE32"),
-                   "Placement": {"Zone": f"{region}-3"}, "InstanceCount": 1}
+        check, detail = self._launch_check(region)
+        return base.Identity(account="", principal=base.mask(self._credentials.key_id),
+                             can_launch=check == "allowed", launch_check=check,
+                             launch_detail=detail)
+
+    def _launch_check(self, region: str) -> tuple[base.LaunchCheck, str]:
+        """A complete RunInstances DryRun: a zone and type the region sells, a real image.
+
+        DryRun checks parameters, rules and stock as well as CAM, so only its two
+        documented answers decide: DryRunOperation (or a plain answer) means allowed,
+        UnauthorizedOperation denied. Anything else, or a dry run that could not be
+        put together, is "unknown" with the cloud's words.
+        """
         try:
-            self._call(CallContext("cvm", "RunInstances", region), dry_run,
-                       ok_codes=frozenset({"DryRunOperation"}))
-            can_launch = True
+            selling = [o for o in self._offers(region, sorted(self._known_types),
+                                               [tp.CHARGE_ON_DEMAND]) if o.available]
+            if not selling:
+                return "unknown", f"no GPU type gpudesk knows is on sale in {region}"
+            pick = min(selling, key=lambda o: (o.price_per_hour, o.zone, o.instance_type))
+            image = self.find_image(region, pick.instance_type)
+        except base.ProviderError as err:  # the dry run could not be put together
+            if err.kind in ("auth", "clock", "network", "throttled"):
+                raise
+            return "unknown", err.detail or err.message()
+        try:
+            self._call(CallContext("cvm", "RunInstances", region, zone=pick.zone,
+                                   instance_type=pick.instance_type), {
+                "DryRun": True, "InstanceChargeType": tp.CHARGE_ON_DEMAND,
+                "InstanceType": pick.instance_type, "ImageId": image,
+                "Placement": {"Zone": pick.zone, "ProjectId": 0},
+                "SystemDisk": {"DiskType": "CLOUD_PREMIUM", "DiskSize": 100},
+                "InternetAccessible": {"PublicIpAssigned": True,
+                                       "InternetChargeType": "TRAFFIC_POSTPAID_BY_HOUR",
+                                       "InternetMaxBandwidthOut": BANDWIDTH_OUT_MBPS},
+                "InstanceCount": 1}, ok_codes=frozenset({"DryRunOperation"}))
         except base.ProviderError as err:
             if err.kind in ("auth", "clock", "network", "throttled"):
                 raise
-            can_launch = err.kind != "permission"
-        return base.Identity(account="", principal=base.mask(self._credentials.key_id),
-                             can_launch=can_launch)
+            if err.detail.startswith(("[UnauthorizedOperation", "[AuthFailure.Unauthorized")):
+                return "denied", err.detail
+            return "unknown", err.detail or err.message()
+        return "allowed", ""
 
     def ensure_key_pair(self, region: str, name: str, public_key: str) -> str:
         self._check_region(region)
@@ -282,7 +317,45 @@ class TencentProvider:
                 what="public Ubuntu image with a GPU driver", name="'*GPU*'", region=region)
         return image
 
-    def first_available_zone(self, region: str) -> str:
+    def zone_choices(self, region: str, instance_type: str,
+                     market: base.Market = "on-demand") -> list[base.ZoneChoice]:
+        """Every zone of ``region`` and whether it sells ``instance_type`` now, in CVM's words.
+
+        Zones that sell it come first, cheapest first; a zone not AVAILABLE (DescribeZones)
+        or whose item is SOLD_OUT (DescribeZoneInstanceConfigInfos) carries the reason.
+        """
+        self._check_region(region)
+        states = {str(z.get("Zone")): str(z.get("ZoneState", ""))
+                  for z in self._cvm(region, "DescribeZones", {}).get("ZoneSet") or []}
+        charge = tp.CHARGE_SPOT if market == "spot" else tp.CHARGE_ON_DEMAND
+        offers = [o for o in self._offers(region, [instance_type], [charge])
+                  if o.instance_type == instance_type]
+        selling: list[tuple[float, str]] = []
+        refused: list[base.ZoneChoice] = []
+        for offer in offers:
+            state = states.get(offer.zone, "AVAILABLE")
+            if state != "AVAILABLE":
+                refused.append(base.ZoneChoice(offer.zone, False, f"zone {state}"))
+            elif offer.available:
+                selling.append((offer.price_per_hour, offer.zone))
+            else:
+                refused.append(base.ZoneChoice(offer.zone, False, offer.reason or "SOLD_OUT"))
+        listed = {o.zone for o in offers}
+        refused += [base.ZoneChoice(z, False, f"{instance_type} not offered")
+                    for z in sorted(states) if z not in listed]
+        return [base.ZoneChoice(z, True) for _, z in sorted(selling)] + refused
+
+    def first_available_zone(self, region: str, instance_type: str = "",
+                             market: base.Market = "on-demand") -> str:
+        """The first zone that sells ``instance_type`` (any AVAILABLE zone without one)."""
+        if instance_type:
+            choices = self.zone_choices(region, instance_type, market)
+            for choice in choices:
+                if choice.sells:
+                    return choice.zone
+            where = "; ".join(f"{c.zone}: {c.reason}" for c in choices) or region
+            raise base.ProviderError("capacity", base.MSG_CAPACITY, provider=PROVIDER_LABEL,
+                                     instance_type=instance_type, where=where)
         self._check_region(region)
         zones = self._cvm(region, "DescribeZones", {}).get("ZoneSet") or []
         for zone in zones:
@@ -299,7 +372,8 @@ class TencentProvider:
             if not request.allow_from:
                 raise base.ProviderError("invalid", MSG_NEED_GROUP)
             group = self.ensure_security_group(region, request.allow_from)
-        zone = request.zone or self.first_available_zone(region)
+        zone = request.zone or self.first_available_zone(region, request.instance_type,
+                                                          request.market)
         ctx: dict[str, Any] = {"zone": zone, "instance_type": request.instance_type,
                                "max_price": request.max_price}
         params: dict[str, Any] = {
@@ -320,6 +394,10 @@ class TencentProvider:
         }
         if request.key_name:
             params["LoginSettings"] = {"KeyIds": [request.key_name]}
+        if request.cloud_timer_at is not None:  # the cap CVM enforces itself (issue 12)
+            params["ActionTimer"] = action_timer(request.cloud_timer_at)
+        if request.user_data:
+            params["UserData"] = base64.b64encode(request.user_data.encode()).decode()
         if request.market == "spot":
             bid = request.max_price
             if bid is None:
@@ -367,6 +445,27 @@ class TencentProvider:
     def list_managed(self, region: str) -> list[base.CloudInstance]:
         self._check_region(region)
         return [tp.parse_instance(raw, region) for raw in self._managed_raw(region)]
+
+    def action_timers(self, region: str, cloud_id: str) -> list[dict[str, Any]]:
+        """The machine's pending (UNDO) action timers, as CVM describes them."""
+        self._check_region(region)
+        answer = self._cvm(region, "DescribeInstancesActionTimer", {
+            "InstanceIds": [cloud_id], "StatusList": ["UNDO"]}, resource=cloud_id)
+        return [t for t in answer.get("ActionTimers") or [] if isinstance(t, dict)]
+
+    def set_guard(self, region: str, cloud_id: str, action: str, market: str,
+                  timer_at: float | None = None) -> None:
+        """Keep the cloud-side cap current: drop the pending timers, import the new one."""
+        del action, market  # CVM's timer only terminates; guard.plan decided whether to set it
+        old = [str(t.get("ActionTimerId")) for t in self.action_timers(region, cloud_id)
+               if t.get("ActionTimerId")]
+        if old:
+            self._cvm(region, "DeleteInstancesActionTimer", {"ActionTimerIds": old},
+                      resource=cloud_id)
+        if timer_at is not None:
+            self._cvm(region, "ImportInstancesActionTimer", {
+                "InstanceIds": [cloud_id], "ActionTimer": action_timer(timer_at)},
+                resource=cloud_id)
 
     def stop(self, region: str, cloud_id: str, *, stopped_mode: str | None = None) -> None:
         """Stop; ``stopped_mode=STOP_CHARGING`` stops the bill too but may lose the GPU."""
@@ -456,7 +555,8 @@ class TencentProvider:
     def inquiry_price(self, request: base.LaunchRequest) -> float:
         """CNY/hour Tencent quotes for ``request`` (InquiryPriceRunInstances), instance only."""
         base.validate_request("tencent", request, self._regions, self._known_types)
-        zone = request.zone or self.first_available_zone(request.region)
+        zone = request.zone or self.first_available_zone(request.region, request.instance_type,
+                                                          request.market)
         params: dict[str, Any] = {
             "Placement": {"Zone": zone}, "InstanceType": request.instance_type,
             "ImageId": request.image_id or self.find_image(request.region,
@@ -471,6 +571,12 @@ class TencentProvider:
             raise error("other", base.MSG_OTHER, "InquiryPriceRunInstances quoted no price",
                         provider=PROVIDER_LABEL)
         return price
+
+
+def action_timer(at: float) -> dict[str, str]:
+    """CVM's ActionTimer: terminate at ``at`` (UTC, ISO 8601, whole seconds)."""
+    when = datetime.fromtimestamp(math.floor(at), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"TimerAction": "TerminateInstances", "ActionTime": when}
 
 
 def client_token(request: base.LaunchRequest) -> str:

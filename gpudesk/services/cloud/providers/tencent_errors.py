@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.providers import base
-from gpudesk.services.core.redact import redact
+from gpudesk.services.cloud.providers.base import detail_of as detail_of
+from gpudesk.services.cloud.providers.base import error_with_detail
 
 PROVIDER_LABEL = "Tencent Cloud"
 
@@ -91,27 +92,7 @@ def is_throttle(code: str) -> bool:
     return code == "RequestLimitExceeded" or code.startswith("RequestLimitExceeded.")
 
 
-def detail_of(code: str, message: str) -> str:
-    """``[Code] message`` for the log and the details pane, never a secret.
-
-    Not ``Code: message``: redact() would read ``AuthFailure.X: …`` as an
-    ``auth: value`` pair and blank Tencent's explanation.
-    """
-    return redact(f"[{code}] {message}" if message else f"[{code}]")
-
-
-def error(kind: base.ErrorKind, template: str, detail: str, **values: object) -> base.ProviderError:
-    """A ProviderError whose template may name ``{detail}`` too.
-
-    ``ProviderError(kind, template, detail, **values)`` binds a ``detail=``
-    keyword to its own parameter, so MSG_NETWORK's and MSG_OTHER's
-    ``{detail}`` placeholder is filled in here, after construction.
-    """
-    err = base.ProviderError(kind, template, detail, **values)
-    if "{detail}" in template:
-        err.values["detail"] = detail
-        err.args = (err.message(),)
-    return err
+error = error_with_detail  # the name the provider calls it by
 
 
 def map_error(code: str, message: str, ctx: CallContext) -> base.ProviderError:

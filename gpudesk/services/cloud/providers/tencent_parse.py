@@ -77,7 +77,17 @@ def parse_instance(raw: dict[str, Any], region: str) -> base.CloudInstance:
         public_ip=str(public[0]) if public else "",
         launched_at=parse_time(raw.get("CreatedTime")),
         tags=tags_of(raw.get("Tags")),
+        reason=failure_of(raw),
     )
+
+
+def failure_of(raw: dict[str, Any]) -> str:
+    """CVM's own words for a failed launch or operation (``LatestOperationErrorMsg``)."""
+    state = str(raw.get("InstanceState", ""))
+    if state != "LAUNCH_FAILED" and raw.get("LatestOperationState") != "FAILED":
+        return ""
+    message = str(raw.get("LatestOperationErrorMsg") or "").strip()
+    return f"{state}: {message}" if message else state
 
 
 def price_of(item: dict[str, Any]) -> float | None:
@@ -146,10 +156,25 @@ def newest_gpu_image(images: list[dict[str, Any]]) -> str:
     return str(gpu[0]["ImageId"]) if gpu else ""
 
 
+SSH_RULE_DESCRIPTION = "gpudesk: SSH from one address"  # marks the rule gpudesk owns
+
+
+def is_gpudesk_rule(rule: dict[str, Any]) -> bool:
+    """An ingress rule gpudesk made (TCP 22 with its description), not one the user added."""
+    return (str(rule.get("PolicyDescription", "")) == SSH_RULE_DESCRIPTION
+            and str(rule.get("Protocol", "")).upper() == "TCP" and str(rule.get("Port")) == "22")
+
+
+def rule_fields(rule: dict[str, Any]) -> dict[str, str]:
+    """A listed rule as DeleteSecurityGroupPolicies takes it by content (no index)."""
+    keys = ("Protocol", "Port", "CidrBlock", "Ipv6CidrBlock", "Action")
+    return {k: str(rule[k]) for k in keys if rule.get(k)}
+
+
 def ssh_rule(address: str) -> dict[str, str]:
     """The one ingress rule gpudesk wants: TCP 22 from one address."""
     rule = {"Protocol": "TCP", "Port": "22", "Action": "ACCEPT",
-            "PolicyDescription": "gpudesk: SSH from one address"}
+            "PolicyDescription": SSH_RULE_DESCRIPTION}
     rule["Ipv6CidrBlock" if ":" in address else "CidrBlock"] = address
     return rule
 

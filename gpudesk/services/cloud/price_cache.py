@@ -1,0 +1,73 @@
+"""Live prices kept between runs: the next start shows them as ``cached <date>``.
+
+Small and free of SDK and keyring imports, so the Plan page can read it while it
+loads the bundled catalog.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from gpudesk.services.cloud.catalog import Catalog, Offer, load_catalog
+
+CACHE_FILE = "live-prices.json"
+
+
+def save_cache(directory: Path, catalog: Catalog) -> None:
+    """Keep every live price (with its date) for the next run; older entries stay."""
+    path = directory / CACHE_FILE
+    kept = _read_cache(path)
+    for o in catalog.offers:
+        if o.price_kind == "live":
+            kept[f"{o.provider} {o.instance_type} {o.region}"] = {
+                "ondemand": o.ondemand_price, "spot": o.spot_price,
+                "date": o.price_date.isoformat(), "source": o.price_source}
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(kept, indent=1, sort_keys=True), encoding="utf-8")
+    tmp.replace(path)
+
+
+def _read_cache(path: Path) -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def apply_cache(catalog: Catalog, directory: Path) -> Catalog:
+    """``catalog`` with the prices an earlier refresh kept, each ``cached <its date>``."""
+    kept = _read_cache(directory / CACHE_FILE)
+    if not kept:
+        return catalog
+    offers: list[Offer] = []
+    for o in catalog.offers:
+        entry = kept.get(f"{o.provider} {o.instance_type} {o.region}")
+        try:
+            when = date.fromisoformat(str(entry["date"])) if entry else None
+            ondemand = float(entry["ondemand"]) if entry else 0.0
+            spot = entry.get("spot") if entry else None
+        except (KeyError, TypeError, ValueError):
+            when = None
+        if entry is None or when is None or ondemand <= 0:
+            offers.append(o)
+            continue
+        offers.append(replace(o, ondemand_price=ondemand,
+                              spot_price=float(spot) if isinstance(spot, int | float) else None,
+                              price_date=when, price_kind="cached",
+                              price_source=str(entry.get("source", o.price_source))))
+    return Catalog(catalog.gpus, tuple(offers))
+
+
+def load_catalog_with_cache(directory: Path | None = None) -> Catalog:
+    """The bundled catalog with the prices an earlier refresh kept (cache folder)."""
+    if directory is None:
+        from gpudesk.services.core.paths import cache_dir
+
+        directory = cache_dir()
+    return apply_cache(load_catalog(), directory)

@@ -1,0 +1,115 @@
+"""Nothing left behind: 20 launch/terminate cycles per cloud end with only live machines'
+security groups and key pairs (Tencent stand-in with TERMINATING lasting; moto for EC2).
+
+The app's own path each time: launcher → terminate (machines.act) → reconcile, whose
+cleanup retries until the cloud reports each machine gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fixtures_aws import aws, moto_server  # noqa: F401
+from fixtures_keyring import memory_keyring  # noqa: F401
+from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+
+from gpudesk.services.cloud import cleanup, credentials
+from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV, provider_from_keyring
+from gpudesk.services.cloud.launcher import Launcher, LaunchPlan
+from gpudesk.services.cloud.machines import act
+from gpudesk.services.cloud.reconcile import reconcile
+from gpudesk.services.money.ledger import Ledger
+
+ADDRESS = "203.0.113.7/32"
+TENCENT_PLAN = LaunchPlan(provider="tencent", instance_type="GN7.2XLARGE32",
+                          region="ap-guangzhou", allow_from=ADDRESS, wait_ssh=False)
+AWS_PLAN = LaunchPlan(provider="aws", instance_type="g5.xlarge", region="us-east-1",
+                      allow_from=ADDRESS, wait_ssh=False, disk_gb=120)
+CYCLES = 20
+
+
+@pytest.fixture
+def ledger(gpudesk_home) -> Iterator[Ledger]:  # type: ignore[no-untyped-def]
+    with Ledger() as ledger:
+        yield ledger
+
+
+@pytest.fixture
+def tencent_cloud(tencent, tencent_creds, memory_keyring, monkeypatch):  # type: ignore[no-untyped-def]  # noqa: F811
+    monkeypatch.setenv(TENCENT_ENDPOINT_ENV, f"http://{tencent.endpoint}")
+    credentials.save_credentials(tencent_creds)
+    tencent.terminating_describes = 6  # TERMINATING outlives the terminate call and a reconcile
+    return tencent
+
+
+@pytest.fixture
+def aws_cloud(aws, memory_keyring):  # type: ignore[no-untyped-def]  # noqa: F811
+    credentials.save_credentials(aws.credentials)
+    aws.publish_dlami("us-east-1")
+    return aws
+
+
+def _cycles(ledger: Ledger, plan: LaunchPlan, name: Any) -> tuple[Any, list[Any]]:
+    launcher = Launcher(ledger, poll_s=0.0)
+    reports = []
+    for _ in range(CYCLES):
+        machine = asyncio.run(launcher.launch(plan)).machine
+        asyncio.run(act(ledger, machine.id, "terminate"))
+        reports.append(asyncio.run(reconcile(ledger, names=[name])).cleanup)
+    keep = asyncio.run(launcher.launch(plan)).machine
+    for _ in range(6):  # the app reconciles periodically; each pass retries what waits
+        report = asyncio.run(reconcile(ledger, names=[name])).cleanup
+        reports.append(report)
+        if report is not None and not report.waiting:
+            break
+    return keep, reports
+
+
+def test_tencent_twenty_cycles_leave_only_the_live_machines_resources(  # type: ignore[no-untyped-def]
+        tencent_cloud, ledger) -> None:
+    keep, reports = _cycles(ledger, TENCENT_PLAN, "tencent")
+    # While a machine was still TERMINATING its group could not go (ResourceInUse): waited.
+    assert reports[0] is not None and reports[0].waiting
+    assert reports[-1] is not None and not reports[-1].waiting
+    provider = provider_from_keyring("tencent")
+    left = provider.leftovers("ap-guangzhou")  # type: ignore[attr-defined]
+    assert sorted(left) == sorted([keep.key_name, keep.security_group])
+    assert set(tencent_cloud.state.groups) == {keep.security_group}
+    assert len({m.security_group for m in ledger.machines()}) == CYCLES + 1  # one per machine
+    assert cleanup.pending(ledger) == {}
+    # A machine's group carries its ledger id, so each leftover is traceable.
+    tags = {t["Key"]: t["Value"] for t in tencent_cloud.state.groups[keep.security_group]
+            ["TagSet"]}
+    assert tags["gpudesk-ledger-id"] == keep.id
+
+
+def test_aws_twenty_cycles_leave_only_the_live_machines_resources(aws_cloud, ledger) -> None:  # type: ignore[no-untyped-def]
+    keep, reports = _cycles(ledger, AWS_PLAN, "aws")
+    assert reports[-1] is not None and not reports[-1].waiting
+    provider = provider_from_keyring("aws")
+    left = provider.leftovers("us-east-1")  # type: ignore[attr-defined]
+    assert sorted(left) == sorted([keep.key_name, keep.security_group])
+    ec2 = aws_cloud.client("ec2")
+    managed = ec2.describe_security_groups(Filters=[{"Name": "tag-key",
+                                                     "Values": ["gpudesk"]}])
+    assert [g["GroupId"] for g in managed["SecurityGroups"]] == [keep.security_group]
+    assert cleanup.pending(ledger) == {}
+
+
+def test_a_refused_region_is_cleaned_while_the_machine_runs_elsewhere(  # type: ignore[no-untyped-def]
+        tencent_cloud, ledger) -> None:
+    for zone in ("ap-guangzhou-3", "ap-guangzhou-4", "ap-guangzhou-6"):
+        tencent_cloud.fail_next("RunInstances", "ResourcesSoldOut.SpecifiedInstanceType",
+                                zone=zone)
+    plan = LaunchPlan(**{**TENCENT_PLAN.__dict__, "fallback_regions": ("ap-shanghai",)})
+    machine = asyncio.run(Launcher(ledger, poll_s=0.0).launch(plan)).machine
+    assert machine.region == "ap-shanghai"
+    guangzhou = [g for g in tencent_cloud.state.groups.values() if g["_region"] ==
+                 "ap-guangzhou"]
+    assert len(guangzhou) == 1  # the refused attempts' group, still there
+    report = asyncio.run(reconcile(ledger, names=["tencent"])).cleanup
+    assert report is not None and f"{machine.id} ap-guangzhou" in report.done
+    assert [g["_region"] for g in tencent_cloud.state.groups.values()] == ["ap-shanghai"]

@@ -1,0 +1,89 @@
+"""The Instances page's "Allow my new address", against the Tencent stand-in (real SDK).
+
+This computer's public address comes from a local echo server (GPUDESK_IP_ECHO_URL),
+as it would from checkip.amazonaws.com.
+"""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+
+import pytest
+from fixtures_keyring import memory_keyring  # noqa: F401
+from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV, provider_from_keyring
+from gpudesk.services.cloud.providers.base import LaunchRequest
+from gpudesk.services.cloud.public_ip import ECHO_ENV
+from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.ui.machines.instances_page import InstancesPage
+
+OLD = "203.0.113.7/32"
+NEW = "198.51.100.77"
+REGION = "ap-guangzhou"
+
+
+@pytest.fixture
+def echo(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    answer = [NEW + "\n"]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            body = answer[0].encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv(ECHO_ENV, f"http://127.0.0.1:{server.server_address[1]}/")
+    yield answer
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def machine(tencent, tencent_creds, memory_keyring, monkeypatch, gpudesk_home):  # type: ignore[no-untyped-def]  # noqa: F811
+    """A running gpudesk machine whose group opens SSH to the old address."""
+    monkeypatch.setenv(TENCENT_ENDPOINT_ENV, f"http://{tencent.endpoint}")
+    credentials.save_credentials(tencent_creds)
+    provider = provider_from_keyring("tencent")
+    group = provider.ensure_machine_group(REGION, "m-0000000001", OLD)  # type: ignore[attr-defined]
+    inst = provider.run_instance(LaunchRequest("m-0000000001", REGION, "GN7.2XLARGE32",
+                                               zone="ap-guangzhou-3", security_group=group))
+    ledger = Ledger()
+    ledger.add(Machine(id="m-0000000001", provider="tencent", region=REGION,
+                       instance_type="GN7.2XLARGE32", cloud_id=inst.cloud_id, state="running",
+                       security_group=group, name="trainer", public_ip="198.51.100.10"))
+    yield ledger, group
+    ledger.close()
+
+
+def test_allow_my_new_address_button(qtbot, loop, tencent, machine, echo) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    ledger, group = machine
+    page = InstancesPage(ledger)
+    qtbot.addWidget(page)
+    page.select_machine("m-0000000001")
+    button = page.findChild(type(page.refresh_button), "allowMe")
+    assert button is not None and button.isEnabled()
+    button.click()
+    qtbot.waitUntil(lambda: "now open to" in page.status.text(), timeout=10000)
+    assert page.status.text() == (f"SSH to trainer is now open to {NEW}/32 only (was {OLD}).")
+    cidrs = [r["CidrBlock"] for r in tencent.state.groups[group]["Ingress"]]
+    assert cidrs == [f"{NEW}/32"]
+    button.click()  # same address again: nothing to change, and the page says so
+    qtbot.waitUntil(lambda: "already open" in page.status.text(), timeout=10000)
+    assert [r["CidrBlock"] for r in tencent.state.groups[group]["Ingress"]] == [f"{NEW}/32"]
+    page.show_ended.setChecked(True)
+    ledger.update("m-0000000001", state="terminated")
+    page.reload()
+    page.select_machine("m-0000000001")
+    assert not button.isEnabled()
