@@ -16,12 +16,15 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud import accounts, credentials
 from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.cloud.providers.base import Credentials, ProviderError
 from gpudesk.services.money.ledger import Ledger, Machine
 
-VERBS = frozenset({"accounts", "launch", "ls", "stop", "start", "terminate", "add-machine"})
+MSG_BAD_BUDGET = QT_TRANSLATE_NOOP("ProviderError", "A budget must be more than 0 (got {amount}).")
+VERBS = frozenset({"accounts", "launch", "ls", "show", "stop", "start", "terminate",
+                   "allow-me", "add-machine"})
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -51,6 +54,13 @@ def _cmd_accounts_add(a: argparse.Namespace) -> int:
             return _fail("pass --access-key-id ID (or --profile NAME)", 2)
         secret, token = _read_secret(a, "AWS secret access key")
         creds = Credentials("aws", a.access_key_id, secret, token)
+    elif a.provider == "aliyun" and a.profile:
+        creds = credentials.aliyun_profile(a.profile)
+    elif a.provider == "aliyun":
+        if not a.access_key_id:
+            return _fail("pass --access-key-id ID (or --profile NAME)", 2)
+        secret, _ = _read_secret(a, "Alibaba Cloud AccessKey secret")
+        creds = Credentials("aliyun", a.access_key_id, secret)
     else:
         if not a.secret_id:
             return _fail("pass --secret-id ID", 2)
@@ -63,7 +73,10 @@ def _cmd_accounts_add(a: argparse.Namespace) -> int:
               "(not verified).")
     else:
         can = "may launch machines" if account.can_launch else \
-            "CANNOT launch machines (ask for ec2:RunInstances / cvm:RunInstances)"
+            "CANNOT launch machines (ask for ec2:RunInstances / cvm:RunInstances / " \
+            "ecs:RunInstances)" \
+            if account.launch_checked else \
+            "may or may not launch machines: the launch check could not be made"
         print(f"{accounts.title(a.provider)} keys {account.key_id_masked} are valid "
               f"(account {account.account}, {account.principal}); they {can}. "
               "Saved to the keyring.")
@@ -76,11 +89,12 @@ def _cmd_accounts_list(a: argparse.Namespace) -> int:
     if a.json:
         print(json.dumps([{"provider": r.provider, "key_id": r.key_id_masked,
                            "account": r.account, "principal": r.principal,
-                           "can_launch": r.can_launch, "verified_at": r.verified_at}
+                           "can_launch": r.can_launch if r.launch_checked else None,
+                           "verified_at": r.verified_at}
                           for r in rows], indent=2))
         return 0
     if not rows:
-        print("No accounts yet: gpudesk accounts add aws|tencent ...")
+        print("No accounts yet: gpudesk accounts add aws|tencent|aliyun ...")
     for r in rows:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.verified_at)) \
             if r.verified_at else "never"
@@ -121,6 +135,24 @@ def _catalog_offer(provider: str, region: str, instance_type: str) -> Any:
     return None
 
 
+def _launch_budget(a: argparse.Namespace) -> tuple[float | None, str, float]:
+    """(budget in USD like the ledger, action, CNY per USD) from the flags or Preferences."""
+    from gpudesk.services.core.settings import load_settings
+
+    s = load_settings()
+    rate = s.cny_per_usd if s.cny_per_usd > 0 else 7.2
+    action = a.on_budget or (s.budget_action if s.budget_action in ("stop", "terminate")
+                             else "stop")
+    if a.budget is None and a.on_budget is None and s.budget_action not in ("stop", "terminate"):
+        return None, "stop", rate  # Preferences only warn: no guard stops the machine
+    if a.budget is not None:
+        if a.budget <= 0:
+            raise ProviderError("invalid", MSG_BAD_BUDGET, amount=a.budget)
+        usd = a.budget / rate if a.provider != "aws" else a.budget
+        return usd, action, rate
+    return (s.machine_budget_usd or None), action, rate
+
+
 def _cmd_launch(a: argparse.Namespace) -> int:
     from gpudesk.services.cloud.launcher import STEP_TITLES, Launcher, LaunchPlan, Progress
 
@@ -128,8 +160,10 @@ def _cmd_launch(a: argparse.Namespace) -> int:
         return _fail("--max-price only applies to spot machines; add --spot", 2)
     offer = _catalog_offer(a.provider, a.region, a.type)
     price = (offer.price(a.spot) or offer.ondemand_price) if offer is not None else 0.0
+    budget, on_budget, rate = _launch_budget(a)
     plan = LaunchPlan(
         provider=a.provider, instance_type=a.type, region=a.region, zone=a.zone or "",
+        budget=budget, on_budget=on_budget, cny_per_usd=rate,
         market="spot" if a.spot else "on-demand", max_price=a.max_price,
         image_id=a.image or "", disk_gb=a.disk_gb, allow_from=a.allow_from or "",
         fallback_regions=tuple(a.fallback_region or ()),
@@ -145,21 +179,29 @@ def _cmd_launch(a: argparse.Namespace) -> int:
         print(line, file=sys.stderr, flush=True)
 
     with Ledger() as ledger:
-        result = asyncio.run(Launcher(ledger, poll_s=a.poll).launch(plan, show))
-    m = result.machine
+        from gpudesk.services.core.settings import load_settings
+        from gpudesk.services.remote.first_boot import for_launch
+
+        launcher = Launcher(ledger, poll_s=a.poll, first_boot=for_launch(load_settings, ledger))
+        result = asyncio.run(launcher.launch(plan, show))
+        m = ledger.get(result.machine.id) or result.machine
+        data = _machine_json(m, ledger)
     if a.json:
-        print(json.dumps(_machine_json(m), indent=2))
+        print(json.dumps(data, indent=2))
     else:
         print(f"{m.id} {m.cloud_id} {m.instance_type} {m.market} {m.state} in {m.zone or m.region}"
               f"; ssh {m.ssh_user}@{m.public_ip}")
     return 0
 
 
-def _machine_json(m: Machine) -> dict[str, Any]:
+def _machine_json(m: Machine, ledger: Ledger, now: float | None = None) -> dict[str, Any]:
+    from gpudesk.services.money.spend import machine_spend
+
     return {"id": m.id, "provider": m.provider, "cloud_id": m.cloud_id,
             "type": m.instance_type, "state": m.state, "market": m.market, "region": m.region,
             "zone": m.zone, "public_address": m.public_ip, "gpus": m.gpus, "gpu": m.gpu,
-            "price_per_hour": m.price_per_hour, "spend": round(m.spend(), 4),
+            "price_per_hour": m.price_per_hour, "currency": m.currency,
+            "spend": round(machine_spend(ledger, m, now).total, 4),
             "billing": m.billing, "name": m.name}
 
 
@@ -171,22 +213,48 @@ def _cmd_ls(a: argparse.Namespace) -> int:
         if not a.no_reconcile:
             report = asyncio.run(reconcile(ledger))
         machines = ledger.machines(include_ended=a.all)
+        now = time.time()
+        rows = [_machine_json(m, ledger, now) for m in machines]
     if report is not None:
         for name, error in report.errors.items():
-            print(f"gpudesk: warning: {accounts.title(name)} not checked: {error}",
-                  file=sys.stderr)
+            text = error.message()
+            if not text.startswith(report.account(name)):
+                text = f"{report.account(name)} not checked: {text}"
+            print(f"gpudesk: warning: {text}", file=sys.stderr)
         if report.adopted:
             print(f"gpudesk: found {len(report.adopted)} machine(s) the ledger did not know: "
                   + ", ".join(report.adopted), file=sys.stderr)
     if a.json:
-        print(json.dumps([_machine_json(m) for m in machines], indent=2))
+        print(json.dumps(rows, indent=2))
         return 0
     if not machines:
         print("No machines. Launch one with gpudesk launch ... or the Plan page.")
-    for m in machines:
+    for m, row in zip(machines, rows, strict=True):
         where = m.zone or m.region or m.public_ip
         print(f"{m.id:<13} {m.provider:<8} {m.cloud_id or '-':<20} {m.instance_type or '-':<18} "
-              f"{m.state:<11} {m.market:<10} {where:<16} ${m.spend():.2f}")
+              f"{m.state:<11} {m.market:<10} {where:<16} {row['spend']:.2f} {m.currency}")
+    return 0
+
+
+def _cmd_show(a: argparse.Namespace) -> int:
+    from gpudesk.services.cloud import guard
+    from gpudesk.services.cloud.machines import resolve
+
+    with Ledger() as ledger:
+        m = resolve(ledger, a.id)
+        data = _machine_json(m, ledger)
+    g = guard.of(m)
+    data.update(host_key_fingerprint=m.host_key_fingerprint or None, guard=g.as_json(),
+                guard_says=guard.english(m, g))
+    if a.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{m.id} {m.name}: {m.provider} {m.cloud_id or '-'} {m.instance_type} {m.state}")
+    print(f"  spent {data['spend']:.2f} {m.currency} at {m.price_per_hour:g}/h")
+    print(f"  host key {m.host_key_fingerprint or 'not known yet (asked on first connect)'}")
+    print(f"  enforced by: {', '.join(g.enforced_by) or 'nobody'}")
+    for line in data["guard_says"]:
+        print(f"  {line}")
     return 0
 
 
@@ -200,7 +268,26 @@ def _cmd_action(a: argparse.Namespace) -> int:
                    "Its disk is deleted."):
             return _fail("not confirmed (pass --yes)")
         updated = asyncio.run(act(ledger, a.id, a.verb))
+        notes = [e.detail for e in ledger.events(updated.id) if e.step == "stop-billing"]
     print(f"{updated.id} {updated.cloud_id}: {updated.state}")
+    if a.verb == "stop" and notes:
+        print(notes[-1])  # what still bills while it is stopped
+    return 0
+
+
+def _cmd_allow_me(a: argparse.Namespace) -> int:
+    from gpudesk.services.cloud.allow_me import allow_me
+
+    with Ledger() as ledger:
+        result = allow_me(ledger, a.id, a.address or "")
+    m = result.machine
+    before = ", ".join(result.replaced) or "no earlier gpudesk rule"
+    if a.json:
+        print(json.dumps({"id": m.id, "security_group": m.security_group,
+                          "address": result.address, "replaced": result.replaced}, indent=2))
+    else:
+        print(f"{m.id}: SSH now open to {result.address} only (was {before}); "
+              "rules you added yourself were kept.")
     return 0
 
 
@@ -221,44 +308,56 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("accounts", help="cloud keys in the system keyring")
     asub = p.add_subparsers(dest="accounts_verb", required=True)
     q = asub.add_parser("add", help="verify and store keys (the secret comes from stdin)")
-    q.add_argument("provider", choices=("aws", "tencent"))
-    q.add_argument("--access-key-id", help="AWS access key id")
+    q.add_argument("provider", choices=("aws", "tencent", "aliyun"))
+    q.add_argument("--access-key-id", help="AWS access key id / Alibaba Cloud AccessKey ID")
     q.add_argument("--secret-id", help="Tencent Cloud SecretId")
     q.add_argument("--secret-stdin", action="store_true",
                    help="read the secret from standard input (first line)")
     q.add_argument("--session-token-stdin", action="store_true",
                    help="AWS: read a session token from the second line of standard input")
-    q.add_argument("--profile", help="AWS: import a named profile from ~/.aws instead")
+    q.add_argument("--profile", help="AWS: import a named profile from ~/.aws instead; "
+                   "aliyun: from ~/.aliyun/config.json")
     q.add_argument("--no-verify", action="store_true", help="store without checking")
     q.set_defaults(func=_cmd_accounts_add)
     q = asub.add_parser("list", help="the accounts gpudesk has keys for")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_cmd_accounts_list)
     q = asub.add_parser("verify", help="check stored keys again")
-    q.add_argument("provider", choices=("aws", "tencent"))
+    q.add_argument("provider", choices=("aws", "tencent", "aliyun"))
     q.set_defaults(func=_cmd_accounts_verify)
     q = asub.add_parser("remove", help="delete stored keys")
-    q.add_argument("provider", choices=("aws", "tencent"))
+    q.add_argument("provider", choices=("aws", "tencent", "aliyun"))
     q.add_argument("--yes", action="store_true")
     q.set_defaults(func=_cmd_accounts_remove)
 
     p = sub.add_parser("launch", help="rent a machine (writes the ledger first)")
-    p.add_argument("--provider", choices=("aws", "tencent"), required=True)
+    p.add_argument("--provider", choices=("aws", "tencent", "aliyun"), required=True)
     p.add_argument("--type", required=True, help="instance type, e.g. g5.xlarge")
     p.add_argument("--region", required=True)
     p.add_argument("--zone")
     p.add_argument("--spot", action="store_true")
     p.add_argument("--max-price", type=float,
-                   help="spot only; per hour in the provider's currency (AWS USD, Tencent CNY)")
+                   help="spot only; per hour in the provider's currency (AWS USD, Tencent and "
+                        "Alibaba Cloud CNY)")
     p.add_argument("--image", help="image id (default: the provider's GPU deep-learning image)")
     p.add_argument("--allow-from", help="the one address (CIDR /32) SSH is opened to")
     p.add_argument("--disk-gb", type=int, default=100)
     p.add_argument("--fallback-region", action="append",
                    help="try this region when the first refuses (repeatable)")
     p.add_argument("--no-wait-ssh", action="store_true", help="return once it runs")
+    p.add_argument("--budget", type=float, metavar="AMOUNT",
+                   help="this machine's budget in the provider's currency (AWS USD, Tencent "
+                        "CNY); default: the Preferences machine budget")
+    p.add_argument("--on-budget", choices=("stop", "terminate"),
+                   help="what happens at the budget (default: the Preferences action)")
     p.add_argument("--poll", type=float, default=3.0, help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_launch)
+
+    p = sub.add_parser("show", help="one machine: spend, host key and who enforces its budget")
+    p.add_argument("id", help="ledger id, cloud id or name")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_show)
 
     p = sub.add_parser("ls", help="machines in the ledger (checked against the clouds)")
     p.add_argument("--all", action="store_true", help="include ended machines")
@@ -271,6 +370,13 @@ def add_parsers(sub: Any) -> None:
         p.add_argument("id", help="ledger id, cloud id or name")
         p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
         p.set_defaults(func=_cmd_action)
+
+    p = sub.add_parser("allow-me", help="open SSH on a machine to this computer's new address")
+    p.add_argument("id", help="ledger id, cloud id or name")
+    p.add_argument("--address", help="the address to allow, like 203.0.113.7/32 "
+                                     "(default: this computer's public address)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_allow_me)
 
     p = sub.add_parser("add-machine", help="use an SSH machine you already have (no billing)")
     p.add_argument("name")

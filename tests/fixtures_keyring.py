@@ -75,7 +75,8 @@ def secret_service() -> Iterator[keyring.backend.KeyringBackend]:
     backend = SecretService.Keyring()
     keyring.set_keyring(backend)
     yield backend
-    for entry in ("cloud:aws", "cloud:tencent", "ssh-key:gpudesk", "ssh-key:test"):
+    for entry in ("cloud:aws", "cloud:tencent", "cloud:aliyun", "ssh-key:gpudesk",
+                  "ssh-key:test"):
         with contextlib.suppress(keyring.errors.KeyringError):
             keyring.delete_password("gpudesk", entry)
     keyring.set_keyring(before)

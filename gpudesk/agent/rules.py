@@ -37,9 +37,10 @@ ACTIONS = ("stop", "terminate", "warn")
 # Without a configured command, stop and terminate power the machine off: on EC2 that
 # stops (or terminates, per the instance's shutdown behaviour); billing ends either way.
 DEFAULT_POWEROFF = ("sudo", "-n", "shutdown", "-h", "now")
-SPOT_PROVIDERS = ("aws", "tencent", "none")
+SPOT_PROVIDERS = ("aws", "tencent", "aliyun", "none")
 AWS_IMDS = "http://169.254.169.254"
 TENCENT_METADATA = "http://metadata.tencentyun.com"
+ALIYUN_METADATA = "http://100.100.100.200"  # ECS instance metadata
 
 
 class RulesError(ValueError):
@@ -165,7 +166,8 @@ def parse_rules(data: Any) -> Rules:
     if provider not in SPOT_PROVIDERS:
         raise RulesError(f"spot.provider must be one of {', '.join(SPOT_PROVIDERS)}, "
                          f"got {provider!r}")
-    base = s.get("base_url") or {"aws": AWS_IMDS, "tencent": TENCENT_METADATA}.get(provider, "")
+    base = s.get("base_url") or {"aws": AWS_IMDS, "tencent": TENCENT_METADATA,
+                                 "aliyun": ALIYUN_METADATA}.get(provider, "")
     spot = SpotConfig(str(provider), str(base).rstrip("/"),
                       _num(s, "every_s", "spot", 5.0, positive=True))
     runs_dir = data.get("runs_dir")

@@ -9,6 +9,8 @@ Sources (base URLs configurable, for tests):
   "2017-09-18T08:22:00Z"}`` about two minutes ahead; 404 = no notice.
 * Tencent: ``GET {base}/latest/meta-data/spot/termination-time`` →
   ``2018-08-18 12:05:33`` in UTC+8; 404 = no notice.
+* Alibaba Cloud ECS: ``GET {base}/latest/meta-data/instance/spot/termination-time``
+  → ``2015-01-05T18:02:00Z`` (UTC) about five minutes ahead; 404 = no notice.
 
 Contract with ``gpudesk.training`` (its ``spot.py`` reads exactly this). On a
 new notice the agent, for every active run (``runs.active_runs``):
@@ -52,6 +54,7 @@ SPOT_SIGNAL = signal.SIGUSR1
 AWS_TOKEN_PATH = "/latest/api/token"
 AWS_ACTION_PATH = "/latest/meta-data/spot/instance-action"
 TENCENT_PATH = "/latest/meta-data/spot/termination-time"
+ALIYUN_PATH = "/latest/meta-data/instance/spot/termination-time"
 TOKEN_TTL_S = 21600
 UTC8 = timezone(timedelta(hours=8))
 
@@ -167,11 +170,30 @@ class TencentSpot:
         return Notice("tencent", "terminate", when, parse_tencent_time(when))
 
 
+class AliyunSpot:
+    provider = "aliyun"
+
+    def __init__(self, base_url: str, timeout: float = 2.0) -> None:
+        self.base = base_url.rstrip("/")
+        self.timeout = timeout
+
+    def check(self) -> Notice | None:
+        status, body = _request(self.base + ALIYUN_PATH, timeout=self.timeout)
+        if status == 404:
+            return None
+        if status != 200:
+            raise SpotUnavailable(f"termination-time: HTTP {status}")
+        when = body.decode("utf-8", "replace").strip()[:64]
+        return Notice("aliyun", "terminate", when, parse_aws_time(when))
+
+
 def make_source(config: SpotConfig, clock: Clock = SYSTEM_CLOCK) -> Any | None:
     if config.provider == "aws":
         return AwsSpot(config.base_url, clock)
     if config.provider == "tencent":
         return TencentSpot(config.base_url)
+    if config.provider == "aliyun":
+        return AliyunSpot(config.base_url)
     return None
 
 

@@ -15,18 +15,19 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import keyring
-import keyring.backend
-import keyring.errors
+if TYPE_CHECKING:  # imported on first use (ensure_backend): 0.1 s of every window start
+    import keyring
+    import keyring.backend
+    import keyring.errors
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.providers.base import Credentials, ProviderName
 from gpudesk.services.core.errors import TemplatedError
 
 SERVICE = "gpudesk"
-CLOUD_PROVIDERS: tuple[ProviderName, ...] = ("aws", "tencent")
+CLOUD_PROVIDERS: tuple[ProviderName, ...] = ("aws", "tencent", "aliyun")
 
 MSG_NO_KEYRING = QT_TRANSLATE_NOOP(
     "Credentials", "No usable system keyring was found, and gpudesk never stores keys in a "
@@ -43,6 +44,9 @@ MSG_KEYRING_FAILED = QT_TRANSLATE_NOOP(
 MSG_EMPTY = QT_TRANSLATE_NOOP("Credentials", "The {what} is empty.")
 MSG_PROFILE = QT_TRANSLATE_NOOP(
     "Credentials", "No AWS profile '{profile}' with an access key was found in {files}.")
+MSG_ALIYUN_PROFILE = QT_TRANSLATE_NOOP(
+    "Credentials", "No Alibaba Cloud profile '{profile}' with an AccessKey (mode AK or "
+    "StsToken) was found in {file}.")
 
 
 class CredentialError(TemplatedError):
@@ -65,6 +69,10 @@ def _usable(backend: keyring.backend.KeyringBackend) -> bool:
 
 def ensure_backend() -> keyring.backend.KeyringBackend:
     """The active keyring backend, or :class:`KeyringUnavailable` with what to do."""
+    global keyring  # every keyring call here comes after this one
+    import keyring.backend
+    import keyring.errors
+
     backend = keyring.get_keyring()
     if not _usable(backend):
         how = HOW_LINUX if sys.platform.startswith("linux") else HOW_OTHER
@@ -152,7 +160,7 @@ KEY_KINDS = {"ed25519": "gpudesk", "rsa": "gpudesk-rsa"}
 
 
 def key_kind_for(provider: str) -> str:
-    return "rsa" if provider == "tencent" else "ed25519"
+    return "rsa" if provider in ("tencent", "aliyun") else "ed25519"
 
 
 def ensure_ssh_key(name: str = "gpudesk", kind: str = "ed25519") -> KeyPair:
@@ -219,3 +227,40 @@ def aws_profile(profile: str = "default", home: Path | None = None) -> Credentia
                                parser.get(section, "aws_session_token", fallback="").strip())
     raise CredentialError(MSG_PROFILE, profile=profile,
                           files=" / ".join(str(f) for f in files))
+
+
+# --------------------------------------------------------------------------- ~/.aliyun import
+
+def aliyun_profiles(home: Path | None = None) -> tuple[Path, str, list[dict[str, Any]]]:
+    """(file, current profile name, profiles) of the aliyun CLI's ``~/.aliyun/config.json``."""
+    base = home if home is not None else Path(os.environ.get("HOME", str(Path.home())))
+    path = base / ".aliyun" / "config.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return path, "", []
+    if not isinstance(data, dict):
+        return path, "", []
+    profiles = [p for p in data.get("profiles") or [] if isinstance(p, dict)]
+    return path, str(data.get("current") or ""), profiles
+
+
+def aliyun_profile(profile: str = "", home: Path | None = None) -> Credentials:
+    """Keys from a profile of ``~/.aliyun/config.json`` (the current one by default).
+
+    Only profiles that hold an AccessKey (mode ``AK``, or ``StsToken`` with its
+    token) can be imported; role and instance-role modes have no key to keep.
+    """
+    path, current, profiles = aliyun_profiles(home)
+    name = profile or current or "default"
+    for item in profiles:
+        if str(item.get("name")) != name or str(item.get("mode") or "AK") not in (
+                "AK", "StsToken"):
+            continue
+        key_id = str(item.get("access_key_id") or "").strip()
+        secret = str(item.get("access_key_secret") or "").strip()
+        if key_id and secret:
+            token = str(item.get("sts_token") or "").strip() \
+                if item.get("mode") == "StsToken" else ""
+            return Credentials("aliyun", key_id, secret, token)
+    raise CredentialError(MSG_ALIYUN_PROFILE, profile=name, file=str(path))

@@ -31,7 +31,7 @@ class SpotPriceReport:
 
 def _asked(machine: Machine) -> bool:
     return (machine.market == "spot" and machine.billing and bool(machine.zone)
-            and machine.provider in ("aws", "tencent") and bool(machine.instance_type))
+            and machine.provider in ("aws", "tencent", "aliyun") and bool(machine.instance_type))
 
 
 def spot_machines(ledger: Ledger) -> list[Machine]:

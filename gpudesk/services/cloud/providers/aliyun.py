@@ -1,0 +1,623 @@
+"""Alibaba Cloud (Aliyun) ECS through the official SDK alibabacloud-ecs20140526.
+
+Every request goes through :meth:`AliyunProvider._call`: the parameters are
+written with the API's own names, passed through the SDK's request model
+(which refuses a name the model does not know, so a typo fails here and not
+silently at the cloud), signed by the SDK (ACS3-HMAC-SHA256), throttling
+retried with backoff, and every SDK exception turned into a typed
+:class:`ProviderError`: no SDK object or exception leaves this module.
+
+Choices worth knowing:
+
+* ``verify`` calls DescribeRegions (signed, cheap), then a RunInstances
+  ``DryRun``: ``DryRunOperation`` means allowed, ``Forbidden.RAM`` denied,
+  anything else "could not check" in the cloud's words.
+* Machines live in one gpudesk VPC per region (``gpudesk-vpc``, 172.16.0.0/16)
+  with one vSwitch per zone, made on first use and found again by name (ECS's
+  VPC calls take no tags); the security group, key pair and machine carry the
+  tags.
+* ``max_price`` is CNY/hour: a spot launch with it is ``SpotWithPriceLimit``,
+  without it ``SpotAsPriceGo`` (never above the pay-as-you-go price).
+* The budget guard is ``AutoReleaseTime``: ECS deletes the machine at that
+  moment by itself, laptop or agent or not; :meth:`set_guard` keeps it current.
+* ``stop`` uses ``StoppedMode=StopCharging``: CPU, GPU and memory stop billing
+  (the system disk still bills, the public address is released and a restart
+  may find no GPU free). ECS falls back to KeepCharging where a type does not
+  allow it; :meth:`stop_note` says which applied.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from alibabacloud_ecs20140526 import models as ecs_models
+from alibabacloud_ecs20140526.client import Client as EcsClient
+from alibabacloud_tea_openapi.utils_models import Config
+from darabonba.runtime import RuntimeOptions
+
+from gpudesk.services.cloud.providers import aliyun_parse as ap
+from gpudesk.services.cloud.providers import base
+from gpudesk.services.cloud.providers.aliyun_errors import (
+    MSG_NEED_GROUP,
+    MSG_VPC_NOT_READY,
+    PROVIDER_LABEL,
+    CallContext,
+    error,
+    is_throttle,
+    map_error,
+)
+
+REQ_TIMEOUT_MS = 30_000
+PAGE = 100  # the most DescribeInstances & co. return per page
+BANDWIDTH_OUT_MBPS = 100
+DISK_CATEGORY = "cloud_essd"
+_GROUP_PREFIX = base.RESOURCE_PREFIX + "ssh-"
+_VPC_WAIT_TRIES = 10
+
+
+def _bundled_aliyun() -> tuple[list[str], set[str]]:
+    from gpudesk.services.cloud.catalog import load_catalog
+
+    catalog = load_catalog()
+    types = {o.instance_type for o in catalog.offers if o.provider == "aliyun"}
+    return catalog.regions("aliyun"), types
+
+
+class AliyunProvider:
+    """Alibaba Cloud ECS behind gpudesk's Provider interface. Blocking; call off the GUI thread."""
+
+    name: base.ProviderName = "aliyun"
+
+    def __init__(self, credentials: base.Credentials, *, endpoint: str | None = None,
+                 protocol: str = "https", known_types: set[str] | None = None,
+                 regions: list[str] | None = None,
+                 sleep: Callable[[float], None] = time.sleep, max_tries: int = 4,
+                 backoff_s: float = 1.0, stopped_mode: str = ap.STOP_CHARGING) -> None:
+        self._credentials = credentials
+        self._endpoint = endpoint
+        self._protocol = protocol
+        if regions is None or known_types is None:
+            bundled_regions, bundled_types = _bundled_aliyun()
+            regions = bundled_regions if regions is None else regions
+            known_types = bundled_types if known_types is None else known_types
+        self._regions = list(regions)
+        self._known_types = set(known_types)
+        self._sleep = sleep
+        self._max_tries = max(1, max_tries)
+        self._backoff_s = backoff_s
+        self._stopped_mode = stopped_mode
+        self._clients: dict[str, EcsClient] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (f"AliyunProvider(key_id={base.mask(self._credentials.key_id)!r}, "
+                f"endpoint={self._endpoint or 'default'!r})")
+
+    __str__ = __repr__
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _client(self, region: str) -> EcsClient:
+        with self._lock:
+            client = self._clients.get(region)
+            if client is None:
+                config = Config(
+                    access_key_id=self._credentials.key_id,
+                    access_key_secret=self._credentials.secret,
+                    security_token=self._credentials.session_token or None,
+                    region_id=region, protocol=self._protocol,
+                    endpoint=self._endpoint or None,
+                    read_timeout=REQ_TIMEOUT_MS, connect_timeout=10_000)
+                client = EcsClient(config)
+                self._clients[region] = client
+            return client
+
+    def close(self) -> None:
+        """Forget the SDK clients (they hold no sockets between calls)."""
+        with self._lock:
+            self._clients = {}
+
+    def _call(self, ctx: CallContext, params: dict[str, Any],
+              ok_codes: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """One API call: checked against the SDK model, signed, throttling retried, typed.
+
+        A code in ``ok_codes`` (DryRunOperation, "already stopped") is an answer,
+        returned as ``{"Code": code}``.
+        """
+        request_cls = getattr(ecs_models, f"{ctx.action}Request")
+        request = request_cls().from_map({"RegionId": ctx.region, **params})
+        unknown = ap.unknown_keys(params, request.to_map())
+        if unknown:  # a programming error, not the user's: say which name
+            raise TypeError(f"{ctx.action} has no parameter {', '.join(unknown)}")
+        method = getattr(self._client(ctx.region), f"{ap.sdk_method(ctx.action)}_with_options")
+        runtime = RuntimeOptions(autoretry=False, max_attempts=1, read_timeout=REQ_TIMEOUT_MS,
+                                 connect_timeout=10_000)
+        ctx = CallContext(ctx.action, ctx.region, ctx.zone, ctx.instance_type, ctx.max_price,
+                          ctx.resource, base.mask(self._credentials.key_id))
+        for attempt in range(self._max_tries):
+            try:
+                response = method(request, runtime)
+            except Exception as exc:  # noqa: BLE001 - the SDK's and requests' errors alike
+                code, message = ap.code_of(exc)
+            else:
+                body = getattr(response, "body", None)
+                answer = body.to_map() if body is not None else {}
+                return answer if isinstance(answer, dict) else {}
+            if code in ok_codes:
+                return {"Code": code}
+            if is_throttle(code) and attempt + 1 < self._max_tries:
+                self._sleep(self._backoff_s * 2 ** attempt)
+                continue
+            raise map_error(code, message, ctx)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _ecs(self, region: str, action: str, params: dict[str, Any],
+             **ctx: Any) -> dict[str, Any]:
+        return self._call(CallContext(action, region, **ctx), params)
+
+    def _check_region(self, region: str) -> None:
+        if region not in self._regions:
+            raise base.ProviderError("invalid", base.MSG_BAD_REGION, provider=PROVIDER_LABEL,
+                                     region=region, choices=", ".join(sorted(self._regions)))
+
+    def _pages(self, region: str, action: str, params: dict[str, Any],
+               path: tuple[str, str]) -> Iterator[dict[str, Any]]:
+        """Every item of a PageNumber/PageSize Describe call."""
+        number = 1
+        while True:
+            answer = self._ecs(region, action, dict(params, PageNumber=number, PageSize=PAGE))
+            batch = (answer.get(path[0]) or {}).get(path[1]) or []
+            yield from batch
+            total = int(answer.get("TotalCount") or 0)
+            if not batch or number * PAGE >= total:
+                return
+            number += 1
+
+    # ------------------------------------------------------------------ Provider
+
+    def regions(self) -> list[str]:
+        return list(self._regions)
+
+    def verify(self) -> base.Identity:
+        region = self._regions[0] if self._regions else "cn-hangzhou"
+        self._ecs(region, "DescribeRegions", {})
+        check, detail = self._launch_check(region)
+        return base.Identity(account="", principal=base.mask(self._credentials.key_id),
+                             can_launch=check == "allowed", launch_check=check,
+                             launch_detail=detail)
+
+    def _launch_check(self, region: str) -> tuple[base.LaunchCheck, str]:
+        """RunInstances DryRun: DryRunOperation allowed, Forbidden.RAM denied, else unknown."""
+        itype = min(self._known_types, default="ecs.gn6i-c4g1.xlarge")
+        try:
+            self._call(CallContext("RunInstances", region, instance_type=itype), {
+                "DryRun": True, "InstanceType": itype, "InstanceChargeType": ap.CHARGE_ON_DEMAND,
+                "ImageId": "ubuntu_22_04_x64_20G_alibase_20240101.vhd", "Amount": 1},
+                ok_codes=frozenset({"DryRunOperation"}))
+        except base.ProviderError as err:
+            if err.kind in ("auth", "clock", "network", "throttled"):
+                raise
+            if err.kind == "permission" and "Forbidden" in err.detail:
+                return "denied", err.detail
+            return "unknown", err.detail or err.message()
+        return "allowed", ""
+
+    def ensure_key_pair(self, region: str, name: str, public_key: str) -> str:
+        self._check_region(region)
+        existing = self._key_pair(region, name)
+        if existing and not ap.same_key(existing, public_key):
+            name = f"{name}-{ap.key_digest(public_key)}"  # same name, another key: never reuse
+            existing = self._key_pair(region, name)
+        if existing:
+            return name
+        try:
+            self._ecs(region, "ImportKeyPair", {
+                "KeyPairName": name, "PublicKeyBody": public_key.strip(),
+                "Tag": ap.tag_list({base.TAG_MANAGED: "1"})}, resource=name)
+        except base.ProviderError:
+            if self._key_pair(region, name):  # another gpudesk imported it meanwhile
+                return name
+            raise
+        return name
+
+    def _key_pair(self, region: str, name: str) -> dict[str, Any] | None:
+        answer = self._ecs(region, "DescribeKeyPairs", {"KeyPairName": name,
+                                                        "IncludePublicKey": True})
+        pairs = (answer.get("KeyPairs") or {}).get("KeyPair") or []
+        return next((k for k in pairs if k.get("KeyPairName") == name), None)
+
+    def ensure_network(self, region: str, zone: str) -> tuple[str, str]:
+        """The gpudesk VPC of ``region`` and its vSwitch in ``zone``, made once, found again."""
+        self._check_region(region)
+        vpcs = [v for v in self._pages(region, "DescribeVpcs", {}, ("Vpcs", "Vpc"))
+                if v.get("VpcName") == ap.VPC_NAME]
+        if vpcs:
+            vpc = vpcs[0]
+        else:
+            made = self._ecs(region, "CreateVpc", {
+                "VpcName": ap.VPC_NAME, "CidrBlock": ap.VPC_CIDR,
+                "Description": f"{base.TAG_MANAGED}=1", "ClientToken": f"{ap.VPC_NAME}-{region}"})
+            vpc = {"VpcId": made.get("VpcId"), "Status": "Pending"}
+        vpc_id = str(vpc.get("VpcId", ""))
+        for _ in range(_VPC_WAIT_TRIES):
+            if vpc.get("Status") == "Available":
+                break
+            self._sleep(self._backoff_s)
+            found = self._ecs(region, "DescribeVpcs", {"VpcId": vpc_id})
+            vpc = next(iter((found.get("Vpcs") or {}).get("Vpc") or []), vpc)
+        else:
+            raise base.ProviderError("other", MSG_VPC_NOT_READY, name=vpc_id, region=region)
+        if not zone:
+            return vpc_id, ""
+        switches = (self._ecs(region, "DescribeVSwitches", {
+            "VpcId": vpc_id, "ZoneId": zone, "PageSize": 50}).get("VSwitches") or {}
+        ).get("VSwitch") or []
+        if switches:
+            return vpc_id, str(switches[0]["VSwitchId"])
+        zones = [str(z.get("ZoneId")) for z in
+                 (self._ecs(region, "DescribeZones", {}).get("Zones") or {}).get("Zone") or []]
+        made = self._ecs(region, "CreateVSwitch", {
+            "VpcId": vpc_id, "ZoneId": zone, "CidrBlock": ap.vswitch_cidr(zones, zone),
+            "VSwitchName": f"{base.RESOURCE_PREFIX}{zone}",
+            "Description": f"{base.TAG_MANAGED}=1",
+            "ClientToken": f"{ap.VPC_NAME}-{zone}"}, zone=zone)
+        return vpc_id, str(made.get("VSwitchId", ""))
+
+    def ensure_security_group(self, region: str, allow_from: str) -> str:
+        cidr = base.single_address(allow_from)  # refuses 0.0.0.0/0 & co. before any call
+        self._check_region(region)
+        vpc_id, _ = self.ensure_network(region, "")
+        group_name = _GROUP_PREFIX + cidr.split("/")[0].replace(":", "-")
+        found = [g for g in self._pages(region, "DescribeSecurityGroups", {
+            "VpcId": vpc_id, "SecurityGroupName": group_name},
+            ("SecurityGroups", "SecurityGroup")) if g.get("SecurityGroupName") == group_name]
+        if found:
+            group_id = str(found[0]["SecurityGroupId"])
+        else:
+            created = self._ecs(region, "CreateSecurityGroup", {
+                "SecurityGroupName": group_name, "VpcId": vpc_id,
+                "Description": f"gpudesk: SSH from {cidr} only",
+                "Tag": ap.tag_list({base.TAG_MANAGED: "1"}),
+                "ClientToken": f"{group_name}-{vpc_id}"[:64]})
+            group_id = str(created["SecurityGroupId"])
+        self._converge_rules(region, group_id, ap.ssh_permission(cidr))
+        return group_id
+
+    def _converge_rules(self, region: str, group_id: str, wanted: dict[str, str]) -> None:
+        """Ingress: exactly ``wanted`` (a new basic group denies all other inbound)."""
+        ingress = self._ingress(region, group_id)
+        extra = [r for r in ingress if not ap.same_rule(r, wanted)]
+        if extra:
+            self._ecs(region, "RevokeSecurityGroup", {
+                "SecurityGroupId": group_id,
+                "SecurityGroupRuleId": [str(r["SecurityGroupRuleId"]) for r in extra]},
+                resource=group_id)
+        if not any(ap.same_rule(r, wanted) for r in ingress):
+            self._ecs(region, "AuthorizeSecurityGroup", {
+                "SecurityGroupId": group_id, "Permissions": [wanted]}, resource=group_id)
+
+    def _ingress(self, region: str, group_id: str) -> list[dict[str, Any]]:
+        answer = self._ecs(region, "DescribeSecurityGroupAttribute", {
+            "SecurityGroupId": group_id, "Direction": "ingress"}, resource=group_id)
+        rules = (answer.get("Permissions") or {}).get("Permission") or []
+        return [r for r in rules if str(r.get("Direction", "ingress")) == "ingress"]
+
+    def set_ssh_address(self, region: str, group_id: str, allow_from: str) -> list[str]:
+        """Make gpudesk's SSH rule name ``allow_from`` only; return the addresses it replaced.
+
+        Only rules carrying gpudesk's description are revoked.
+        """
+        cidr = base.single_address(allow_from)
+        self._check_region(region)
+        wanted = ap.ssh_permission(cidr)
+        ingress = self._ingress(region, group_id)
+        if not any(ap.same_rule(r, wanted) for r in ingress):
+            self._ecs(region, "AuthorizeSecurityGroup", {
+                "SecurityGroupId": group_id, "Permissions": [wanted]}, resource=group_id)
+        old = [r for r in ingress if ap.is_gpudesk_rule(r) and not ap.same_rule(r, wanted)]
+        if old:
+            self._ecs(region, "RevokeSecurityGroup", {
+                "SecurityGroupId": group_id,
+                "SecurityGroupRuleId": [str(r["SecurityGroupRuleId"]) for r in old]},
+                resource=group_id)
+        return [ap.source_of(r) for r in old]
+
+    def ssh_addresses(self, region: str, group_id: str) -> list[str]:
+        """The addresses gpudesk's SSH rules in the group name (its description marks them)."""
+        self._check_region(region)
+        return [ap.source_of(r) for r in self._ingress(region, group_id)
+                if ap.is_gpudesk_rule(r)]
+
+    def leftovers(self, region: str) -> list[str]:
+        """Every gpudesk-tagged key pair (name) and security group (id) still in ``region``."""
+        self._check_region(region)
+        tagged = [{"Key": base.TAG_MANAGED, "Value": "1"}]
+        keys = [str(k.get("KeyPairName", "")) for k in self._pages(
+            region, "DescribeKeyPairs", {"Tag": tagged}, ("KeyPairs", "KeyPair"))]
+        groups = [str(g.get("SecurityGroupId", "")) for g in self._pages(
+            region, "DescribeSecurityGroups", {"Tag": tagged},
+            ("SecurityGroups", "SecurityGroup"))]
+        return keys + groups
+
+    def find_image(self, region: str, instance_type: str) -> str:
+        self._check_region(region)
+        images = list(self._pages(region, "DescribeImages", {
+            "ImageOwnerAlias": "system", "OSType": "linux", "Architecture": "x86_64",
+            "InstanceType": instance_type, "Status": "Available"}, ("Images", "Image")))
+        image = ap.newest_gpu_image(images)
+        if not image:
+            raise base.ProviderError(
+                "not-found", base.MSG_NOT_FOUND, provider=PROVIDER_LABEL,
+                what="public Ubuntu image with a GPU driver", name="'*GPU*'", region=region)
+        return image
+
+    def zone_choices(self, region: str, instance_type: str,
+                     market: base.Market = "on-demand") -> list[base.ZoneChoice]:
+        """Every zone and whether it has ``instance_type`` in stock (DescribeAvailableResource)."""
+        self._check_region(region)
+        answer = self._ecs(region, "DescribeAvailableResource", {
+            "DestinationResource": "InstanceType", "InstanceType": instance_type,
+            "InstanceChargeType": ap.CHARGE_ON_DEMAND,
+            "SpotStrategy": ap.SPOT_MARKET if market == "spot" else ap.SPOT_NONE},
+            instance_type=instance_type)
+        selling: list[base.ZoneChoice] = []
+        refused: list[base.ZoneChoice] = []
+        for zone in (answer.get("AvailableZones") or {}).get("AvailableZone") or []:
+            zone_id = str(zone.get("ZoneId", ""))
+            stock = ap.stock_of(zone, instance_type)
+            if stock == "WithStock":
+                selling.append(base.ZoneChoice(zone_id, True))
+            else:
+                refused.append(base.ZoneChoice(zone_id, False, stock or "not offered"))
+        return selling + refused
+
+    def first_available_zone(self, region: str, instance_type: str,
+                             market: base.Market = "on-demand") -> str:
+        choices = self.zone_choices(region, instance_type, market)
+        for choice in choices:
+            if choice.sells:
+                return choice.zone
+        where = "; ".join(f"{c.zone}: {c.reason}" for c in choices) or region
+        raise base.ProviderError("capacity", base.MSG_CAPACITY, provider=PROVIDER_LABEL,
+                                 instance_type=instance_type, where=where)
+
+    def run_instance(self, request: base.LaunchRequest) -> base.CloudInstance:
+        base.validate_request("aliyun", request, self._regions, self._known_types)
+        region = request.region
+        group = request.security_group
+        if not group:
+            if not request.allow_from:
+                raise base.ProviderError("invalid", MSG_NEED_GROUP)
+            group = self.ensure_security_group(region, request.allow_from)
+        zone = request.zone or self.first_available_zone(region, request.instance_type,
+                                                          request.market)
+        _, vswitch = self.ensure_network(region, zone)
+        params: dict[str, Any] = {
+            "ZoneId": zone, "InstanceType": request.instance_type,
+            "InstanceChargeType": ap.CHARGE_ON_DEMAND, "SpotStrategy": ap.SPOT_NONE,
+            "ImageId": request.image_id or self.find_image(region, request.instance_type),
+            "SystemDisk": {"Category": DISK_CATEGORY, "Size": request.disk_gb},
+            "InternetChargeType": "PayByTraffic",
+            "InternetMaxBandwidthOut": BANDWIDTH_OUT_MBPS,
+            "SecurityGroupId": group, "VSwitchId": vswitch, "Amount": 1,
+            "InstanceName": f"{base.RESOURCE_PREFIX}{request.ledger_id}"[:128],
+            "PasswordInherit": False,
+            "ClientToken": ap.client_token(request.ledger_id, request.client_token),
+            "Tag": ap.tag_list(request.tags()),
+        }
+        if request.key_name:
+            params["KeyPairName"] = request.key_name
+        if request.market == "spot":
+            if request.max_price is not None:
+                params["SpotStrategy"] = ap.SPOT_CAPPED
+                params["SpotPriceLimit"] = float(ap.price_text(request.max_price))
+            else:
+                params["SpotStrategy"] = ap.SPOT_MARKET
+        release = self._release_at(request.cloud_timer_at)
+        if release is not None:  # the cap ECS enforces itself: it deletes the machine then
+            params["AutoReleaseTime"] = ap.format_time(release)
+        if request.user_data:
+            params["UserData"] = base64.b64encode(request.user_data.encode()).decode()
+        self._tag_shared(region, request.ledger_id, group, request.key_name)
+        answer = self._ecs(region, "RunInstances", params, zone=zone,
+                           instance_type=request.instance_type, max_price=request.max_price)
+        ids = [str(i) for i in (answer.get("InstanceIdSets") or {}).get("InstanceIdSet") or []]
+        if not ids:
+            raise error("other", base.MSG_OTHER, "RunInstances answered no instance id",
+                        provider=PROVIDER_LABEL)
+        described = self.describe(region, ids[:1])
+        if described:
+            return described[0]
+        return base.CloudInstance(  # not listed yet: what we asked for, still pending
+            provider="aliyun", cloud_id=ids[0], region=region, zone=zone,
+            instance_type=request.instance_type, state=base.STATE_PENDING,
+            market=request.market, tags=request.tags())
+
+    def _tag_shared(self, region: str, ledger_id: str, group: str, key_name: str) -> None:
+        """The group and key pair name the latest machine that uses them (gpudesk-ledger-id)."""
+        tags = ap.tag_list({base.TAG_MANAGED: "1", base.TAG_LEDGER: ledger_id})
+        for kind, resource in (("securitygroup", group), ("keypair", key_name)):
+            if resource:
+                self._ecs(region, "TagResources", {"ResourceType": kind,
+                                                   "ResourceId": [resource], "Tag": tags},
+                          resource=resource)
+
+    @staticmethod
+    def _release_at(timer_at: float | None, now: float | None = None) -> float | None:
+        """``timer_at`` moved to ECS's accepted window (30 minutes to three years ahead)."""
+        if timer_at is None:
+            return None
+        now = time.time() if now is None else now
+        earliest = now + ap.MIN_RELEASE_AHEAD_S + 60  # a minute spare for the trip
+        return min(max(timer_at, earliest), now + ap.MAX_RELEASE_AHEAD_S)
+
+    def set_guard(self, region: str, cloud_id: str, action: str, market: str,
+                  timer_at: float | None = None) -> None:
+        """Keep AutoReleaseTime current (ModifyInstanceAutoReleaseTime); None cancels it."""
+        del action, market  # AutoReleaseTime only deletes; guard.plan decided whether to set it
+        self._check_region(region)
+        release = self._release_at(timer_at)
+        self._ecs(region, "ModifyInstanceAutoReleaseTime", {
+            "InstanceId": cloud_id,
+            "AutoReleaseTime": ap.format_time(release) if release is not None else ""},
+            resource=cloud_id)
+
+    def describe(self, region: str, cloud_ids: list[str]) -> list[base.CloudInstance]:
+        return [ap.parse_instance(raw, region) for raw in self.describe_raw(region, cloud_ids)]
+
+    def describe_raw(self, region: str, cloud_ids: list[str]) -> list[dict[str, Any]]:
+        """The machines as ECS describes them (AutoReleaseTime, StoppedMode, locks)."""
+        self._check_region(region)
+        wanted = [i for i in dict.fromkeys(cloud_ids) if ap.INSTANCE_ID_RE.match(i)]
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(wanted), PAGE):
+            chunk = wanted[start:start + PAGE]
+            answer = self._ecs(region, "DescribeInstances", {
+                "InstanceIds": json.dumps(chunk), "PageSize": PAGE})
+            found += (answer.get("Instances") or {}).get("Instance") or []
+        return found
+
+    def _managed_raw(self, region: str) -> list[dict[str, Any]]:
+        return list(self._pages(region, "DescribeInstances", {
+            "Tag": [{"Key": base.TAG_MANAGED, "Value": "1"}]}, ("Instances", "Instance")))
+
+    def list_managed(self, region: str) -> list[base.CloudInstance]:
+        self._check_region(region)
+        return [ap.parse_instance(raw, region) for raw in self._managed_raw(region)]
+
+    def stop(self, region: str, cloud_id: str, *, stopped_mode: str | None = None) -> None:
+        """Stop; StopCharging (the default here) ends the compute bill but may lose the GPU."""
+        self._instance_action(region, cloud_id, "StopInstances", {
+            "StoppedMode": stopped_mode or self._stopped_mode, "ForceStop": False},
+            ("Stopped", "Stopping"))
+
+    def stop_note(self, region: str, cloud_id: str) -> str:
+        """What still bills after a stop, from the machine's own StoppedMode."""
+        raw = next(iter(self.describe_raw(region, [cloud_id])), {})
+        if raw.get("StoppedMode") == ap.KEEP_CHARGING:
+            return ("stopped with KeepCharging (this type does not allow StopCharging): the "
+                    "machine bills as if running until it is terminated")
+        return ("stopped with StopCharging: CPU, GPU and memory no longer bill; the system "
+                "disk still bills, and the public address may change on restart")
+
+    def start(self, region: str, cloud_id: str) -> None:
+        self._instance_action(region, cloud_id, "StartInstances", {}, ("Running", "Starting"))
+
+    def terminate(self, region: str, cloud_id: str) -> None:
+        """DeleteInstances with Force: a running machine is stopped and released at once."""
+        self._check_region(region)
+        try:
+            self._call(CallContext("DeleteInstances", region, resource=cloud_id), {
+                "InstanceId": [cloud_id], "Force": True})
+        except base.ProviderError as err:
+            if err.kind == "not-found":  # already released: done
+                return
+            raise
+
+    def _instance_action(self, region: str, cloud_id: str, action: str,
+                         extra: dict[str, Any], done_states: tuple[str, ...]) -> None:
+        """Already in the wanted state counts as done: retries and double clicks are safe."""
+        self._check_region(region)
+        raw = next(iter(self.describe_raw(region, [cloud_id])), None)
+        if raw is not None and raw.get("Status") in done_states:
+            return
+        self._call(CallContext(action, region, resource=cloud_id),
+                   {"InstanceId": [cloud_id], **extra})
+
+    def cleanup(self, region: str) -> list[str]:
+        """Delete gpudesk-tagged key pairs and groups that no machine still alive refers to."""
+        self._check_region(region)
+        alive = [raw for raw in self._managed_raw(region)
+                 if ap.state_of(str(raw.get("Status", "")), ap.locks_of(raw))
+                 != base.STATE_TERMINATED]
+        used_keys = {str(raw.get("KeyPairName") or "") for raw in alive}
+        used_groups = {g for raw in alive
+                       for g in (raw.get("SecurityGroupIds") or {}).get("SecurityGroupId") or []}
+        tagged = [{"Key": base.TAG_MANAGED, "Value": "1"}]
+        deleted: list[str] = []
+        for key in list(self._pages(region, "DescribeKeyPairs", {"Tag": tagged},
+                                    ("KeyPairs", "KeyPair"))):
+            name = str(key.get("KeyPairName", ""))
+            if name in used_keys:
+                continue
+            if self._try_delete(region, "DeleteKeyPairs", {"KeyPairNames": f'["{name}"]'},
+                                name):
+                deleted.append(name)
+        for group in list(self._pages(region, "DescribeSecurityGroups", {"Tag": tagged},
+                                      ("SecurityGroups", "SecurityGroup"))):
+            group_id = str(group.get("SecurityGroupId", ""))
+            if group_id in used_groups:
+                continue
+            if self._try_delete(region, "DeleteSecurityGroup", {"SecurityGroupId": group_id},
+                                group_id):
+                deleted.append(group_id)
+        return deleted
+
+    def _try_delete(self, region: str, action: str, params: dict[str, Any],
+                    resource: str) -> bool:
+        """A refusal (still in use elsewhere, already gone) skips one resource, not the rest."""
+        try:
+            self._call(CallContext(action, region, resource=resource), params)
+        except base.ProviderError as err:
+            if err.kind in ("auth", "clock", "network", "permission", "throttled"):
+                raise
+            return False
+        return True
+
+    def live_offers(self, region: str) -> list[base.LiveOffer]:
+        """Pay-as-you-go prices (DescribePrice) and spot prices (history), per zone in stock."""
+        self._check_region(region)
+        offers: list[base.LiveOffer] = []
+        for itype in sorted(self._known_types):
+            try:
+                choices = self.zone_choices(region, itype)
+                on_demand = self.on_demand_price(region, itype) if choices else None
+            except base.ProviderError as err:
+                if err.kind not in ("capacity", "invalid", "not-found"):
+                    raise
+                continue  # a type this region does not sell: no offer, not a failed refresh
+            for choice in choices:
+                if on_demand is not None:
+                    offers.append(base.LiveOffer(
+                        "aliyun", region, choice.zone, itype, "on-demand", on_demand, "CNY",
+                        choice.sells, choice.reason))
+                spot = self.spot_price_history(region, choice.zone, itype, time.time() - 3600)
+                if spot:
+                    offers.append(base.LiveOffer(
+                        "aliyun", region, choice.zone, itype, "spot", spot[-1].price,
+                        spot[-1].currency, choice.sells, choice.reason))
+        return offers
+
+    def on_demand_price(self, region: str, instance_type: str) -> float | None:
+        """The pay-as-you-go CNY/hour ECS quotes for the instance alone (DescribePrice)."""
+        answer = self._ecs(region, "DescribePrice", {
+            "ResourceType": "instance", "InstanceType": instance_type, "PriceUnit": "Hour",
+            "Period": 1, "SystemDisk": {"Category": DISK_CATEGORY, "Size": 40}},
+            instance_type=instance_type)
+        price = ((answer.get("PriceInfo") or {}).get("Price") or {}).get("TradePrice")
+        return float(price) if isinstance(price, int | float) and price > 0 else None
+
+    def spot_price_history(self, region: str, zone: str, instance_type: str,
+                           since: float) -> list[base.PricePoint]:
+        """DescribeSpotPriceHistory from ``since`` (ECS keeps 30 days), oldest first."""
+        self._check_region(region)
+        params: dict[str, Any] = {"InstanceType": instance_type, "NetworkType": "vpc",
+                                  "OSType": "linux", "StartTime": ap.format_time(since)}
+        if zone:
+            params["ZoneId"] = zone
+        answer = self._ecs(region, "DescribeSpotPriceHistory", params, zone=zone,
+                           instance_type=instance_type)
+        currency = str(answer.get("Currency") or "CNY")
+        points = []
+        for item in (answer.get("SpotPrices") or {}).get("SpotPriceType") or []:
+            at = ap.parse_time(item.get("Timestamp"))
+            price = item.get("SpotPrice")
+            if at is not None and isinstance(price, int | float):
+                points.append(base.PricePoint(max(at, since), float(price), currency))
+        points.sort()
+        return points

@@ -1,0 +1,163 @@
+"""Alibaba Cloud ECS error codes → gpudesk's typed ProviderError, in one table-tested function.
+
+The SDK (alibabacloud-tea-openapi) raises ``ClientException``/``ServerException``/
+``ThrottlingException`` whose ``data`` is the answer's JSON
+(``{"Code", "Message", "RequestId", "Recommend"}``), and lets transport errors
+(requests, timeouts) through. The codes come from the ECS API reference and its
+error centre: ``InvalidAccessKeyId.NotFound``, ``SignatureDoesNotMatch`` and
+``Forbidden.RAM`` are three different answers (unknown key, wrong secret,
+valid key without the RAM permission) and are told apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.cloud.providers import base
+from gpudesk.services.cloud.providers.base import detail_of as detail_of
+from gpudesk.services.cloud.providers.base import error_with_detail
+
+PROVIDER_LABEL = "Alibaba Cloud"
+
+MSG_UNKNOWN_KEY = QT_TRANSLATE_NOOP(
+    "ProviderError", "Alibaba Cloud does not know the AccessKey ID {key_id}: it is mistyped, "
+    "or the key was deleted or disabled. Check it in the RAM console and add it again.")
+MSG_BAD_SECRET = QT_TRANSLATE_NOOP(
+    "ProviderError", "Alibaba Cloud knows the AccessKey ID {key_id} but the secret does not "
+    "match it. Paste the AccessKey secret again.")
+MSG_RAM = QT_TRANSLATE_NOOP(
+    "ProviderError", "The keys are valid but the RAM user may not {action}. Ask the account "
+    "owner to grant {permission} (for example the AliyunECSFullAccess policy).")
+MSG_NEED_GROUP = QT_TRANSLATE_NOOP(
+    "ProviderError", "gpudesk launches only behind its own security group, which opens SSH to "
+    "your address alone; give the address (--allow-from) so it can make one.")
+MSG_NO_BALANCE = QT_TRANSLATE_NOOP(
+    "ProviderError", "Alibaba Cloud refused to bill a new machine: the account balance is too "
+    "low or the account is not verified ({detail}). Top up or finish real-name verification "
+    "in the console.")
+HOW_QUOTA_ALIYUN = QT_TRANSLATE_NOOP(
+    "ProviderError", "Request more in the Alibaba Cloud console under ECS → Quota Center "
+    "(privileges & quotas); approval often takes a day.")
+MSG_VPC_NOT_READY = QT_TRANSLATE_NOOP(
+    "ProviderError", "The gpudesk network {name} in {region} is still being created; try again "
+    "in a minute.")
+
+_UNKNOWN_KEY = frozenset({"InvalidAccessKeyId.NotFound", "InvalidAccessKeyId",
+                          "InvalidAccessKeyId.Inactive", "InvalidCredentials"})
+_BAD_SECRET = frozenset({"SignatureDoesNotMatch", "IncompleteSignature",
+                         "InvalidSecurityToken.Expired", "InvalidSecurityToken.Malformed",
+                         "InvalidSecurityToken.MismatchWithAccessKey"})
+_CLOCK = frozenset({"InvalidTimeStamp.Expired", "InvalidTimeStamp.Format",
+                    "SignatureNonceUsed"})
+_PERMISSION = frozenset({"Forbidden.RAM", "Forbidden", "Forbidden.NotAuthorized",
+                         "Forbidden.SubUser", "NoPermission", "Forbidden.Unauthorized"})
+_BALANCE = frozenset({"InvalidAccountStatus.NotEnoughBalance", "Account.Arrearage",
+                      "InvalidUser.NotRealName", "InvalidAccountStatus.SnapshotServiceUnavailable",
+                      "InvalidPayMethod"})
+_NETWORK = frozenset({"ClientNetworkError", "ServiceUnavailable", "InternalError",
+                      "UnknownError"})
+_THROTTLE = frozenset({"Throttling", "Throttling.User", "Throttling.Api",
+                       "Throttling.Resource", "ServiceUnavailable.Throttling"})
+_PRICE = frozenset({"InvalidSpotPriceLimit.LowerThanPublicPrice", "InvalidSpotPriceLimit",
+                    "InvalidSpotPrice.LowerThanPublicPrice"})
+# The stock answers the launcher fails over on (zone, then region).
+CAPACITY_CODES = frozenset({
+    "OperationDenied.NoStock", "Zone.NotOnSale", "InvalidInstanceType.ValueNotSupported",
+    "OperationDenied.ZoneNotAllowed", "Zone.NotOpen", "InvalidResourceType.NotSupported",
+    "ResourceNotAvailable", "OperationDenied.ZoneSystemCategoryNotMatch",
+})
+_QUOTA_NAMES: dict[str, str] = {
+    "QuotaExceed.ElasticQuota": "vCPUs of pay-as-you-go instances",
+    "QuotaExceed.PostPaidInstance": "pay-as-you-go instances",
+    "QuotaExceed.SpotInstance": "spot instances",
+    "QuotaExceed.SecurityGroup": "security groups",
+    "QuotaExceeded.SecurityGroup": "security groups",
+    "QuotaExceed.KeyPair": "key pairs",
+    "QuotaExceeded.Vpc": "VPCs",
+    "QuotaExceeded.VSwitch": "vSwitches",
+}
+_NOT_FOUND_WHAT: dict[str, str] = {
+    "InvalidInstanceId.NotFound": "machine",
+    "InvalidInstanceId.MalFormed": "machine",
+    "InvalidImageId.NotFound": "image",
+    "InvalidKeyPairName.NotFound": "key pair",
+    "InvalidSecurityGroupId.NotFound": "security group",
+    "InvalidVpcId.NotFound": "VPC",
+    "InvalidVSwitchId.NotExist": "vSwitch",
+    "InvalidVSwitchId.NotFound": "vSwitch",
+    "InvalidRegionId.NotFound": "region",
+}
+_INVALID_PREFIXES = ("InvalidParameter", "MissingParameter", "InvalidInstanceType",
+                     "InvalidZoneId", "InvalidRegionId", "InvalidSystemDisk", "InvalidKeyPair",
+                     "InvalidImageId", "InvalidAutoReleaseTime", "IncorrectInstanceStatus",
+                     "InvalidInstanceName", "InvalidSecurityGroup", "InvalidClientToken",
+                     "InvalidVSwitchId", "InvalidVpcId", "InvalidAction", "InvalidSpot",
+                     "InvalidCidrBlock", "OperationDenied", "DependencyViolation")
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What gpudesk was asking for, so the message can name it."""
+
+    action: str  # API action, e.g. "RunInstances"
+    region: str
+    zone: str = ""
+    instance_type: str = ""
+    max_price: float | None = None
+    resource: str = ""  # the id or name the call was about (for not-found)
+    key_id: str = ""  # masked AccessKey ID, for the auth messages
+
+    @property
+    def where(self) -> str:
+        return self.zone or self.region
+
+
+def is_throttle(code: str) -> bool:
+    """Throttling and its sub-codes: worth a retry."""
+    return code in _THROTTLE or code.startswith("Throttling.")
+
+
+error = error_with_detail  # the name the provider calls it by
+
+
+def map_error(code: str, message: str, ctx: CallContext) -> base.ProviderError:
+    """The ProviderError for ECS error ``code`` answered to the call ``ctx`` describes."""
+    detail = detail_of(code, message)
+    provider = PROVIDER_LABEL
+    if code in _UNKNOWN_KEY:
+        return base.ProviderError("auth", MSG_UNKNOWN_KEY, detail, key_id=ctx.key_id or "?")
+    if code in _BAD_SECRET:
+        return base.ProviderError("auth", MSG_BAD_SECRET, detail, key_id=ctx.key_id or "?")
+    if code in _CLOCK:
+        return base.ProviderError("clock", base.MSG_CLOCK, detail, provider=provider)
+    if code in _PERMISSION or code.startswith("Forbidden."):
+        return base.ProviderError("permission", MSG_RAM, detail, action=f"call {ctx.action}",
+                                  permission=f"ecs:{ctx.action}")
+    if code in _BALANCE:
+        return error("permission", MSG_NO_BALANCE, detail)
+    if is_throttle(code):
+        return base.ProviderError("throttled", base.MSG_THROTTLED, detail, provider=provider)
+    if code in _NETWORK:
+        return error("network", base.MSG_NETWORK, detail, provider=provider)
+    if code in _PRICE:
+        price = "?" if ctx.max_price is None else f"{ctx.max_price:g} CNY/h"
+        return base.ProviderError("price", base.MSG_PRICE, detail, max_price=price,
+                                  where=ctx.where)
+    if code in _QUOTA_NAMES or code.startswith(("QuotaExceed.", "QuotaExceeded.")):
+        quota = _QUOTA_NAMES.get(code, code.split(".", 1)[-1])
+        return base.ProviderError("quota", base.MSG_QUOTA, detail, provider=provider,
+                                  quota=quota, region=ctx.region,
+                                  instance_type=ctx.instance_type or "this machine",
+                                  how=HOW_QUOTA_ALIYUN)
+    if code in CAPACITY_CODES:
+        return base.ProviderError("capacity", base.MSG_CAPACITY, detail, provider=provider,
+                                  instance_type=ctx.instance_type or "such machine",
+                                  where=ctx.where)
+    if code in _NOT_FOUND_WHAT:
+        return base.ProviderError("not-found", base.MSG_NOT_FOUND, detail, provider=provider,
+                                  what=_NOT_FOUND_WHAT[code], name=ctx.resource or "?",
+                                  region=ctx.region)
+    if code.startswith(_INVALID_PREFIXES):
+        return error("invalid", base.MSG_OTHER, detail, provider=provider)
+    return error("other", base.MSG_OTHER, detail, provider=provider)

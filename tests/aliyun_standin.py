@@ -1,0 +1,805 @@
+"""A stand-in Alibaba Cloud ECS API server (2014-05-26): the actions gpudesk uses.
+
+It speaks the wire format alibabacloud-ecs20140526 uses (RPC style, POST with
+the parameters in the query string flattened as ``Tag.1.Key``, ``x-acs-*``
+headers, answers as JSON with a ``RequestId``, errors as HTTP 4xx with
+``{"RequestId", "HostId", "Code", "Message", "Recommend"}``) and checks the
+ACS3-HMAC-SHA256 signature exactly as alibabacloud-tea-openapi makes it
+(``Utils.get_authorization``): canonical request ``METHOD\\n/\\n<sorted query,
+RFC 3986 encoded>\\n<signed headers, lower-case, sorted>\\n<names>\\n<x-acs-content-sha256>``,
+string to sign ``ACS3-HMAC-SHA256\\n<sha256 hex>``, HMAC-SHA256 with the secret.
+The payload hash header must be the body's SHA-256, the date within 15
+minutes and every nonce new.
+
+State per region: machines (Pending → Running on a later describe, Stopping →
+Stopped, Starting → Running, deleted at once by DeleteInstances and at their
+AutoReleaseTime by the server's clock), key pairs, security groups and rules,
+VPCs (Pending → Available) and vSwitches, ClientToken answers, stock per zone.
+``fail_next`` makes the next matching call(s) fail with a real code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import itertools
+import json
+import random
+import re
+import string
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit
+
+VERSION = "2014-05-26"
+ACCESS_KEY_ID = "LTAI5tGpudeskStandin0123"  # LTAI + 20, shaped like a real one
+ACCESS_KEY_SECRET = "Gk7pQ2xVb9Lm4Nc8Rt1Yw6Zs3Hd5Jf"  # 30 characters
+MAX_SKEW_S = 15 * 60
+
+REGIONS: dict[str, tuple[str, list[str]]] = {
+    "cn-hangzhou": ("China (Hangzhou)", ["cn-hangzhou-h", "cn-hangzhou-i", "cn-hangzhou-j"]),
+    "cn-shanghai": ("China (Shanghai)", ["cn-shanghai-e", "cn-shanghai-f", "cn-shanghai-l"]),
+    "cn-beijing": ("China (Beijing)", ["cn-beijing-h", "cn-beijing-i", "cn-beijing-l"]),
+}
+
+# type: (vCPU, GiB, GPU, GPUs, pay-as-you-go CNY/hour as the stand-in quotes it)
+TYPES: dict[str, tuple[int, int, str, int, float]] = {
+    "ecs.gn6i-c4g1.xlarge": (4, 15, "T4", 1, 11.0),
+    "ecs.gn6i-c8g1.2xlarge": (8, 31, "T4", 1, 13.0),
+    "ecs.gn6v-c8g1.2xlarge": (8, 32, "V100", 1, 26.0),
+    "ecs.gn6e-c12g1.3xlarge": (12, 92, "V100", 1, 30.0),
+    "ecs.gn7i-c8g1.2xlarge": (8, 30, "A10", 1, 16.0),
+    "ecs.gn7i-c16g1.4xlarge": (16, 60, "A10", 1, 19.0),
+    "ecs.gn7e-c16g1.4xlarge": (16, 125, "A100", 1, 35.0),
+}
+SPOT_FACTOR = 0.2  # spot price = 20 % of pay-as-you-go
+
+IMAGES: list[dict[str, Any]] = [
+    {"ImageId": "ubuntu_22_04_gpu_cuda12_20240510.vhd", "ImageName": "Ubuntu 22.04 64 bit "
+     "GPU (NVIDIA driver 535, CUDA 12.2)", "Description": "Ubuntu with the NVIDIA GPU driver",
+     "CreationTime": "2024-05-10T02:00:00Z", "Platform": "Ubuntu", "OSName": "Ubuntu 22.04"},
+    {"ImageId": "ubuntu_20_04_gpu_cuda11_20220301.vhd", "ImageName": "Ubuntu 20.04 64 bit "
+     "GPU (NVIDIA driver 470)", "Description": "GPU driver",
+     "CreationTime": "2022-03-01T02:00:00Z", "Platform": "Ubuntu", "OSName": "Ubuntu 20.04"},
+    {"ImageId": "ubuntu_22_04_x64_20G_alibase_20250101.vhd", "ImageName": "Ubuntu 22.04 64 bit",
+     "Description": "Ubuntu", "CreationTime": "2025-01-01T02:00:00Z", "Platform": "Ubuntu",
+     "OSName": "Ubuntu 22.04"},
+    {"ImageId": "aliyun_3_x64_gpu_20250201.vhd", "ImageName": "Alibaba Cloud Linux 3 GPU",
+     "Description": "GPU driver", "CreationTime": "2025-02-01T02:00:00Z",
+     "Platform": "Aliyun", "OSName": "Alibaba Cloud Linux 3"},
+]
+
+_ID_CHARS = string.ascii_lowercase + string.digits
+_AUTH = re.compile(r"^ACS3-HMAC-SHA256 Credential=(?P<id>[^,]+),"
+                   r"SignedHeaders=(?P<signed>[a-z0-9;-]+),Signature=(?P<sig>[0-9a-f]{64})$")
+_STATUS = {  # HTTP status of an error code, as ECS answers
+    "InvalidAccessKeyId.NotFound": 404, "Forbidden.RAM": 403, "InvalidInstanceId.NotFound": 404,
+    "InvalidSecurityGroupId.NotFound": 404, "InvalidKeyPairName.NotFound": 404,
+    "IncorrectInstanceStatus": 403, "OperationDenied.NoStock": 403, "Zone.NotOnSale": 403,
+    "InvalidAction.NotFound": 404, "DependencyViolation": 403,
+}
+
+
+class ApiError(Exception):
+    def __init__(self, code: str, message: str = "") -> None:
+        super().__init__(code)
+        self.code = code
+        self.message = message or code
+
+
+@dataclass
+class Failure:
+    action: str
+    code: str
+    message: str
+    times: int
+    match: dict[str, str]
+
+
+@dataclass
+class State:
+    instances: dict[str, dict[str, Any]] = field(default_factory=dict)  # id → raw (+ "_region")
+    key_pairs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    vpcs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    vswitches: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tokens: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    released: list[tuple[str, float]] = field(default_factory=list)  # (id, when) by the clock
+
+
+def acs3_signature(secret: str, method: str, path: str, query: dict[str, str],
+                   headers: dict[str, str], signed: list[str], payload_hash: str) -> str:
+    """The signature alibabacloud-tea-openapi sends, recomputed from what arrived."""
+    canonical_query = "&".join(f"{k}={quote(query[k], safe='~')}" for k in sorted(query))
+    canonical_headers = "".join(f"{h}:{headers.get(h, '').strip()}\n" for h in signed)
+    canonical = "\n".join([method, path or "/", canonical_query, canonical_headers,
+                           ";".join(signed), payload_hash])
+    to_sign = "ACS3-HMAC-SHA256\n" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hmac.new(secret.encode(), to_sign.encode(), hashlib.sha256).hexdigest()
+
+
+def _new_id(prefix: str, n: int = 20) -> str:
+    return prefix + "".join(random.choices(_ID_CHARS, k=n))
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_iso(text: str) -> float | None:
+    for fmt in ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%MZ"):
+        try:
+            return datetime.strptime(text, fmt).replace(tzinfo=UTC).timestamp()
+        except ValueError:
+            continue
+    return None
+
+
+def _listed(q: dict[str, str], name: str) -> list[str]:
+    """``Name.1``, ``Name.2`` … from the flattened query."""
+    out = []
+    for i in itertools.count(1):
+        if f"{name}.{i}" not in q:
+            return out
+        out.append(q[f"{name}.{i}"])
+    return out  # pragma: no cover - count() never ends
+
+
+def _objects(q: dict[str, str], name: str) -> list[dict[str, str]]:
+    out = []
+    for i in itertools.count(1):
+        prefix = f"{name}.{i}."
+        item = {k[len(prefix):]: v for k, v in q.items() if k.startswith(prefix)}
+        if not item:
+            return out
+        out.append(item)
+    return out
+
+
+def _true(value: str | None) -> bool:
+    return str(value).lower() == "true"
+
+
+def _tags_view(tags: dict[str, str]) -> dict[str, Any]:
+    return {"Tag": [{"TagKey": k, "TagValue": v} for k, v in tags.items()]}
+
+
+def _tag_match(tags: dict[str, str], q: dict[str, str]) -> bool:
+    return all(tags.get(t.get("Key", "")) == t.get("Value", tags.get(t.get("Key", "")))
+               and t.get("Key", "") in tags for t in _objects(q, "Tag"))
+
+
+class AliyunStandin:
+    """The server; ``endpoint`` is ``127.0.0.1:PORT`` (what ``Config(endpoint=…)`` takes)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.secrets: dict[str, str] = {}
+        self.reset()
+
+    # ------------------------------------------------------------------ control
+
+    def reset(self) -> None:
+        with self._lock:
+            self.state = State()
+            self.calls: Counter[str] = Counter()
+            self.requests: list[tuple[str, str, dict[str, str]]] = []  # action, region, query
+            self.failures: list[Failure] = []
+            self.clock_offset = 0.0  # seconds the server's clock is ahead of the caller's
+            self.elapsed = 0.0  # seconds the cloud has lived ahead (advance()), signatures aside
+            self.no_stock: set[tuple[str, str]] = set()  # (zone, type)
+            self.not_on_sale: set[str] = set()  # zones
+            self.denied: set[str] = set()  # actions answered Forbidden.RAM
+            self.keep_charging_types: set[str] = set()  # StopCharging not allowed
+            self.nonces: set[str] = set()
+            self.internal_errors: list[str] = []  # stand-in bugs, for the tests to assert none
+            self.secrets = {}
+            self._ips = itertools.count(10)
+
+    def add_secret(self, key_id: str, secret: str) -> None:
+        with self._lock:
+            self.secrets[key_id] = secret
+
+    def fail_next(self, action: str, code: str, message: str = "", *, times: int = 1,
+                  **match: str) -> None:
+        """Answer the next ``times`` calls of ``action`` (matching ``zone=``, ``region=``,
+        ``instance_type=``) with error ``code``."""
+        with self._lock:
+            self.failures.append(Failure(action, code, message or f"{code} (stand-in)", times,
+                                         match))
+
+    def sell_out(self, zone: str, instance_type: str) -> None:
+        with self._lock:
+            self.no_stock.add((zone, instance_type))
+
+    def reclaim(self, instance_id: str) -> None:
+        """The cloud takes a spot machine back: locked Recycling, stopped, then released."""
+        with self._lock:
+            raw = self.state.instances[instance_id]
+            raw["Status"] = "Stopped"
+            raw["OperationLocks"] = {"LockReason": [{"LockReason": "Recycling",
+                                                     "LockMsg": "spot recycling"}]}
+
+    def params(self, action: str) -> list[dict[str, str]]:
+        with self._lock:
+            return [p for a, _, p in self.requests if a == action]
+
+    def now(self) -> float:
+        """The cloud's time for its own state (AutoReleaseTime, timestamps)."""
+        return time.time() + self.clock_offset + self.elapsed
+
+    def advance(self, seconds: float) -> None:
+        """Let the cloud live ``seconds`` ahead, as if that time had passed."""
+        with self._lock:
+            self.elapsed += seconds
+
+    @property
+    def endpoint(self) -> str:
+        assert self._httpd is not None
+        host, port = self._httpd.server_address[:2]
+        return f"{host}:{port}"
+
+    def start(self) -> AliyunStandin:
+        standin = self
+
+        class Handler(_Handler):
+            server_ref = standin
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="aliyun-standin",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    # ------------------------------------------------------------------ request path
+
+    def handle(self, method: str, target: str, headers: dict[str, str],
+               body: bytes) -> tuple[int, dict[str, Any]]:
+        url = urlsplit(target)
+        query = dict(parse_qsl(url.query, keep_blank_values=True))
+        action = headers.get("x-acs-action", "")
+        region = query.get("RegionId", "")
+        with self._lock:
+            self.calls[action] += 1
+        try:
+            self._authenticate(method, url.path, query, headers, body)
+            if headers.get("x-acs-version") != VERSION:
+                raise ApiError("InvalidVersion", "Specified parameter Version is not valid.")
+            handler = getattr(self, "_" + action, None)
+            if handler is None:
+                raise ApiError("InvalidAction.NotFound", f"Specified api {action} is not found.")
+            with self._lock:
+                self.requests.append((action, region, query))
+                self._release_due()
+                self._maybe_fail(action, region, query)
+                if action != "DescribeRegions" and region not in REGIONS:
+                    raise ApiError("InvalidRegionId.NotFound",
+                                   "The specified RegionId does not exist.")
+                answer = handler(region, query)
+        except Exception as exc:  # noqa: BLE001 - a stand-in bug answers as ECS's own would
+            if not isinstance(exc, ApiError):
+                self.internal_errors.append(f"{action}: {type(exc).__name__}: {exc}")
+                exc = ApiError("InternalError", "The request processing has failed due to some "
+                               "unknown error.")
+            err = exc
+            return _STATUS.get(err.code, 400 if err.code != "InternalError" else 500), {
+                "RequestId": str(uuid.uuid4()).upper(), "HostId": "ecs.aliyuncs.com",
+                "Code": err.code, "Message": err.message,
+                "Recommend": f"https://api.aliyun.com/troubleshoot?q={err.code}"}
+        answer["RequestId"] = str(uuid.uuid4()).upper()
+        return 200, answer
+
+    def _authenticate(self, method: str, path: str, query: dict[str, str],
+                      headers: dict[str, str], body: bytes) -> None:
+        match = _AUTH.match(headers.get("authorization", ""))
+        if not match:
+            raise ApiError("IncompleteSignature", "The request signature does not conform to "
+                           "Aliyun standards.")
+        with self._lock:
+            secret = self.secrets.get(match["id"])
+        if secret is None:
+            raise ApiError("InvalidAccessKeyId.NotFound", "Specified access key is not found.")
+        stamp = _parse_iso(headers.get("x-acs-date", ""))
+        if stamp is None:
+            raise ApiError("InvalidTimeStamp.Format", "Specified time stamp is not valid.")
+        if abs(time.time() + self.clock_offset - stamp) > MAX_SKEW_S:
+            raise ApiError("InvalidTimeStamp.Expired",
+                           "Specified time stamp or date value is expired.")
+        payload_hash = headers.get("x-acs-content-sha256", "")
+        signed = match["signed"].split(";")
+        expected = acs3_signature(secret, method, path, query, headers, signed, payload_hash)
+        if (payload_hash != hashlib.sha256(body).hexdigest()
+                or not {"host", "x-acs-action", "x-acs-date", "x-acs-signature-nonce",
+                        "x-acs-content-sha256", "x-acs-version"} <= set(signed)
+                or not hmac.compare_digest(expected, match["sig"])):
+            raise ApiError("SignatureDoesNotMatch", "Specified signature is not matched with "
+                           "our calculation.")
+        nonce = headers.get("x-acs-signature-nonce", "")
+        with self._lock:
+            if nonce in self.nonces:
+                raise ApiError("SignatureNonceUsed", "Specified signature nonce was used "
+                               "already.")
+            self.nonces.add(nonce)
+
+    def _maybe_fail(self, action: str, region: str, q: dict[str, str]) -> None:
+        if action in self.denied:
+            raise ApiError("Forbidden.RAM", "User not authorized to operate on the specified "
+                           "resource, or this API doesn't support RAM.")
+        seen = {"region": region, "zone": q.get("ZoneId", ""),
+                "instance_type": q.get("InstanceType", "")}
+        for failure in self.failures:
+            if failure.action == action and failure.times > 0 and all(
+                    seen.get(k) == v for k, v in failure.match.items()):
+                failure.times -= 1
+                raise ApiError(failure.code, failure.message)
+
+    def _release_due(self) -> None:
+        """AutoReleaseTime honoured: ECS deletes the machine at that moment by itself."""
+        now = self.now()
+        for iid, raw in list(self.state.instances.items()):
+            at = _parse_iso(raw.get("AutoReleaseTime") or "")
+            if at is not None and at <= now:
+                del self.state.instances[iid]
+                self.state.released.append((iid, now))
+
+    # ------------------------------------------------------------------ places & prices
+
+    def _DescribeRegions(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        return {"Regions": {"Region": [
+            {"RegionId": r, "LocalName": n, "RegionEndpoint": f"ecs.{r}.aliyuncs.com",
+             "Status": "available"} for r, (n, _) in REGIONS.items()]}}
+
+    def _DescribeZones(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        return {"Zones": {"Zone": [{"ZoneId": z, "LocalName": z}
+                                   for z in REGIONS[region][1]]}}
+
+    def _DescribeAvailableResource(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        zones = []
+        wanted = q.get("InstanceType")
+        for zone in REGIONS[region][1]:
+            if q.get("ZoneId") and q["ZoneId"] != zone:
+                continue
+            if zone in self.not_on_sale:
+                zones.append({"ZoneId": zone, "RegionId": region, "Status": "SoldOut",
+                              "StatusCategory": "WithoutStock"})
+                continue
+            items = [{"Value": t, "Status": "SoldOut" if (zone, t) in self.no_stock
+                      else "Available", "StatusCategory": "WithoutStock"
+                      if (zone, t) in self.no_stock else "WithStock"}
+                     for t in TYPES if not wanted or t == wanted]
+            zones.append({"ZoneId": zone, "RegionId": region, "Status": "Available",
+                          "StatusCategory": "WithStock", "AvailableResources": {
+                              "AvailableResource": [{"Type": "InstanceType",
+                                                     "SupportedResources": {
+                                                         "SupportedResource": items}}]}})
+        return {"AvailableZones": {"AvailableZone": zones}}
+
+    def _DescribePrice(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        itype = q.get("InstanceType", "")
+        if itype not in TYPES:
+            raise ApiError("InvalidInstanceType.ValueNotSupported",
+                           "The specified InstanceType does not exist or beyond the permitted "
+                           "range.")
+        price = TYPES[itype][4]
+        return {"PriceInfo": {"Price": {"OriginalPrice": price, "DiscountPrice": 0.0,
+                                        "TradePrice": price, "Currency": "CNY"}}}
+
+    def _DescribeSpotPriceHistory(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        itype = q.get("InstanceType", "")
+        if itype not in TYPES:
+            raise ApiError("InvalidInstanceType.ValueNotSupported", "InstanceType unknown.")
+        start = _parse_iso(q.get("StartTime", "")) or self.now() - 3600
+        price = TYPES[itype][4]
+        points = []
+        for zone in REGIONS[region][1]:
+            if q.get("ZoneId") and q["ZoneId"] != zone:
+                continue
+            for i, at in enumerate((start - 1800, start + 600)):
+                points.append({"ZoneId": zone, "InstanceType": itype, "IoOptimized": "optimized",
+                               "NetworkType": "vpc", "Timestamp": _iso(at),
+                               "SpotPrice": round(price * (SPOT_FACTOR + 0.01 * i), 3),
+                               "OriginPrice": price})
+        return {"Currency": "CNY", "NextOffset": 0, "SpotPrices": {"SpotPriceType": points}}
+
+    def _DescribeImages(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        if q.get("InstanceType") and q["InstanceType"] not in TYPES:
+            raise ApiError("InvalidInstanceType.ValueNotSupported", "InstanceType unknown.")
+        images = [dict(i, ImageOwnerAlias="system", OSType="linux", Architecture="x86_64",
+                       Status="Available", IsSupportCloudinit=True) for i in IMAGES]
+        return self._paged(images, q, "Images", "Image")
+
+    @staticmethod
+    def _paged(items: list[dict[str, Any]], q: dict[str, str], outer: str,
+               inner: str) -> dict[str, Any]:
+        number = int(q.get("PageNumber") or 1)
+        size = min(int(q.get("PageSize") or 10), 100)
+        return {"TotalCount": len(items), "PageNumber": number, "PageSize": size,
+                outer: {inner: items[(number - 1) * size:number * size]}}
+
+    # ------------------------------------------------------------------ network
+
+    def _CreateVpc(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        token = ("CreateVpc", region, q.get("ClientToken", ""))
+        if q.get("ClientToken") and token in self.state.tokens:
+            return dict(self.state.tokens[token])
+        vpc_id = _new_id("vpc-")
+        self.state.vpcs[vpc_id] = {"VpcId": vpc_id, "VpcName": q.get("VpcName", ""),
+                                   "CidrBlock": q.get("CidrBlock", "172.16.0.0/12"),
+                                   "Description": q.get("Description", ""), "Status": "Pending",
+                                   "RegionId": region, "IsDefault": False,
+                                   "CreationTime": _iso(self.now()), "_seen": 0}
+        answer = {"VpcId": vpc_id, "VRouterId": _new_id("vrt-"), "RouteTableId": _new_id("vtb-")}
+        if q.get("ClientToken"):
+            self.state.tokens[token] = answer
+        return dict(answer)
+
+    def _DescribeVpcs(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        vpcs = [v for v in self.state.vpcs.values() if v["RegionId"] == region
+                and (not q.get("VpcId") or v["VpcId"] == q["VpcId"])]
+        for vpc in vpcs:  # Pending → Available once seen
+            vpc["_seen"] += 1
+            if vpc["_seen"] > 1:
+                vpc["Status"] = "Available"
+        view = [{k: v for k, v in vpc.items() if not k.startswith("_")} for vpc in vpcs]
+        return self._paged(view, q, "Vpcs", "Vpc")
+
+    def _CreateVSwitch(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        vpc = self.state.vpcs.get(q.get("VpcId", ""))
+        if vpc is None:
+            raise ApiError("InvalidVpcId.NotFound", "The specified VpcId does not exist.")
+        if vpc["Status"] != "Available":
+            raise ApiError("IncorrectVpcStatus", "Current VPC status does not support this "
+                           "operation.")
+        if q.get("ZoneId") not in REGIONS[region][1]:
+            raise ApiError("InvalidZoneId.NotFound", "The specified zone does not exist.")
+        if any(s["VpcId"] == vpc["VpcId"] and s["CidrBlock"] == q.get("CidrBlock")
+               for s in self.state.vswitches.values()):
+            raise ApiError("InvalidCidrBlock.Overlapped", "The CIDR block overlaps.")
+        vsw = _new_id("vsw-")
+        self.state.vswitches[vsw] = {"VSwitchId": vsw, "VpcId": vpc["VpcId"],
+                                     "ZoneId": q["ZoneId"], "CidrBlock": q.get("CidrBlock", ""),
+                                     "VSwitchName": q.get("VSwitchName", ""),
+                                     "Status": "Available", "RegionId": region}
+        return {"VSwitchId": vsw}
+
+    def _DescribeVSwitches(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        items = [s for s in self.state.vswitches.values() if s["RegionId"] == region
+                 and (not q.get("VpcId") or s["VpcId"] == q["VpcId"])
+                 and (not q.get("ZoneId") or s["ZoneId"] == q["ZoneId"])]
+        return self._paged(items, q, "VSwitches", "VSwitch")
+
+    # ------------------------------------------------------------------ key pairs
+
+    def _ImportKeyPair(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        name = q.get("KeyPairName", "")
+        body = q.get("PublicKeyBody", "")
+        if not re.match(r"^[A-Za-z][A-Za-z0-9:_\-.]{1,127}$", name):
+            raise ApiError("InvalidKeyPairName.Malformed", "Specified key pair name is not "
+                           "valid.")
+        if not body.startswith(("ssh-rsa ", "ssh-ed25519 ", "ecdsa-sha2-")):
+            raise ApiError("InvalidPublicKeyBody.Malformed", "The public key is malformed.")
+        if (region, name) in self.state.key_pairs:
+            raise ApiError("KeyPair.AlreadyExist", "The key pair already exist.")
+        finger = hashlib.md5(body.split()[1].encode()).hexdigest()  # noqa: S324 - as ECS shows
+        tags = {t["Key"]: t.get("Value", "") for t in _objects(q, "Tag")}
+        self.state.key_pairs[(region, name)] = {
+            "KeyPairName": name, "KeyPairFingerPrint": finger, "PublicKey": body.strip(),
+            "CreationTime": _iso(self.now()), "Tags": tags}
+        return {"KeyPairName": name, "KeyPairFingerPrint": finger}
+
+    def _DescribeKeyPairs(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        items = []
+        for (r, name), key in self.state.key_pairs.items():
+            if r != region or (q.get("KeyPairName") and q["KeyPairName"] != name):
+                continue
+            if not _tag_match(key["Tags"], q):
+                continue
+            view = {k: v for k, v in key.items() if k != "Tags"}
+            view["Tags"] = _tags_view(key["Tags"])
+            if not _true(q.get("IncludePublicKey")):
+                view.pop("PublicKey")
+            items.append(view)
+        return self._paged(items, q, "KeyPairs", "KeyPair")
+
+    def _DeleteKeyPairs(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        for name in json.loads(q.get("KeyPairNames") or "[]"):
+            self.state.key_pairs.pop((region, name), None)
+        return {}
+
+    # ------------------------------------------------------------------ security groups
+
+    def _CreateSecurityGroup(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        token = ("CreateSecurityGroup", region, q.get("ClientToken", ""))
+        if q.get("ClientToken") and token in self.state.tokens:
+            return {"SecurityGroupId": self.state.tokens[token]}
+        if q.get("VpcId") not in self.state.vpcs:
+            raise ApiError("InvalidVpcId.NotFound", "The specified VpcId does not exist.")
+        group_id = _new_id("sg-")
+        self.state.groups[group_id] = {
+            "SecurityGroupId": group_id, "SecurityGroupName": q.get("SecurityGroupName", ""),
+            "Description": q.get("Description", ""), "VpcId": q["VpcId"], "RegionId": region,
+            "SecurityGroupType": "normal", "CreationTime": _iso(self.now()),
+            "Tags": {t["Key"]: t.get("Value", "") for t in _objects(q, "Tag")}, "Rules": []}
+        if q.get("ClientToken"):
+            self.state.tokens[token] = group_id
+        return {"SecurityGroupId": group_id}
+
+    def _group(self, q: dict[str, str]) -> dict[str, Any]:
+        group = self.state.groups.get(q.get("SecurityGroupId", ""))
+        if group is None:
+            raise ApiError("InvalidSecurityGroupId.NotFound",
+                           "The specified SecurityGroupId does not exist.")
+        return group
+
+    def _DescribeSecurityGroups(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        items = []
+        for group in self.state.groups.values():
+            if group["RegionId"] != region or not _tag_match(group["Tags"], q):
+                continue
+            if any(q.get(k) and q[k] != group[k] for k in ("VpcId", "SecurityGroupName")):
+                continue
+            items.append({**{k: v for k, v in group.items() if k not in ("Tags", "Rules")},
+                          "Tags": _tags_view(group["Tags"])})
+        return self._paged(items, q, "SecurityGroups", "SecurityGroup")
+
+    def _DescribeSecurityGroupAttribute(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        group = self._group(q)
+        rules = [r for r in group["Rules"] if q.get("Direction", "all") in ("all",
+                                                                          r["Direction"])]
+        return {"SecurityGroupId": group["SecurityGroupId"], "VpcId": group["VpcId"],
+                "InnerAccessPolicy": "Accept", "Permissions": {"Permission": rules}}
+
+    def _AuthorizeSecurityGroup(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        group = self._group(q)
+        for perm in _objects(q, "Permissions"):
+            cidr = perm.get("SourceCidrIp") or perm.get("Ipv6SourceCidrIp") or ""
+            if cidr in ("0.0.0.0/0", "::/0"):  # the test would rather see it than allow it
+                raise ApiError("InvalidParameter", "stand-in refuses a world-open rule")
+            group["Rules"].append({
+                "SecurityGroupRuleId": _new_id("sgr-"), "Direction": "ingress",
+                "IpProtocol": perm.get("IpProtocol", "").upper(),
+                "PortRange": perm.get("PortRange", ""), "SourceCidrIp":
+                perm.get("SourceCidrIp", ""), "Ipv6SourceCidrIp": perm.get("Ipv6SourceCidrIp",
+                                                                           ""),
+                "Policy": perm.get("Policy", "Accept"), "Priority": perm.get("Priority", "1"),
+                "Description": perm.get("Description", ""), "CreateTime": _iso(self.now())})
+        return {}
+
+    def _RevokeSecurityGroup(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        group = self._group(q)
+        gone = set(_listed(q, "SecurityGroupRuleId"))
+        group["Rules"] = [r for r in group["Rules"] if r["SecurityGroupRuleId"] not in gone]
+        return {}
+
+    def add_rule(self, group_id: str, rule: dict[str, str]) -> None:
+        """Put a rule straight into a group (as another tool or a person might)."""
+        with self._lock:
+            self.state.groups[group_id]["Rules"].append(
+                {"SecurityGroupRuleId": _new_id("sgr-"), "Direction": "ingress",
+                 "Policy": "Accept", **rule})
+
+    def _DeleteSecurityGroup(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        group = self._group(q)
+        if any(group["SecurityGroupId"] in i["SecurityGroupIds"]["SecurityGroupId"]
+               for i in self.state.instances.values()):
+            raise ApiError("DependencyViolation", "There is still instance(s) in the specified "
+                           "security group.")
+        del self.state.groups[group["SecurityGroupId"]]
+        return {}
+
+    def _TagResources(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        tags = {t["Key"]: t.get("Value", "") for t in _objects(q, "Tag")}
+        for resource in _listed(q, "ResourceId"):
+            kind = q.get("ResourceType", "")
+            if kind == "securitygroup":
+                self._group({"SecurityGroupId": resource})["Tags"].update(tags)
+            elif kind == "keypair":
+                key = self.state.key_pairs.get((region, resource))
+                if key is None:
+                    raise ApiError("InvalidKeyPairName.NotFound", "The specified KeyPairName "
+                                   "does not exist.")
+                key["Tags"].update(tags)
+            elif kind == "instance":
+                raw = self._instance(resource)
+                have = {t["TagKey"]: t["TagValue"] for t in raw["Tags"]["Tag"]}
+                raw["Tags"] = _tags_view({**have, **tags})
+            else:
+                raise ApiError("InvalidResourceType.NotSupported", "The resource type is not "
+                               "supported.")
+        return {}
+
+    # ------------------------------------------------------------------ instances
+
+    def _RunInstances(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        itype, zone = q.get("InstanceType", ""), q.get("ZoneId", "")
+        if itype not in TYPES:
+            raise ApiError("InvalidInstanceType.ValueNotSupported",
+                           "The specified InstanceType does not exist or beyond the permitted "
+                           "range.")
+        if _true(q.get("DryRun")):
+            raise ApiError("DryRunOperation", "Request validation has been passed with DryRun "
+                           "flag set.")
+        token = ("RunInstances", region, q.get("ClientToken", ""))
+        if q.get("ClientToken") and token in self.state.tokens:
+            return {"InstanceIdSets": {"InstanceIdSet": list(self.state.tokens[token])}}
+        if zone not in REGIONS[region][1]:
+            raise ApiError("InvalidZoneId.NotFound", "The specified zone does not exist.")
+        if zone in self.not_on_sale:
+            raise ApiError("Zone.NotOnSale", "The specified zone is not available for "
+                           "purchase.")
+        if (zone, itype) in self.no_stock:
+            raise ApiError("OperationDenied.NoStock", "The requested resource is sold out in "
+                           "the specified zone; try other types of resources or other regions "
+                           "and zones.")
+        if q.get("Password"):
+            raise ApiError("InvalidParameter", "stand-in: gpudesk never sets a password")
+        vsw = self.state.vswitches.get(q.get("VSwitchId", ""))
+        if vsw is None or vsw["ZoneId"] != zone:
+            raise ApiError("InvalidVSwitchId.NotExist", "The VSwitchId provided does not exist "
+                           "in our records.")
+        group = self._group(q)
+        if group["VpcId"] != vsw["VpcId"]:
+            raise ApiError("InvalidSecurityGroup.NotInSameVpc", "group and vSwitch differ")
+        key = q.get("KeyPairName", "")
+        if key and (region, key) not in self.state.key_pairs:
+            raise ApiError("InvalidKeyPairName.NotFound", "The specified KeyPairName does not "
+                           "exist.")
+        strategy = q.get("SpotStrategy", "NoSpot")
+        spot_price = round(TYPES[itype][4] * SPOT_FACTOR, 3)
+        if strategy == "SpotWithPriceLimit" and float(q.get("SpotPriceLimit") or 0) < spot_price:
+            raise ApiError("InvalidSpotPriceLimit.LowerThanPublicPrice",
+                           "The specified parameter spotPriceLimit can't be lower than current "
+                           "public price.")
+        release = q.get("AutoReleaseTime", "")
+        if release:
+            at = _parse_iso(release)
+            if at is None or at < self.now() + 30 * 60 - 5:
+                raise ApiError("InvalidAutoReleaseTime.Malformed",
+                               "The specified parameter AutoReleaseTime is not valid.")
+        iid = _new_id("i-")
+        now = self.now()
+        self.state.instances[iid] = {
+            "InstanceId": iid, "RegionId": region, "ZoneId": zone, "InstanceType": itype,
+            "Status": "Pending", "InstanceChargeType": q.get("InstanceChargeType", "PostPaid"),
+            "SpotStrategy": strategy, "SpotPriceLimit": float(q.get("SpotPriceLimit") or 0),
+            "CreationTime": datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%MZ"),
+            "InstanceName": q.get("InstanceName", ""), "KeyPairName": key,
+            "ImageId": q.get("ImageId", ""), "AutoReleaseTime": release,
+            "StoppedMode": "Not-applicable", "GPUAmount": TYPES[itype][3],
+            "GPUSpec": f"NVIDIA {TYPES[itype][2]}", "Cpu": TYPES[itype][0],
+            "Memory": TYPES[itype][1] * 1024,
+            "SecurityGroupIds": {"SecurityGroupId": [group["SecurityGroupId"]]},
+            "VpcAttributes": {"VpcId": vsw["VpcId"], "VSwitchId": vsw["VSwitchId"]},
+            "PublicIpAddress": {"IpAddress": []}, "EipAddress": {"IpAddress": ""},
+            "OperationLocks": {"LockReason": []},
+            "Tags": _tags_view({t["Key"]: t.get("Value", "") for t in _objects(q, "Tag")}),
+            "_seen": 0}
+        if q.get("ClientToken"):
+            self.state.tokens[token] = [iid]
+        return {"InstanceIdSets": {"InstanceIdSet": [iid]}, "TradePrice": TYPES[itype][4]}
+
+    def _advance(self, raw: dict[str, Any]) -> None:
+        """A machine moves on once it has been seen: Pending → Running and the like."""
+        raw["_seen"] += 1
+        if raw["_seen"] < 2:
+            return
+        nxt = {"Pending": "Running", "Starting": "Running", "Stopping": "Stopped"}
+        if raw["Status"] in nxt:
+            raw["Status"] = nxt[raw["Status"]]
+            raw["_seen"] = 0
+        if raw["Status"] == "Running" and not raw["PublicIpAddress"]["IpAddress"]:
+            raw["PublicIpAddress"]["IpAddress"] = [f"198.51.100.{next(self._ips)}"]
+
+    def _DescribeInstances(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        ids = json.loads(q["InstanceIds"]) if q.get("InstanceIds") else None
+        items = []
+        for raw in self.state.instances.values():
+            if raw["RegionId"] != region or (ids is not None and raw["InstanceId"] not in ids):
+                continue
+            tags = {t["TagKey"]: t["TagValue"] for t in raw["Tags"]["Tag"]}
+            if not _tag_match(tags, q):
+                continue
+            self._advance(raw)
+            items.append({k: v for k, v in raw.items() if not k.startswith("_")})
+        return self._paged(items, q, "Instances", "Instance")
+
+    def _instance(self, iid: str) -> dict[str, Any]:
+        raw = self.state.instances.get(iid)
+        if raw is None:
+            raise ApiError("InvalidInstanceId.NotFound", "The specified InstanceId does not "
+                           "exist.")
+        return raw
+
+    def _StopInstances(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        for iid in _listed(q, "InstanceId"):
+            raw = self._instance(iid)
+            if raw["Status"] != "Running":
+                raise ApiError("IncorrectInstanceStatus", "The current status of the resource "
+                               "does not support this operation.")
+            mode = q.get("StoppedMode", "KeepCharging")
+            if raw["InstanceType"] in self.keep_charging_types:
+                mode = "KeepCharging"
+            raw.update(Status="Stopping", StoppedMode=mode, _seen=0)
+            if mode == "StopCharging":
+                raw["PublicIpAddress"]["IpAddress"] = []
+        return {}
+
+    def _StartInstances(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        for iid in _listed(q, "InstanceId"):
+            raw = self._instance(iid)
+            if raw["Status"] != "Stopped" or raw["OperationLocks"]["LockReason"]:
+                raise ApiError("IncorrectInstanceStatus", "The current status of the resource "
+                               "does not support this operation.")
+            if (raw["ZoneId"], raw["InstanceType"]) in self.no_stock:
+                raise ApiError("OperationDenied.NoStock", "The requested resource is sold out.")
+            raw.update(Status="Starting", StoppedMode="Not-applicable", _seen=0)
+        return {}
+
+    def _DeleteInstances(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        for iid in _listed(q, "InstanceId"):
+            raw = self._instance(iid)
+            if raw["Status"] != "Stopped" and not _true(q.get("Force")):
+                raise ApiError("IncorrectInstanceStatus", "The current status of the resource "
+                               "does not support this operation.")
+            del self.state.instances[iid]
+        return {}
+
+    def _ModifyInstanceAutoReleaseTime(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        raw = self._instance(q.get("InstanceId", ""))
+        release = q.get("AutoReleaseTime", "")
+        if release:
+            at = _parse_iso(release)
+            if at is None or at < self.now() + 30 * 60 - 5:
+                raise ApiError("InvalidAutoReleaseTime.Malformed",
+                               "The specified parameter AutoReleaseTime is not valid.")
+        raw["AutoReleaseTime"] = release
+        return {}
+
+
+def sdk_client(server: AliyunStandin, region: str = "cn-hangzhou",
+               key_id: str = ACCESS_KEY_ID, secret: str = ACCESS_KEY_SECRET) -> Any:
+    """A real SDK client pointed at ``server``."""
+    from alibabacloud_ecs20140526.client import Client
+    from alibabacloud_tea_openapi.utils_models import Config
+
+    return Client(Config(access_key_id=key_id, access_key_secret=secret, region_id=region,
+                         endpoint=server.endpoint, protocol="http", read_timeout=10_000))
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_ref: AliyunStandin
+    protocol_version = "HTTP/1.0"  # one request per connection: nothing left open
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        status, answer = self.server_ref.handle(self.command, self.path, headers, body)
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json;charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_POST = _answer  # noqa: N815 - http.server's names
+    do_GET = _answer  # noqa: N815
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+        return

@@ -1,0 +1,96 @@
+"""The ECS stand-in itself: it checks the SDK's real ACS3-HMAC-SHA256 signature and keeps state
+as ECS documents it, so the provider tests against it mean something."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+from urllib.request import Request, urlopen
+
+import pytest
+from alibabacloud_ecs20140526 import models
+from aliyun_standin import (
+    ACCESS_KEY_ID,
+    ACCESS_KEY_SECRET,
+    AliyunStandin,
+    acs3_signature,
+    sdk_client,
+)
+from darabonba.runtime import RuntimeOptions
+from fixtures_aliyun import aliyun, aliyun_server  # noqa: F401
+
+RUNTIME = RuntimeOptions(autoretry=False, max_attempts=1)
+
+
+def _code(call: Any) -> tuple[str, int]:
+    with pytest.raises(Exception) as info:  # noqa: PT011 - the SDK's ClientException family
+        call()
+    data = getattr(info.value, "data", None) or {}
+    return str(data.get("Code")), int(data.get("statusCode") or 0)
+
+
+def test_real_sdk_signature_accepted_and_wrong_ones_refused(aliyun: AliyunStandin) -> None:  # noqa: F811
+    good = sdk_client(aliyun)
+    answer = good.describe_regions_with_options(models.DescribeRegionsRequest(), RUNTIME)
+    assert {r.region_id for r in answer.body.regions.region} == {
+        "cn-hangzhou", "cn-shanghai", "cn-beijing"}
+    wrong = sdk_client(aliyun, secret="not-the-secret-0123456789abcd")
+    assert _code(lambda: wrong.describe_regions_with_options(
+        models.DescribeRegionsRequest(), RUNTIME)) == ("SignatureDoesNotMatch", 400)
+    unknown = sdk_client(aliyun, key_id="LTAI5tUnknown00000000000")
+    assert _code(lambda: unknown.describe_regions_with_options(
+        models.DescribeRegionsRequest(), RUNTIME)) == ("InvalidAccessKeyId.NotFound", 404)
+    aliyun.clock_offset = 3600
+    assert _code(lambda: good.describe_regions_with_options(
+        models.DescribeRegionsRequest(), RUNTIME))[0] == "InvalidTimeStamp.Expired"
+
+
+def test_tampered_query_and_replayed_nonce_are_refused(aliyun: AliyunStandin) -> None:  # noqa: F811
+    """A request signed by hand the way the SDK does, then changed after signing."""
+    headers = {"host": aliyun.endpoint, "x-acs-action": "DescribeZones",
+               "x-acs-version": "2014-05-26", "x-acs-date": _now(),
+               "x-acs-signature-nonce": "nonce-1",
+               "x-acs-content-sha256": hashlib.sha256(b"").hexdigest()}
+    query = {"RegionId": "cn-hangzhou"}
+    signed = sorted(headers)
+    sig = acs3_signature(ACCESS_KEY_SECRET, "POST", "/", query, headers, signed,
+                         headers["x-acs-content-sha256"])
+    auth = f"ACS3-HMAC-SHA256 Credential={ACCESS_KEY_ID},SignedHeaders={';'.join(signed)}," \
+           f"Signature={sig}"
+
+    def send(target: str) -> tuple[int, dict[str, Any]]:
+        req = Request(f"http://{aliyun.endpoint}{target}", data=b"", method="POST",
+                      headers={**headers, "Authorization": auth})
+        try:
+            with urlopen(req, timeout=10) as resp:  # noqa: S310 - loopback only
+                return resp.status, json.loads(resp.read())
+        except Exception as exc:  # noqa: BLE001 - HTTPError carries the answer
+            return exc.code, json.loads(exc.read())  # type: ignore[attr-defined]
+
+    status, body = send("/?RegionId=cn-shanghai")
+    assert (status, body["Code"]) == (400, "SignatureDoesNotMatch")
+    status, body = send("/?RegionId=cn-hangzhou")
+    assert status == 200 and len(body["Zones"]["Zone"]) == 3
+    status, body = send("/?RegionId=cn-hangzhou")
+    assert (status, body["Code"]) == (400, "SignatureNonceUsed")
+
+
+def test_state_machine_and_documented_errors(aliyun: AliyunStandin) -> None:  # noqa: F811
+    client = sdk_client(aliyun)
+    assert _code(lambda: client.describe_price_with_options(models.DescribePriceRequest(
+        region_id="cn-hangzhou", instance_type="ecs.nope"), RUNTIME))[0] == \
+        "InvalidInstanceType.ValueNotSupported"
+    assert _code(lambda: client.stop_instances_with_options(models.StopInstancesRequest(
+        region_id="cn-hangzhou", instance_id=["i-doesnotexist00"]), RUNTIME)) == (
+        "InvalidInstanceId.NotFound", 404)
+    aliyun.denied.add("DescribeZones")
+    assert _code(lambda: client.describe_zones_with_options(models.DescribeZonesRequest(
+        region_id="cn-hangzhou"), RUNTIME)) == ("Forbidden.RAM", 403)
+    assert aliyun.internal_errors == []
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
