@@ -51,6 +51,8 @@ def report(month: str | None, now: float) -> dict[str, Any]:
     with Ledger() as ledger:
         machines = ledger.machines()
         hs = [spend.history(ledger, m) for m in machines]
+        # the machine's one spend figure, all time (what `ls` and `show` print)
+        whole = {m.id: round(spend.machine_spend(ledger, m, now).total, 4) for m in machines}
     billing = [m.id for m in machines if m.billing]
     key = month or spend.month_key(now)
     rows = spend.month_rows(hs, now, month=key)
@@ -64,6 +66,7 @@ def report(month: str | None, now: float) -> dict[str, Any]:
             "machine": r.machine_id, "name": r.name, "provider": r.provider,
             "instance_type": r.instance_type, "market": r.market,
             "billing": r.machine_id in billing, "approximate": r.approximate,
+            "spend": whole[r.machine_id],
             "storage_and_transfer_counted": spend.rates_for(by_id[r.machine_id]).known,
             "per_hour": round(spend.rate_per_hour(by_id[r.machine_id], now), 6)
             if current and r.machine_id in billing else 0.0,

@@ -51,7 +51,8 @@ async def act(ledger: Ledger, ref: str, action: str,
     if not machine.cloud_id:
         raise ProviderError("invalid", MSG_NOT_LAUNCHED, name=machine.name or machine.id,
                             state=machine.state, action=action)
-    name: ProviderName = "aws" if machine.provider == "aws" else "tencent"
+    name: ProviderName = machine.provider if machine.provider in (  # type: ignore[assignment]
+        "aws", "aliyun") else "tencent"
     provider = await asyncio.to_thread(providers, name)
     ledger.log(machine.id, f"{action}-requested", machine.cloud_id)
     call = {"stop": provider.stop, "start": provider.start, "terminate": provider.terminate}
@@ -62,6 +63,13 @@ async def act(ledger: Ledger, ref: str, action: str,
     if found and found[0].state != updated.state:
         updated = ledger.update(machine.id, state=found[0].state, step="state",
                                 detail=found[0].state)
+    note = getattr(provider, "stop_note", None)  # what still bills, in the cloud's terms
+    if action == "stop" and callable(note):
+        try:
+            ledger.log(machine.id, "stop-billing",
+                       await asyncio.to_thread(note, machine.region, machine.cloud_id))
+        except ProviderError as error:
+            ledger.log(machine.id, "stop-billing", error.message())
     if action == "terminate":
         await asyncio.to_thread(_cleanup_quietly, provider, machine.region, ledger, machine.id)
     return updated
@@ -79,8 +87,10 @@ def _cleanup_quietly(provider: object, region: str, ledger: Ledger, ledger_id: s
 
 
 def add_own_machine(ledger: Ledger, name: str, host: str, port: int = 22,
-                    user: str = "", gpus: int = 0, gpu: str = "") -> Machine:
-    """Register an SSH host the user already has: no billing, same later steps."""
+                    user: str = "", gpus: int = 0, gpu: str = "", *, key_file: str = "",
+                    python: str = "", root: str = "") -> Machine:
+    """Register an SSH host the user already has: no billing, same later steps. Its
+    profile (key file path, remote python, folder) is what Run, Watch and ssh use."""
     host = host.strip()
     if not host or any(c.isspace() for c in host) or not 1 <= port <= 65535:
         raise ProviderError("invalid", MSG_BAD_HOST, host=host, port=port)
@@ -88,4 +98,19 @@ def add_own_machine(ledger: Ledger, name: str, host: str, port: int = 22,
     return ledger.add(Machine(
         id=ledger_id, provider="own", name=name.strip() or host, public_ip=host, ssh_port=port,
         ssh_user=user.strip(), gpus=gpus, gpu=gpu, state=STATE_READY, origin="added",
-        launched_at=time.time()), step="added", detail=f"{user}@{host}:{port}")
+        launched_at=time.time(), key_file=key_file.strip(), remote_python=python.strip(),
+        remote_root=root.strip()), step="added", detail=f"{user}@{host}:{port}")
+
+
+def ssh_command(machine: Machine) -> str:
+    """What a user types to reach ``machine`` with its profile: ``ssh -i KEY -p PORT
+    user@host`` (the key file and port only where they are not ssh's defaults)."""
+    import shlex
+
+    parts = ["ssh"]
+    if machine.key_file:
+        parts += ["-i", shlex.quote(machine.key_file)]
+    if machine.ssh_port and machine.ssh_port != 22:
+        parts += ["-p", str(machine.ssh_port)]
+    user = f"{machine.ssh_user}@" if machine.ssh_user else ""
+    return " ".join([*parts, f"{user}{machine.public_ip}"])

@@ -9,7 +9,9 @@ data folder, written atomically; a corrupt file is moved aside (alerts may then
 repeat once, which is better than missing one).
 
 The checker only reports: at 100 % it says which action (stop, terminate, warn)
-to run on which machines, and the caller runs it.
+to run on which machines, and the caller runs it. A stop or terminate is also
+*owed* in the same file until the caller settles it (done, or the machine no
+longer bills), so an action that failed is retried, and shown, until done.
 """
 
 from __future__ import annotations
@@ -101,6 +103,9 @@ class FiredState:
 
     path: Path
     fired: dict[str, list[float]] = field(default_factory=dict)
+    # Actions fired but not done yet, by "<budget id>/<ledger id>": kept (and retried by the
+    # caller) until done or the machine no longer bills, across restarts.
+    owed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path | None = None) -> FiredState:
@@ -112,6 +117,10 @@ class FiredState:
                 raise ValueError("fired is not an object")
             clean = {str(k): [float(x) for x in v] for k, v in fired.items()
                      if isinstance(v, list)}
+            owed_raw = raw.get("owed", {})
+            owed = {str(k): dict(v) for k, v in owed_raw.items()
+                    if isinstance(v, dict) and v.get("action") in ("stop", "terminate")
+                    and isinstance(v.get("machine"), str)} if isinstance(owed_raw, dict) else {}
         except FileNotFoundError:
             return cls(path)
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -119,17 +128,54 @@ class FiredState:
             with contextlib.suppress(OSError):
                 os.replace(path, path.with_name(path.name + ".bad"))
             return cls(path)
-        return cls(path, clean)
+        return cls(path, clean, owed)
 
     def save(self) -> None:
-        text = json.dumps({"version": STATE_VERSION, "fired": self.fired}, indent=1,
-                          sort_keys=True) + "\n"
+        text = json.dumps({"version": STATE_VERSION, "fired": self.fired, "owed": self.owed},
+                          indent=1, sort_keys=True) + "\n"
         atomic_write_text(self.path, text)
 
     def mark(self, budget: Budget, thresholds: Iterable[float]) -> None:
         have = self.fired.setdefault(budget.id, [])
         have.extend(t for t in thresholds if t not in have)
         have.sort()
+
+    def owe(self, crossing: Crossing) -> None:
+        """Remember a 100 % action per machine until :meth:`settle` says it is done."""
+        if crossing.action not in ("stop", "terminate"):
+            return
+        for machine in crossing.machines:
+            self.owed.setdefault(f"{crossing.budget.id}/{machine}", {
+                "action": crossing.action, "machine": machine,
+                "threshold": crossing.threshold, "since": crossing.at, "tries": 0,
+                "error": ""})
+
+    def owed_actions(self) -> list[Owed]:
+        """What is still to do, terminations first (a terminated machine needs no stop)."""
+        out = [Owed(k, str(v["action"]), str(v["machine"]), float(v.get("since", 0.0)),
+                    int(v.get("tries", 0)), str(v.get("error", "")))
+               for k, v in self.owed.items()]
+        return sorted(out, key=lambda o: (o.action != "terminate", o.since, o.key))
+
+    def settle(self, key: str) -> None:
+        self.owed.pop(key, None)
+
+    def failed(self, key: str, error: str) -> None:
+        if key in self.owed:
+            self.owed[key]["tries"] = int(self.owed[key].get("tries", 0)) + 1
+            self.owed[key]["error"] = error
+
+
+@dataclass(frozen=True)
+class Owed:
+    """A budget action fired and not done yet on one machine."""
+
+    key: str
+    action: str
+    machine: str
+    since: float
+    tries: int = 0
+    error: str = ""  # why the last try failed, in words
 
 
 # ---------------------------------------------------------------------------- from settings
@@ -258,7 +304,14 @@ class BudgetChecker:
                 found.append(Crossing(b, t, st.spent, now, b.action if full else None,
                                       targets if full else ()))
             self.state.mark(b, new)
-        if found:
+        for c in found:
+            self.state.owe(c)
+        # an owed action on a machine that no longer bills has nothing left to do
+        live = set(billing)
+        gone = [o.key for o in self.state.owed_actions() if o.machine not in live]
+        for key in gone:
+            self.state.settle(key)
+        if found or gone:
             self.state.save()
         return found
 

@@ -11,6 +11,7 @@ threads (``asyncio.to_thread``) and the GUI thread alike.
 
 from __future__ import annotations
 
+import os
 import secrets
 import sqlite3
 import threading
@@ -27,6 +28,7 @@ from gpudesk.services.core.machine_states import (
     STATE_RUNNING,
     STATE_TERMINATED,
 )
+from gpudesk.services.money.spend import rule_for
 
 SCHEMA_VERSION = 1
 
@@ -40,8 +42,6 @@ ENDED_STATES = frozenset({STATE_TERMINATED, STATE_FAILED, STATE_GONE})
 # An intent older than this with no tagged instance found is closed as failed.
 INTENT_GRACE_S = 600.0
 
-# EC2 Linux bills per second with a 60 s minimum each time a machine starts.
-MIN_BILLED_S = {"aws": 60.0, "tencent": 0.0, "own": 0.0}
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,19 @@ class Machine:
     updated_at: float = 0.0
     error: str = ""
     disk_gb: float = 0.0  # the root volume's size, for storage cost; 0 = unknown
+    # The machine profile (own and launched machines alike): how Run, Watch and a terminal
+    # reach it. A key *path* only (never a key); "" = the keyring key or the ssh-agent.
+    key_file: str = ""
+    remote_python: str = ""  # the python (or venv python) runs use there; "" = python3
+    remote_root: str = ""  # the folder gpudesk keeps projects and runs in; "" = ~/gpudesk
+    # The machine's guard (services.cloud.guard): its budget in `currency` and the action
+    # at it, who enforces it (comma-separated: agent, shutdown-behavior, cloud-timer,
+    # instance-role) and when the cloud itself ends the machine (unix s; None: no timer).
+    budget: float | None = None
+    on_budget: str = ""
+    enforced_by: str = ""
+    cloud_timer_at: float | None = None
+    host_key_fingerprint: str = ""  # SHA256:… of the host key pinned before the first login
 
     @property
     def billing(self) -> bool:
@@ -97,12 +110,11 @@ class Machine:
     def billed_s(self, now: float | None = None) -> float:
         current = self.uptime_s(now)
         if self.running_since is not None:
-            current = max(current, MIN_BILLED_S.get(self.provider, 0.0))
+            current = max(current, rule_for(self.provider).min_s)
         return self.billed_seconds + current
 
-    def spend(self, now: float | None = None) -> float:
-        """List price × billed time so far, in ``currency`` (the bill may differ)."""
-        return self.price_per_hour * self.billed_s(now) / 3600.0
+    # No ``spend`` here on purpose: a machine's spend is ``spend.machine_spend`` (billed
+    # intervals × the price in force, plus disk and data out), the one figure everywhere.
 
 
 @dataclass(frozen=True)
@@ -114,6 +126,7 @@ class Account:
     can_launch: bool = False
     verified_at: float | None = None
     added_at: float = 0.0
+    launch_checked: bool = True  # False: the dry run could not say (can_launch is then False)
 
 
 @dataclass(frozen=True)
@@ -169,10 +182,22 @@ def ledger_file() -> Path:
     return paths.data_dir() / "gpudesk.sqlite3"
 
 
+def _create_private(path: Path) -> None:
+    """Create the database file 0600 before SQLite does (its -wal and -shm copy the mode):
+    what you rent, where and for how much is nobody else's business."""
+    if str(path) == ":memory:":
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    if os.name == "posix":
+        os.chmod(path, 0o600)  # a ledger from an older version may be wider
+
+
 class Ledger:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path if path is not None else ledger_file()
         self._lock = threading.RLock()
+        _create_private(self.path)
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
                                    timeout=10.0)
         self._db.row_factory = sqlite3.Row
@@ -253,8 +278,13 @@ class Ledger:
         return machine
 
     def update(self, ledger_id: str, *, step: str = "", detail: str = "",
-               **changes: Any) -> Machine:
-        """Change columns of one row (and log an event) in one transaction."""
+               changed_at: float | None = None, **changes: Any) -> Machine:
+        """Change columns of one row (and log an event) in one transaction.
+
+        ``changed_at``: when the cloud says a state change happened (EC2's
+        StateTransitionReason): billing intervals open and close then, not when
+        gpudesk noticed (never later than now, never before the open interval).
+        """
         unknown = set(changes) - set(_COLUMNS)
         if unknown:
             raise KeyError(f"unknown ledger columns: {sorted(unknown)}")
@@ -263,12 +293,15 @@ class Ledger:
             current = self._get(db, ledger_id)
             if current is None:
                 raise KeyError(ledger_id)
+            moment = now if changed_at is None else min(changed_at, now)
+            if current.running_since is not None:
+                moment = max(moment, current.running_since)
             new_state = changes.get("state", current.state)
-            changes.update(_billing_changes(current, new_state, now, changes))
+            changes.update(_billing_changes(current, new_state, moment, changes))
             changes["updated_at"] = now
             sets = ", ".join(f"{k} = ?" for k in changes)
             db.execute(f"UPDATE machines SET {sets} WHERE id = ?", [*changes.values(), ledger_id])
-            _record_history(db, current, changes, now)
+            _record_history(db, current, changes, moment)
             if step:
                 db.execute("INSERT INTO events VALUES (?, ?, ?, ?)",
                            (ledger_id, now, step, detail))
@@ -370,15 +403,16 @@ class Ledger:
         with self._tx() as db:
             db.execute("INSERT OR REPLACE INTO accounts VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (account.provider, account.key_id_masked, account.account,
-                        account.principal, int(account.can_launch), account.verified_at,
-                        account.added_at or time.time()))
+                        account.principal,
+                        int(account.can_launch) if account.launch_checked else -1,
+                        account.verified_at, account.added_at or time.time()))
 
     def accounts(self) -> list[Account]:
         with self._lock:
             rows = self._db.execute("SELECT * FROM accounts ORDER BY provider").fetchall()
         return [Account(r["provider"], r["key_id_masked"], r["account"] or "",
-                        r["principal"] or "", bool(r["can_launch"]), r["verified_at"],
-                        r["added_at"] or 0.0) for r in rows]
+                        r["principal"] or "", r["can_launch"] == 1, r["verified_at"],
+                        r["added_at"] or 0.0, r["can_launch"] != -1) for r in rows]
 
     def account(self, provider: str) -> Account | None:
         return next((a for a in self.accounts() if a.provider == provider), None)

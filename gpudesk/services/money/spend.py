@@ -29,6 +29,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
@@ -52,6 +53,7 @@ class BillingRule:
 RULES: dict[str, BillingRule] = {
     "aws": BillingRule(min_s=60.0, step_s=1.0),  # EC2 Linux (reference/clouds.md)
     "tencent": BillingRule(min_s=0.0, step_s=1.0),  # CVM pay-as-you-go
+    "aliyun": BillingRule(min_s=0.0, step_s=1.0),  # ECS pay-as-you-go: by the second
     "own": BillingRule(free=True),
 }
 
@@ -79,6 +81,7 @@ class Rates:
 DEFAULT_RATES: dict[str, Rates] = {
     "aws": Rates(storage_per_gb_month=0.08, transfer_per_gb=0.09, currency="USD", known=True),
     "tencent": Rates(currency="CNY"),
+    "aliyun": Rates(currency="CNY"),
     "own": Rates(known=True),
 }
 
@@ -419,6 +422,17 @@ def history(ledger: Ledger, machine: Machine) -> History:
 
 def histories(ledger: Ledger) -> list[History]:
     return [history(ledger, m) for m in ledger.machines()]
+
+
+def machine_spend(ledger: Ledger, machine: Machine, now: float | None = None, *,
+                  rates: dict[str, Rates] | None = None, tz: tzinfo | None = None) -> Cost:
+    """THE spend of one machine: billed intervals × the price in force, plus disk and data out.
+
+    Every face (Instances page, tray, ``gpudesk ls/show/spend``, Watch, budgets)
+    shows this number, so one machine never has two figures.
+    """
+    return cost(history(ledger, machine), time.time() if now is None else now,
+                rates=rates, tz=tz)
 
 
 # ---------------------------------------------------------------------------- reports

@@ -21,18 +21,26 @@ def agent_rules(machine: Machine | None, settings: Settings, ledger: Ledger | No
                 now: float | None = None) -> AgentRules:
     """Rules for ``machine`` (None: a bare ssh:// target, which gets warnings only)."""
     now = time.time() if now is None else now
-    cloud = machine is not None and machine.provider in ("aws", "tencent")
+    cloud = machine is not None and machine.provider in ("aws", "tencent", "aliyun")
     idle = IdleStop(minutes=float(settings.idle_minutes), below_pct=settings.idle_gpu_percent,
                     action=settings.idle_action if cloud else "warn")
     budget = None
-    if cloud and machine is not None and settings.machine_budget_usd > 0:
+    # the machine's own budget (chosen at launch, ledger currency) over the Preferences default
+    own = machine is not None and bool(machine.budget)
+    cap = machine.budget if machine is not None and machine.budget else \
+        settings.machine_budget_usd
+    action = (machine.on_budget if machine is not None and machine.on_budget else
+              settings.budget_action)
+    if cloud and machine is not None and cap > 0:
         spent = 0.0
         if ledger is not None:
-            h = spend.history(ledger, machine)
-            spent = spend.to_usd(spend.cost(h, now).total, h.currency, settings.cny_per_usd)
+            spent = spend.to_usd(spend.machine_spend(ledger, machine, now).total,
+                                 machine.currency, settings.cny_per_usd)
         price = spend.to_usd(machine.price_per_hour, machine.currency, settings.cny_per_usd)
-        budget = BudgetStop(cap=settings.machine_budget_usd, price_per_hour=price, since=now,
-                            spent_before=spent, action=settings.budget_action)
+        if own and machine.currency != "USD":
+            cap = spend.to_usd(cap, machine.currency, settings.cny_per_usd)
+        budget = BudgetStop(cap=cap, price_per_hour=price, since=now, spent_before=spent,
+                            action=action)
     spot = machine.provider if cloud and machine is not None and machine.market == "spot" \
         else "none"
     return AgentRules(idle=idle, budget=budget, spot_provider=spot)

@@ -20,6 +20,7 @@ multi-node run is reported, not replaced.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -47,6 +48,11 @@ MSG_NOT_CLOUD = QT_TRANSLATE_NOOP(
 
 CHECKPOINT_PATTERNS = ("checkpoints/", "!*.tmp-*")
 MIRROR_EVERY_S = 30.0
+# Copies kept here per run (issue 12): the newest N checkpoints within a size cap. Every
+# copy off a cloud machine is billed as data out, and a laptop disk is not a bucket.
+KEEP_CHECKPOINTS = 2
+CAP_BYTES = 20 * (1 << 30)
+_STEP = re.compile(r"^ckpt-(\d+)\.(pt|json)$")
 Report = Callable[[str], None]
 
 
@@ -59,11 +65,85 @@ def mirror_dir(record: RunRecord) -> Path:
     return RunRecord.folder() / record.id
 
 
-def mirror_once(conn: SshConnection, record: RunRecord) -> sync_service.SyncResult:
-    result = sync_service.pull(conn, record.main.run_dir, CHECKPOINT_PATTERNS,
-                               mirror_dir(record))
+@dataclass(frozen=True)
+class MirrorPlan:
+    """What one copy does: the checkpoints kept here after it, the files it moves."""
+
+    keep: tuple[str, ...] = ()  # ckpt-<step>.pt names kept here, oldest first
+    copy: tuple[str, ...] = ()  # paths under the run folder to copy now
+    bytes: int = 0  # what this copy moves off the machine
+    over_cap: tuple[str, ...] = ()  # left on the machine only: they do not fit the cap
+
+
+def _local_sizes(record: RunRecord) -> dict[str, int]:
+    folder = mirror_dir(record) / "checkpoints"
+    if not folder.is_dir():
+        return {}
+    return {p.name: p.stat().st_size for p in folder.iterdir()
+            if p.is_file() and _STEP.match(p.name)}
+
+
+def plan_mirror(conn: SshConnection, record: RunRecord, *, keep: int = KEEP_CHECKPOINTS,
+                cap_bytes: int = CAP_BYTES) -> MirrorPlan:
+    """The newest ``keep`` checkpoints (with their .json) that fit in ``cap_bytes`` here."""
+    run_dir, local = record.main.run_dir, mirror_dir(record)
+    dry = sync_service.pull(conn, run_dir, CHECKPOINT_PATTERNS, local, dry_run=True)
+    here = _local_sizes(record)
+    new = {rel.split("/", 1)[1] for rel in dry.sent if rel.startswith("checkpoints/")}
+    steps = sorted({n for n in set(here) | new if n.endswith(".pt") and _STEP.match(n)},
+                   key=lambda n: int(_STEP.match(n).group(1)))  # type: ignore[union-attr]
+    kept: list[str] = []
+    copy: list[str] = []
+    total = moved = 0
+    over: list[str] = []
+    for name in reversed(steps[-max(1, keep):]):  # newest first
+        files = [name, name[:-3] + ".json"]
+        needs = {f: sync_service.pull(conn, run_dir, [f"/checkpoints/{f}"], local,
+                                      dry_run=True).bytes_sent for f in files if f in new}
+        size = sum(needs.values()) + sum(here.get(f, 0) for f in files if f not in needs)
+        if over or total + size > cap_bytes:
+            over.append(name)  # and every older one: never keep an older over a newer
+            continue
+        total += size
+        kept.insert(0, name)
+        copy += [f"checkpoints/{f}" for f in needs]
+        moved += sum(needs.values())
+    return MirrorPlan(tuple(kept), tuple(sorted(copy)), moved, tuple(over))
+
+
+def mirror_once(conn: SshConnection, record: RunRecord, *, keep: int = KEEP_CHECKPOINTS,
+                cap_bytes: int = CAP_BYTES, plan: MirrorPlan | None = None
+                ) -> sync_service.SyncResult:
+    """Copy the newest ``keep`` checkpoints here (within ``cap_bytes``), drop older copies."""
+    plan = plan if plan is not None else plan_mirror(conn, record, keep=keep,
+                                                      cap_bytes=cap_bytes)
+    patterns = [*CHECKPOINT_PATTERNS, "!checkpoints/ckpt-*"] + [f"/{p}" for p in plan.copy]
+    result = sync_service.pull(conn, record.main.run_dir, patterns, mirror_dir(record))
     runs.count_egress(record.main.target, result)
+    keep_steps = {n[:-3] for n in plan.keep}
+    for name in _local_sizes(record):
+        if name.rsplit(".", 1)[0] not in keep_steps:
+            with contextlib.suppress(OSError):
+                (mirror_dir(record) / "checkpoints" / name).unlink()
     return result
+
+
+def data_out_cost(record: RunRecord, nbytes: int) -> tuple[float | None, str]:
+    """What copying ``nbytes`` off the run's machine costs as data out (None: not known,
+    "" currency: the user's own machine, free)."""
+    from gpudesk.services.money import spend
+    from gpudesk.services.money.ledger import Ledger
+
+    if record.main.target.startswith("ssh://"):
+        return 0.0, ""
+    with Ledger() as ledger:
+        machine = ledger.find(record.main.target)
+    if machine is None or machine.provider == "own":
+        return 0.0, ""
+    rates = spend.DEFAULT_RATES.get(machine.provider)
+    if rates is None or not rates.known:
+        return None, machine.currency
+    return nbytes / spend.GIB * rates.transfer_per_gb, rates.currency
 
 
 def mirrored_checkpoints(record: RunRecord) -> list[Path]:
@@ -77,6 +157,12 @@ class MirrorState:
     files: int = 0  # checkpoint files copied so far
     last_error: str = ""
     ended: bool = False
+    # told before the first copy (and kept current): what a copy moves and costs
+    next_bytes: int = 0
+    cost: float | None = 0.0  # data out of the next copy; None: the price is not known
+    currency: str = ""  # "": the user's own machine (free)
+    kept: tuple[str, ...] = ()
+    over_cap: tuple[str, ...] = ()
 
 
 class CheckpointMirror(StoppableWorker):
@@ -89,8 +175,11 @@ class CheckpointMirror(StoppableWorker):
 
     def __init__(self, record: RunRecord, policy: HostKeyPolicy, *,
                  interval_s: float = MIRROR_EVERY_S,
-                 on_pull: Callable[[MirrorState], None] = lambda _s: None) -> None:
+                 on_pull: Callable[[MirrorState], None] = lambda _s: None,
+                 keep: int = KEEP_CHECKPOINTS, cap_bytes: int = CAP_BYTES) -> None:
         self.record = record
+        self.keep = keep
+        self.cap_bytes = cap_bytes
         self.policy = policy
         self.interval_s = interval_s
         self.state = MirrorState()
@@ -108,7 +197,15 @@ class CheckpointMirror(StoppableWorker):
                             node.target, Path(node.identity) if node.identity else None,
                             self.policy)
                     now = runs.status(conn, node.run_dir, self.record.python)
-                    result = mirror_once(conn, self.record)
+                    plan = plan_mirror(conn, self.record, keep=self.keep,
+                                       cap_bytes=self.cap_bytes)
+                    cost, currency = data_out_cost(self.record, plan.bytes)
+                    self.state = replace(self.state, next_bytes=plan.bytes, cost=cost,
+                                         currency=currency, kept=plan.keep,
+                                         over_cap=plan.over_cap)
+                    if self.state.pulls == 0:
+                        self._on_pull(self.state)  # the cost is shown before the first copy
+                    result = mirror_once(conn, self.record, plan=plan)
                     self.state = replace(self.state, pulls=self.state.pulls + 1,
                                          files=self.state.files + result.files_sent,
                                          last_error="", ended=not now.running)
@@ -159,7 +256,7 @@ async def relaunch_like(launcher: Launcher, machine_id: str,
     from gpudesk.services.cloud.providers.base import ProviderError
 
     old = launcher.ledger.get(machine_id)
-    if old is None or old.provider not in ("aws", "tencent"):
+    if old is None or old.provider not in ("aws", "tencent", "aliyun"):
         raise RecoveryError(MSG_NOT_CLOUD, machine=machine_id)
     base = LaunchPlan(provider=old.provider, instance_type=old.instance_type,  # type: ignore[arg-type]
                       region=old.region, zone=old.zone, market=old.market,  # type: ignore[arg-type]
@@ -180,13 +277,25 @@ async def relaunch_like(launcher: Launcher, machine_id: str,
     raise last
 
 
-def unattended_policy() -> HostKeyPolicy:
-    """For a machine gpudesk itself just launched to replace a lost one: pin on first use.
+def unattended_policy(fingerprint: str = "") -> HostKeyPolicy:
+    """For a machine gpudesk itself just launched to replace a lost one.
 
-    Nobody is at the desktop to compare fingerprints; the address is fresh and ours,
+    With the host key gpudesk generated for it (``fingerprint``, pinned before the
+    launch and installed by its first-boot user data) only that key is accepted: no
+    trust on first use. Without one (a launcher with no first-boot hook) the key is
+    pinned on first use: nobody is at the desktop, the address is fresh and ours,
     and a key that changes later is still refused.
     """
-    return HostKeyPolicy.accept_new()
+    return HostKeyPolicy.expect(fingerprint) if fingerprint else HostKeyPolicy.accept_new()
+
+
+def replacement_policy(ledger_id: str) -> HostKeyPolicy:
+    """:func:`unattended_policy` for the ledger row of the replacement machine."""
+    from gpudesk.services.money.ledger import Ledger
+
+    with Ledger() as ledger:
+        row = ledger.get(ledger_id)
+    return unattended_policy(row.host_key_fingerprint if row is not None else "")
 
 
 def stop_quietly(mirror: CheckpointMirror | None) -> None:

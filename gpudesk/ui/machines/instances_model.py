@@ -8,10 +8,12 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QCoreApplication, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from gpudesk.services.cloud import accounts
+from gpudesk.services.cloud import accounts, guard
+from gpudesk.services.money import spend
 from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.widgets.models import Index
 from gpudesk.ui.widgets.money import DISPLAY, Money
+from gpudesk.ui.widgets.task_runner import format_template
 
 translate = QCoreApplication.translate  # the name lupdate looks for
 
@@ -61,10 +63,13 @@ class InstancesModel(QAbstractTableModel):
     def __init__(self, parent: Any = None, money: Money | None = None) -> None:
         super().__init__(parent)
         self.machines: list[Machine] = []
+        self.histories: dict[str, spend.History] = {}  # read with the rows, priced each tick
         self.money = money or DISPLAY
         self.now = time.time
 
-    def set_machines(self, machines: list[Machine]) -> None:
+    def set_machines(self, machines: list[Machine],
+                     histories: dict[str, spend.History] | None = None) -> None:
+        self.histories = dict(histories or {})
         if [m.id for m in machines] == [m.id for m in self.machines]:
             self.machines = list(machines)  # same rows: repaint in place, keep the selection
             self.refresh_all()
@@ -110,6 +115,8 @@ class InstancesModel(QAbstractTableModel):
             return QBrush(QColor("#c0392b" if m.state == "running" else "#d68910"))
         if role == Qt.ItemDataRole.ToolTipRole and column == "state" and m.error:
             return m.error
+        if role == Qt.ItemDataRole.ToolTipRole and column == "spend" and m.provider != "own":
+            return "\n".join(format_template(guard.CONTEXT, t, v) for t, v in guard.sentences(m))
         if role == Qt.ItemDataRole.TextAlignmentRole and column in ("gpus", "price", "spend",
                                                                      "uptime"):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -137,10 +144,15 @@ class InstancesModel(QAbstractTableModel):
         if column == "price":
             return self.money(m.price_per_hour, 3) if not own and m.price_per_hour else ""
         if column == "spend":
-            return self.money(m.spend(self.now())) if not own else ""
+            return self.money(self.spent(m)) if not own else ""
         if column == "address":
             return m.public_ip + (f":{m.ssh_port}" if m.ssh_port != 22 else "")
         return ""
+
+    def spent(self, m: Machine) -> float:
+        """The one spend figure (``spend.machine_spend``'s) from the history read with the row."""
+        h = self.histories.get(m.id)
+        return spend.cost(h, self.now()).total if h is not None else 0.0
 
     def billing_summary(self) -> tuple[int, float]:
         """(machines that may be billing, their price per hour in USD)."""

@@ -7,7 +7,9 @@ A banner says, in red, how many machines may be billing.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+import asyncio
+
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -25,17 +27,27 @@ from PySide6.QtWidgets import (
 
 from gpudesk.services.cloud import accounts
 from gpudesk.services.cloud.accounts import ProviderFactory
+from gpudesk.services.cloud.allow_me import AllowResult, allow_me_if_moved
 from gpudesk.services.cloud.machines import act
-from gpudesk.services.cloud.reconcile import ReconcileReport, reconcile
+from gpudesk.services.cloud.reconcile import (
+    MSG_KEYRING_LOCKED,
+    MSG_KEYS_MISSING,
+    MSG_NO_ANSWER,
+    ReconcileReport,
+    reconcile,
+)
+from gpudesk.services.money import spend
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.ui.machines.instances_model import InstancesModel
 from gpudesk.ui.widgets.money import Money
+from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
 
 RECONCILE_EVERY_MS = 5 * 60 * 1000
+NAMES_ITS_ACCOUNT = (MSG_KEYRING_LOCKED, MSG_KEYS_MISSING, MSG_NO_ANSWER)
 
 
-class InstancesPage(QWidget):
+class InstancesPage(Retranslating, QWidget):
     billing_changed = Signal(int, float)  # machines that may bill, USD/hour of running ones
 
     def __init__(self, ledger: Ledger, providers: ProviderFactory = accounts.provider_from_keyring,
@@ -69,6 +81,8 @@ class InstancesPage(QWidget):
         self.terminate_button.setObjectName("terminate")
         self.ssh_button = QPushButton(self)
         self.ssh_button.setObjectName("copySsh")
+        self.allow_me_button = QPushButton(self)  # SSH fails: this computer's address moved?
+        self.allow_me_button.setObjectName("allowMe")
         self.remove_button = QPushButton(self)
         self.remove_button.setObjectName("forget")
         self.progress = QProgressBar(self)
@@ -78,7 +92,8 @@ class InstancesPage(QWidget):
         self.status.setWordWrap(True)
         bar = QHBoxLayout()
         for w in (self.refresh_button, self.stop_button, self.start_button,
-                  self.terminate_button, self.ssh_button, self.remove_button):
+                  self.terminate_button, self.ssh_button, self.allow_me_button,
+                  self.remove_button):
             bar.addWidget(w)
         bar.addStretch(1)
         bar.addWidget(self.show_ended)
@@ -99,6 +114,7 @@ class InstancesPage(QWidget):
         self.start_button.clicked.connect(lambda: self.run_action("start"))
         self.terminate_button.clicked.connect(self.ask_terminate)
         self.ssh_button.clicked.connect(self.copy_ssh_command)
+        self.allow_me_button.clicked.connect(self.allow_my_address)
         self.remove_button.clicked.connect(self.forget_selected)
         self.show_ended.toggled.connect(self.reload)
         self.table.selectionModel().selectionChanged.connect(self._update_buttons)
@@ -122,20 +138,21 @@ class InstancesPage(QWidget):
         self.start_button.setText(self.tr("Start"))
         self.terminate_button.setText(self.tr("Terminate…"))
         self.ssh_button.setText(self.tr("Copy SSH command"))
+        self.allow_me_button.setText(self.tr("Allow my new address"))
+        self.allow_me_button.setToolTip(self.tr(
+            "SSH does not answer? If this computer's public address changed, open SSH to the "
+            "new one (and close it to the old); rules you added yourself are kept."))
         self.remove_button.setText(self.tr("Remove from list"))
         self.model.refresh_all()
         self._show_banner()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
 
     # ------------------------------------------------------------------ data
 
     def reload(self) -> None:
         selected = self.selected()
-        self.model.set_machines(self.ledger.machines(include_ended=self.show_ended.isChecked()))
+        machines = self.ledger.machines(include_ended=self.show_ended.isChecked())
+        self.model.set_machines(machines, {m.id: spend.history(self.ledger, m) for m in machines})
         if selected is not None:
             for row, m in enumerate(self.model.machines):
                 if m.id == selected.id:
@@ -171,8 +188,13 @@ class InstancesPage(QWidget):
         if report.gone:
             parts.append(self.tr("{n} machine(s) no longer exist.").format(n=len(report.gone)))
         for name, error in report.errors.items():
-            parts.append(self.tr("{provider} not checked: {why}").format(
-                provider=accounts.title(name), why=error_text(error)[0]))
+            why = error_text(error)[0]
+            parts.append(why if error.template in NAMES_ITS_ACCOUNT else self.tr(
+                "{provider} not checked: {why}").format(provider=report.account(name), why=why))
+        # a cloud left unchecked is a warning that stays visible, never "Up to date"
+        self.status.setStyleSheet("color: #922b21; font-weight: bold;" if report.errors
+                                  else "")
+        self.status.setProperty("warning", bool(report.errors))
         self.status.setText(" ".join(parts) or self.tr("Up to date."))
         self.reload()
 
@@ -194,6 +216,7 @@ class InstancesPage(QWidget):
         self.start_button.setEnabled(cloud and m is not None and m.state == "stopped")
         self.terminate_button.setEnabled(cloud)
         self.ssh_button.setEnabled(m is not None and bool(m.public_ip))
+        self.allow_me_button.setEnabled(cloud and m is not None and bool(m.security_group))
         self.remove_button.setEnabled(m is not None and not m.billing)
 
     def run_action(self, action: str) -> None:
@@ -227,15 +250,48 @@ class InstancesPage(QWidget):
         return box
 
     def ssh_command(self, m: Machine) -> str:
-        user = f"{m.ssh_user}@" if m.ssh_user else ""
-        port = f" -p {m.ssh_port}" if m.ssh_port != 22 else ""
-        return f"ssh{port} {user}{m.public_ip}"
+        """``ssh gpudesk-<name>`` once ~/.ssh/config includes gpudesk's (it carries the key,
+        port and pinned host key); else ``ssh -i KEY -p PORT user@host`` from the profile."""
+        from gpudesk.services.cloud.machines import ssh_command
+        from gpudesk.services.remote import ssh_config
+
+        try:
+            if ssh_config.has_include() and ssh_config.managed_file().is_file() and \
+                    f"Host {ssh_config.host_alias(m)}\n" in \
+                    ssh_config.managed_file().read_text(encoding="utf-8"):
+                return f"ssh {ssh_config.host_alias(m)}"
+        except OSError:
+            pass
+        return ssh_command(m)
 
     def copy_ssh_command(self) -> None:
         m = self.selected()
         if m is not None and m.public_ip:
             QGuiApplication.clipboard().setText(self.ssh_command(m))
             self.status.setText(self.tr("Copied: {command}").format(command=self.ssh_command(m)))
+
+    def allow_my_address(self) -> None:
+        """Replace the machine's SSH rule when this computer's public address moved."""
+        m = self.selected()
+        if m is None or not m.security_group:
+            return
+        self.status.setText(self.tr("Checking this computer's address for {name}…").format(
+            name=m.name))
+
+        def done(answer: tuple[str, AllowResult | None]) -> None:
+            here, result = answer
+            if result is None:
+                self.status.setText(self.tr(
+                    "SSH to {name} is already open to this computer ({address}); the address "
+                    "is not why SSH fails.").format(name=m.name, address=here))
+            else:
+                self.status.setText(self.tr(
+                    "SSH to {name} is now open to {address} only (was {old}).").format(
+                    name=m.name, address=here, old=", ".join(result.replaced) or "-"))
+
+        self.action_runner.run(asyncio.to_thread(allow_me_if_moved, self.ledger, m.id,
+                                                 self.providers),
+                               on_success=done, title=self.tr("The SSH rule was not changed"))
 
     def forget_selected(self) -> None:
         m = self.selected()

@@ -7,12 +7,14 @@ requested, and the ledger has it either way.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 
 from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QDialog,
     QDoubleSpinBox,
     QFormLayout,
@@ -30,13 +32,15 @@ from PySide6.QtWidgets import (
 )
 
 from gpudesk.services.cloud import accounts
+from gpudesk.services.cloud import guard as guards
 from gpudesk.services.cloud.catalog import Catalog, Offer
 from gpudesk.services.cloud.launcher import STEP_TITLES, STEPS, LaunchPlan, LaunchResult, Progress
 from gpudesk.services.cloud.providers.base import MSG_BAD_CIDR, ProviderError, single_address
 from gpudesk.services.cloud.public_ip import detect_public_address
+from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.widgets.money import DISPLAY, Money
 from gpudesk.ui.widgets.retranslate import Retranslating
-from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
+from gpudesk.ui.widgets.task_runner import TaskRunner, error_text, format_template
 
 LaunchFn = Callable[[LaunchPlan, Callable[[Progress], None]], Awaitable[LaunchResult]]
 MARKS = {"": "○", "started": "…", "done": "✓", "failed": "✗", "retry": "↻"}
@@ -48,6 +52,7 @@ class LaunchDialog(Retranslating, QDialog):
 
     def __init__(self, offer: Offer, catalog: Catalog, launch: LaunchFn, *,
                  spot: bool = False, money: Money | None = None, detect: bool = True,
+                 budget: float = 0.0, on_budget: str = "stop",
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("launchDialog")
@@ -63,8 +68,7 @@ class LaunchDialog(Retranslating, QDialog):
         self.heading.setWordWrap(True)
         self.spot = QCheckBox(self)
         self.spot.setObjectName("spot")
-        self.spot.setEnabled(offer.spot_price is not None)
-        self.spot.setChecked(spot and offer.spot_price is not None)
+        self.spot.setChecked(spot)  # no spot quote yet: the cloud still sells spot
         self.max_price = QDoubleSpinBox(self)
         self.max_price.setObjectName("maxPrice")
         self.max_price.setDecimals(3)
@@ -91,6 +95,23 @@ class LaunchDialog(Retranslating, QDialog):
         self.cost = QLabel(self)
         self.cost.setObjectName("launchCost")
         self.cost.setWordWrap(True)
+        # the machine's budget (USD, like every ledger amount; 0 = none) and who enforces it
+        self.budget = QDoubleSpinBox(self)
+        self.budget.setObjectName("budget")
+        self.budget.setDecimals(2)
+        self.budget.setRange(0.0, 1_000_000.0)
+        self.budget.setSingleStep(10.0)
+        self.budget.setPrefix("$ ")
+        self.budget.setValue(max(0.0, budget))
+        self.on_budget = QComboBox(self)
+        self.on_budget.setObjectName("onBudget")
+        for action in guards.ACTIONS:
+            self.on_budget.addItem("", action)
+        self.on_budget.setCurrentIndex(max(0, self.on_budget.findData(on_budget)))
+        self.guard_text = QLabel(self)
+        self.guard_text.setObjectName("guardText")
+        self.guard_text.setWordWrap(True)
+        self.budget_labels = [QLabel(self), QLabel(self)]
         self.labels = [QLabel(self) for _ in range(5)]
         form = QFormLayout()
         form.addRow(self.labels[0], self.spot)
@@ -101,6 +122,9 @@ class LaunchDialog(Retranslating, QDialog):
         row.addWidget(self.detect_button)
         form.addRow(self.labels[3], row)
         form.addRow(self.labels[4], self.fallbacks)
+        form.addRow(self.budget_labels[0], self.budget)
+        form.addRow(self.budget_labels[1], self.on_budget)
+        form.addRow(self.guard_text)
 
         self.steps_box = QGroupBox(self)
         grid = QGridLayout(self.steps_box)
@@ -149,6 +173,9 @@ class LaunchDialog(Retranslating, QDialog):
         self.detect_button.clicked.connect(self.detect)
         self.spot.toggled.connect(self._update_cost)
         self.max_price.valueChanged.connect(self._update_cost)
+        self.budget.valueChanged.connect(self._update_guard)
+        self.on_budget.currentIndexChanged.connect(self._update_guard)
+        self.spot.toggled.connect(self._update_guard)
         self.retranslate()
         self._update_cost()
         if detect:
@@ -165,6 +192,11 @@ class LaunchDialog(Retranslating, QDialog):
         self.labels[2].setText(self.tr("Disk"))
         self.labels[3].setText(self.tr("SSH allowed only from"))
         self.labels[4].setText(self.tr("If refused, also try"))
+        self.budget_labels[0].setText(self.tr("Budget for this machine (0: none)"))
+        self.budget_labels[1].setText(self.tr("At the budget"))
+        self.on_budget.setItemText(0, self.tr("stop"))
+        self.on_budget.setItemText(1, self.tr("terminate"))
+        self._update_guard()
         self.detect_button.setText(self.tr("Detect"))
         self.allow_from.setPlaceholderText(self.tr("your public address, e.g. 203.0.113.7/32"))
         self.steps_box.setTitle(self.tr("Progress"))
@@ -191,9 +223,27 @@ class LaunchDialog(Retranslating, QDialog):
         if spot:
             text += " " + self.tr("Spot prices change and the cloud may reclaim the machine "
                                   "with two minutes' notice.")
+            if self.offer.spot_price is None:  # never a guessed fraction of on-demand
+                text += " " + self.tr("No spot price is known yet: the estimate is the "
+                                      "on-demand price, the most it bills without a maximum.")
         if self.offer.provider == "tencent" and spot:
             text += " " + self.tr("Tencent's maximum price is in CNY per hour.")
+        if self.offer.provider == "aliyun" and spot:
+            text += " " + self.tr("Alibaba Cloud's maximum price is in CNY per hour; without "
+                                  "one the machine pays the market price (SpotAsPriceGo), never "
+                                  "more than pay-as-you-go.")
         self.cost.setText(text)
+
+    def _update_guard(self) -> None:
+        """Who enforces the budget on this machine, in the cloud's own terms."""
+        o = self.offer
+        budget = self.budget.value() or None
+        action = str(self.on_budget.currentData() or "stop")
+        g = guards.plan(o.provider, budget, action, self.price(), 0.0, time.time())
+        m = Machine(id="", provider=o.provider, disk_gb=float(self.disk.value()),
+                    market="spot" if self.spot.isChecked() else "on-demand")
+        self.guard_text.setText(" ".join(
+            format_template(guards.CONTEXT, t, v) for t, v in guards.sentences(m, g)))
 
     # ------------------------------------------------------------------ address
 
@@ -212,12 +262,14 @@ class LaunchDialog(Retranslating, QDialog):
         fallbacks = tuple(self.fallbacks.item(i).text() for i in range(self.fallbacks.count())
                           if self.fallbacks.item(i).checkState() == Qt.CheckState.Checked)
         return LaunchPlan(
-            provider="aws" if o.provider == "aws" else "tencent", instance_type=o.instance_type,
+            provider=o.provider if o.provider in ("aws", "aliyun") else "tencent",  # type: ignore[arg-type]
+            instance_type=o.instance_type,
             region=o.region, market="spot" if spot else "on-demand",
             max_price=(self.max_price.value() or None) if spot else None,
             disk_gb=self.disk.value(), allow_from=self.allow_from.text().strip(),
             fallback_regions=fallbacks, gpu=o.gpu.name, gpus=o.gpu_count,
-            price_per_hour=self.price())
+            price_per_hour=self.price(), budget=self.budget.value() or None,
+            on_budget=str(self.on_budget.currentData() or "stop"))
 
     def start(self) -> None:
         try:

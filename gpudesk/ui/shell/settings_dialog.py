@@ -106,6 +106,13 @@ class SettingsDialog(Retranslating, QDialog):
         row(money, "monthly_budget_usd", self.edits["monthly_budget_usd"])
         row(money, "machine_budget_usd", self.edits["machine_budget_usd"])
         row(money, "budget_action", self.budget_action)
+        # who enforces a machine budget in each cloud: said here, before anything launches
+        self.guard_text = QLabel(self)
+        self.guard_text.setObjectName("pref_guard_text")
+        self.guard_text.setWordWrap(True)
+        money.addRow(self.guard_text)
+        self.budget_action.currentIndexChanged.connect(lambda _i: self._show_guard())
+        self.edits["machine_budget_usd"].textChanged.connect(lambda _t: self._show_guard())
         row(idle, "idle_gpu_percent", self.edits["idle_gpu_percent"])
         row(idle, "idle_minutes", self.edits["idle_minutes"])
         row(idle, "idle_action", self.idle_action)
@@ -208,6 +215,33 @@ class SettingsDialog(Retranslating, QDialog):
 
     # ------------------------------------------------------------------ language
 
+    def _show_guard(self) -> None:
+        """The per-machine budget in each cloud's terms: what stops the bill, and who."""
+        from gpudesk.services.cloud import guard
+        from gpudesk.services.money.ledger import Machine
+        from gpudesk.ui.widgets.task_runner import format_template
+
+        action = str(self.budget_action.currentData() or "stop")
+        try:
+            budget = float(self.edits["machine_budget_usd"].text() or 0)
+        except ValueError:
+            budget = 0.0
+        if action not in guard.ACTIONS or budget <= 0:
+            self.guard_text.setText(self.tr("Machine budgets only warn: nothing is stopped."))
+            return
+        lines = []
+        for provider in ("aws", "tencent"):
+            m = Machine(id="", provider=provider, disk_gb=100.0)
+            g = guard.plan(provider, budget, action, 1.0, 0.0, 0.0)
+            said = " ".join(format_template(guard.CONTEXT, t, v)
+                            for t, v in guard.sentences(m, g)
+                            if t not in (guard.MSG_TIMER, guard.MSG_DESKTOP))
+            if "cloud-timer" in g.enforced_by:
+                said += " " + self.tr("Tencent Cloud itself terminates it when budget ÷ price "
+                                      "runs out, even if gpudesk and the agent are gone.")
+            lines.append(f"{guard.cloud_title(provider)}: {said}")
+        self.guard_text.setText("\n".join(lines))
+
     def retranslate(self) -> None:
         self.setWindowTitle(self.tr("Preferences"))
         self.general_box.setTitle(self.tr("General"))
@@ -240,6 +274,7 @@ class SettingsDialog(Retranslating, QDialog):
         for i, text in enumerate((self.tr("Warn me"), self.tr("Stop the billing machines"),
                                   self.tr("Terminate the billing machines"))):
             self.budget_action.setItemText(i, text)
+        self._show_guard()
         self.edits["default_region"].setPlaceholderText(self.tr("e.g. us-east-1 or "
                                                                 "ap-shanghai; empty = none"))
         self.edits["mfu"].setToolTip(self.tr("Model FLOPs utilisation assumed for new plans, "

@@ -3,15 +3,19 @@
 A crossing goes to the system tray (when the platform has one) and, always, to
 the ``alert`` signal that the window shows in a :class:`BudgetBanner` and the
 status bar. Without a tray ``no_tray`` says so once. At 100 % ``action_needed``
-asks the window to stop or terminate the machines (the agent does the same on
-the machine when the app is not connected).
+says which machines to stop or terminate, and, given ``act``, the alerts do it
+themselves: every owed action is kept in the fired state until it is done, run
+one after the other (never cancelling each other), and one that failed is
+retried at each check and shown by ``owed`` until done (the agent does the same
+on the machine when the app is not connected).
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -21,6 +25,7 @@ from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.budgets import SCOPE_MONTH, BudgetChecker, BudgetConfig, Crossing
 from gpudesk.services.money.ledger import Ledger
 from gpudesk.ui.widgets.money import DISPLAY
+from gpudesk.ui.widgets.task_runner import error_text
 from gpudesk.ui.widgets.tray import BillingTray
 
 CHECK_EVERY_MS = 30_000
@@ -30,13 +35,20 @@ class BudgetAlerts(QObject):
     alert = Signal(object, str, str)  # the Crossing, a heading, a sentence
     action_needed = Signal(str, list)  # "stop"/"terminate"/"warn", ledger ids
     no_tray = Signal(str)  # once: alerts show only inside the window
+    owed = Signal(str)  # budget actions still to do and why the last try failed; "" = none
+    acted = Signal(str, str)  # an owed action done: action, ledger id
 
     def __init__(self, checker: BudgetChecker, tray: BillingTray | None = None, *,
                  names: Callable[[str], str] = str, interval_ms: int = CHECK_EVERY_MS,
                  clock: Callable[[], float] = time.time,
                  tray_available: Callable[[], bool] = BillingTray.available,
+                 act: Callable[[str, str], Awaitable[object]] | None = None,
+                 is_billing: Callable[[str], bool] = lambda _id: True,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
+        self.act = act
+        self.is_billing = is_billing
+        self._drain: asyncio.Future[None] | None = None
         self.checker = checker
         self.tray = tray
         self.names = names
@@ -57,6 +69,11 @@ class BudgetAlerts(QObject):
             m = ledger.get(ledger_id)
             return (m.name or m.id) if m is not None else ledger_id
 
+        def billing(ledger_id: str) -> bool:
+            m = ledger.get(ledger_id)
+            return m is not None and m.billing
+
+        kw.setdefault("is_billing", billing)
         return cls(checker, tray, names=name, **kw)
 
     def start(self) -> None:
@@ -78,7 +95,54 @@ class BudgetAlerts(QObject):
                 self.action_needed.emit(c.action, list(c.machines))
         for c in highest.values():
             self._to_tray(*self.message(c))
+        self.run_owed()
         return crossings
+
+    # ------------------------------------------------------------------ owed actions
+
+    def run_owed(self) -> asyncio.Future[None] | None:
+        """Do the owed actions one after another; a run in progress is never cancelled."""
+        if self.act is None or (self._drain is not None and not self._drain.done()):
+            return self._drain
+        if not self.checker.state.owed_actions():
+            return None
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return None  # no qasync loop (a bare QApplication): the next check tries
+        self._drain = asyncio.ensure_future(self._run_owed())
+        return self._drain
+
+    async def _run_owed(self) -> None:
+        assert self.act is not None
+        state = self.checker.state
+        for owed in state.owed_actions():
+            if not self.is_billing(owed.machine):
+                state.settle(owed.key)  # ended meanwhile (an earlier terminate, the agent)
+            else:
+                try:
+                    await self.act(owed.action, owed.machine)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - kept, shown and retried
+                    state.failed(owed.key, error_text(exc)[0])
+                else:
+                    state.settle(owed.key)
+                    self.acted.emit(owed.action, owed.machine)
+            state.save()
+        self.owed.emit(self.owed_text())
+
+    def owed_text(self) -> str:
+        """Every budget action not done yet, in words ("" when none)."""
+        lines = []
+        for o in self.checker.state.owed_actions():
+            what = self.tr("stop") if o.action == "stop" else self.tr("terminate")
+            line = self.tr("Budget reached: gpudesk could not {action} {machine} yet "
+                           "({tries} tries): {why} It tries again at the next check.").format(
+                action=what, machine=self.names(o.machine), tries=o.tries,
+                why=o.error or self.tr("not tried yet."))
+            lines.append(line)
+        return "\n".join(lines)
 
     def _to_tray(self, heading: str, text: str) -> None:
         if self.tray is not None and self.tray_available():
@@ -130,6 +194,19 @@ class BudgetBanner(QFrame):
         layout.addWidget(self.close_button)
         self.crossing: Crossing | None = None
         self.hide()
+
+    def show_owed(self, text: str) -> None:
+        """Budget actions that failed stay in view (critical) until they are done."""
+        if not text:
+            if self.property("owed"):
+                self.setProperty("owed", False)
+                self.hide()
+            return
+        self.setProperty("owed", True)
+        self.setProperty("level", "critical")
+        self.setStyleSheet("#budgetBanner { background: #f8d7da; color: #58151c; }")
+        self.label.setText(html.escape(text).replace("\n", "<br>"))
+        self.show()
 
     def show_crossing(self, crossing: Crossing, heading: str, text: str) -> None:
         self.crossing = crossing

@@ -41,8 +41,12 @@ class BillingTray(QObject):
         if reason == QSystemTrayIcon.ActivationReason.Trigger:
             self.show_window()
 
-    def update(self, billing: list[Machine]) -> None:
-        """Rebuild the menu and the tooltip from the machines that may be billing."""
+    def update(self, billing: list[Machine], spent: Callable[[Machine], float] | None = None
+               ) -> None:
+        """Rebuild the menu and the tooltip from the machines that may be billing.
+
+        ``spent`` gives each machine's one spend figure (``spend.machine_spend``).
+        """
         self.menu.clear()
         self.machine_actions = []
         if billing:
@@ -53,7 +57,7 @@ class BillingTray(QObject):
                 action = self.menu.addAction(self.tr("{name} — {provider} {type}, {state}, "
                                                      "spent {spent}").format(
                     name=m.name or m.id, provider=title(m.provider), type=m.instance_type,
-                    state=m.state, spent=DISPLAY(m.spend())))
+                    state=m.state, spent=DISPLAY(spent(m) if spent is not None else 0.0)))
                 action.triggered.connect(self.show_window)
                 self.machine_actions.append(action)
             self.menu.addSeparator()
