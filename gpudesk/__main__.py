@@ -13,6 +13,10 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if not args:
         return main_gui()
+    if args[0] == "sync":  # the quick path: only what a sync needs is imported
+        from gpudesk.cli_remote import main_sync
+
+        return main_sync(args)
     from gpudesk.cli import main as cli_main
 
     return cli_main(args)

@@ -150,6 +150,31 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(func=_cmd_sync)
 
 
+def main_sync(argv: list[str]) -> int:
+    """``gpudesk sync ...`` without building every verb's parser: the other verbs' imports
+    (cloud SDK glue, the keyring, the sizing tables) would cost more than a small sync."""
+    from gpudesk.logs import setup_logging
+
+    # paramiko.config imports ``invoke`` (60 ms) only for ssh_config "Match exec", which
+    # gpudesk never reads (it connects with its own pinned keys): not in this process.
+    sys.modules.setdefault("invoke", None)  # type: ignore[arg-type]
+    parser = argparse.ArgumentParser(prog="gpudesk")
+    add_parsers(parser.add_subparsers(dest="verb", required=True))
+    a = parser.parse_args(argv)
+    setup_logging()
+    try:
+        result: int = a.func(a)
+        return result
+    except KeyboardInterrupt:
+        print("gpudesk: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:
+        code = handle_error(err)
+        if code is None:
+            raise
+        return code
+
+
 def handle_error(err: BaseException) -> int | None:
     """Exit status for an SSH, host-key or sync error, after printing it; None if not ours."""
     if "gpudesk.services.remote.ssh" not in sys.modules:

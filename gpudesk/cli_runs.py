@@ -173,10 +173,14 @@ def _cmd_recover(a: argparse.Namespace) -> int:
                 _say(f"launch: {p.step} {p.status} {p.message}".rstrip())
 
             _say(f"launching a machine like {record.main.target} for run {record.id}")
-            ref = asyncio.run(spot_recovery.relaunch_like(Launcher(ledger), record.main.target,
+            from gpudesk.services.core.settings import load_settings
+            from gpudesk.services.remote.first_boot import for_launch
+
+            launcher = Launcher(ledger, first_boot=for_launch(load_settings, ledger))
+            ref = asyncio.run(spot_recovery.relaunch_like(launcher, record.main.target,
                                                           progress))
         identity = None
-        policy = spot_recovery.unattended_policy()  # a machine we just launched
+        policy = spot_recovery.replacement_policy(ref)  # its own key, pinned at launch
     record = spot_recovery.recover(record, ref, identity, policy, report=_say)
     print(record.id, flush=True)
     return 0

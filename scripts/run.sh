@@ -4,6 +4,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+bash scripts/qt-deps.sh  # the window's system libraries: installed (root) or named
 source scripts/venv.sh
 ensure_venv .
 

@@ -108,12 +108,15 @@ def test_run_asks_to_pin_the_key_follows_the_log_and_searches_it(
     page.checkpoint.setValue(0)
     page.run_button.click()
     answer_host_key(qtbot, page, sshd)
-    qtbot.waitUntil(lambda: page.last_status is not None, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: page.last_status is not None and not page.last_status.running,
+                    timeout=WAIT_MS)
     assert page.last_status is not None and page.last_status.state == "exited"
     assert page.last_exit_code == 0 and "exit status 0" in page.state.text()
     text = page.log.toPlainText()
     assert "step 5/6" in text and "finished at step 6" in text, text[-2000:]
     assert "gpudesk: started run" in text  # the launch's own progress lines
+    assert "gpudesk: preflight on" in text  # the machine was checked before the sync
+    assert page.log.lineWrapMode() == page.log.LineWrapMode.WidgetWidth  # long lines wrap
     assert (out / "result-rank0.pt").is_file()
     # pinned now, under the address's known_hosts name
     assert PinStore().fingerprints(f"[127.0.0.1]:{sshd.port}") == [sshd.host_key_fingerprint]
@@ -131,7 +134,8 @@ def test_run_asks_to_pin_the_key_follows_the_log_and_searches_it(
     # choosing the run again re-attaches and shows the whole log from the machine
     page.log.clear()
     page.attach(record)
-    qtbot.waitUntil(lambda: page.last_status is not None, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: page.follower is None and page.last_status is not None,
+                    timeout=WAIT_MS)
     assert "finished at step 6" in page.log.toPlainText()
 
 
@@ -141,9 +145,9 @@ def test_stop_asks_first_then_stops_the_running_run(
     page.run_button.click()
     qtbot.waitUntil(lambda: (out / "paused-2-rank0").exists(), timeout=WAIT_MS)
     assert page.question.last_box is None  # pinned already: nothing asked
-    page.last_status = runs.RunStatus("running")
-    page._update_buttons()
-    assert page.stop_button.isEnabled()
+    # Stop is enabled from the status asked when following starts, not when it ends
+    qtbot.waitUntil(page.stop_button.isEnabled, timeout=WAIT_MS)
+    assert page.state.text() == "running"
     page.stop_button.click()
     box = page.findChild(QMessageBox, "stopRunQuestion")
     assert box is not None
@@ -176,7 +180,8 @@ def test_tunnel_reaches_a_service_bound_to_the_machines_loopback_only(
         monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     fill_pinned(page, sshd, tmp_path, "--max-steps 2")
     page.run_button.click()
-    qtbot.waitUntil(lambda: page.last_status is not None, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: page.follower is None and page.last_status is not None,
+                    timeout=WAIT_MS)
     opened: list[str] = []
     monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url.toString()))
     web = run_control.TunnelSpec("Web", "http.server", (
@@ -205,7 +210,8 @@ def test_open_terminal_uses_ssh_with_the_pinned_key_and_it_connects(
         qtbot, page: RunPage, sshd: SshdServer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     fill_pinned(page, sshd, tmp_path, "--max-steps 1")
     page.run_button.click()
-    qtbot.waitUntil(lambda: page.last_status is not None, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: page.follower is None and page.last_status is not None,
+                    timeout=WAIT_MS)
     started: list[tuple[str, list[str]]] = []
     page._start_detached = lambda prog, args: (started.append((prog, args)), (True, 1))[1]
     page.open_terminal()

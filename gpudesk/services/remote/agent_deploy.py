@@ -81,7 +81,7 @@ class AgentRules:
     idle: IdleStop | None = None
     budget: BudgetStop | None = None
     commands: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    spot_provider: str = "none"  # aws, tencent or none
+    spot_provider: str = "none"  # aws, tencent, aliyun or none
     spot_base_url: str = ""
     interval_ms: int = 1000
     procs_every_s: float = 5.0
@@ -364,6 +364,23 @@ def ensure_running(conn: SshConnection, site: AgentSite) -> AgentSite:
     """Start the agent again if it died (same code, rules and nvidia-smi); cheap otherwise."""
     root = site.root
     return deploy(conn, None, root=root, python=site.python, nvidia_smi=site.nvidia_smi)
+
+
+def stop_agent(conn: SshConnection, data_dir: str, timeout: float = 30.0) -> bool:
+    """End the agent on the user's own machine (it would outlive gpudesk there); True when
+    one was running. Cloud machines keep theirs: it enforces the idle and budget guard."""
+    pid_file = shlex.quote(f"{data_dir.rstrip('/')}/agent.pid")
+    script = (f"pid=$(cat {pid_file} 2>/dev/null); "
+              'if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then echo none; exit 0; fi; '
+              'kill -TERM "$pid"; i=0; while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; '
+              'do sleep 0.1; i=$((i+1)); done; kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"; '
+              "echo stopped")
+    result = conn.exec(script, timeout=timeout, what="stopping the agent")
+    if not result.ok:
+        detail = (result.stderr or result.stdout).decode("utf-8", "replace").strip()[-400:]
+        raise AgentDeployError(MSG_DEPLOY, target=str(conn.target),
+                               detail=detail or f"exit status {result.exit_status}")
+    return result.text.strip().endswith("stopped")
 
 
 def write_rules(conn: SshConnection, site: AgentSite, rules: AgentRules) -> AgentSite:

@@ -50,6 +50,11 @@ MSG_AUTH = QT_TRANSLATE_NOOP(
     "Ssh", "{target} refused the SSH key for user {user} ({detail}). Check the user name and "
     "that the machine was started with this key.")
 MSG_NO_KEY = QT_TRANSLATE_NOOP("Ssh", "No SSH key was given for {target}.")
+MSG_NO_AUTH = QT_TRANSLATE_NOOP(
+    "Ssh", "{target} was reached, but gpudesk has no key to log in as {user}: no key file is "
+    "set and the ssh-agent offers none. This is an authentication problem, not the network: "
+    "choose the machine's key file (Accounts → your own machines), or add the key to your "
+    "ssh-agent (ssh-add).")
 MSG_DROPPED = QT_TRANSLATE_NOOP(
     "Ssh", "The SSH connection to {target} dropped while {what}. gpudesk reconnects on the "
     "next step; try again.")
@@ -243,6 +248,11 @@ class SshConnection:
             client.close()
             raise SshAuthError(MSG_AUTH, target=str(target), user=target.user,
                                detail=type(exc).__name__) from None
+        except paramiko.SSHException as exc:
+            client.close()
+            if "No authentication methods available" in str(exc):  # reached, but no key
+                raise SshAuthError(MSG_NO_AUTH, target=str(target), user=target.user) from None
+            raise
         except BaseException:
             client.close()
             raise

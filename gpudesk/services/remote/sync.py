@@ -355,7 +355,7 @@ class HashCache:
 
 def helper_command() -> str:
     """``python3 -c`` with the helper's source, compressed into one shell-safe word."""
-    source = importlib.resources.files("gpudesk.services").joinpath("sync_manifest.py")
+    source = importlib.resources.files("gpudesk.services.remote").joinpath("sync_manifest.py")
     blob = base64.b64encode(zlib.compress(source.read_bytes(), 9)).decode("ascii")
     code = ("import base64,zlib;exec(compile(zlib.decompress(base64.b64decode('" + blob
             + "')),'gpudesk_sync','exec'),{'__name__':'__main__'})")

@@ -8,6 +8,7 @@ machine (``gpudesk-<name>``) so that a swapped key is caught whatever the addres
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
@@ -29,8 +30,12 @@ def resolve(ref: str, identity: Path | None = None) -> SshTarget:
 
     with Ledger() as ledger:
         machine = resolve_machine(ledger, ref)
+    if identity is None and machine.key_file:  # the machine's profile names its key file
+        identity = Path(machine.key_file).expanduser()
+        if not identity.is_file():
+            raise SshError(MSG_NO_KEY_FILE, target=str(identity))
     pkey = None
-    if identity is None and machine.provider in ("aws", "tencent"):
+    if identity is None and machine.provider in ("aws", "tencent", "aliyun"):
         from gpudesk.services.cloud import credentials
 
         # The keyring entry holding the key gpudesk launched this machine with.
@@ -53,3 +58,52 @@ def open_connection(ref: str, identity: Path | None, policy: HostKeyPolicy, *,
         conn.close()
         raise
     return conn
+
+
+@dataclass(frozen=True)
+class LoginCheck:
+    """What a first login to a new machine found: enough to say it works, in words."""
+
+    target: str
+    fingerprint: str  # the host key now pinned
+    python: str  # the version, "" when the python is missing
+    torch: str  # the version, "" when torch is missing
+    gpus: int
+
+
+def profile_target(name: str, host: str, port: int, user: str, key_file: str) -> SshTarget:
+    """The SshTarget an own machine will resolve to once added (same pin name), so the host
+    key pinned by the connection test is the one Run and Watch check later."""
+    from gpudesk.services.money.ledger import Machine
+    from gpudesk.services.remote.ssh_config import host_alias
+
+    key = Path(key_file).expanduser() if key_file.strip() else None
+    if key is not None and not key.is_file():
+        raise SshError(MSG_NO_KEY_FILE, target=str(key))
+    pin = host_alias(Machine(id="m-new", provider="own", name=name.strip() or host.strip()))
+    return SshTarget(host=host.strip(), port=port, user=user.strip() or "root", key_file=key,
+                     pin_name=pin, allow_agent=key is None)
+
+
+_PROBE = ("{python} -c 'import sys; print(\"python\", sys.version.split()[0])'; "
+          "{python} -c 'import torch; print(\"torch\", torch.__version__)' 2>/dev/null; "
+          "echo gpus $(nvidia-smi -L 2>/dev/null | grep -c '^GPU')")
+
+
+def check_login(target: SshTarget, policy: HostKeyPolicy, python: str = "python3"
+                ) -> LoginCheck:
+    """Log in (asking to pin the host key), then ask for python, torch and the GPU count."""
+    import shlex
+
+    conn = SshConnection(target, policy, store=PinStore(), attempts=1)
+    try:
+        conn.connect()
+        result = conn.exec(_PROBE.format(python=shlex.quote(python or "python3")), timeout=120,
+                           what="checking python and torch")
+        found = dict(line.split(" ", 1) for line in result.text.splitlines() if " " in line)
+        gpus = found.get("gpus", "0").strip()
+        return LoginCheck(str(target), conn.host_key_fingerprint or "",
+                          found.get("python", "").strip(), found.get("torch", "").strip(),
+                          int(gpus) if gpus.isdigit() else 0)
+    finally:
+        conn.close()

@@ -145,6 +145,9 @@ class RunStatus:
     pid: int | None = None
     log_size: int = 0
     cancelled: bool = False  # stopped on request (gpudesk cancel / Stop): not a failure
+    seconds: float | None = None  # how long the latest attempt ran (exited runs)
+    checkpoints: int | None = None  # in the run folder on the machine; None: not known
+    latest_checkpoint: str = ""
 
     @property
     def running(self) -> bool:
@@ -160,7 +163,7 @@ class RunStatus:
 
 def launcher_command(python: str, *args: str) -> str:
     """``python -c <launcher source> ARGS``, the source compressed into one shell word."""
-    source = importlib.resources.files("gpudesk.services").joinpath("run_launcher_script.py")
+    source = importlib.resources.files("gpudesk.services.runs").joinpath("run_launcher_script.py")
     blob = base64.b64encode(zlib.compress(source.read_bytes(), 9)).decode("ascii")
     code = ("import base64,sys,zlib;exec(compile(zlib.decompress(base64.b64decode('" + blob
             + "')),'gpudesk_run_launcher','exec'),{'__name__':'__main__'})")
@@ -190,8 +193,13 @@ def free_port(conn: SshConnection, python: str) -> int:
 def status(conn: SshConnection, run_dir: str, python: str = DEFAULT_PYTHON) -> RunStatus:
     """running / exited(code) / lost (pid gone without an exit status) / missing."""
     data = json.loads(_call(conn, python, "reading the run status", "status", run_dir))
+    seconds = data.get("seconds")
+    found = data.get("checkpoints")
     return RunStatus(str(data["state"]), data.get("code"), data.get("pid"),
-                     int(data.get("log_size") or 0), bool(data.get("cancelled")))
+                     int(data.get("log_size") or 0), bool(data.get("cancelled")),
+                     float(seconds) if isinstance(seconds, int | float) else None,
+                     int(found) if isinstance(found, int) else None,
+                     str(data.get("latest_checkpoint") or ""))
 
 
 def stop(conn: SshConnection, run_dir: str, python: str = DEFAULT_PYTHON) -> None:
@@ -468,5 +476,5 @@ def count_egress(ref: str, result: sync_service.SyncResult) -> None:
 
     with Ledger() as ledger:
         machine = ledger.find(ref)
-        if machine is not None and machine.provider in ("aws", "tencent"):
+        if machine is not None and machine.provider in ("aws", "tencent", "aliyun"):
             ledger.add_transfer(machine.id, sent)

@@ -12,6 +12,7 @@ an SSH local forward (nothing but SSH is ever exposed).
 from __future__ import annotations
 
 import contextlib
+import re
 import secrets
 import shlex
 import threading
@@ -24,7 +25,8 @@ import paramiko
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError
-from gpudesk.services.remote import sync_process, targets
+from gpudesk.services.core.worker import StoppableWorker
+from gpudesk.services.remote import bootstrap, sync_process, targets
 from gpudesk.services.remote.host_keys import HostKeyPolicy, known_hosts_file
 from gpudesk.services.remote.ssh import LocalForward, SshConnection, SshError, SshTarget
 from gpudesk.services.remote.sync import SyncResult
@@ -45,7 +47,27 @@ MSG_NO_TERMINAL_KEY = QT_TRANSLATE_NOOP(
     "RunControl", "This machine's key is kept in the keyring, which ssh in a terminal cannot "
     "read. Give the key to your ssh-agent (gpudesk ssh-config --agent) or choose a key file.")
 
+MSG_TOO_FEW_GPUS = QT_TRANSLATE_NOOP(
+    "RunControl", "GPUs per machine is {nproc}, but {target} has {gpus} GPU(s). Lower GPUs per "
+    "machine to {gpus}, or choose a machine with more GPUs.")
+MSG_LOW_DISK = QT_TRANSLATE_NOOP(
+    "RunControl", "Only {free:.1f} GiB are free on {target} ({folder}): the project, the log "
+    "and the checkpoints may not fit. Free some space there or choose a bigger disk.")
+MSG_FEW_RANKS = QT_TRANSLATE_NOOP(
+    "RunControl", "Exit status 0, but {n} of {total} rank(s) said they found no GPU: \"{line}\". "
+    "The script may have done nothing; check that the machine has {total} GPU(s).")
+MSG_NO_STEP = QT_TRANSLATE_NOOP(
+    "RunControl", "Exit status 0 after only {seconds:.0f} s, and the log shows no training step "
+    "(no step, epoch, batch or loss line): the script may have done nothing. Read its log.")
+
 AMP_MODES = ("", "fp16", "bf16", "off")  # "" = whatever the script chooses
+BLOCKING_CHECKS = ("python", "torch")  # a run without these dies at its first import
+MIN_FREE_GIB = 2.0
+EARLY_EXIT_S = 60.0  # a clean exit sooner than this, without a training step, is doubtful
+_NO_GPU = re.compile(r"Unable to locate sufficient|CUDA is not available|No CUDA GPUs are "
+                     r"available|no CUDA-capable device|Found no NVIDIA driver", re.IGNORECASE)
+_RANK_PREFIX = re.compile(r"^\[(?:default|rank)(\d+)\]:")
+_TRAINING_STEP = re.compile(r"\b(step|epoch|iter|iteration|batch(es)?|loss)\b", re.IGNORECASE)
 TUNNEL_READY_S = 45.0
 
 
@@ -132,14 +154,141 @@ def push_in_child(_conn: SshConnection, node: NodeRun, folders: runs.Folders, *,
         cancel=cancel)
 
 
+def free_gib(conn: SshConnection, root: str) -> float | None:
+    """Free space (GiB) on the disk that holds ``root`` (or its nearest existing parent)."""
+    folder = (f'"$HOME"/{shlex.quote(root[2:])}' if root.startswith("~/")
+              else '"$HOME"' if root == "~" else shlex.quote(root))
+    result = conn.exec(f'd={folder}; while [ ! -d "$d" ]; do d=$(dirname "$d"); done; '
+                       f'df -Pk "$d" | tail -1', timeout=30, what="reading the free disk space")
+    fields = result.text.split()
+    if not result.ok or len(fields) < 4 or not fields[3].isdigit():
+        return None
+    return int(fields[3]) / 1024 ** 2
+
+
+_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_MISSING_PY = ("import json,sys\nfrom importlib import metadata\nmissing=[]\n"
+               "for name in json.load(sys.stdin):\n"
+               "    try:\n        metadata.version(name)\n"
+               "    except metadata.PackageNotFoundError:\n        missing.append(name)\n"
+               "print(json.dumps(missing))\n")
+
+
+def requirement_names(text: str) -> list[str]:
+    """The distribution names in a requirements.txt (options, URLs and -r lines skipped)."""
+    names = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line or line.startswith("-") or "://" in line:
+            continue
+        found = _REQUIREMENT.match(line)
+        if found:
+            names.append(found.group(1))
+    return names
+
+
+def missing_requirements(conn: SshConnection, python: str, project: Path) -> list[str]:
+    """The project's requirements.txt entries that ``python`` on the machine lacks."""
+    try:
+        names = requirement_names((project / "requirements.txt").read_text(errors="replace"))
+    except OSError:
+        return []
+    if not names:
+        return []
+    import json
+
+    result = conn.exec(f"{shlex.quote(python)} -c {shlex.quote(_MISSING_PY)}",
+                       input=json.dumps(names).encode(), timeout=60,
+                       what="checking the requirements")
+    try:
+        missing = json.loads(result.text) if result.ok else []
+    except ValueError:
+        return []
+    return [str(m) for m in missing] if isinstance(missing, list) else []
+
+
+def preflight(conn: SshConnection, request: RunRequest, report: runs.Report) -> None:
+    """The bootstrap checks before anything is copied: a missing Python or torch (the run
+    would die at its first import) or too few GPUs refuse the run with the fix in words;
+    the other findings (no driver, a CUDA mismatch, packages requirements.txt lists that
+    the machine lacks, little disk) go into the log, each with its fix."""
+    found = bootstrap.check_machine(conn, python=request.python)
+    for check in found.checks:
+        if check.level == "error" and check.name in BLOCKING_CHECKS:
+            raise bootstrap.BootstrapError(check.template, **check.values)
+    gpus = len(found.facts.gpu_names)
+    driver = found.check("driver")
+    if driver is not None and driver.level == "ok" and gpus < request.nproc:
+        raise RunControlError(MSG_TOO_FEW_GPUS, nproc=request.nproc, target=str(conn.target),
+                              gpus=gpus)
+    for check in found.checks:
+        if check.level != "ok":
+            report(f"preflight ({check.level}): {check.message}")
+    missing = missing_requirements(conn, found.python, Path(request.project))
+    if missing:
+        report(f"preflight (warning): {found.python} on {conn.target} lacks what "
+               f"requirements.txt lists: {', '.join(missing)}. Install them there "
+               f"({found.python} -m pip install -r requirements.txt), or make a venv with "
+               f"`gpudesk bootstrap --on TARGET --project DIR` and set Python to its python.")
+    free = free_gib(conn, request.root)
+    if free is not None and free < MIN_FREE_GIB:
+        report("preflight (warning): " + MSG_LOW_DISK.format(
+            free=free, target=str(conn.target), folder=request.root))
+    report(f"preflight on {conn.target}: {found.python} can run the script"
+           + (f", {free:.0f} GiB free" if free is not None else ""))
+
+
 def start_run(form: RunForm, policy: HostKeyPolicy, report: runs.Report, *,
-              pusher: runs.Pusher = runs.push_here) -> RunRecord:
+              pusher: runs.Pusher = runs.push_here, check: bool = True) -> RunRecord:
     request = form.check()
     conns = connect_all(form.refs(), policy)
     try:
+        if check:
+            for conn in conns:
+                preflight(conn, request, report)
         return runs.launch(conns, form.refs(), request, report=report, pusher=pusher)
     finally:
         close_all(conns)
+
+
+def run_status(record: RunRecord, policy: HostKeyPolicy) -> RunStatus:
+    """The first node's status now (running, exited, lost...), with its checkpoints."""
+    conns = connect_all(record_refs(record)[:1], policy)
+    try:
+        return runs.status(conns[0], record.main.run_dir, record.python)
+    finally:
+        close_all(conns)
+
+
+@dataclass(frozen=True)
+class Doubt:
+    """Why an exit status 0 may not be a success: a template (context RunControl) + values."""
+
+    template: str
+    values: dict[str, object]
+
+    @property
+    def message(self) -> str:
+        return self.template.format(**self.values)
+
+
+def doubtful_success(status: RunStatus, nproc: int, log_text: str) -> Doubt | None:
+    """Exit status 0 is not success when ranks said they found no GPU, or when the script
+    ended within its first seconds without printing a single training step."""
+    if status.state != "exited" or status.code != 0 or status.cancelled:
+        return None
+    lines = log_text.splitlines()
+    no_gpu = [line for line in lines if _NO_GPU.search(line)]
+    if no_gpu:
+        ranks = {m.group(1) for line in no_gpu if (m := _RANK_PREFIX.match(line))}
+        total = max(1, nproc)
+        return Doubt(MSG_FEW_RANKS, {"n": min(max(1, len(ranks)), total), "total": total,
+                                     "line": _RANK_PREFIX.sub("", no_gpu[-1]).strip()[:160]})
+    if status.seconds is not None and status.seconds < EARLY_EXIT_S:
+        own = [line for line in lines if not line.startswith("gpudesk:")]
+        if not any(_TRAINING_STEP.search(line) for line in own):
+            return Doubt(MSG_NO_STEP, {"seconds": status.seconds})
+    return None
 
 
 def resume_run(record: RunRecord, policy: HostKeyPolicy, report: runs.Report, *,
@@ -196,7 +345,7 @@ class FollowResult:
     error: BaseException | None = None
 
 
-class LogFollower:
+class LogFollower(StoppableWorker):
     """Follows one run's log on a thread until it ends or ``stop()``; reconnects after drops.
 
     ``on_data`` and ``on_end`` run on the follower's thread (a window re-emits
@@ -206,34 +355,24 @@ class LogFollower:
 
     def __init__(self, record: RunRecord, policy: HostKeyPolicy, *,
                  on_data: Callable[[bytes], None], on_end: Callable[[FollowResult], None],
-                 offset: int = 0) -> None:
+                 offset: int = 0,
+                 on_status: Callable[[RunStatus], None] | None = None) -> None:
         self.record = record
         self.policy = policy
         self.offset = offset
         self._on_data = on_data
         self._on_end = on_end
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._main, daemon=True,
-                                        name=f"gpudesk-follow-{record.id}")
-
-    def start(self) -> LogFollower:
-        self._thread.start()
-        return self
-
-    def stop(self, wait_s: float = 0.0) -> None:
-        self._stop.set()
-        if wait_s:
-            self._thread.join(wait_s)
-
-    @property
-    def stopped(self) -> bool:
-        return self._stop.is_set()
+        self._on_status = on_status  # the status once connected, before the log (Stop)
+        super().__init__(f"gpudesk-follow-{record.id}")
 
     def _main(self) -> None:
         result = FollowResult(None, None, self.offset)
         conns: list[SshConnection] = []
         try:
             conns = connect_all(record_refs(self.record)[:1], self.policy)
+            if self._on_status is not None and not self._stop.is_set():
+                self._on_status(runs.status(conns[0], self.record.main.run_dir,
+                                            self.record.python))
             final, offset = runs.follow(conns[0], self.record.main.run_dir,
                                         _Sink(self._count),  # type: ignore[arg-type]
                                         python=self.record.python,

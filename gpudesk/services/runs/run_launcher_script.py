@@ -109,6 +109,15 @@ def status(run_dir: str) -> dict[str, Any]:
     else:
         code = _read_int(os.path.join(run_dir, EXIT_FILE))  # it may have just finished
         out.update(state="exited" if code is not None else "lost", code=code)
+    with contextlib.suppress(OSError):  # how long the attempt ran: a window warns when short
+        if out["state"] == "exited":
+            out["seconds"] = (os.path.getmtime(os.path.join(run_dir, EXIT_FILE))
+                              - os.path.getmtime(os.path.join(run_dir, PID_FILE)))
+    with contextlib.suppress(OSError):  # what Resume would carry on from
+        names = sorted(n for n in os.listdir(os.path.join(run_dir, CHECKPOINTS))
+                       if n.startswith("ckpt-") and n.endswith(".pt"))
+        out["checkpoints"] = len(names)
+        out["latest_checkpoint"] = names[-1] if names else ""
     return out
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from urllib.parse import urlsplit
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -25,19 +24,19 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QPushButton,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from gpudesk.services.cloud import accounts, credentials
-from gpudesk.services.cloud.machines import MSG_BAD_HOST, add_own_machine
-from gpudesk.services.cloud.providers.base import Credentials, Provider, ProviderError, ProviderName
+from gpudesk.services.cloud.providers.base import Credentials, Provider, ProviderName
 from gpudesk.services.money.ledger import Account, Ledger
+from gpudesk.ui.machines.own_machine_dialog import OwnMachineDialog
+from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
 
 
-class CloudAccountBox(QGroupBox):
+class CloudAccountBox(Retranslating, QGroupBox):
     """Keys for one provider: fields, Verify and save, Remove, and the current status."""
 
     saved = Signal(str)  # provider
@@ -86,6 +85,18 @@ class CloudAccountBox(QGroupBox):
             row.addWidget(self.import_button)
             self.form.addRow(self.labels[3], row)
             self.profile.addItems(["default"])
+        elif provider == "aliyun":  # ~/.aliyun/config.json profiles; no token field to type
+            row = QHBoxLayout()
+            row.addWidget(self.profile, 1)
+            row.addWidget(self.import_button)
+            self.form.addRow(self.labels[3], row)
+            _, current, profiles = credentials.aliyun_profiles()
+            names = [str(p.get("name")) for p in profiles if p.get("name")]
+            self.profile.addItems(names or ["default"])
+            if current in names:
+                self.profile.setCurrentText(current)
+            self.token.hide()
+            self.labels[2].hide()
         else:
             for widget in (self.token, self.profile, self.import_button, *self.labels[2:]):
                 widget.hide()
@@ -114,16 +125,16 @@ class CloudAccountBox(QGroupBox):
         self.labels[1].setText(self.tr("Secret access key") if aws else self.tr("SecretKey"))
         self.labels[2].setText(self.tr("Session token (optional)"))
         self.labels[3].setText(self.tr("Or import from ~/.aws profile"))
+        if self.provider == "aliyun":
+            self.labels[0].setText(self.tr("AccessKey ID"))
+            self.labels[1].setText(self.tr("AccessKey secret"))
+            self.labels[3].setText(self.tr("Or import from ~/.aliyun profile"))
         self.import_button.setText(self.tr("Import"))
         self.save_button.setText(self.tr("Verify and save"))
         self.remove_button.setText(self.tr("Remove keys"))
         self.secret.setPlaceholderText(self.tr("kept only in the system keyring"))
         self.refresh()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
 
     def refresh(self) -> None:
         account = self.ledger.account(self.provider)
@@ -139,7 +150,10 @@ class CloudAccountBox(QGroupBox):
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(account.verified_at))
         text = self.tr("Keys {key} are valid: account {account}, verified {when}.").format(
             key=account.key_id_masked, account=account.account or "?", when=when)
-        if not account.can_launch:
+        if not account.launch_checked:
+            text += " " + self.tr("Whether they may launch machines could not be checked; "
+                                  "verify again later.")
+        elif not account.can_launch:
             text += " " + self.tr("They may not launch machines; ask for launch permission.")
         return text
 
@@ -172,7 +186,9 @@ class CloudAccountBox(QGroupBox):
 
     def import_profile(self) -> None:
         try:
-            creds = credentials.aws_profile(self.profile.currentText().strip() or "default")
+            name = self.profile.currentText().strip()
+            creds = credentials.aliyun_profile(name) if self.provider == "aliyun" else \
+                credentials.aws_profile(name or "default")
         except credentials.CredentialError as exc:
             self._failed(error_text(exc)[0])
             return
@@ -206,7 +222,7 @@ class CloudAccountBox(QGroupBox):
         self.saved.emit(self.provider)
 
 
-class OwnMachinesBox(QGroupBox):
+class OwnMachinesBox(Retranslating, QGroupBox):
     """SSH machines the user already has (lab servers): no billing, same later steps."""
 
     changed = Signal()
@@ -216,13 +232,9 @@ class OwnMachinesBox(QGroupBox):
         self.setObjectName("ownMachines")
         self.ledger = ledger
         self.list = QListWidget(self)
+        self.list.setObjectName("ownList")
         self.list.setMaximumHeight(160)
-        self.name = QLineEdit(self)
-        self.name.setObjectName("ownName")
-        self.target = QLineEdit(self)
-        self.target.setObjectName("ownTarget")
-        self.gpus = QSpinBox(self)
-        self.gpus.setRange(0, 16)
+        self.dialog: OwnMachineDialog | None = None
         self.add_button = QPushButton(self)
         self.add_button.setObjectName("ownAdd")
         self.remove_button = QPushButton(self)
@@ -230,66 +242,50 @@ class OwnMachinesBox(QGroupBox):
         self.error = QLabel(self)
         self.error.setObjectName("ownError")
         self.error.setWordWrap(True)
-        self.labels = [QLabel(self) for _ in range(3)]
-        form = QFormLayout()
-        form.addRow(self.labels[0], self.name)
-        form.addRow(self.labels[1], self.target)
-        form.addRow(self.labels[2], self.gpus)
         buttons = QHBoxLayout()
         buttons.addWidget(self.add_button)
         buttons.addWidget(self.remove_button)
         buttons.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addWidget(self.list)
-        layout.addLayout(form)
         layout.addLayout(buttons)
         layout.addWidget(self.error)
-        self.add_button.clicked.connect(self.add)
+        self.add_button.clicked.connect(self.open_add_dialog)
         self.remove_button.clicked.connect(self.remove_selected)
         self.retranslate()
         self.refresh()
 
     def retranslate(self) -> None:
         self.setTitle(self.tr("Your own machines (SSH)"))
-        self.labels[0].setText(self.tr("Name"))
-        self.labels[1].setText(self.tr("Address"))
-        self.labels[2].setText(self.tr("GPUs"))
-        self.target.setPlaceholderText("ssh://user@host:22")
-        self.add_button.setText(self.tr("Add machine"))
+        self.add_button.setText(self.tr("Add my own SSH machine…"))
         self.remove_button.setText(self.tr("Remove"))
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
 
     def refresh(self) -> None:
         self.list.clear()
         for m in self.ledger.machines(include_ended=False):
             if m.provider == "own":
-                item = QListWidgetItem(f"{m.name} — {m.ssh_user}@{m.public_ip}:{m.ssh_port}",
-                                       self.list)
+                key = m.key_file or self.tr("ssh-agent")
+                item = QListWidgetItem(f"{m.name} — {m.ssh_user}@{m.public_ip}:{m.ssh_port} "
+                                       f"({key}; {m.remote_python or 'python3'})", self.list)
                 item.setData(Qt.ItemDataRole.UserRole, m.id)
         self.remove_button.setEnabled(self.list.count() > 0)
 
-    def add(self) -> None:
-        text = self.target.text().strip()
-        url = urlsplit(text if "://" in text else f"ssh://{text}")
-        try:
-            port = url.port or 22
-        except ValueError:
-            port = 0
-        try:
-            if not url.hostname:
-                raise ProviderError("invalid", MSG_BAD_HOST, host=text, port=port)
-            add_own_machine(self.ledger, self.name.text(), url.hostname, port,
-                            url.username or "", gpus=self.gpus.value())
-        except ProviderError as exc:
-            self.error.setText(error_text(exc)[0])
-            return
-        self.error.clear()
-        self.name.clear()
-        self.target.clear()
+    def open_add_dialog(self) -> OwnMachineDialog:
+        """The dialog with the whole profile; it tests the login before adding."""
+        dialog = OwnMachineDialog(self.ledger, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.added.connect(self._added)
+        dialog.destroyed.connect(lambda _o=None: setattr(self, "dialog", None))
+        self.dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _added(self, ledger_id: str) -> None:
+        machine = self.ledger.get(ledger_id)
+        self.error.setText(self.tr("Added {name}: its host key is pinned and Run and Watch "
+                                   "use its profile.").format(
+            name=machine.name if machine else ledger_id))
         self.refresh()
         self.changed.emit()
 
@@ -302,7 +298,7 @@ class OwnMachinesBox(QGroupBox):
         self.changed.emit()
 
 
-class AccountsPage(QWidget):
+class AccountsPage(Retranslating, QWidget):
     changed = Signal()  # keys or machines were added or removed
 
     def __init__(self, ledger: Ledger,
@@ -312,6 +308,7 @@ class AccountsPage(QWidget):
         self.setObjectName("accountsPage")
         self.aws = CloudAccountBox("aws", ledger, build, self)
         self.tencent = CloudAccountBox("tencent", ledger, build, self)
+        self.aliyun = CloudAccountBox("aliyun", ledger, build, self)
         self.own = OwnMachinesBox(ledger, self)
         self.note = QLabel(self)
         self.note.setWordWrap(True)
@@ -319,6 +316,7 @@ class AccountsPage(QWidget):
         left = QVBoxLayout()
         left.addWidget(self.aws)
         left.addWidget(self.tencent)
+        left.addWidget(self.aliyun)
         left.addStretch(1)
         right = QVBoxLayout()
         right.addWidget(self.own)
@@ -327,7 +325,7 @@ class AccountsPage(QWidget):
         layout = QHBoxLayout(self)
         layout.addLayout(left, 1)
         layout.addLayout(right, 1)
-        for box in (self.aws, self.tencent):
+        for box in (self.aws, self.tencent, self.aliyun):
             box.saved.connect(lambda _p: self.changed.emit())
         self.own.changed.connect(self.changed.emit)
         self.retranslate()
@@ -339,15 +337,11 @@ class AccountsPage(QWidget):
             "command line. Give gpudesk keys of a user that may launch, stop and terminate "
             "instances and manage key pairs and security groups — nothing more."))
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
 
     def _check_keyring(self) -> None:
         try:
             credentials.ensure_backend()
         except credentials.KeyringUnavailable as exc:
-            for box in (self.aws, self.tencent):
+            for box in (self.aws, self.tencent, self.aliyun):
                 box.save_button.setEnabled(False)
                 box._failed(error_text(exc)[0])

@@ -11,7 +11,10 @@ system terminal with ssh and the same pinned host key.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import functools
+import re
+import shlex
 import shutil
 import sys
 import threading
@@ -19,8 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, QProcess, Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QGuiApplication, QTextCursor, QTextDocument
+from PySide6.QtCore import QCoreApplication, QObject, QProcess, Qt, QUrl, Signal
+from PySide6.QtGui import (
+    QDesktopServices,
+    QGuiApplication,
+    QTextCursor,
+    QTextDocument,
+    QTextOption,
+)
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -41,7 +50,8 @@ from PySide6.QtWidgets import (
 )
 
 from gpudesk.services.cloud.launcher import Launcher
-from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.core.window_state import load_state, update_state
+from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.remote import targets
 from gpudesk.services.remote.sync import SyncCancelled
 from gpudesk.services.runs import detached as runs
@@ -50,10 +60,12 @@ from gpudesk.services.runs.detached import RunRecord, RunStatus
 from gpudesk.services.runs.run_control import FollowResult, LogFollower, RunForm, Tunnel, TunnelSpec
 from gpudesk.ui.widgets.host_key_question import HostKeyQuestion
 from gpudesk.ui.widgets.machine_combo import MachineCombo
+from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text, show_error
 
 LOG_MAX_LINES = 50_000  # the whole log stays on the machine; the view keeps the newest lines
 MAX_HIGHLIGHTS = 500
+RANK_PREFIX = re.compile(r"^\[(?:default|rank)\d+\]:")  # torchrun --tee's per-rank lines
 TERMINALS = ("x-terminal-emulator", "gnome-terminal", "konsole", "xfce4-terminal", "xterm")
 
 
@@ -62,7 +74,15 @@ class _Bridge(QObject):
 
     data = Signal(object, bytes)  # (follower, chunk)
     ended = Signal(object, object)  # (follower, FollowResult)
+    status = Signal(object, object)  # (follower, RunStatus): known once connected
     report = Signal(str)
+    mirror = Signal(object)  # spot_recovery.MirrorState: the copy's size and data-out cost
+
+
+def _emit(signal: Any, *args: object) -> None:
+    """Emit from a worker thread; a page closed meanwhile has nobody left to tell."""
+    with contextlib.suppress(RuntimeError):  # "Signal source has been deleted"
+        signal.emit(*args)
 
 
 def _unless_cancelled(fn: Callable[..., RunRecord]) -> Callable[..., RunRecord | None]:
@@ -78,8 +98,11 @@ def _unless_cancelled(fn: Callable[..., RunRecord]) -> Callable[..., RunRecord |
 def terminal_command(ssh_argv: list[str]) -> tuple[str, list[str]] | None:
     """The program and arguments that open a terminal running ``ssh_argv``, or None."""
     if sys.platform == "darwin":
-        script = " ".join(ssh_argv).replace("\\", "\\\\").replace('"', '\\"')
-        return "osascript", ["-e", f'tell application "Terminal" to do script "{script}"']
+        # Terminal runs the script through a shell: quote each word for the shell (a
+        # known_hosts path under "Application Support" has a space; a key path may hold
+        # metacharacters), then escape the line for an AppleScript string literal.
+        line = shlex.join(ssh_argv).replace("\\", "\\\\").replace('"', '\\"')
+        return "osascript", ["-e", f'tell application "Terminal" to do script "{line}"']
     if sys.platform == "win32":
         return "cmd.exe", ["/c", "start", "", *ssh_argv]
     for name in TERMINALS:
@@ -89,7 +112,7 @@ def terminal_command(ssh_argv: list[str]) -> tuple[str, list[str]] | None:
     return None
 
 
-class RunPage(QWidget):
+class RunPage(Retranslating, QWidget):
     run_started = Signal(str)  # run id
 
     def __init__(self, ledger: Ledger, parent: QWidget | None = None) -> None:
@@ -104,12 +127,15 @@ class RunPage(QWidget):
         self.tunnels: dict[tuple[str, str], Tunnel] = {}
         self.last_status: RunStatus | None = None
         self.last_exit_code: int | None = None
+        self.last_doubt: run_control.Doubt | None = None
         self.match_count = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._bridge = _Bridge(self)
         self._bridge.data.connect(self._append, Qt.ConnectionType.QueuedConnection)
         self._bridge.ended.connect(self._follow_ended, Qt.ConnectionType.QueuedConnection)
+        self._bridge.status.connect(self._status_known, Qt.ConnectionType.QueuedConnection)
         self._bridge.report.connect(self._say, Qt.ConnectionType.QueuedConnection)
+        self._bridge.mirror.connect(self._show_mirror, Qt.ConnectionType.QueuedConnection)
         self._start_detached = QProcess.startDetached  # replaced by tests
         self.remote_root = runs.DEFAULT_ROOT  # where projects and runs live on the machine
 
@@ -190,7 +216,8 @@ class RunPage(QWidget):
         self.log.setObjectName("runLog")
         self.log.setReadOnly(True)
         self.log.setMaximumBlockCount(LOG_MAX_LINES)
-        self.log.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.log.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)  # long lines wrap
+        self.log.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.log.document().setDefaultFont(QGuiApplication.font())
         self.log.setStyleSheet("font-family: monospace;")
         self.progress = QProgressBar(self)
@@ -247,7 +274,8 @@ class RunPage(QWidget):
             lambda: self.open_tunnel(run_control.TENSORBOARD))
         self.jupyter_button.clicked.connect(lambda: self.open_tunnel(run_control.JUPYTER))
         self.terminal_button.clicked.connect(self.open_terminal)
-        self.runs.activated.connect(lambda _i: self.attach(self.selected_run()))
+        self.runs.activated.connect(lambda _i: self._chosen(self.selected_run()))
+        self.machine.currentIndexChanged.connect(lambda _i: self._show_profile())
         self.search.textChanged.connect(self._highlight)
         self.search.returnPressed.connect(lambda: self.find_in_log(backward=False))
         self.find_next.clicked.connect(lambda: self.find_in_log(backward=False))
@@ -256,6 +284,7 @@ class RunPage(QWidget):
         self.retranslate()
         self.reload_machines()
         self.reload_runs()
+        self._restore()
 
     @staticmethod
     def _row(*widgets: QWidget) -> QWidget:
@@ -281,7 +310,7 @@ class RunPage(QWidget):
         line = self.machine.lineEdit()
         if line is not None:
             line.setPlaceholderText(self.tr("a machine, or ssh://user@host:port"))
-        self.identity.setPlaceholderText(self.tr("only for ssh:// and your own machines"))
+        self._show_profile()
         self.nodes.setPlaceholderText(self.tr("for multi-node: other machines, comma-separated"))
         self.args.setPlaceholderText(self.tr("e.g. --epochs 10 --lr 3e-4"))
         self.identity_browse.setText(self.tr("Browse…"))
@@ -318,10 +347,6 @@ class RunPage(QWidget):
             self.status.setText(self.tr("The run goes on when you close gpudesk or the "
                                         "connection drops; choose it here to see its log."))
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
 
     # ------------------------------------------------------------------ data
 
@@ -353,18 +378,113 @@ class RunPage(QWidget):
             return None
 
     def form_values(self) -> RunForm:
+        profile = self.profile()
+        root = profile.remote_root if profile is not None and profile.remote_root \
+            else self.remote_root
         return RunForm(target=self.machine_ref(), project=self.project.text().strip(),
                        script=self.script.text().strip(), args=self.args.text(),
                        identity=self.identity.text().strip(), nproc=self.nproc.value(),
                        nodes=[n for n in self.nodes.text().split(",") if n.strip()],
                        amp=str(self.amp.currentData() or ""),
                        checkpoint_every_min=float(self.checkpoint.value()),
-                       python=self.python.text().strip(), root=self.remote_root)
+                       python=self.python.text().strip(), root=root)
+
+    def profile(self) -> Machine | None:
+        """The chosen ledger machine (its profile: key file, python, folder), if any."""
+        ref = self.machine_ref()
+        return None if not ref or ref.startswith("ssh://") else self.ledger.find(ref)
+
+    def _show_profile(self) -> None:
+        """A machine with a profile fills in its python, and says which key it uses."""
+        m = self.profile()
+        if m is None:
+            self.identity.setPlaceholderText(self.tr("only for ssh:// and your own machines"))
+            return
+        if m.key_file:
+            self.identity.setPlaceholderText(self.tr("from the machine: {key}").format(
+                key=m.key_file))
+        elif m.provider == "own":
+            self.identity.setPlaceholderText(self.tr("from the machine: the ssh-agent"))
+        else:
+            self.identity.setPlaceholderText(self.tr("from the machine: the key in the "
+                                                     "keyring"))
+        if m.remote_python and self.python.text().strip() in ("", runs.DEFAULT_PYTHON):
+            self.python.setText(m.remote_python)
+
+    # ------------------------------------------------------------------ remembered
+
+    def _form_fields(self) -> dict[str, QLineEdit]:
+        line = self.machine.lineEdit()
+        fields = {"identity": self.identity, "project": self.project, "script": self.script,
+                  "args": self.args, "nodes": self.nodes, "python": self.python}
+        if line is not None:
+            fields["machine"] = line
+        return fields
+
+    def save_form(self) -> None:
+        """Remember the form (no secrets: a key *path* at most) for the next start."""
+        form: dict[str, object] = {k: w.text() for k, w in self._form_fields().items()}
+        form["machine"] = self.machine_ref()
+        form.update(nproc=self.nproc.value(), amp=str(self.amp.currentData() or ""),
+                    checkpoint=float(self.checkpoint.value()))
+        update_state(run_form=form)
+
+    def _restore(self) -> None:
+        """The form and the chosen run as they were when gpudesk closed; the run's log is
+        read again from the machine."""
+        state = load_state()
+        form = state.run_form
+        for key, widget in self._form_fields().items():
+            value = form.get(key)
+            if isinstance(value, str) and key != "machine":
+                widget.setText(value)
+        machine = form.get("machine")
+        if isinstance(machine, str) and machine:
+            index = self.machine.findData(machine)
+            if index >= 0:
+                self.machine.setCurrentIndex(index)
+            else:
+                self.machine.setCurrentText(machine)
+        if isinstance(form.get("nproc"), int):
+            self.nproc.setValue(int(form["nproc"]))
+        amp = self.amp.findData(form.get("amp", ""))
+        if amp >= 0:
+            self.amp.setCurrentIndex(amp)
+        if isinstance(form.get("checkpoint"), int | float):
+            self.checkpoint.setValue(float(form["checkpoint"]))
+        self._show_profile()
+        if state.run_selected and self.runs.findData(state.run_selected) >= 0:
+            self.runs.setCurrentIndex(self.runs.findData(state.run_selected))
+            record = self.selected_run()
+            if record is not None:
+                self.attach(record)
+
+    def _keep_profile(self, record: RunRecord) -> None:
+        """A ledger machine (own or launched) keeps the python and key file a run worked
+        with, so the next run, Watch and a terminal need not be told again."""
+        ref = record.main.target
+        machine = None if ref.startswith("ssh://") else self.ledger.find(ref)
+        if machine is None:
+            return
+        changes: dict[str, Any] = {}
+        if record.python and record.python != (machine.remote_python or runs.DEFAULT_PYTHON):
+            changes["remote_python"] = record.python
+        if record.main.identity and record.main.identity != machine.key_file:
+            changes["key_file"] = record.main.identity
+        if changes:
+            self.ledger.update(machine.id, step="profile", detail=", ".join(
+                f"{k}={v}" for k, v in changes.items()), **changes)
+
+    def _chosen(self, record: RunRecord | None) -> None:
+        update_state(run_selected=record.id if record is not None else "")
+        self.attach(record)
 
     def _update_buttons(self) -> None:
         has = self.selected_run() is not None
         running = self.last_status is not None and self.last_status.running
         self.stop_button.setEnabled(has and running)
+        self.stop_button.setToolTip(self.tr("Stop the run (asks first)") if running else self.tr(
+            "Enabled while the chosen run is running"))
         self.resume_button.setEnabled(has and self.last_status is not None and not running)
         gone = self.follow_error is not None or (
             self.last_status is not None and self.last_status.state in ("lost", "missing"))
@@ -382,6 +502,8 @@ class RunPage(QWidget):
             text = self.tr("running")
         elif s.state == "exited" and s.cancelled and s.code != 0:
             text = self.tr("stopped on request (exit status {code})").format(code=s.code)
+        elif s.state == "exited" and s.code == 0 and self.last_doubt is not None:
+            text = self.tr("exit status 0, but did it train? (see below)")
         elif s.state == "exited":
             text = self.tr("finished (exit status {code})").format(code=s.code) if s.code == 0 \
                 else self.tr("failed (exit status {code})").format(code=s.code)
@@ -395,6 +517,8 @@ class RunPage(QWidget):
         colour = {"running": "#1e8449", "lost": "#c0392b"}.get(s.state if s else "", "")
         if s is not None and s.state == "exited":
             colour = "#1e8449" if s.code == 0 else "" if s.cancelled else "#c0392b"
+            if s.code == 0 and self.last_doubt is not None:
+                colour = "#b26a00"
         self.state.setStyleSheet(f"font-weight: bold; color: {colour};" if colour
                                  else "font-weight: bold;")
 
@@ -419,9 +543,11 @@ class RunPage(QWidget):
         except Exception as exc:  # noqa: BLE001 - shown in words
             self.status.setText(error_text(exc)[0])
             return
+        self.save_form()
         self._detach()
         self.log.clear()
-        self.status.setText(self.tr("Connecting, syncing the project and starting the run…"))
+        self.status.setText(self.tr("Connecting, checking the machine (driver, CUDA, Python, "
+                                    "torch, disk), syncing the project and starting the run…"))
         self._start_cancel = threading.Event()
         start = functools.partial(run_control.start_run, pusher=functools.partial(
             run_control.push_in_child, cancel=self._start_cancel))
@@ -443,6 +569,8 @@ class RunPage(QWidget):
                                         "on the machine. Files already copied are complete."))
             return
         self.status.setText(self.tr("Run {run} started.").format(run=record.id))
+        update_state(run_selected=record.id)
+        self._keep_profile(record)
         self.reload_runs(select=record.id)
         self.run_started.emit(record.id)
         self.attach(record, offset=record.log_offset, clear=False)
@@ -451,6 +579,7 @@ class RunPage(QWidget):
         """Follow ``record``'s log (from ``offset``) until it ends or another run is chosen."""
         self._detach()
         self.last_status = None
+        self.last_doubt = None
         self.follow_error = None
         if clear:
             self.log.clear()
@@ -461,13 +590,34 @@ class RunPage(QWidget):
         self._decoder.reset()
         bridge = self._bridge
         follower = LogFollower(record, self.question.policy(), offset=offset,
-                               on_data=lambda d: bridge.data.emit(follower, d),
-                               on_end=lambda r: bridge.ended.emit(follower, r))
+                               on_data=lambda d: _emit(bridge.data, follower, d),
+                               on_end=lambda r: _emit(bridge.ended, follower, r),
+                               on_status=lambda st: _emit(bridge.status, follower, st))
         self.follower = follower.start()
         # A spot machine can vanish with its disk: keep copies of the checkpoints here.
-        self.mirror = spot_recovery.CheckpointMirror(record, self.question.policy()).start()
+        self.mirror = spot_recovery.CheckpointMirror(
+            record, self.question.policy(), on_pull=lambda st: _emit(bridge.mirror, st)).start()
         self._show_state()
         self._update_buttons()
+
+    def _show_mirror(self, state: spot_recovery.MirrorState) -> None:
+        """Before the first checkpoint copy: how much it moves and what that data out costs."""
+        if state.pulls != 0:
+            return
+        size = f"{state.next_bytes / (1 << 30):.2f} GB"
+        if not state.currency:
+            cost = self.tr("free (your own machine)")
+        elif state.cost is None:
+            cost = self.tr("billed by the cloud as data out (gpudesk has no price for it)")
+        else:
+            cost = self.tr("about {cost} of data out").format(
+                cost=f"{state.cost:.2f} {state.currency}")
+        text = self.tr("Keeping copies of the last {n} checkpoint(s) here; this copy moves "
+                       "{size}: {cost}.").format(n=len(state.kept), size=size, cost=cost)
+        if state.over_cap:
+            text += " " + self.tr("{n} checkpoint(s) do not fit the size cap and stay only on "
+                                  "the machine.").format(n=len(state.over_cap))
+        self.status.setText(text)
 
     def _detach(self) -> None:
         if self.follower is not None:
@@ -505,8 +655,43 @@ class RunPage(QWidget):
         else:
             self.last_status = result.status
             self.last_exit_code = result.exit_code
+            self._judge(result.status)
         self._show_state()
         self._update_buttons()
+
+    def _status_known(self, follower: LogFollower, status: RunStatus) -> None:
+        """The run's state as soon as the follower is connected: Stop is enabled while it
+        runs (not only once following ends)."""
+        if follower is not self.follower:
+            return
+        self.last_status = status
+        self._show_state()
+        self._update_buttons()
+
+    def _last_lines(self, n: int = 6) -> str:
+        """The script's own last lines (torchrun prefixes them with the rank), not torchrun's
+        summary of the failure."""
+        lines = [line for line in self.log.toPlainText().splitlines()
+                 if line.strip() and not line.startswith("gpudesk:")]
+        ranked = [line for line in lines if RANK_PREFIX.match(line)]
+        return "\n".join((ranked or lines)[-n:])
+
+    def _judge(self, status: RunStatus | None) -> None:
+        """A failure says why in its last log lines; an exit status 0 that trained nothing
+        is not shown as a success."""
+        record = self.selected_run()
+        if status is None or status.state != "exited" or record is None:
+            return
+        if status.code != 0 and not status.cancelled:
+            self.status.setText(self.tr("Run {run} failed (exit status {code}). Its last lines:"
+                                        "\n{lines}").format(run=record.id, code=status.code,
+                                                            lines=self._last_lines() or "—"))
+            return
+        tail = self.log.toPlainText()[-256 * 1024:]
+        self.last_doubt = run_control.doubtful_success(status, record.nproc, tail)
+        if self.last_doubt is not None:
+            self.status.setText(QCoreApplication.translate(
+                "RunControl", self.last_doubt.template).format(**self.last_doubt.values))
 
     def _say(self, line: str) -> None:
         start_of_line = self.log.document().isEmpty() or self.log.toPlainText().endswith("\n")
@@ -522,6 +707,7 @@ class RunPage(QWidget):
             QMessageBox.StandardButton.Cancel, self)
         box.setObjectName("stopRunQuestion")
         stop = box.addButton(self.tr("Stop run"), QMessageBox.ButtonRole.DestructiveRole)
+        stop.setObjectName("stopRunConfirm")
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.setWindowModality(Qt.WindowModality.WindowModal)
@@ -542,9 +728,45 @@ class RunPage(QWidget):
             self._update_buttons()
 
     def resume_run(self) -> None:
+        """Ask the machine what Resume would carry on from first: with no checkpoint it
+        starts over, and the user is asked (it is not silently step 0)."""
         record = self.selected_run()
         if record is None:
             return
+        self.status.setText(self.tr("Looking for run {run}'s checkpoints…").format(
+            run=record.id))
+        self.action_runner.run_blocking(run_control.run_status, record, self.question.policy(),
+                                        on_success=lambda st: self._resume_checked(record, st),
+                                        title=self.tr("The run did not resume"))
+
+    def _resume_checked(self, record: RunRecord, status: RunStatus) -> None:
+        if status.running:
+            self.last_status = status
+            self._show_state()
+            self._update_buttons()
+            self.status.setText(self.tr("Run {run} is still running.").format(run=record.id))
+            return
+        if status.checkpoints:
+            self.status.setText(self.tr("Resuming run {run} from {checkpoint}…").format(
+                run=record.id, checkpoint=status.latest_checkpoint))
+            self._resume(record)
+            return
+        box = QMessageBox(QMessageBox.Icon.Question, self.tr("No checkpoint"), self.tr(
+            "Run {run} has no checkpoint on the machine, so Resume starts it over from step 0 "
+            "(the script did not save one through gpudesk.training, or it stopped before the "
+            "first). Start it over?").format(run=record.id),
+            QMessageBox.StandardButton.Cancel, self)
+        box.setObjectName("resumeQuestion")
+        over = box.addButton(self.tr("Start over"), QMessageBox.ButtonRole.AcceptRole)
+        over.setObjectName("resumeStartOver")
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.buttonClicked.connect(lambda b: self._resume(record) if b is over else
+                                  self.status.setText(self.tr("Not resumed.")))
+        box.open()
+
+    def _resume(self, record: RunRecord) -> None:
         self.status.setText(self.tr("Resuming run {run}…").format(run=record.id))
         resume = functools.partial(run_control.resume_run, pusher=run_control.push_in_child)
         self.launch_runner.run_blocking(resume, record, self.question.policy(),
@@ -583,8 +805,9 @@ class RunPage(QWidget):
 
             report(f"launching a machine like {record.main.target}")
             new_id = await spot_recovery.relaunch_like(launcher, record.main.target)
+            policy = await asyncio.to_thread(spot_recovery.replacement_policy, new_id)
             return await asyncio.to_thread(spot_recovery.recover, record, new_id, None,
-                                           spot_recovery.unattended_policy(), report=report,
+                                           policy, report=report,
                                            pusher=run_control.push_in_child)
 
         self.status.setText(self.tr("Launching a new machine for run {run}…").format(
@@ -673,8 +896,10 @@ class RunPage(QWidget):
     # ------------------------------------------------------------------ closing
 
     def shutdown(self) -> None:
-        """Stop following and close the tunnels; runs on the machines go on."""
+        """Stop following and close the tunnels; runs on the machines go on. The form is
+        kept as it was left, for the next start."""
         self._detach()
+        self.save_form()
         for tunnel in self.tunnels.values():
             tunnel.close()
         self.tunnels.clear()

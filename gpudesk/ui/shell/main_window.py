@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt, QTimer
+from PySide6.QtCore import QCoreApplication, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -39,17 +41,20 @@ from gpudesk.services.cloud.catalog import Catalog
 from gpudesk.services.cloud.launcher import Launcher
 from gpudesk.services.cloud.machines import act
 from gpudesk.services.core.settings import Settings, save_settings
-from gpudesk.services.money.ledger import Ledger
-from gpudesk.ui.machines.accounts_page import AccountsPage
+from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.ui.machines.instances_page import InstancesPage
 from gpudesk.ui.plan.plan_page import PlanPage
-from gpudesk.ui.run.run_page import RunPage
 from gpudesk.ui.shell.i18n import install_translator
 from gpudesk.ui.watch.budget_alerts import BudgetAlerts, BudgetBanner
-from gpudesk.ui.watch.watch_page import WatchPage
 from gpudesk.ui.widgets.money import DISPLAY
+from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner
 from gpudesk.ui.widgets.tray import BillingTray
+
+if TYPE_CHECKING:  # built on first visit (fast start): paramiko, pyqtgraph, numpy come later
+    from gpudesk.ui.machines.accounts_page import AccountsPage
+    from gpudesk.ui.run.run_page import RunPage
+    from gpudesk.ui.watch.watch_page import WatchPage
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +62,7 @@ SPOT_PRICES_EVERY_MS = 15 * 60 * 1000  # EC2 spot prices change a few times a da
 LANGUAGE_NAMES = {"en": "English", "zh_CN": "简体中文"}  # each in its own language
 
 
-class MainWindow(QMainWindow):
+class MainWindow(Retranslating, QMainWindow):
     """One window; pages on the left, File/View/Help menus, prices' age below."""
 
     def __init__(self, settings: Settings, catalog: Catalog | None = None,
@@ -92,46 +97,53 @@ class MainWindow(QMainWindow):
         self.providers = providers
         self.money = DISPLAY
         self.money.set(settings.currency, settings.cny_per_usd)
-        self.launcher = Launcher(self.ledger, providers)
+        # every launch carries the guard and a pinned host key from its first boot
+        self.launcher = Launcher(self.ledger, providers,
+                                 first_boot=self._first_boot)
         self.plan = PlanPage(settings, catalog, self)
         self.add_page("plan", self.plan, lambda: self.tr("Plan"))
-        self.accounts = AccountsPage(self.ledger, parent=self)
-        self.add_page("accounts", self.accounts, lambda: self.tr("Accounts"))
+        self._built: dict[str, QWidget] = {}
+        self._factories: dict[str, Callable[[], QWidget]] = {}
+        self.nav.currentRowChanged.connect(self._build_row)
+        self.add_lazy_page("accounts", self._make_accounts, lambda: self.tr("Accounts"))
         self.instances = InstancesPage(self.ledger, providers, self.money, self)
         self.add_page("instances", self.instances, lambda: self.tr("Instances"))
-        self.run = RunPage(self.ledger, self)
-        self.run.launcher = self.launcher
-        self.add_page("run", self.run, lambda: self.tr("Run"))
-        self.watch = WatchPage(self.ledger, lambda: self.settings, self)
-        self.add_page("watch", self.watch, lambda: self.tr("Watch"))
+        self.add_lazy_page("run", self._make_run, lambda: self.tr("Run"))
+        self.add_lazy_page("watch", self._make_watch, lambda: self.tr("Watch"))
         self.nav.setCurrentRow(0)
+        from gpudesk.services.core.window_state import load_state
+
+        if load_state().watched:  # watch again what was watched, once the window is up
+            QTimer.singleShot(0, self, lambda: self.page("watch"))
         self.launch_dialog: QDialog | None = None
         self.prices_runner = TaskRunner(self)
         self.spot_runner = TaskRunner(self, show_dialog=False, busy_cursor=False)  # in the back
+        self.guard_runner = TaskRunner(self, show_dialog=False, busy_cursor=False)  # in the back
+        self._guards_again: tuple[bool, bool] | None = None  # a push asked for while one ran
         self.spot_timer = QTimer(self)
         self.spot_timer.setInterval(SPOT_PRICES_EVERY_MS)
         self.spot_timer.timeout.connect(self.refresh_spot_prices)
         self.spot_timer.start()
         self.plan.launch_requested.connect(self.show_launch_dialog)
-        self.accounts.changed.connect(self.instances.refresh)
         self.billing_label = QLabel(self)
         self.billing_label.setObjectName("billingStatus")
         self.statusBar().addPermanentWidget(self.billing_label)
         self.instances.billing_changed.connect(self._show_billing)
-        self.instances.billing_changed.connect(lambda *_: self.run.reload_machines())
-        self.instances.billing_changed.connect(lambda *_: self.watch.reload_machines())
+        self.instances.billing_changed.connect(lambda *_: self._reload_machines())
         self.tray = BillingTray(self.windowIcon(), self._raise, self.close, self)
         if BillingTray.available():
             self.tray.icon.show()
         self._told_no_tray = False
-        self.budget_runner = TaskRunner(self)
-        self.budget_alerts = BudgetAlerts.for_ledger(self.ledger, lambda: self.settings,
-                                                     self.tray, parent=self)
+        self.budget_alerts = BudgetAlerts.for_ledger(
+            self.ledger, lambda: self.settings, self.tray, parent=self,
+            act=lambda action, ledger_id: act(self.ledger, ledger_id, action, self.providers))
         self.budget_alerts.alert.connect(self.budget_banner.show_crossing)
         self.budget_alerts.alert.connect(lambda _c, h, t: self.statusBar().showMessage(
             f"{h} — {t}", 30000))
         self.budget_alerts.no_tray.connect(lambda t: self.statusBar().showMessage(t, 15000))
-        self.budget_alerts.action_needed.connect(self._budget_action)
+        # the alerts run owed stop/terminate actions themselves, queued, retried until done
+        self.budget_alerts.owed.connect(self.budget_banner.show_owed)
+        self.budget_alerts.acted.connect(lambda *_: self.instances.reload())
         self.budget_alerts.start()
         self._warned_at_start = False
         self.catalog_label = QLabel(self)
@@ -146,19 +158,6 @@ class MainWindow(QMainWindow):
         self.instances.reload()
         if self.ledger.accounts():
             QTimer.singleShot(0, self, self._reconcile_at_start)
-
-    def _budget_action(self, action: str, ids: list[str]) -> None:
-        """At 100 % of a budget: stop or terminate what still bills (the agent does the same
-        on the machine when the app is not connected)."""
-        if action == "warn" or not ids:
-            return
-
-        async def run_all() -> None:  # one coroutine: a second TaskRunner.run cancels the first
-            for ledger_id in ids:
-                await act(self.ledger, ledger_id, action, self.providers)
-            self.instances.reload()
-
-        self.budget_runner.run(run_all(), title=self.tr("The budget action failed"))
 
     def _reconcile_at_start(self) -> None:
         try:
@@ -176,7 +175,10 @@ class MainWindow(QMainWindow):
 
         def done(report: spot_prices.SpotPriceReport) -> None:
             if report.recorded:
-                self.watch.refresh_spend()
+                if "watch" in self._built:
+                    self.watch.refresh_spend()
+                self.instances.reload()  # the Spent column prices the new history too
+                self.push_guards()  # a new price moves the cloud timer and the agent's rules
 
         self.spot_runner.run_blocking(spot_prices.record_spot_prices, self.ledger,
                                       self.providers, self.settings.cny_per_usd,
@@ -201,9 +203,11 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(self.tr("Add your {provider} keys first.").format(
                 provider=provider_title(offer.provider)), 10000)
             return None
+        warn_only = self.settings.budget_action not in ("stop", "terminate")
         dialog = LaunchDialog(offer, catalog, self.launcher.launch,
                               spot=bool(getattr(ranked, "spot", False)), money=self.money,
-                              parent=self)
+                              budget=0.0 if warn_only else self.settings.machine_budget_usd,
+                              on_budget=self.settings.budget_action, parent=self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.launched.connect(self._launched)
         dialog.ended.connect(self.instances.reload)
@@ -218,7 +222,8 @@ class MainWindow(QMainWindow):
         from gpudesk.services.cloud.live_prices import RefreshReport, refresh_prices
 
         catalog = self.plan.catalog
-        names = [a.provider for a in self.ledger.accounts() if a.provider in ("aws", "tencent")]
+        names = [a.provider for a in self.ledger.accounts()
+                 if a.provider in ("aws", "tencent", "aliyun")]
         if catalog is None or not names:
             self.statusBar().showMessage(self.tr("Add cloud keys on the Accounts page to get "
                                                  "live prices."), 10000)
@@ -237,8 +242,10 @@ class MainWindow(QMainWindow):
             self.refresh_spot_prices()
 
         self.statusBar().showMessage(self.tr("Asking the clouds for prices…"))
+        from gpudesk.services.core.paths import cache_dir
+
         work = refresh_prices(catalog, names, self.settings.cny_per_usd,  # type: ignore[arg-type]
-                              self.providers)
+                              self.providers, price_list=True, cache=cache_dir())
         self.prices_runner.run(work, on_success=done,
                                title=self.tr("Prices were not refreshed"))
 
@@ -254,7 +261,7 @@ class MainWindow(QMainWindow):
 
     def _show_billing(self, count: int, per_hour: float) -> None:
         billing = [m for m in self.instances.model.machines if m.billing]
-        self.tray.update(billing)
+        self.tray.update(billing, self.instances.model.spent)
         report = self.instances.last_report
         if report is not None and not self._warned_at_start:
             self._warned_at_start = True
@@ -274,6 +281,82 @@ class MainWindow(QMainWindow):
         else:
             self.billing_label.setText("")
             self.billing_label.setStyleSheet("")
+
+    # ----------------------------------------------------------------- pages built when opened
+
+    def add_lazy_page(self, key: str, factory: Callable[[], QWidget],
+                      title: Callable[[], str]) -> None:
+        """A page whose widget (and heavy imports) is made on its first visit, or when the
+        window first needs it; until then an empty placeholder holds its place."""
+        self._factories[key] = factory
+        self.add_page(key, QWidget(self), title)
+
+    def page(self, key: str) -> QWidget:
+        """The page widget for ``key``, built now if it was not yet."""
+        if key in self._built:
+            return self._built[key]
+        slots = [self.pages.widget(r) for r in range(self.pages.count())]
+        row, placeholder = next((r, w) for r, w in enumerate(slots)
+                                if w is not None and w.property("pageKey") == key)
+        widget = self._factories[key]()
+        self._built[key] = widget
+        current = self.pages.currentIndex()
+        widget.setProperty("pageKey", key)
+        self.pages.insertWidget(row, widget)
+        self.pages.removeWidget(placeholder)
+        placeholder.deleteLater()
+        self.pages.setCurrentIndex(current)
+        return widget
+
+    def _build_row(self, row: int) -> None:
+        widget = self.pages.widget(row)
+        key = widget.property("pageKey") if widget is not None else None
+        if isinstance(key, str) and key in self._factories:
+            self.page(key)
+
+    @property
+    def run(self) -> RunPage:
+        return cast("RunPage", self.page("run"))
+
+    @property
+    def watch(self) -> WatchPage:
+        return cast("WatchPage", self.page("watch"))
+
+    @property
+    def accounts(self) -> AccountsPage:
+        return cast("AccountsPage", self.page("accounts"))
+
+    def _first_boot(self, machine: Machine) -> tuple[str, str]:
+        """The launcher's first-boot hook, imported when a launch needs it (paramiko)."""
+        from gpudesk.services.remote.first_boot import for_launch
+
+        return for_launch(lambda: self.settings, self.ledger)(machine)
+
+    def _make_accounts(self) -> QWidget:
+        from gpudesk.ui.machines.accounts_page import AccountsPage
+
+        page = AccountsPage(self.ledger, parent=self)
+        page.changed.connect(self.instances.refresh)
+        page.changed.connect(self._reload_machines)  # an own machine, at once
+        return page
+
+    def _make_run(self) -> QWidget:
+        from gpudesk.ui.run.run_page import RunPage
+
+        page = RunPage(self.ledger, self)
+        page.launcher = self.launcher
+        return page
+
+    def _make_watch(self) -> QWidget:
+        from gpudesk.ui.watch.watch_page import WatchPage
+
+        return WatchPage(self.ledger, lambda: self.settings, self)
+
+    def _reload_machines(self) -> None:
+        for key in ("run", "watch"):
+            page = self._built.get(key)
+            if page is not None:
+                page.reload_machines()  # type: ignore[attr-defined]
 
     def add_page(self, key: str, widget: QWidget, title: Callable[[], str]) -> None:
         item = QListWidgetItem(title(), self.nav)
@@ -402,10 +485,46 @@ class MainWindow(QMainWindow):
         dialog.open()
         return dialog
 
+    def push_guards(self, budget_from_settings: bool = False) -> None:
+        """Every running machine's guard follows a new budget, action or price: its cloud
+        guard and its agent's rules (in the background; one push at a time, never lost)."""
+        from gpudesk.services.remote.guard_push import PushReport, push_all
+
+        if not any(m.provider != "own" and m.state == "running"
+                   for m in self.ledger.machines(include_ended=False)):
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no qasync loop (a bare QApplication in a test)
+        if self.guard_runner.busy:
+            self._guards_again = self._guards_again or (True, budget_from_settings)
+            return
+
+        def done(report: PushReport) -> None:
+            if report.failed:
+                self.statusBar().showMessage(self.tr(
+                    "The new budget rules did not reach {n} machine(s); they keep their "
+                    "previous rules: {why}").format(n=len(report.failed),
+                                                    why="; ".join(report.failed.values())),
+                    30000)
+            again, self._guards_again = self._guards_again, None
+            if again:
+                self.push_guards(again[1])
+
+        work = functools.partial(push_all, self.ledger, self.settings, providers=self.providers,
+                                 budget_from_settings=budget_from_settings)
+        self.guard_runner.run_blocking(work, on_success=done)
+
     def apply_settings(self, new: Settings) -> None:
         """Take the saved preferences: copy them into the shared settings, apply live ones."""
         language_changed = new.language != self.settings.language
         theme_changed = new.theme != self.settings.theme
+        guard_changed = (new.machine_budget_usd, new.budget_action, new.idle_minutes,
+                         new.idle_gpu_percent, new.idle_action) != (
+            self.settings.machine_budget_usd, self.settings.budget_action,
+            self.settings.idle_minutes, self.settings.idle_gpu_percent,
+            self.settings.idle_action)
         for f in dataclasses.fields(Settings):
             if f.name != "last_plan":
                 setattr(self.settings, f.name, getattr(new, f.name))
@@ -416,6 +535,8 @@ class MainWindow(QMainWindow):
             self.set_language(new.language)
         if theme_changed:
             self.set_theme(new.theme)
+        if guard_changed:
+            self.push_guards(budget_from_settings=True)
 
     def maybe_show_welcome(self) -> QDialog | None:
         """On first start, show the welcome; dismissing it (any way) is remembered."""
@@ -498,10 +619,6 @@ class MainWindow(QMainWindow):
         self.about_action.setText(self.tr("&About gpudesk"))
         self._show_catalog_age()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
 
     def _show_catalog_age(self) -> None:
         catalog = self.plan.catalog
@@ -524,7 +641,9 @@ class MainWindow(QMainWindow):
             save_settings(self.settings)
         except OSError as exc:
             log.warning("cannot save settings: %s", exc)
-        self.run.shutdown()  # stop following and close tunnels; the runs go on
-        self.watch.shutdown()  # the agents go on enforcing the rules on the machines
+        if "run" in self._built:
+            self.run.shutdown()  # stop following and close tunnels; the runs go on
+        if "watch" in self._built:
+            self.watch.shutdown()  # the agents go on enforcing the rules on the machines
         super().closeEvent(event)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpudesk.services.core.settings import Settings
+from gpudesk.services.core.window_state import load_state, update_state
 from gpudesk.services.money import spend
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.remote import targets
@@ -37,7 +38,7 @@ from gpudesk.ui.watch.record_batcher import RecordBatcher
 from gpudesk.ui.widgets.host_key_question import HostKeyQuestion
 from gpudesk.ui.widgets.machine_combo import MachineCombo
 from gpudesk.ui.widgets.retranslate import Retranslating
-from gpudesk.ui.widgets.task_runner import error_text
+from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
 
 SPEND_EVERY_MS = 30_000
 SPEND_POINTS = 120
@@ -52,6 +53,29 @@ def sample_record(s: TelemetrySample) -> dict[str, Any]:
                       "power_limit_w": g.power_limit_w} for g in s.gpus],
             "procs": [{"pid": p.pid, "gpu_uuid": p.gpu_uuid, "gpu_index": p.gpu_index,
                        "name": p.name, "mem_used_mib": p.mem_used_mib} for p in s.procs]}
+
+
+def describe_guard(rules: Any) -> str:
+    """The agent's rules in words: what it does to the machine on its own."""
+    parts: list[str] = []
+    idle = getattr(rules, "idle", None)
+    budget = getattr(rules, "budget", None)
+    actions = {"stop": QCoreApplication.translate("WatchPage", "stop it"),
+               "terminate": QCoreApplication.translate("WatchPage", "terminate it"),
+               "warn": QCoreApplication.translate("WatchPage", "warn")}
+    if idle is not None:
+        parts.append(QCoreApplication.translate(
+            "WatchPage", "{action} after {minutes:g} min with every GPU under {pct:g} %").format(
+            action=actions.get(idle.action, idle.action), minutes=idle.minutes,
+            pct=idle.below_pct))
+    if budget is not None:
+        parts.append(QCoreApplication.translate(
+            "WatchPage", "{action} at {cap:.2f} {currency} spent").format(
+            action=actions.get(budget.action, budget.action), cap=budget.cap,
+            currency=budget.currency))
+    if getattr(rules, "spot_provider", "none") not in ("none", ""):
+        parts.append(QCoreApplication.translate("WatchPage", "watch for a spot interruption"))
+    return "; ".join(parts) or QCoreApplication.translate("WatchPage", "warnings only")
 
 
 class TelemetryFeed(QObject):
@@ -148,6 +172,13 @@ class WatchPage(Retranslating, QWidget):
         self.connect_button.setObjectName("watchConnect")
         self.disconnect_button = QPushButton(self)
         self.disconnect_button.setObjectName("watchDisconnect")
+        self.agent = QLabel(self)  # the agent goes on after gpudesk closes: say so
+        self.agent.setObjectName("watchAgent")
+        self.agent.setWordWrap(True)
+        self.stop_agent_button = QPushButton(self)
+        self.stop_agent_button.setObjectName("watchStopAgent")
+        self.stop_agent_button.setVisible(False)
+        self.agent_runner = TaskRunner(self, button=self.stop_agent_button)
         self.status = QLabel(self)
         self.status.setObjectName("watchStatus")
         self.status.setWordWrap(True)
@@ -171,8 +202,15 @@ class WatchPage(Retranslating, QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
         layout.addWidget(splitter, 1)
+        agent_row = QHBoxLayout()
+        agent_row.addWidget(self.agent, 1)
+        agent_row.addWidget(self.stop_agent_button)
+        layout.addLayout(agent_row)
         layout.addWidget(self.status)
         self.connect_button.clicked.connect(self.connect_selected)
+        self.stop_agent_button.clicked.connect(self.stop_agent)
+        self.machine.currentIndexChanged.connect(lambda _i: self._show_key())
+        self.agent_runner.failed.connect(self.status.setText)
         self.disconnect_button.clicked.connect(self.disconnect_current)
         self.overview.machine_selected.connect(self.show_machine)
         self.spend_timer = QTimer(self)
@@ -181,14 +219,49 @@ class WatchPage(Retranslating, QWidget):
         self.spend_timer.start()
         self.retranslate()
         self.reload_machines()
+        self._watched = load_state().watched
+        if self._watched:  # the machines watched before gpudesk closed, after the first paint
+            QTimer.singleShot(0, self, self.reconnect_watched)
+
+    def reconnect_watched(self) -> None:
+        """Watch again what was watched when gpudesk closed (the agents kept running)."""
+        for ref in self._watched:
+            if ref not in self.dashboards and (ref.startswith("ssh://") or
+                                               self._machine(ref) is not None):
+                self.machine.setCurrentText(ref)
+                index = self.machine.findData(ref)
+                if index >= 0:
+                    self.machine.setCurrentIndex(index)
+                self.connect_selected()
+
+    def _show_key(self) -> None:
+        """The key field says which key a chosen machine's profile uses (left empty)."""
+        machine = self._machine(self._ref()) if self._ref() else None
+        if machine is not None and machine.key_file:
+            self.identity.setPlaceholderText(self.tr("from the machine: {key}").format(
+                key=machine.key_file))
+        elif machine is not None:
+            self.identity.setPlaceholderText(self.tr("from the machine: the ssh-agent")
+                                             if machine.provider == "own" else
+                                             self.tr("from the machine: the key in the "
+                                                     "keyring"))
+        else:
+            self.identity.setPlaceholderText(self.tr("key file (ssh:// and own machines)"))
+
+    def _remember(self) -> None:
+        update_state(watched=list(self.dashboards))
 
     def retranslate(self) -> None:
         line = self.machine.lineEdit()
         if line is not None:
             line.setPlaceholderText(self.tr("a machine, or ssh://user@host:port"))
-        self.identity.setPlaceholderText(self.tr("key file (ssh:// and own machines)"))
+        self._show_key()
         self.connect_button.setText(self.tr("Watch"))
         self.disconnect_button.setText(self.tr("Stop watching"))
+        self.stop_agent_button.setText(self.tr("Stop agent"))
+        self.stop_agent_button.setToolTip(self.tr("End gpudesk's agent on this machine (your "
+                                                  "own machine: nothing else needs it)"))
+        self._show_agent()
         self.placeholder.setText(self.tr("Choose a machine and press Watch: gpudesk starts its "
                                          "agent there and shows every GPU live."))
         self._update_buttons()
@@ -209,6 +282,65 @@ class WatchPage(Retranslating, QWidget):
 
     def _update_buttons(self) -> None:
         self.disconnect_button.setEnabled(bool(self.current_key()))
+        self._show_agent()
+
+    def _is_cloud(self, key: str) -> bool:
+        machine = self._machine(key)
+        return machine is not None and machine.provider not in ("own", "")
+
+    def _show_agent(self) -> None:
+        """Say that the agent outlives gpudesk: what it guards on a cloud machine, or how to
+        end it on the user's own machine."""
+        key = self.current_key()
+        feed = self.feeds.get(key)
+        if not key:
+            self.agent.setText("")
+            self.stop_agent_button.setVisible(False)
+            return
+        name = self._name(key)
+        if self._is_cloud(key):
+            self.stop_agent_button.setVisible(False)
+            rules = feed.rules if feed is not None else None
+            guard = describe_guard(rules)
+            self.agent.setText(self.tr("The gpudesk agent keeps running on {machine} after "
+                                       "gpudesk closes and enforces: {guard}.").format(
+                machine=name, guard=guard))
+        else:
+            self.stop_agent_button.setVisible(True)
+            self.stop_agent_button.setEnabled(feed is not None and feed.site is not None
+                                              and not self.agent_runner.busy)
+            self.agent.setText(self.tr("The gpudesk agent keeps running on {machine} after "
+                                       "gpudesk closes (it samples the GPUs and only warns). "
+                                       "Stop agent ends it.").format(machine=name))
+
+    def _name(self, key: str) -> str:
+        machine = self._machine(key)
+        return (machine.name or machine.id) if machine is not None else key
+
+    def stop_agent(self) -> None:
+        """Stop watching the current (own) machine and end its agent there."""
+        key = self.current_key()
+        feed = self.feeds.get(key)
+        if not key or feed is None or feed.site is None or self._is_cloud(key):
+            return
+        data_dir, identity, name = feed.site.data_dir, feed.identity, self._name(key)
+        policy = self.question.policy()
+
+        def work() -> bool:
+            from gpudesk.services.remote import agent_deploy
+
+            conn = targets.open_connection(key, Path(identity) if identity else None, policy)
+            try:
+                return agent_deploy.stop_agent(conn, data_dir)
+            finally:
+                conn.close()
+
+        self.disconnect_current()  # first: the feed's keeper would start it again
+        self.status.setText(self.tr("{machine}: stopping the agent…").format(machine=name))
+        self.agent_runner.run_blocking(work, on_success=lambda was: self.status.setText(
+            (self.tr("{machine}: the agent is stopped.") if was else
+             self.tr("{machine}: no agent was running.")).format(machine=name)),
+            title=self.tr("The agent was not stopped"))
 
     def connect_selected(self) -> DashboardPage | None:
         from gpudesk.services.remote.machine_rules import agent_rules
@@ -227,8 +359,12 @@ class WatchPage(Retranslating, QWidget):
         self.stack.addWidget(page)
         self.overview.watch(page)
         rules = agent_rules(machine, self.settings(), self.ledger)
+        python = machine.remote_python if machine is not None and machine.remote_python \
+            else self.python  # the machine profile's python and folder
+        root = machine.remote_root if machine is not None and machine.remote_root \
+            else self.remote_root
         feed = TelemetryFeed(ref, self.identity.text().strip() or None, self.question.policy(),
-                             rules, python=self.python, root=self.remote_root,
+                             rules, python=python, root=root,
                              nvidia_smi=self.nvidia_smi, parent=self)
         batcher = RecordBatcher(page.feed_many, page)
         feed.record.connect(batcher.put, Qt.ConnectionType.DirectConnection)  # any thread
@@ -238,8 +374,10 @@ class WatchPage(Retranslating, QWidget):
         feed.hole.connect(self.status.setText, Qt.ConnectionType.QueuedConnection)
         feed.state.connect(lambda st, n=name: self._show_state(n, st),
                            Qt.ConnectionType.QueuedConnection)
+        feed.state.connect(lambda _st: self._show_agent(), Qt.ConnectionType.QueuedConnection)
         self.feeds[ref] = feed
         feed.start()
+        self._remember()
         self.show_machine(ref)
         self.refresh_spend()
         return page
@@ -270,6 +408,7 @@ class WatchPage(Retranslating, QWidget):
         self.overview.remove_machine(key)
         self.stack.removeWidget(page)
         page.deleteLater()
+        self._remember()
         self._update_buttons()
 
     def refresh_spend(self) -> None:

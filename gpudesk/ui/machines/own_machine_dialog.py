@@ -1,0 +1,195 @@
+"""Add my own SSH machine: its profile (user, port, key file or ssh-agent, Python, folder),
+a first login that pins its host key, then the machine in the ledger — in one dialog.
+
+Nothing is added until the login worked: a wrong key or user is said in words and the
+fields stay as typed. Only the key file's *path* is kept, never a key.
+"""
+
+from __future__ import annotations
+
+import functools
+import getpass
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpudesk.services.cloud.machines import add_own_machine
+from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.remote import targets
+from gpudesk.ui.widgets.host_key_question import HostKeyQuestion
+from gpudesk.ui.widgets.task_runner import TaskRunner
+
+
+class OwnMachineDialog(QDialog):
+    """Fields, "Test and add", and what the test found; ``added`` carries the ledger id."""
+
+    added = Signal(str)
+
+    def __init__(self, ledger: Ledger, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ownMachineDialog")
+        self.ledger = ledger
+        self.machine: Machine | None = None
+        self.question = HostKeyQuestion(self)
+        self.name = QLineEdit(self)
+        self.name.setObjectName("ownName")
+        self.host = QLineEdit(self)
+        self.host.setObjectName("ownHost")
+        self.user = QLineEdit(getpass.getuser(), self)
+        self.user.setObjectName("ownUser")
+        self.port = QSpinBox(self)
+        self.port.setObjectName("ownPort")
+        self.port.setRange(1, 65535)
+        self.port.setValue(22)
+        self.key_file = QLineEdit(self)
+        self.key_file.setObjectName("ownKeyFile")
+        self.key_browse = QPushButton(self)
+        self.key_browse.setObjectName("ownKeyBrowse")
+        self.python = QLineEdit("python3", self)
+        self.python.setObjectName("ownPython")
+        self.root = QLineEdit("~/gpudesk", self)
+        self.root.setObjectName("ownRoot")
+        self.gpus = QSpinBox(self)
+        self.gpus.setObjectName("ownGpus")
+        self.gpus.setRange(0, 16)
+        self.message = QLabel(self)
+        self.message.setObjectName("ownMessage")
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.progress = QProgressBar(self)
+        self.progress.setMaximumHeight(8)
+        self.progress.setTextVisible(False)
+        self.test_button = QPushButton(self)
+        self.test_button.setObjectName("ownTestAdd")
+        self.test_button.setDefault(True)
+        self.close_button = QPushButton(self)
+        self.close_button.setObjectName("ownClose")
+
+        key_row = QHBoxLayout()
+        key_row.addWidget(self.key_file, 1)
+        key_row.addWidget(self.key_browse)
+        self.labels = {k: QLabel(self) for k in ("name", "host", "user", "port", "key",
+                                                   "python", "root", "gpus")}
+        form = QFormLayout()
+        form.addRow(self.labels["name"], self.name)
+        form.addRow(self.labels["host"], self.host)
+        form.addRow(self.labels["user"], self.user)
+        form.addRow(self.labels["port"], self.port)
+        form.addRow(self.labels["key"], key_row)
+        form.addRow(self.labels["python"], self.python)
+        form.addRow(self.labels["root"], self.root)
+        form.addRow(self.labels["gpus"], self.gpus)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.test_button)
+        buttons.addWidget(self.close_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.message)
+        layout.addLayout(buttons)
+        self.runner = TaskRunner(self, button=self.test_button, progress=self.progress,
+                                 show_dialog=False)
+        self.runner.failed.connect(self._failed)
+        self.runner.finished.connect(lambda _ok: self.test_button.setEnabled(
+            self.machine is None))  # added once: a second click would add it twice
+        self.test_button.clicked.connect(self.test_and_add)
+        self.close_button.clicked.connect(self.reject)
+        self.key_browse.clicked.connect(self._browse_key)
+        self.retranslate()
+        self.setMinimumWidth(560)
+
+    def retranslate(self) -> None:
+        self.setWindowTitle(self.tr("Add my own SSH machine"))
+        for key, text in (("name", self.tr("Name:")), ("host", self.tr("Host or address:")),
+                          ("user", self.tr("User:")), ("port", self.tr("SSH port:")),
+                          ("key", self.tr("Key file:")), ("python", self.tr("Python:")),
+                          ("root", self.tr("Folder on the machine:")),
+                          ("gpus", self.tr("GPUs:"))):
+            self.labels[key].setText(text)
+        self.name.setPlaceholderText(self.tr("e.g. lab-server (the host when empty)"))
+        self.host.setPlaceholderText(self.tr("e.g. gpu01.lab.example.org or 10.0.0.5"))
+        self.key_file.setPlaceholderText(self.tr("empty: use the keys of your ssh-agent"))
+        self.python.setToolTip(self.tr("The python runs use there, e.g. python3 or "
+                                       "~/venv/bin/python"))
+        self.root.setToolTip(self.tr("Where gpudesk keeps projects, runs and its agent"))
+        self.key_browse.setText(self.tr("Browse…"))
+        self.test_button.setText(self.tr("Test and add"))
+        self.close_button.setText(self.tr("Close") if self.machine else self.tr("Cancel"))
+        if not self.message.text():
+            self.message.setText(self.tr(
+                "gpudesk logs in once to check the key and to pin the machine's host key "
+                "(you compare its fingerprint), then adds the machine."))
+
+    def _browse_key(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, self.tr("SSH key file"),
+                                              str(Path.home() / ".ssh"))
+        if path:
+            self.key_file.setText(path)
+
+    def test_and_add(self) -> None:
+        if self.machine is not None:
+            return
+        host = self.host.text().strip()
+        if not host or any(c.isspace() for c in host):
+            self._failed(self.tr("Type the machine's host name or address."))
+            return
+        try:
+            target = targets.profile_target(self.name.text(), host, self.port.value(),
+                                            self.user.text(), self.key_file.text())
+        except Exception as exc:  # noqa: BLE001 - a missing key file, said in words
+            from gpudesk.ui.widgets.task_runner import error_text
+
+            self._failed(error_text(exc)[0])
+            return
+        self.message.setProperty("state", "busy")
+        self.message.setText(self.tr("Logging in to {target}…").format(target=str(target)))
+        self.runner.run_blocking(functools.partial(
+            targets.check_login, target, self.question.policy(),
+            self.python.text().strip() or "python3"), on_success=self._tested)
+
+    def _tested(self, found: targets.LoginCheck) -> None:
+        url = self.host.text().strip()
+        machine = add_own_machine(
+            self.ledger, self.name.text(), url, self.port.value(), self.user.text(),
+            gpus=self.gpus.value() or found.gpus, key_file=self.key_file.text(),
+            python=self.python.text(), root=self.root.text())
+        self.machine = machine
+        parts = [self.tr("Connected to {target}; its host key {fingerprint} is pinned.").format(
+            target=found.target, fingerprint=found.fingerprint)]
+        if not found.python:
+            parts.append(self.tr("But {python} was not found there: set Python to the "
+                                 "machine's python before you run.").format(
+                python=self.python.text().strip() or "python3"))
+        elif not found.torch:
+            parts.append(self.tr("Python {version} is there, without torch: install it there "
+                                 "({python} -m pip install torch) or choose a venv's "
+                                 "python.").format(version=found.python,
+                                                   python=self.python.text().strip()))
+        else:
+            parts.append(self.tr("Python {python}, torch {torch}, {gpus} GPU(s).").format(
+                python=found.python, torch=found.torch, gpus=found.gpus))
+        parts.append(self.tr("Added as {name}: Run and Watch use this profile.").format(
+            name=machine.name))
+        self.message.setProperty("state", "ok")
+        self.message.setText(" ".join(parts))
+        self.test_button.setEnabled(False)
+        self.close_button.setText(self.tr("Close"))
+        self.added.emit(machine.id)
+
+    def _failed(self, text: str) -> None:
+        self.message.setProperty("state", "error")
+        self.message.setText(self.tr("Not added: {why}").format(why=text))
