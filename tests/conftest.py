@@ -133,3 +133,32 @@ def _collect_qt_garbage_between_tests(request: pytest.FixtureRequest):  # type: 
         gc.collect()
         if was_enabled:
             gc.enable()
+
+
+# A loopback port that answers like an SSH server's banner and nothing more: launch
+# tests wait until "SSH answers" on the new machine, and the stand-ins' machines
+# have no sshd, so their address is pointed here.
+@pytest.fixture
+def banner_port():  # type: ignore[no-untyped-def]
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(b"SSH-2.0-standin\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()

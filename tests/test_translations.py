@@ -27,7 +27,7 @@ QM = TS.with_suffix(".qm")
 KNOWN_CONTEXTS = {"AboutDialog", "AccountsPage", "Answers", "BillingTray", "CloudAccountBox",
                   "CrashDialog", "Credentials", "HostKey", "InstancesModel", "InstancesPage",
                   "LaunchDialog", "Launcher", "MainWindow", "MemoryBar", "OffersModel",
-                  "OwnMachinesBox", "PlanForm", "PlanPage", "Planner", "ProviderError", "Runs",
+                  "OwnMachinesBox", "OwnMachineDialog", "PlanForm", "PlanPage", "Planner", "ProviderError", "Runs",
                   "RunPage", "RunControl", "HostKeyQuestion", "Agent", "Bootstrap", "BudgetAlerts",
                   "BudgetBanner", "SpotRecovery", "SshConfig", "Telemetry", "DashboardPage",
                   "GpuPlots", "OverviewPage", "WatchPage",

@@ -53,6 +53,10 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
             <source>The agent rules are not valid: {detail}</source>
             <translation>代理规则无效：{detail}</translation>
         </message>
+        <message>
+            <source>The first-boot script is {size} bytes; clouds take at most {limit}.</source>
+            <translation>首次启动脚本有 {size} 字节；云最多接受 {limit} 字节。</translation>
+        </message>
     </context>
     <context>
         <name>Answers</name>
@@ -63,6 +67,14 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         <message>
             <source>tensor parallel</source>
             <translation>张量并行</translation>
+        </message>
+        <message>
+            <source>FSDP full shard</source>
+            <translation>FSDP 全分片</translation>
+        </message>
+        <message>
+            <source>FSDP shard grad+optimizer</source>
+            <translation>FSDP 分片梯度和优化器</translation>
         </message>
         <message>
             <source>plain data parallel</source>
@@ -77,8 +89,28 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
             <translation>ZeRO-{stage}</translation>
         </message>
         <message>
+            <source>QLoRA ({quantize} base, rank {rank})</source>
+            <translation>QLoRA（{quantize} 基座，秩 {rank}）</translation>
+        </message>
+        <message>
+            <source>LoRA (rank {rank})</source>
+            <translation>LoRA（秩 {rank}）</translation>
+        </message>
+        <message>
+            <source>{method} fits on one {gpu}: {used} of {capacity}.</source>
+            <translation>{method} 可放入一张 {gpu}：{capacity} 中用 {used}。</translation>
+        </message>
+        <message>
+            <source>Cheapest such offer: {machine} ({provider}).</source>
+            <translation>最便宜的此类报价：{machine}（{provider}）。</translation>
+        </message>
+        <message>
             <source>Needs {used} per GPU. Pick an offer to compare.</source>
             <translation>每卡需要 {used}。请选择一个报价进行比较。</translation>
+        </message>
+        <message>
+            <source>The {gpu} has no {precision} support: choose another offer or precision.</source>
+            <translation>{gpu} 不支持 {precision}：请选择其他报价或精度。</translation>
         </message>
         <message>
             <source>Fits on one {gpu}: {used} of {capacity} ({free} free).</source>
@@ -266,6 +298,22 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
     <context>
         <name>BudgetAlerts</name>
         <message>
+            <source>stop</source>
+            <translation>停止</translation>
+        </message>
+        <message>
+            <source>terminate</source>
+            <translation>终止</translation>
+        </message>
+        <message>
+            <source>Budget reached: gpudesk could not {action} {machine} yet ({tries} tries): {why} It tries again at the next check.</source>
+            <translation>已达预算：gpudesk 还未能{action} {machine}（已尝试 {tries} 次）：{why} 下次检查时会再试。</translation>
+        </message>
+        <message>
+            <source>not tried yet.</source>
+            <translation>尚未尝试。</translation>
+        </message>
+        <message>
             <source>This desktop has no system tray: budget alerts show in the gpudesk window only.</source>
             <translation>此桌面没有系统托盘：预算提醒只在 gpudesk 窗口中显示。</translation>
         </message>
@@ -328,6 +376,18 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
             <translation>或从 ~/.aws 配置文件导入</translation>
         </message>
         <message>
+            <source>AccessKey ID</source>
+            <translation>AccessKey ID</translation>
+        </message>
+        <message>
+            <source>AccessKey secret</source>
+            <translation>AccessKey Secret</translation>
+        </message>
+        <message>
+            <source>Or import from ~/.aliyun profile</source>
+            <translation>或从 ~/.aliyun 配置导入</translation>
+        </message>
+        <message>
             <source>Import</source>
             <translation>导入</translation>
         </message>
@@ -354,6 +414,10 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         <message>
             <source>Keys {key} are valid: account {account}, verified {when}.</source>
             <translation>密钥 {key} 有效：账号 {account}，验证于 {when}。</translation>
+        </message>
+        <message>
+            <source>Whether they may launch machines could not be checked; verify again later.</source>
+            <translation>无法检查这些密钥能否创建机器；请稍后重新验证。</translation>
         </message>
         <message>
             <source>They may not launch machines; ask for launch permission.</source>
@@ -420,6 +484,10 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         <message>
             <source>No AWS profile '{profile}' with an access key was found in {files}.</source>
             <translation>在 {files} 中没有找到带访问密钥的 AWS 配置 '{profile}'。</translation>
+        </message>
+        <message>
+            <source>No Alibaba Cloud profile '{profile}' with an AccessKey (mode AK or StsToken) was found in {file}.</source>
+            <translation>在 {file} 中没有找到带 AccessKey（模式 AK 或 StsToken）的阿里云配置“{profile}”。</translation>
         </message>
     </context>
     <context>
@@ -772,6 +840,14 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>复制 SSH 命令</translation>
         </message>
         <message>
+            <source>Allow my new address</source>
+            <translation>允许我的新地址</translation>
+        </message>
+        <message>
+            <source>SSH does not answer? If this computer's public address changed, open SSH to the new one (and close it to the old); rules you added yourself are kept.</source>
+            <translation>SSH 无响应？如果本机的公网地址变了，就向新地址开放 SSH（并关闭旧地址）；您自己添加的规则会保留。</translation>
+        </message>
+        <message>
             <source>Remove from list</source>
             <translation>从列表中移除</translation>
         </message>
@@ -835,6 +911,22 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <source>Copied: {command}</source>
             <translation>已复制：{command}</translation>
         </message>
+        <message>
+            <source>Checking this computer's address for {name}…</source>
+            <translation>正在为 {name} 检查本机地址…</translation>
+        </message>
+        <message>
+            <source>SSH to {name} is already open to this computer ({address}); the address is not why SSH fails.</source>
+            <translation>{name} 的 SSH 已向本机（{address}）开放；SSH 失败并非地址原因。</translation>
+        </message>
+        <message>
+            <source>SSH to {name} is now open to {address} only (was {old}).</source>
+            <translation>{name} 的 SSH 现在只向 {address} 开放（之前是 {old}）。</translation>
+        </message>
+        <message>
+            <source>The SSH rule was not changed</source>
+            <translation>SSH 规则未更改</translation>
+        </message>
     </context>
     <context>
         <name>LaunchDialog</name>
@@ -865,6 +957,22 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>If refused, also try</source>
             <translation>如被拒绝，也尝试</translation>
+        </message>
+        <message>
+            <source>Budget for this machine (0: none)</source>
+            <translation>这台机器的预算（0：无）</translation>
+        </message>
+        <message>
+            <source>At the budget</source>
+            <translation>达到预算时</translation>
+        </message>
+        <message>
+            <source>stop</source>
+            <translation>停止</translation>
+        </message>
+        <message>
+            <source>terminate</source>
+            <translation>终止</translation>
         </message>
         <message>
             <source>Detect</source>
@@ -899,8 +1007,16 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>竞价价格会变动，云厂商可能提前两分钟通知后回收机器。</translation>
         </message>
         <message>
+            <source>No spot price is known yet: the estimate is the on-demand price, the most it bills without a maximum.</source>
+            <translation>尚无竞价报价：此估算采用按量计费价格，即不设上限时的最高费用。</translation>
+        </message>
+        <message>
             <source>Tencent's maximum price is in CNY per hour.</source>
             <translation>腾讯云的最高价格以人民币/小时计。</translation>
+        </message>
+        <message>
+            <source>Alibaba Cloud's maximum price is in CNY per hour; without one the machine pays the market price (SpotAsPriceGo), never more than pay-as-you-go.</source>
+            <translation>阿里云的最高价以人民币/小时计；不设最高价时按市场价付费（SpotAsPriceGo），不会超过按量付费价格。</translation>
         </message>
         <message>
             <source>The machine was not launched</source>
@@ -965,10 +1081,6 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>监控</translation>
         </message>
         <message>
-            <source>The budget action failed</source>
-            <translation>预算操作失败</translation>
-        </message>
-        <message>
             <source>Add your {provider} keys first.</source>
             <translation>请先添加你的 {provider} 密钥。</translation>
         </message>
@@ -1011,6 +1123,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>● {n} billing ({rate}/h)</source>
             <translation>● {n} 台计费中（{rate}/小时）</translation>
+        </message>
+        <message>
+            <source>The new budget rules did not reach {n} machine(s); they keep their previous rules: {why}</source>
+            <translation>新的预算规则未能送达 {n} 台机器；它们保留之前的规则：{why}</translation>
         </message>
         <message>
             <source>gpudesk — plan, rent and train on cloud GPUs</source>
@@ -1124,12 +1240,20 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>激活值</translation>
         </message>
         <message>
+            <source>Autocast weight cache</source>
+            <translation>autocast 权重缓存</translation>
+        </message>
+        <message>
             <source>KV cache</source>
             <translation>KV 缓存</translation>
         </message>
         <message>
-            <source>CUDA context &amp; buffers</source>
-            <translation>CUDA 上下文与缓冲区</translation>
+            <source>Communication buffers</source>
+            <translation>通信缓冲区</translation>
+        </message>
+        <message>
+            <source>CUDA context</source>
+            <translation>CUDA 上下文</translation>
         </message>
         <message>
             <source>Total per GPU: {used}</source>
@@ -1194,6 +1318,18 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <source>Why</source>
             <translation>说明</translation>
         </message>
+        <message>
+            <source>no spot price</source>
+            <translation>无竞价报价</translation>
+        </message>
+        <message>
+            <source>{price} ({source})</source>
+            <translation>{price}（{source}）</translation>
+        </message>
+        <message>
+            <source>{bytes} short</source>
+            <translation>差 {bytes}</translation>
+        </message>
     </context>
     <context>
         <name>OverviewPage</name>
@@ -1251,26 +1387,137 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         </message>
     </context>
     <context>
+        <name>OwnMachineDialog</name>
+        <message>
+            <source>Add my own SSH machine</source>
+            <translation>添加我自己的 SSH 机器</translation>
+        </message>
+        <message>
+            <source>Name:</source>
+            <translation>名称：</translation>
+        </message>
+        <message>
+            <source>Host or address:</source>
+            <translation>主机名或地址：</translation>
+        </message>
+        <message>
+            <source>User:</source>
+            <translation>用户：</translation>
+        </message>
+        <message>
+            <source>SSH port:</source>
+            <translation>SSH 端口：</translation>
+        </message>
+        <message>
+            <source>Key file:</source>
+            <translation>密钥文件：</translation>
+        </message>
+        <message>
+            <source>Python:</source>
+            <translation>Python：</translation>
+        </message>
+        <message>
+            <source>Folder on the machine:</source>
+            <translation>机器上的文件夹：</translation>
+        </message>
+        <message>
+            <source>GPUs:</source>
+            <translation>GPU 数：</translation>
+        </message>
+        <message>
+            <source>e.g. lab-server (the host when empty)</source>
+            <translation>例如 lab-server（留空则用主机名）</translation>
+        </message>
+        <message>
+            <source>e.g. gpu01.lab.example.org or 10.0.0.5</source>
+            <translation>例如 gpu01.lab.example.org 或 10.0.0.5</translation>
+        </message>
+        <message>
+            <source>empty: use the keys of your ssh-agent</source>
+            <translation>留空：使用 ssh-agent 中的密钥</translation>
+        </message>
+        <message>
+            <source>The python runs use there, e.g. python3 or ~/venv/bin/python</source>
+            <translation>训练在该机器上使用的 python，例如 python3 或 ~/venv/bin/python</translation>
+        </message>
+        <message>
+            <source>Where gpudesk keeps projects, runs and its agent</source>
+            <translation>gpudesk 在该机器上存放项目、运行和代理程序的位置</translation>
+        </message>
+        <message>
+            <source>Browse…</source>
+            <translation>浏览…</translation>
+        </message>
+        <message>
+            <source>Test and add</source>
+            <translation>测试并添加</translation>
+        </message>
+        <message>
+            <source>Close</source>
+            <translation>关闭</translation>
+        </message>
+        <message>
+            <source>Cancel</source>
+            <translation>取消</translation>
+        </message>
+        <message>
+            <source>gpudesk logs in once to check the key and to pin the machine's host key (you compare its fingerprint), then adds the machine.</source>
+            <translation>gpudesk 会先登录一次，检查密钥并固定机器的主机密钥（请核对其指纹），然后再添加这台机器。</translation>
+        </message>
+        <message>
+            <source>SSH key file</source>
+            <translation>SSH 密钥文件</translation>
+        </message>
+        <message>
+            <source>Type the machine's host name or address.</source>
+            <translation>请输入机器的主机名或地址。</translation>
+        </message>
+        <message>
+            <source>Logging in to {target}…</source>
+            <translation>正在登录 {target}…</translation>
+        </message>
+        <message>
+            <source>Connected to {target}; its host key {fingerprint} is pinned.</source>
+            <translation>已连接到 {target}；其主机密钥 {fingerprint} 已固定。</translation>
+        </message>
+        <message>
+            <source>But {python} was not found there: set Python to the machine's python before you run.</source>
+            <translation>但机器上找不到 {python}：运行前请把 Python 设为该机器上的 python。</translation>
+        </message>
+        <message>
+            <source>Python {version} is there, without torch: install it there ({python} -m pip install torch) or choose a venv's python.</source>
+            <translation>机器上有 Python {version}，但没有 torch：请在那里安装（{python} -m pip install torch），或选择某个 venv 的 python。</translation>
+        </message>
+        <message>
+            <source>Python {python}, torch {torch}, {gpus} GPU(s).</source>
+            <translation>Python {python}，torch {torch}，{gpus} 块 GPU。</translation>
+        </message>
+        <message>
+            <source>Added as {name}: Run and Watch use this profile.</source>
+            <translation>已添加为 {name}：运行和监控页面会使用这份配置。</translation>
+        </message>
+        <message>
+            <source>Not added: {why}</source>
+            <translation>未添加：{why}</translation>
+        </message>
+    </context>
+    <context>
         <name>OwnMachinesBox</name>
         <message>
             <source>Your own machines (SSH)</source>
             <translation>你自己的机器（SSH）</translation>
         </message>
         <message>
-            <source>Name</source>
-            <translation>名称</translation>
+            <source>Add my own SSH machine…</source>
+            <translation>添加我自己的 SSH 机器…</translation>
         </message>
         <message>
-            <source>Address</source>
-            <translation>地址</translation>
+            <source>ssh-agent</source>
+            <translation>ssh-agent</translation>
         </message>
         <message>
-            <source>GPUs</source>
-            <translation>GPU</translation>
-        </message>
-        <message>
-            <source>Add machine</source>
-            <translation>添加机器</translation>
+            <source>Added {name}: its host key is pinned and Run and Watch use its profile.</source>
+            <translation>已添加 {name}：主机密钥已固定，运行和监控页面会使用它的配置。</translation>
         </message>
         <message>
             <source>Remove</source>
@@ -1368,12 +1615,120 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>MFU（%）</translation>
         </message>
         <message>
+            <source>Hugging Face model</source>
+            <translation>Hugging Face 模型</translation>
+        </message>
+        <message>
+            <source>Fine-tuning</source>
+            <translation>微调方式</translation>
+        </message>
+        <message>
+            <source>LoRA rank</source>
+            <translation>LoRA 秩</translation>
+        </message>
+        <message>
+            <source>LoRA alpha</source>
+            <translation>LoRA alpha</translation>
+        </message>
+        <message>
+            <source>LoRA targets</source>
+            <translation>LoRA 目标模块</translation>
+        </message>
+        <message>
+            <source>Base weights</source>
+            <translation>基座权重</translation>
+        </message>
+        <message>
+            <source>FSDP</source>
+            <translation>FSDP</translation>
+        </message>
+        <message>
             <source>Transformer shape</source>
             <translation>Transformer 结构</translation>
         </message>
         <message>
             <source>Parameter count</source>
             <translation>参数量</translation>
+        </message>
+        <message>
+            <source>config.json</source>
+            <translation>config.json</translation>
+        </message>
+        <message>
+            <source>Full fine-tune</source>
+            <translation>全量微调</translation>
+        </message>
+        <message>
+            <source>LoRA</source>
+            <translation>LoRA</translation>
+        </message>
+        <message>
+            <source>QLoRA (4-bit base)</source>
+            <translation>QLoRA（4 位基座）</translation>
+        </message>
+        <message>
+            <source>Head only (frozen backbone)</source>
+            <translation>仅训练输出头（冻结主干）</translation>
+        </message>
+        <message>
+            <source>16-bit (not quantized)</source>
+            <translation>16 位（不量化）</translation>
+        </message>
+        <message>
+            <source>NF4</source>
+            <translation>NF4</translation>
+        </message>
+        <message>
+            <source>NF4 + double quantization</source>
+            <translation>NF4 + 双重量化</translation>
+        </message>
+        <message>
+            <source>FP4</source>
+            <translation>FP4</translation>
+        </message>
+        <message>
+            <source>int8 (LLM.int8)</source>
+            <translation>int8（LLM.int8）</translation>
+        </message>
+        <message>
+            <source>None</source>
+            <translation>无</translation>
+        </message>
+        <message>
+            <source>Full shard</source>
+            <translation>全分片</translation>
+        </message>
+        <message>
+            <source>Shard gradients + optimizer</source>
+            <translation>分片梯度 + 优化器</translation>
+        </message>
+        <message>
+            <source>Hybrid (shard within a node)</source>
+            <translation>混合（节点内分片）</translation>
+        </message>
+        <message>
+            <source>Eager (keeps the score matrix)</source>
+            <translation>Eager（保留注意力分数矩阵）</translation>
+        </message>
+        <message>
+            <source>SDPA (PyTorch default)</source>
+            <translation>SDPA（PyTorch 默认）</translation>
+        </message>
+        <message>
+            <source>FlashAttention-2</source>
+            <translation>FlashAttention-2</translation>
+        </message>
+        <message>
+            <source>Load config.json…</source>
+            <translation>加载 config.json…</translation>
+        </message>
+        <message>
+            <source>{name} — load another…</source>
+            <translation>{name} — 加载其他…</translation>
+        </message>
+        <message>
+            <source>q,v or attention or all-linear</source>
+            <translation>q,v 或 attention 或 all-linear</translation>
         </message>
         <message>
             <source>Train</source>
@@ -1404,12 +1759,8 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>梯度检查点</translation>
         </message>
         <message>
-            <source>Flash attention</source>
-            <translation>Flash Attention</translation>
-        </message>
-        <message>
-            <source>CPU offload (ZeRO)</source>
-            <translation>CPU 卸载（ZeRO）</translation>
+            <source>CPU offload (ZeRO / FSDP)</source>
+            <translation>CPU 卸载（ZeRO / FSDP）</translation>
         </message>
         <message>
             <source>e.g. 1e9 or 2.5B</source>
@@ -1559,6 +1910,18 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>打开方案</translation>
         </message>
         <message>
+            <source>Cannot read the config.json</source>
+            <translation>无法读取 config.json</translation>
+        </message>
+        <message>
+            <source>Load a Hugging Face config.json</source>
+            <translation>加载 Hugging Face config.json</translation>
+        </message>
+        <message>
+            <source>Model configs (*.json)</source>
+            <translation>模型配置 (*.json)</translation>
+        </message>
+        <message>
             <source>Cannot export the offers</source>
             <translation>无法导出报价</translation>
         </message>
@@ -1597,8 +1960,8 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>还没有设置 {provider} 账号。请在“账号”页添加密钥（或：gpudesk accounts add {provider_id} ...）。</translation>
         </message>
         <message>
-            <source>'{provider}' is not a cloud gpudesk can rent from; choose aws or tencent.</source>
-            <translation>'{provider}' 不是 gpudesk 可以租用的云；请选择 aws 或 tencent。</translation>
+            <source>'{provider}' is not a cloud gpudesk can rent from; choose aws, tencent or aliyun.</source>
+            <translation>“{provider}”不是 gpudesk 可以租用的云；请选择 aws、tencent 或 aliyun。</translation>
         </message>
         <message>
             <source>The machine {cloud_id} was created but is still {state} after {minutes} minutes. It is listed on the Instances page; terminate it there if you no longer want it.</source>
@@ -1609,12 +1972,32 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>机器 {cloud_id} 正在运行（并计费），但 {address} 上的 SSH 在 {minutes} 分钟内没有响应。它列在“实例”页上。</translation>
         </message>
         <message>
-            <source>The machine {cloud_id} ended while starting (state {state}); spot capacity may have been reclaimed.</source>
-            <translation>机器 {cloud_id} 在启动过程中结束了（状态 {state}）；竞价容量可能已被回收。</translation>
+            <source>The spot machine {cloud_id} ended while starting in {where}; spot capacity may have been reclaimed. The cloud said: {reason}</source>
+            <translation>竞价实例 {cloud_id} 在 {where} 启动时结束；竞价资源可能已被回收。云平台的说明：{reason}</translation>
+        </message>
+        <message>
+            <source>The machine {cloud_id} could not be started in {where}. The cloud said: {reason}</source>
+            <translation>机器 {cloud_id} 未能在 {where} 启动。云平台的说明：{reason}</translation>
+        </message>
+        <message>
+            <source>(no reason given)</source>
+            <translation>（未给出原因）</translation>
+        </message>
+        <message>
+            <source>{provider} does not sell {instance_type} in {zone} now: {reason}</source>
+            <translation>{provider} 目前在 {zone} 不售卖 {instance_type}：{reason}</translation>
         </message>
         <message>
             <source>No machine '{ref}' in the ledger; `gpudesk ls` lists them.</source>
-            <translation>账本中没有机器 '{ref}'；`gpudesk ls` 会列出它们。</translation>
+            <translation>账本中没有机器“{ref}”；用 `gpudesk ls` 查看列表。</translation>
+        </message>
+        <message>
+            <source>{name} has no gpudesk security group to change (it is your own machine, or it was adopted without one).</source>
+            <translation>{name} 没有可修改的 gpudesk 安全组（它是您自己的机器，或被接管时没有安全组）。</translation>
+        </message>
+        <message>
+            <source>gpudesk cannot change the SSH rule on {provider} machines.</source>
+            <translation>gpudesk 无法修改 {provider} 机器的 SSH 规则。</translation>
         </message>
         <message>
             <source>{name} is your own machine: gpudesk cannot {action} it. Remove it from the list instead.</source>
@@ -1629,8 +2012,32 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>'{host}' 不是主机名或地址，或端口 {port} 不在 1-65535 之间。</translation>
         </message>
         <message>
+            <source>Alibaba Cloud does not know the AccessKey ID {key_id}: it is mistyped, or the key was deleted or disabled. Check it in the RAM console and add it again.</source>
+            <translation>阿里云不认识 AccessKey ID {key_id}：可能输错了，或该密钥已被删除或禁用。请在 RAM 控制台核对后重新添加。</translation>
+        </message>
+        <message>
+            <source>Alibaba Cloud knows the AccessKey ID {key_id} but the secret does not match it. Paste the AccessKey secret again.</source>
+            <translation>阿里云认得 AccessKey ID {key_id}，但 Secret 与之不匹配。请重新粘贴 AccessKey Secret。</translation>
+        </message>
+        <message>
+            <source>The keys are valid but the RAM user may not {action}. Ask the account owner to grant {permission} (for example the AliyunECSFullAccess policy).</source>
+            <translation>密钥有效，但该 RAM 用户无权{action}。请让账号所有者授予 {permission}（例如 AliyunECSFullAccess 策略）。</translation>
+        </message>
+        <message>
             <source>gpudesk launches only behind its own security group, which opens SSH to your address alone; give the address (--allow-from) so it can make one.</source>
             <translation>gpudesk 只在它自己的安全组后启动机器，该安全组只对你的地址开放 SSH；请提供地址（--allow-from）以便创建。</translation>
+        </message>
+        <message>
+            <source>Alibaba Cloud refused to bill a new machine: the account balance is too low or the account is not verified ({detail}). Top up or finish real-name verification in the console.</source>
+            <translation>阿里云拒绝为新机器计费：账户余额不足或账号未完成实名认证（{detail}）。请在控制台充值或完成实名认证。</translation>
+        </message>
+        <message>
+            <source>Request more in the Alibaba Cloud console under ECS → Quota Center (privileges &amp; quotas); approval often takes a day.</source>
+            <translation>请在阿里云控制台的 ECS → 配额中心（权益与配额）申请提高配额；审批通常需要一天。</translation>
+        </message>
+        <message>
+            <source>The gpudesk network {name} in {region} is still being created; try again in a minute.</source>
+            <translation>{region} 中的 gpudesk 网络 {name} 仍在创建中；请一分钟后再试。</translation>
         </message>
         <message>
             <source>The image {image} needs a disk of at least {minimum} GB; {disk_gb} GB is too small.</source>
@@ -1716,6 +2123,26 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <source>Could not find this computer's public address ({detail}), so SSH cannot be limited to it. Pass --allow-from YOUR.ADDRESS/32 (the Launch dialog has a field).</source>
             <translation>无法获得这台电脑的公网地址（{detail}），因此无法把 SSH 限制到该地址。请传入 --allow-from 你的地址/32（“启动”对话框中有此字段）。</translation>
         </message>
+        <message>
+            <source>A budget must be more than 0 (got {amount}).</source>
+            <translation>预算必须大于 0（收到 {amount}）。</translation>
+        </message>
+        <message>
+            <source>The AWS price list for {region} could not be read ({detail}); its bundled prices are shown, dated.</source>
+            <translation>无法读取 {region} 的 AWS 价目表（{detail}）；显示的是随附的、带日期的价格。</translation>
+        </message>
+        <message>
+            <source>{account}: not checked, the keyring did not give its keys ({why}). Machines there may be billing unseen; unlock the keyring and check again.</source>
+            <translation>{account}：未检查，密钥环没有给出其密钥（{why}）。那里的机器可能在未被察觉地计费；请解锁密钥环后再检查。</translation>
+        </message>
+        <message>
+            <source>{account}: not checked, its keys are no longer in the keyring. Machines there may be billing unseen; add the keys again on the Accounts page.</source>
+            <translation>{account}：未检查，其密钥已不在密钥环中。那里的机器可能在未被察觉地计费；请在“账户”页重新添加密钥。</translation>
+        </message>
+        <message>
+            <source>{account}: not checked, the cloud did not answer ({why}). Machines there may be billing unseen; gpudesk checks again in a few minutes.</source>
+            <translation>{account}：未检查，云没有响应（{why}）。那里的机器可能在未被察觉地计费；gpudesk 会在几分钟后再次检查。</translation>
+        </message>
     </context>
     <context>
         <name>RunControl</name>
@@ -1746,6 +2173,22 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>This machine's key is kept in the keyring, which ssh in a terminal cannot read. Give the key to your ssh-agent (gpudesk ssh-config --agent) or choose a key file.</source>
             <translation>这台机器的密钥保存在系统密钥环中，终端里的 ssh 无法读取。请把密钥交给 ssh-agent（gpudesk ssh-config --agent），或选择一个密钥文件。</translation>
+        </message>
+        <message>
+            <source>GPUs per machine is {nproc}, but {target} has {gpus} GPU(s). Lower GPUs per machine to {gpus}, or choose a machine with more GPUs.</source>
+            <translation>每台机器 GPU 数设为 {nproc}，但 {target} 只有 {gpus} 块 GPU。请把每台机器 GPU 数降到 {gpus}，或选择 GPU 更多的机器。</translation>
+        </message>
+        <message>
+            <source>Only {free:.1f} GiB are free on {target} ({folder}): the project, the log and the checkpoints may not fit. Free some space there or choose a bigger disk.</source>
+            <translation>{target}（{folder}）上只剩 {free:.1f} GiB 可用空间：项目、日志和检查点可能放不下。请在那里清理空间，或选择更大的磁盘。</translation>
+        </message>
+        <message>
+            <source>Exit status 0, but {n} of {total} rank(s) said they found no GPU: "{line}". The script may have done nothing; check that the machine has {total} GPU(s).</source>
+            <translation>退出状态为 0，但 {total} 个 rank 中有 {n} 个报告找不到 GPU："{line}"。脚本可能什么都没做；请确认机器有 {total} 块 GPU。</translation>
+        </message>
+        <message>
+            <source>Exit status 0 after only {seconds:.0f} s, and the log shows no training step (no step, epoch, batch or loss line): the script may have done nothing. Read its log.</source>
+            <translation>仅 {seconds:.0f} 秒后就以退出状态 0 结束，且日志中没有任何训练步骤（没有 step、epoch、batch 或 loss 行）：脚本可能什么都没做。请查看它的日志。</translation>
         </message>
     </context>
     <context>
@@ -1891,6 +2334,26 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>关闭 gpudesk 或连接断开时，运行会继续；在这里选择它即可查看日志。</translation>
         </message>
         <message>
+            <source>from the machine: {key}</source>
+            <translation>来自机器配置：{key}</translation>
+        </message>
+        <message>
+            <source>from the machine: the ssh-agent</source>
+            <translation>来自机器配置：ssh-agent</translation>
+        </message>
+        <message>
+            <source>from the machine: the key in the keyring</source>
+            <translation>来自机器配置：钥匙串中的密钥</translation>
+        </message>
+        <message>
+            <source>Stop the run (asks first)</source>
+            <translation>停止运行（会先确认）</translation>
+        </message>
+        <message>
+            <source>Enabled while the chosen run is running</source>
+            <translation>所选运行正在进行时可用</translation>
+        </message>
+        <message>
             <source>no run chosen</source>
             <translation>未选择运行</translation>
         </message>
@@ -1909,6 +2372,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>stopped on request (exit status {code})</source>
             <translation>已按要求停止（退出状态 {code}）</translation>
+        </message>
+        <message>
+            <source>exit status 0, but did it train? (see below)</source>
+            <translation>退出状态 0，但真的训练了吗？（见下方）</translation>
         </message>
         <message>
             <source>finished (exit status {code})</source>
@@ -1933,10 +2400,6 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>SSH key file</source>
             <translation>SSH 密钥文件</translation>
-        </message>
-        <message>
-            <source>Connecting, syncing the project and starting the run…</source>
-            <translation>正在连接、同步项目并启动运行…</translation>
         </message>
         <message>
             <source>The run did not start</source>
@@ -1989,6 +2452,64 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>The run did not resume</source>
             <translation>运行未能继续</translation>
+        </message>
+        <message>
+            <source>Connecting, checking the machine (driver, CUDA, Python, torch, disk), syncing the project and starting the run…</source>
+            <translation>正在连接、检查机器（驱动、CUDA、Python、torch、磁盘）、同步项目并启动运行…</translation>
+        </message>
+        <message>
+            <source>free (your own machine)</source>
+            <translation>免费（你自己的机器）</translation>
+        </message>
+        <message>
+            <source>billed by the cloud as data out (gpudesk has no price for it)</source>
+            <translation>由云按出网流量计费（gpudesk 没有其价格）</translation>
+        </message>
+        <message>
+            <source>about {cost} of data out</source>
+            <translation>约 {cost} 的出网流量费</translation>
+        </message>
+        <message>
+            <source>Keeping copies of the last {n} checkpoint(s) here; this copy moves {size}: {cost}.</source>
+            <translation>在本机保留最近 {n} 个检查点的副本；这次复制传输 {size}：{cost}。</translation>
+        </message>
+        <message>
+            <source>{n} checkpoint(s) do not fit the size cap and stay only on the machine.</source>
+            <translation>{n} 个检查点超出大小上限，只保留在机器上。</translation>
+        </message>
+        <message>
+            <source>Run {run} failed (exit status {code}). Its last lines:
+{lines}</source>
+            <translation>运行 {run} 失败（退出状态 {code}）。最后几行：
+{lines}</translation>
+        </message>
+        <message>
+            <source>Looking for run {run}'s checkpoints…</source>
+            <translation>正在查找运行 {run} 的检查点…</translation>
+        </message>
+        <message>
+            <source>Run {run} is still running.</source>
+            <translation>运行 {run} 仍在进行中。</translation>
+        </message>
+        <message>
+            <source>Resuming run {run} from {checkpoint}…</source>
+            <translation>正在从 {checkpoint} 继续运行 {run}…</translation>
+        </message>
+        <message>
+            <source>No checkpoint</source>
+            <translation>没有检查点</translation>
+        </message>
+        <message>
+            <source>Run {run} has no checkpoint on the machine, so Resume starts it over from step 0 (the script did not save one through gpudesk.training, or it stopped before the first). Start it over?</source>
+            <translation>运行 {run} 在机器上没有检查点，因此“继续”会从第 0 步重新开始（脚本没有通过 gpudesk.training 保存检查点，或在第一个检查点之前就停止了）。要重新开始吗？</translation>
+        </message>
+        <message>
+            <source>Start over</source>
+            <translation>重新开始</translation>
+        </message>
+        <message>
+            <source>Not resumed.</source>
+            <translation>未继续。</translation>
         </message>
         <message>
             <source>Run {run} resumed (attempt {n}).</source>
@@ -2079,6 +2600,14 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>Cannot save the settings: {error}</source>
             <translation>无法保存设置：{error}</translation>
+        </message>
+        <message>
+            <source>Machine budgets only warn: nothing is stopped.</source>
+            <translation>机器预算只发出警告：不会停止任何机器。</translation>
+        </message>
+        <message>
+            <source>Tencent Cloud itself terminates it when budget ÷ price runs out, even if gpudesk and the agent are gone.</source>
+            <translation>预算 ÷ 价格耗尽时，腾讯云会自行销毁它，即使 gpudesk 和 agent 都已不在。</translation>
         </message>
         <message>
             <source>Preferences</source>
@@ -2248,6 +2777,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>{seq} 个 token 超出了该模型 {limit} 个位置的位置编码表</translation>
         </message>
         <message>
+            <source>FSDP and DeepSpeed ZeRO both shard the model: choose one (ZeRO 0 with FSDP)</source>
+            <translation>FSDP 和 DeepSpeed ZeRO 都会分片模型：只能选一个（使用 FSDP 时 ZeRO 设为 0）</translation>
+        </message>
+        <message>
             <source>enter a whole number, e.g. {example}</source>
             <translation>请输入整数，如 {example}</translation>
         </message>
@@ -2260,8 +2793,44 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>请输入 1 到 100 之间的百分比</translation>
         </message>
         <message>
+            <source>load a config.json first</source>
+            <translation>请先加载 config.json</translation>
+        </message>
+        <message>
             <source>fix the inputs marked in red first</source>
             <translation>请先修正标红的输入</translation>
+        </message>
+        <message>
+            <source>unknown LoRA target '{name}'; use q, k, v, o, gate, up, down, 'attention' or 'all-linear'</source>
+            <translation>未知的 LoRA 目标 '{name}'；请用 q、k、v、o、gate、up、down、'attention' 或 'all-linear'</translation>
+        </message>
+        <message>
+            <source>QLoRA trains on a 4-bit base: choose nf4, nf4-dq or fp4, not {quantize}</source>
+            <translation>QLoRA 在 4 位基座上训练：请选择 nf4、nf4-dq 或 fp4，而不是 {quantize}</translation>
+        </message>
+        <message>
+            <source>quantized weights need a transformer shape (layers, hidden, heads)</source>
+            <translation>量化权重需要 Transformer 结构（层数、隐藏维度、注意力头数）</translation>
+        </message>
+        <message>
+            <source>LoRA needs a transformer shape (a preset, config.json or layers/hidden/heads)</source>
+            <translation>LoRA 需要 Transformer 结构（预设、config.json 或层数/隐藏维度/头数）</translation>
+        </message>
+        <message>
+            <source>quantized weights cannot be fully fine-tuned; choose LoRA or QLoRA</source>
+            <translation>量化权重无法全量微调；请选择 LoRA 或 QLoRA</translation>
+        </message>
+        <message>
+            <source>{path} is not a readable config.json ({detail})</source>
+            <translation>{path} 不是可读取的 config.json（{detail}）</translation>
+        </message>
+        <message>
+            <source>this {model_type} config lacks {missing}</source>
+            <translation>此 {model_type} 配置缺少 {missing}</translation>
+        </message>
+        <message>
+            <source>model_type '{model_type}' is not one gpudesk knows and the file lacks {missing}; known: {known}</source>
+            <translation>gpudesk 不认识 model_type '{model_type}'，且文件缺少 {missing}；已知类型：{known}</translation>
         </message>
     </context>
     <context>
@@ -2269,10 +2838,6 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>DDP gradient buckets (gradient_as_bucket_view=False)</source>
             <translation>DDP 梯度桶（gradient_as_bucket_view=False）</translation>
-        </message>
-        <message>
-            <source>includes autocast's 16-bit weight cache (2 bytes/parameter)</source>
-            <translation>含 autocast 的 16 位权重缓存（每参数 2 字节）</translation>
         </message>
         <message>
             <source>checkpointing: CNN activations taken as 1/4 (segment boundaries)</source>
@@ -2297,6 +2862,54 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>ZeRO-Offload: states on CPU RAM with DeepSpeed's 1.5× buffer</source>
             <translation>ZeRO-Offload：状态放在 CPU 内存，按 DeepSpeed 的 1.5 倍缓冲计</translation>
+        </message>
+        <message>
+            <source>FSDP SHARD_GRAD_OP: gradients and optimizer sharded, 16-bit parameters gathered through forward and backward</source>
+            <translation>FSDP SHARD_GRAD_OP：梯度和优化器状态分片，16 位参数在前向和反向期间保持聚合</translation>
+        </message>
+        <message>
+            <source>FSDP FULL_SHARD: states sharded; working set = 2 gathered blocks + the root module + one block's gradients</source>
+            <translation>FSDP FULL_SHARD：状态分片；工作集 = 2 个聚合的块 + 根模块 + 一个块的梯度</translation>
+        </message>
+        <message>
+            <source>FSDP CPUOffload: parameter, gradient and optimizer shards on CPU RAM</source>
+            <translation>FSDP CPUOffload：参数、梯度和优化器分片位于 CPU 内存</translation>
+        </message>
+        <message>
+            <source>NF4: linear layers in 4 bits + an fp32 scale per 64 weights; embeddings, norms, biases and the LM head stay 16-bit</source>
+            <translation>NF4：线性层为 4 位 + 每 64 个权重一个 fp32 缩放因子；嵌入、归一化层、偏置和 LM 头保持 16 位</translation>
+        </message>
+        <message>
+            <source>NF4 with double quantization: linear layers in 4 bits + 8-bit block scales; embeddings, norms, biases and the LM head stay 16-bit</source>
+            <translation>NF4 双重量化：线性层为 4 位 + 8 位块缩放因子；嵌入、归一化层、偏置和 LM 头保持 16 位</translation>
+        </message>
+        <message>
+            <source>FP4: linear layers in 4 bits + an fp32 scale per 64 weights; embeddings, norms, biases and the LM head stay 16-bit</source>
+            <translation>FP4：线性层为 4 位 + 每 64 个权重一个 fp32 缩放因子；嵌入、归一化层、偏置和 LM 头保持 16 位</translation>
+        </message>
+        <message>
+            <source>LLM.int8: linear layers in int8 + an fp32 scale per row, outliers multiplied in 16-bit; embeddings, norms, biases and the LM head stay 16-bit</source>
+            <translation>LLM.int8：线性层为 int8 + 每行一个 fp32 缩放因子，离群值以 16 位相乘；嵌入、归一化层、偏置和 LM 头保持 16 位</translation>
+        </message>
+        <message>
+            <source>includes one linear layer dequantized to 16-bit at a time</source>
+            <translation>含每次一个反量化为 16 位的线性层</translation>
+        </message>
+        <message>
+            <source>LoRA: frozen base has no gradients or optimizer state; adapters train</source>
+            <translation>LoRA：冻结的基座没有梯度和优化器状态；只训练适配器</translation>
+        </message>
+        <message>
+            <source>only the head trains: the backbone keeps no activations for backward</source>
+            <translation>只训练输出头：主干不为反向传播保存激活</translation>
+        </message>
+        <message>
+            <source>QLoRA without a quantization chosen: NF4 with double quantization</source>
+            <translation>QLoRA 未选择量化方式：使用 NF4 双重量化</translation>
+        </message>
+        <message>
+            <source>paged optimizer: its state can spill to CPU RAM under memory pressure</source>
+            <translation>分页优化器：显存紧张时其状态可溢出到 CPU 内存</translation>
         </message>
     </context>
     <context>
@@ -2323,6 +2936,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>No SSH key was given for {target}.</source>
             <translation>没有为 {target} 提供 SSH 密钥。</translation>
+        </message>
+        <message>
+            <source>{target} was reached, but gpudesk has no key to log in as {user}: no key file is set and the ssh-agent offers none. This is an authentication problem, not the network: choose the machine's key file (Accounts → your own machines), or add the key to your ssh-agent (ssh-add).</source>
+            <translation>已连到 {target}，但 gpudesk 没有可用于以 {user} 登录的密钥：未设置密钥文件，ssh-agent 也没有提供密钥。这是身份验证问题，不是网络问题：请选择该机器的密钥文件（账户 → 你自己的机器），或把密钥加入 ssh-agent（ssh-add）。</translation>
         </message>
         <message>
             <source>The SSH connection to {target} dropped while {what}. gpudesk reconnects on the next step; try again.</source>
@@ -2527,6 +3144,46 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>密钥文件（ssh:// 和自有机器）</translation>
         </message>
         <message>
+            <source>stop it</source>
+            <translation>停止机器</translation>
+        </message>
+        <message>
+            <source>terminate it</source>
+            <translation>终止机器</translation>
+        </message>
+        <message>
+            <source>warn</source>
+            <translation>警告</translation>
+        </message>
+        <message>
+            <source>{action} after {minutes:g} min with every GPU under {pct:g} %</source>
+            <translation>所有 GPU 低于 {pct:g} % 持续 {minutes:g} 分钟后{action}</translation>
+        </message>
+        <message>
+            <source>{action} at {cap:.2f} {currency} spent</source>
+            <translation>花费达到 {cap:.2f} {currency} 时{action}</translation>
+        </message>
+        <message>
+            <source>watch for a spot interruption</source>
+            <translation>监视竞价实例中断</translation>
+        </message>
+        <message>
+            <source>warnings only</source>
+            <translation>仅警告</translation>
+        </message>
+        <message>
+            <source>from the machine: {key}</source>
+            <translation>来自机器配置：{key}</translation>
+        </message>
+        <message>
+            <source>from the machine: the ssh-agent</source>
+            <translation>来自机器配置：ssh-agent</translation>
+        </message>
+        <message>
+            <source>from the machine: the key in the keyring</source>
+            <translation>来自机器配置：钥匙串中的密钥</translation>
+        </message>
+        <message>
             <source>Watch</source>
             <translation>监控</translation>
         </message>
@@ -2535,8 +3192,40 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>停止监控</translation>
         </message>
         <message>
+            <source>Stop agent</source>
+            <translation>停止代理程序</translation>
+        </message>
+        <message>
+            <source>End gpudesk's agent on this machine (your own machine: nothing else needs it)</source>
+            <translation>结束这台机器上的 gpudesk 代理程序（你自己的机器：没有其他功能依赖它）</translation>
+        </message>
+        <message>
             <source>Choose a machine and press Watch: gpudesk starts its agent there and shows every GPU live.</source>
             <translation>选择一台机器并点击“监控”：gpudesk 会在机器上启动代理，并实时显示每块 GPU。</translation>
+        </message>
+        <message>
+            <source>The gpudesk agent keeps running on {machine} after gpudesk closes and enforces: {guard}.</source>
+            <translation>gpudesk 关闭后，代理程序仍会在 {machine} 上运行并执行：{guard}。</translation>
+        </message>
+        <message>
+            <source>The gpudesk agent keeps running on {machine} after gpudesk closes (it samples the GPUs and only warns). Stop agent ends it.</source>
+            <translation>gpudesk 关闭后，代理程序仍会在 {machine} 上运行（采集 GPU 数据，只发出警告）。点击“停止代理程序”可结束它。</translation>
+        </message>
+        <message>
+            <source>{machine}: stopping the agent…</source>
+            <translation>{machine}：正在停止代理程序…</translation>
+        </message>
+        <message>
+            <source>{machine}: the agent is stopped.</source>
+            <translation>{machine}：代理程序已停止。</translation>
+        </message>
+        <message>
+            <source>{machine}: no agent was running.</source>
+            <translation>{machine}：没有正在运行的代理程序。</translation>
+        </message>
+        <message>
+            <source>The agent was not stopped</source>
+            <translation>代理程序未停止</translation>
         </message>
         <message>
             <source>Choose a machine to watch.</source>
