@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("PySide6")
 qasync = pytest.importorskip("qasync")
 
+from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
 from gpudesk import sizing  # noqa: E402
@@ -148,9 +149,11 @@ def test_filters_provider_and_spot(page: PlanPage) -> None:
     unquoted = next(i for i in range(page.proxy.rowCount())
                     if page.proxy.ranked_at(i).offer.spot_price is None)
     assert page.proxy.index(unquoted, COL["market"]).data() == "no spot price"
-    status = page.proxy.ranked_at(unquoted).offer.price_status
-    assert status in ("bundled 2025-06-01", "estimate 2025-06-01")
-    assert page.proxy.index(unquoted, COL["price"]).data().endswith(f"({status})")
+    offer = page.proxy.ranked_at(unquoted).offer
+    assert offer.price_status in ("bundled 2025-06-01", "estimate 2025-06-01")
+    cell = page.proxy.index(unquoted, COL["price"])
+    assert cell.data().endswith(f"({offer.price_kind})")  # never shown as if live
+    assert cell.data(Qt.ItemDataRole.ToolTipRole).startswith(offer.price_status + ": ")
     page.max_price.setText("2")
     assert all(r.price_per_hour <= 2 for r in page.visible_offers())
 

@@ -175,7 +175,7 @@ def test_prices_follow_the_currency_preference(window, qtbot) -> None:  # type: 
         row = next(i for i in range(window.plan.proxy.rowCount())
                    if window.plan.proxy.ranked_at(i).offer == r.offer)
         shown = window.plan.proxy.index(row, COL["price"]).data()
-        assert shown == f"¥{r.price_per_hour * 7.0:,.2f} ({r.offer.price_status})"
+        assert shown == f"¥{r.price_per_hour * 7.0:,.2f} ({r.offer.price_kind})"
         header = window.plan.model.headerData(COL["price"], Qt.Orientation.Horizontal)
         assert header.startswith("¥")
     finally:

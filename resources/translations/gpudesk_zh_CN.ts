@@ -1319,6 +1319,18 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>说明</translation>
         </message>
         <message>
+            <source>bundled</source>
+            <translation>内置</translation>
+        </message>
+        <message>
+            <source>cached</source>
+            <translation>缓存</translation>
+        </message>
+        <message>
+            <source>estimate</source>
+            <translation>估算</translation>
+        </message>
+        <message>
             <source>no spot price</source>
             <translation>无竞价报价</translation>
         </message>

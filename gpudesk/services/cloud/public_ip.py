@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import urllib.request
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.providers.base import ProviderError, single_address
@@ -27,6 +26,8 @@ def detect_public_address(timeout: float = 5.0) -> str:
     """``"203.0.113.7/32"`` for this computer as the internet sees it."""
     override = os.environ.get(ECHO_ENV, "").strip()
     urls = (override,) if override else ECHO_URLS
+    import urllib.request  # here, not at start-up: it pulls in http, ssl and email
+
     problems = []
     for url in urls:
         try:

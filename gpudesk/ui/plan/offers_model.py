@@ -94,6 +94,15 @@ def header_text(column: str) -> str:
 _GREY = QBrush(QColor("#9e9e9e"))
 
 
+
+def price_kind_text(kind: str) -> str:
+    """A short word for where a price comes from; its date is in the tooltip and the
+    status bar, so the column keeps room for the cost to finish."""
+    words = {"bundled": translate("OffersModel", "bundled"),
+             "cached": translate("OffersModel", "cached"),
+             "estimate": translate("OffersModel", "estimate")}
+    return words.get(kind, kind)
+
 class OffersModel(QAbstractTableModel):
     """Read-only view of one ranking; ``set_ranked`` swaps it in one reset."""
 
@@ -148,6 +157,8 @@ class OffersModel(QAbstractTableModel):
             return r
         name = COLUMNS[column]
         if role == Qt.ItemDataRole.ToolTipRole:
+            if name == "price":  # the kind's date and where the number comes from
+                return f"{r.offer.price_status}: {r.offer.price_source}"
             return gpus_text(r) if name == "gpus" else reason_text(r) if name == "why" else None
         if role == Qt.ItemDataRole.ForegroundRole:
             return None if r.fits else _GREY
@@ -172,7 +183,7 @@ class OffersModel(QAbstractTableModel):
             return market_text(r.spot)
         if column == "price" and o.price_kind != "live":  # a price that is not live says so
             return translate("OffersModel", "{price} ({source})").format(
-                price=format_money(r.price_per_hour), source=o.price_status)
+                price=format_money(r.price_per_hour), source=price_kind_text(o.price_kind))
         if column == "price":
             return format_money(r.price_per_hour)
         if column == "hours":
