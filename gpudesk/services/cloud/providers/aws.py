@@ -79,6 +79,22 @@ def group_name(address: str) -> str:
     return GROUP_PREFIX + host.replace(".", "-").replace(":", "-")
 
 
+_LOADER_LOCK = threading.Lock()
+_loader: Any = None
+
+
+def _shared_loader() -> Any:
+    """One botocore data loader for the process: each new session otherwise parses EC2's
+    service model again (0.2-0.3 s per provider; 0.02 s with the parsed model shared)."""
+    global _loader
+    with _LOADER_LOCK:
+        if _loader is None:
+            import botocore.loaders
+
+            _loader = botocore.loaders.create_loader()
+        return _loader
+
+
 def _isolated_session(creds: base.Credentials) -> boto3.session.Session:
     """A session that uses ``creds`` only: no ~/.aws files, no AWS_PROFILE."""
     core = botocore.session.Session(session_vars={
@@ -86,6 +102,7 @@ def _isolated_session(creds: base.Credentials) -> boto3.session.Session:
         "config_file": (None, None, os.devnull, None),
         "credentials_file": (None, None, os.devnull, None),
     })
+    core.register_component("data_loader", _shared_loader())
     return boto3.session.Session(
         aws_access_key_id=creds.key_id, aws_secret_access_key=creds.secret,
         aws_session_token=creds.session_token or None, botocore_session=core)
