@@ -180,3 +180,20 @@ def test_rows_from_before_the_history_tables_are_rebuilt(
         h = spend.history(ledger, ledger.get("m-old"))  # type: ignore[arg-type]
     assert h.stretches == (Stretch(100.0, 700.0), Stretch(2000.0, 2100.0))
     assert spend.compute_cost(h, now=10_000.0) == pytest.approx(0.7)  # 600 s + 100 s
+
+
+def test_disk_and_data_out_are_priced_in_the_machines_own_region() -> None:
+    """eu-west-1 gp3 is $0.088/GB-month (region_rates.csv, AWS Price List), not us-east-1's."""
+    nov1 = datetime(2026, 11, 1, tzinfo=SHANGHAI).timestamp()
+    now = nov1 + 15 * 86_400
+    costs = {}
+    for region in ("us-east-1", "eu-west-1", "ap-south-2"):  # the last: not in the file
+        h = History("m-r", "aws", prices=(Price(nov1, 1.0),), stretches=(Stretch(nov1, nov1 + 60),),
+                    disk_gb=100, disk_from=nov1, transfers=(Sent(nov1 + 10, 10 * 2**30),),
+                    region=region)
+        costs[region] = spend.cost(h, now, tz=SHANGHAI)
+    # 100 GB × rate × 15/30 of November
+    assert costs["us-east-1"].storage == pytest.approx(4.0)
+    assert costs["eu-west-1"].storage == pytest.approx(4.4)
+    assert costs["ap-south-2"].storage == pytest.approx(4.0)  # the default, as before
+    assert {round(c.transfer, 6) for c in costs.values()} == {0.9}  # 10 GiB × $0.09

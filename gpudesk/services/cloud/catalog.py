@@ -18,6 +18,11 @@ from datetime import date
 from pathlib import Path
 from typing import TypeVar
 
+# Disk and data-out rates per region live with the money that uses them (spend).
+from gpudesk.services.money.region_rates import RATES_FILE as RATES_FILE
+from gpudesk.services.money.region_rates import RegionRates as RegionRates
+from gpudesk.services.money.region_rates import load_region_rates as load_region_rates
+
 __all__ = [
     "PRECISIONS",
     "PROVIDERS",
@@ -348,40 +353,3 @@ def _rows(path: Path, columns: tuple[str, ...]) -> Iterator[_Row]:
                 yield _Row(path, reader.line_num, values)
         except csv.Error as exc:
             raise CatalogError(f"bad CSV: {exc}", file=path, line=reader.line_num) from exc
-
-
-RATES_FILE = "region_rates.csv"
-_RATE_COLUMNS = ("provider", "region", "storage_usd_per_gb_month", "transfer_out_usd_per_gb",
-                 "source", "price_date")
-
-
-@dataclass(frozen=True)
-class RegionRates:
-    """Disk and data-out list prices of one region (built from the price list, dated)."""
-
-    provider: str
-    region: str
-    storage_per_gb_month: float  # USD per GB-month of the root volume type gpudesk uses
-    transfer_out_per_gb: float | None  # USD per GB out to the internet (first paid tier)
-    source: str
-    price_date: date
-
-
-def load_region_rates(directory: Path | None = None) -> dict[tuple[str, str], RegionRates]:
-    """(provider, region) → rates from ``region_rates.csv``; {} when the file is absent."""
-    if directory is None:
-        from gpudesk.resources import resource_path
-
-        directory = resource_path("catalog")
-    path = Path(directory) / RATES_FILE
-    if not path.is_file():
-        return {}
-    out: dict[tuple[str, str], RegionRates] = {}
-    for row in _rows(path, _RATE_COLUMNS):
-        transfer = row.raw("transfer_out_usd_per_gb")
-        key = (row.text("provider"), row.text("region"))
-        out[key] = RegionRates(
-            key[0], key[1], row.number("storage_usd_per_gb_month", positive=True),
-            row.number("transfer_out_usd_per_gb") if transfer else None,
-            row.text("source"), row.iso_date("price_date"))
-    return out

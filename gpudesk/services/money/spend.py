@@ -35,6 +35,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, TextIO
 
+from gpudesk.services.money import region_rates
+
 if TYPE_CHECKING:
     from gpudesk.services.money.ledger import Ledger, Machine
 
@@ -66,10 +68,11 @@ def rule_for(provider: str) -> BillingRule:
 class Rates:
     """Storage and transfer prices, in ``currency``; ``known`` False means "not counted".
 
-    Not in /work/shared/reference: the AWS defaults are the public us-east-1 list
-    prices (gp3 volumes $0.08 per GB-month; data transfer out to the internet
-    $0.09 per GB, first 10 TB/month). Tencent's depend on region and disk type and
-    are not bundled: pass your own ``Rates`` to count them.
+    A machine's own region's list prices come from ``region_rates.csv`` (AWS Price
+    List, dated); these defaults are for a region the file lacks: the public
+    us-east-1 list prices (gp3 volumes $0.08 per GB-month; data transfer out to
+    the internet $0.09 per GB, first 10 TB/month). Tencent's and Aliyun's depend
+    on region and disk type and are not bundled: pass your own ``Rates``.
     """
 
     storage_per_gb_month: float = 0.0
@@ -125,6 +128,7 @@ class History:
     name: str = ""
     instance_type: str = ""
     market: str = ""
+    region: str = ""  # picks the region's disk and data-out prices (region_rates.csv)
 
 
 @dataclass(frozen=True)
@@ -296,8 +300,19 @@ def transfer_cost(h: History, rates: Rates, now: float, window: Window = ALL_TIM
 
 
 def rates_for(h: History, rates: dict[str, Rates] | None = None) -> Rates:
-    """The storage/transfer rates for ``h``; none when they are in another currency."""
-    r = (rates or DEFAULT_RATES).get(h.provider, Rates(currency=h.currency))
+    """The storage/transfer rates for ``h``; none when they are in another currency.
+
+    Without rates passed in, the machine's own region's bundled list prices
+    (``region_rates.csv``) come first, then the provider's default.
+    """
+    r: Rates | None = None
+    if rates is None and h.region:
+        found = region_rates.bundled().get((h.provider, h.region))
+        if found is not None and found.transfer_out_per_gb is not None:
+            r = Rates(storage_per_gb_month=found.storage_per_gb_month,
+                      transfer_per_gb=found.transfer_out_per_gb, currency="USD", known=True)
+    if r is None:
+        r = (rates or DEFAULT_RATES).get(h.provider, Rates(currency=h.currency))
     return r if r.currency == h.currency else Rates(currency=h.currency)
 
 
@@ -417,7 +432,7 @@ def history(ledger: Ledger, machine: Machine) -> History:
         disk_from=machine.launched_at, disk_to=machine.ended_at,
         transfers=tuple(Sent(t.at, t.bytes_out) for t in ledger.transfers(machine.id)),
         approximate=approximate, name=machine.name, instance_type=machine.instance_type,
-        market=machine.market)
+        market=machine.market, region=machine.region)
 
 
 def histories(ledger: Ledger) -> list[History]:
