@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TS = ROOT / "resources" / "translations" / "gpudesk_zh_CN.ts"
 QM = TS.with_suffix(".qm")
 KNOWN_CONTEXTS = {"AboutDialog", "AccountsPage", "Answers", "BillingTray", "CloudAccountBox",
-                  "CrashDialog", "Credentials", "HostKey", "InstancesModel", "InstancesPage",
+                  "AllowMeOffer", "CrashDialog", "Credentials", "HostKey", "InstancesModel",
+                  "InstancesPage",
                   "LaunchDialog", "Launcher", "MainWindow", "MemoryBar", "OffersModel",
                   "OwnMachinesBox", "OwnMachineDialog", "PlanForm", "PlanPage", "Planner",
                   "ProviderError", "Runs",

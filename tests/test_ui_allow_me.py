@@ -87,3 +87,43 @@ def test_allow_my_new_address_button(qtbot, loop, tencent, machine, echo) -> Non
     page.reload()
     page.select_machine("m-0000000001")
     assert not button.isEnabled()
+
+
+def test_a_failed_ssh_offers_the_new_address_once(qtbot, loop, tencent, machine, echo) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """What the Watch page does when its feed to a cloud machine fails."""
+    from PySide6.QtWidgets import QMessageBox, QWidget
+
+    from gpudesk.ui.widgets.allow_me_offer import AllowMeOffer
+
+    ledger, group = machine
+    owner = QWidget()
+    qtbot.addWidget(owner)
+    offer = AllowMeOffer(ledger, owner)
+    said: list[str] = []
+    offer.said.connect(said.append)
+    offer.ssh_failed("m-0000000001")
+    qtbot.waitUntil(lambda: offer.question is not None, timeout=10000)
+    box = owner.findChild(QMessageBox, "allowMeQuestion")
+    assert box is not None and f"({NEW}/32)" in box.text() and f"({OLD})" in box.text()
+    box.button(QMessageBox.StandardButton.Yes).click()
+    qtbot.waitUntil(lambda: bool(said), timeout=10000)
+    assert said == [f"SSH to trainer is now open to {NEW}/32 only."]
+    assert [r["CidrBlock"] for r in tencent.state.groups[group]["Ingress"]] == [f"{NEW}/32"]
+    offer.ssh_failed("m-0000000001")  # asked once per machine per session
+    assert offer.question is None and not offer.check_runner.busy
+
+
+def test_no_offer_when_the_address_is_not_why(qtbot, loop, tencent, machine, echo) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    from PySide6.QtWidgets import QWidget
+
+    from gpudesk.ui.widgets.allow_me_offer import AllowMeOffer
+
+    ledger, _group = machine
+    echo[0] = OLD.split("/")[0] + "\n"  # this computer still has the address the rule names
+    owner = QWidget()
+    qtbot.addWidget(owner)
+    offer = AllowMeOffer(ledger, owner)
+    offer.ssh_failed("m-0000000001")
+    qtbot.waitUntil(lambda: not offer.check_runner.busy, timeout=10000)
+    assert offer.question is None
+    assert offer.check_runner.last_error is None  # it asked the cloud and found them equal

@@ -59,6 +59,33 @@ Plan, rent, sync, train and watch cloud GPUs from one window.
         </message>
     </context>
     <context>
+        <name>AllowMeOffer</name>
+        <message>
+            <source>Allow my new address?</source>
+            <translation>允许我的新地址？</translation>
+        </message>
+        <message>
+            <source>SSH to {name} failed, and this computer's public address ({here}) is not the one its security group lets in ({rule}): this network is probably why.
+
+Open SSH to {here} instead (the old address loses access)?</source>
+            <translation>连接 {name} 的 SSH 失败，而本机的公网地址（{here}）并不是其安全组放行的地址（{rule}）：很可能是换了网络所致。
+
+改为向 {here} 开放 SSH 吗（旧地址将失去访问权限）？</translation>
+        </message>
+        <message>
+            <source>The SSH rule of {name} was left as it was.</source>
+            <translation>{name} 的 SSH 规则保持不变。</translation>
+        </message>
+        <message>
+            <source>SSH to {name} is now open to {address} only.</source>
+            <translation>{name} 的 SSH 现在只对 {address} 开放。</translation>
+        </message>
+        <message>
+            <source>The SSH rule was not changed</source>
+            <translation>SSH 规则未更改</translation>
+        </message>
+    </context>
+    <context>
         <name>Answers</name>
         <message>
             <source>a single GPU</source>

@@ -35,6 +35,7 @@ from gpudesk.services.remote.host_keys import HostKeyPolicy
 from gpudesk.services.remote.telemetry import TelemetrySample
 from gpudesk.ui.watch.dashboard_page import DashboardPage, OverviewPage
 from gpudesk.ui.watch.record_batcher import RecordBatcher
+from gpudesk.ui.widgets.allow_me_offer import AllowMeOffer
 from gpudesk.ui.widgets.host_key_question import HostKeyQuestion
 from gpudesk.ui.widgets.machine_combo import MachineCombo
 from gpudesk.ui.widgets.retranslate import Retranslating
@@ -182,6 +183,9 @@ class WatchPage(Retranslating, QWidget):
         self.status = QLabel(self)
         self.status.setObjectName("watchStatus")
         self.status.setWordWrap(True)
+        # SSH to a cloud machine failed: offer to move its /32 when this computer moved
+        self.allow_me_offer = AllowMeOffer(ledger, self)
+        self.allow_me_offer.said.connect(self.status.setText)
         self.overview = OverviewPage(self)
         self.stack = QStackedWidget(self)
         self.placeholder = QLabel(self)
@@ -371,6 +375,8 @@ class WatchPage(Retranslating, QWidget):
         feed.failed.connect(lambda text, n=name: self.status.setText(
             self.tr("{machine}: {why}").format(machine=n, why=text)),
             Qt.ConnectionType.QueuedConnection)
+        feed.failed.connect(lambda _text, r=ref: self.allow_me_offer.ssh_failed(r),
+                            Qt.ConnectionType.QueuedConnection)
         feed.hole.connect(self.status.setText, Qt.ConnectionType.QueuedConnection)
         feed.state.connect(lambda st, n=name: self._show_state(n, st),
                            Qt.ConnectionType.QueuedConnection)
