@@ -21,6 +21,7 @@ from gpudesk import (
     cli_watch,
     finetune,
     hf_config,
+    hf_hub,
     sizing,
 )
 from gpudesk.services.plan.planner import Job, RankedOffer, format_bytes, rank_catalog
@@ -49,9 +50,9 @@ def _add_size_flags(p: argparse.ArgumentParser) -> None:
     m = p.add_argument_group("model (one of)")
     m.add_argument("--model", metavar="PRESET", help="a preset: " + ", ".join(sizing.PRESETS))
     m.add_argument("--params", type=_number, metavar="N", help="parameter count, e.g. 7.5e9")
-    m.add_argument("--config", metavar="FILE",
+    m.add_argument("--config", metavar="FILE|ORG/NAME",
                    help="a Hugging Face config.json (LLaMA, Mistral, Qwen2, Gemma, GPT-2, BERT, "
-                        "ViT…)")
+                        "ViT…), or a model id whose config.json is fetched once and cached")
     for name in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab"):
         m.add_argument(f"--{name}", type=int, help=f"transformer shape: {name}")
     m.add_argument("--gated-ffn", action="store_true", help="SwiGLU FFN (llama-style)")
@@ -97,8 +98,13 @@ def _model(a: argparse.Namespace) -> sizing.ModelSpec:
     if a.model and a.config:
         raise sizing.SizingError("model", "give --model PRESET or --config FILE, not both")
     if a.model or a.config:
+        if a.config and hf_hub.looks_like_model_id(a.config):  # org/name: fetched, cached
+            config = hf_config.load_config(hf_hub.fetch_config(a.config))
+            config["_gpudesk_name"] = a.config
+        else:
+            config = hf_config.load_config(a.config) if a.config else {}
         model = (sizing.preset(a.model) if a.model else hf_config.model_from_config(
-            hf_config.load_config(a.config), source=a.config))
+            config, source=a.config))
         overrides = {k: v for k, v in (("layers", a.layers), ("hidden", a.hidden),
                                        ("heads", a.heads), ("kv_heads", a.kv_heads),
                                        ("ffn", a.ffn), ("vocab", a.vocab)) if v is not None}

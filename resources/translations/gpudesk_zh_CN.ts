@@ -2871,6 +2871,14 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <source>model_type '{model_type}' is not one gpudesk knows and the file lacks {missing}; known: {known}</source>
             <translation>gpudesk 不认识 model_type '{model_type}'，且文件缺少 {missing}；已知类型：{known}</translation>
         </message>
+        <message>
+            <source>{model} is gated on Hugging Face (it needs a login): download its config.json from the model page and give its path instead</source>
+            <translation>{model} 在 Hugging Face 上受限（需要登录）：请在模型页面下载其 config.json，然后改为提供文件路径</translation>
+        </message>
+        <message>
+            <source>could not fetch the config.json of {model} ({detail}); give the path of a downloaded config.json instead</source>
+            <translation>无法获取 {model} 的 config.json（{detail}）；请改为提供已下载的 config.json 的路径</translation>
+        </message>
     </context>
     <context>
         <name>SizingNote</name>
