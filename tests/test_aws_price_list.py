@@ -164,7 +164,7 @@ def test_without_refresh_or_cache_everything_is_bundled(tmp_path: Path) -> None:
 
 
 def test_storage_and_data_out_per_region_are_bundled() -> None:
-    from gpudesk.services.cloud.catalog import load_region_rates
+    from gpudesk.services.money.region_rates import load_region_rates
 
     rates = load_region_rates()
     assert rates[("aws", "eu-west-1")].storage_per_gb_month == 0.088

@@ -2,38 +2,10 @@
 
 from __future__ import annotations
 
-import http.server
-import threading
-from collections.abc import Iterator
-
 import pytest
 
 from gpudesk.services.cloud.providers.base import ProviderError, single_address
 from gpudesk.services.cloud.public_ip import ECHO_ENV, detect_public_address
-
-
-@pytest.fixture
-def echo(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    answer = ["203.0.113.7\n"]
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            body = answer[0].encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setenv(ECHO_ENV, f"http://127.0.0.1:{server.server_address[1]}/")
-    yield answer
-    server.shutdown()
-    server.server_close()
 
 
 def test_detects_the_public_address_as_a_single_host(echo: list[str]) -> None:

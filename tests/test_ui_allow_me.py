@@ -6,10 +6,6 @@ as it would from checkip.amazonaws.com.
 
 from __future__ import annotations
 
-import http.server
-import threading
-from collections.abc import Iterator
-
 import pytest
 from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
@@ -17,7 +13,6 @@ from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F40
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV, provider_from_keyring
 from gpudesk.services.cloud.providers.base import LaunchRequest
-from gpudesk.services.cloud.public_ip import ECHO_ENV
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.ui.machines.instances_page import InstancesPage
 
@@ -27,27 +22,9 @@ REGION = "ap-guangzhou"
 
 
 @pytest.fixture
-def echo(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    answer = [NEW + "\n"]
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            body = answer[0].encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setenv(ECHO_ENV, f"http://127.0.0.1:{server.server_address[1]}/")
-    yield answer
-    server.shutdown()
-    server.server_close()
+def echo(echo: list[str]) -> list[str]:  # this computer has moved to NEW
+    echo[0] = NEW + "\n"
+    return echo
 
 
 @pytest.fixture

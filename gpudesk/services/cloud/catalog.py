@@ -18,11 +18,6 @@ from datetime import date
 from pathlib import Path
 from typing import TypeVar
 
-# Disk and data-out rates per region live with the money that uses them (spend).
-from gpudesk.services.money.region_rates import RATES_FILE as RATES_FILE
-from gpudesk.services.money.region_rates import RegionRates as RegionRates
-from gpudesk.services.money.region_rates import load_region_rates as load_region_rates
-
 __all__ = [
     "PRECISIONS",
     "PROVIDERS",

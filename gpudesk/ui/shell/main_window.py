@@ -119,7 +119,8 @@ class MainWindow(Retranslating, QMainWindow):
         self.prices_runner = TaskRunner(self)
         self.spot_runner = TaskRunner(self, show_dialog=False, busy_cursor=False)  # in the back
         self.guard_runner = TaskRunner(self, show_dialog=False, busy_cursor=False)  # in the back
-        self._guards_again: tuple[bool, bool] | None = None  # a push asked for while one ran
+        # a push asked for while one ran: None, or whether any asker wanted Preferences' budget
+        self._guards_again: bool | None = None
         self.spot_timer = QTimer(self)
         self.spot_timer.setInterval(SPOT_PRICES_EVERY_MS)
         self.spot_timer.timeout.connect(self.refresh_spot_prices)
@@ -498,7 +499,7 @@ class MainWindow(Retranslating, QMainWindow):
         except RuntimeError:
             return  # no qasync loop (a bare QApplication in a test)
         if self.guard_runner.busy:
-            self._guards_again = self._guards_again or (True, budget_from_settings)
+            self._guards_again = bool(self._guards_again) or budget_from_settings
             return
 
         def done(report: PushReport) -> None:
@@ -509,8 +510,8 @@ class MainWindow(Retranslating, QMainWindow):
                                                     why="; ".join(report.failed.values())),
                     30000)
             again, self._guards_again = self._guards_again, None
-            if again:
-                self.push_guards(again[1])
+            if again is not None:
+                self.push_guards(again)
 
         work = functools.partial(push_all, self.ledger, self.settings, providers=self.providers,
                                  budget_from_settings=budget_from_settings)
