@@ -5,23 +5,28 @@ Environment variables (used by tests, benchmarks and the frozen-app check):
 ``GPUDESK_QUIT_AFTER_MS=N``
     quit N milliseconds after the main window is shown; the exit status is 0.
 ``GPUDESK_REPORT_SHOWN=1``
-    print ``shown-at <time.time()>`` to stderr once the window is shown and the
-    event loop is running (``benchmarks/bench_startup.py`` reads it).
+    print ``shown-at <time.time()>`` to stderr once the window has painted, and
+    ``ready-at <time.time()>`` once its pages are made and the event loop runs
+    (``benchmarks/bench_startup.py`` reads both).
 """
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import logging
 import os
 import sys
 import time
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpudesk import __version__
-from gpudesk.logs import setup_logging
+from gpudesk.logs import hold_early_records, setup_logging
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from PySide6.QtWidgets import QWidget
 
 log = logging.getLogger("gpudesk")
 
@@ -35,6 +40,7 @@ def _excepthook(
     if issubclass(exc_type, KeyboardInterrupt):
         sys.__excepthook__(exc_type, exc, tb)
         return
+    setup_logging()  # a crash before the first paint still reaches the log file
     log.critical("Unhandled exception", exc_info=(exc_type, exc, tb))
     _show_crash(exc_type, exc, tb)
 
@@ -86,22 +92,52 @@ def freeze_startup_objects() -> None:
     gc.freeze()
 
 
+def wait_for_first_paint(window: QWidget, limit_ms: int = 2000) -> bool:
+    """Run Qt's events (not the user's) until ``window`` has painted once, so that the
+    pages made next are made while the window is already on screen."""
+    from PySide6.QtCore import QEvent, QEventLoop, QObject, QTimer
+
+    waiting = QEventLoop()
+    painted = False
+
+    class FirstPaint(QObject):
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+            nonlocal painted
+            if event.type() == QEvent.Type.Paint and not painted:
+                painted = True
+                QTimer.singleShot(0, waiting.quit)  # after this paint is done
+            return False
+
+    spy = FirstPaint()
+    window.installEventFilter(spy)
+    QTimer.singleShot(limit_ms, waiting.quit)
+    waiting.exec(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
+    window.removeEventFilter(spy)
+    return painted
+
+
 def run_gui() -> int:
-    """Run the desktop app until its last window closes; return the exit status."""
-    setup_logging()
+    """Run the desktop app until its last window closes; return the exit status.
+
+    The window's frame is shown and painted first; the pages, the ledger and the
+    event loop's machinery (qasync, asyncio) are made after, so a person sees the
+    window at once (``benchmarks/bench_startup.py`` measures both moments)."""
+    hold_early_records()  # the file is opened after the first paint
     sys.excepthook = _excepthook
     log.info("gpudesk %s starting (Python %s)", __version__, sys.version.split()[0])
 
-    import qasync
+    # Settings before Qt: PySide6 reads the source of every module imported after it
+    # (its __feature__ check), so what does not need Qt is imported first.
+    from gpudesk.services.core.settings import load_settings
+
+    settings = load_settings()
+
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from gpudesk.services.core.settings import load_settings
     from gpudesk.ui.shell.i18n import install_translator
     from gpudesk.ui.shell.main_window import MainWindow
     from gpudesk.ui.shell.theme import apply_theme
-
-    settings = load_settings()
 
     existing = QApplication.instance()
     app = existing if isinstance(existing, QApplication) else QApplication(sys.argv)
@@ -109,8 +145,29 @@ def run_gui() -> int:
     app.setOrganizationName("gpudesk")
     app.setApplicationVersion(__version__)
     language = install_translator(app, settings.language)
+    theme = apply_theme(app, settings.theme, settings.system_scheme_seen)
+
+    window = MainWindow(settings, deferred=True)
+    window.show()
+    painted = wait_for_first_paint(window)
+    report_shown = os.environ.get(REPORT_SHOWN_ENV, "") not in ("", "0")
+    if report_shown and sys.stderr is not None:
+        print(f"shown-at {time.time():.6f}", file=sys.stderr, flush=True)
+    setup_logging()
+    if settings.theme == "system":  # the first paint used the scheme seen last time
+        from gpudesk.ui.shell.theme import system_scheme
+
+        settings.system_scheme_seen = system_scheme()
+        if settings.system_scheme_seen != theme:  # the OS changed it since
+            theme = apply_theme(app, "system")
     log.info("user interface language: %s (setting: %s)", language, settings.language)
-    log.info("theme: %s (setting: %s)", apply_theme(app, settings.theme), settings.theme)
+    log.info("theme: %s (setting: %s)", theme, settings.theme)
+    if not painted:
+        log.warning("the window did not paint within 2 s; going on")
+
+    import asyncio
+
+    import qasync
 
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
@@ -123,23 +180,20 @@ def run_gui() -> int:
 
     app.aboutToQuit.connect(on_about_to_quit)
 
-    window = MainWindow(settings)
-    window.show()
+    window.finish_start()
     window.maybe_show_welcome()
-
     quit_after = _quit_after_ms()
-    report_shown = os.environ.get(REPORT_SHOWN_ENV, "") not in ("", "0")
 
-    def on_shown() -> None:
-        # Runs on the first turn of the event loop after show(): the window is up.
+    def on_ready() -> None:
+        # Runs on the first turn of the event loop after the pages were made.
         if report_shown and sys.stderr is not None:
-            print(f"shown-at {time.time():.6f}", file=sys.stderr, flush=True)
+            print(f"ready-at {time.time():.6f}", file=sys.stderr, flush=True)
         freeze_startup_objects()
         if quit_after is not None:
             log.info("quitting %d ms after the window was shown (%s)", quit_after, QUIT_AFTER_ENV)
             QTimer.singleShot(quit_after, app.quit)
 
-    QTimer.singleShot(0, on_shown)
+    QTimer.singleShot(0, on_ready)
 
     with loop:
         loop.run_until_complete(quitting)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -33,7 +34,13 @@ def test_gui_starts_shows_window_and_quits(gpudesk_home: Path) -> None:
     )
     tail = result.stderr[-4000:]
     assert result.returncode == 0, tail
-    assert re.search(r"^shown-at \d+\.\d+$", result.stderr, re.M), "window never shown:\n" + tail
+    shown = re.search(r"^shown-at (\d+\.\d+)$", result.stderr, re.M)
+    assert shown, "window never shown:\n" + tail
+    ready = re.search(r"^ready-at (\d+\.\d+)$", result.stderr, re.M)
+    assert ready and float(ready.group(1)) >= float(shown.group(1)), "pages never made:\n" + tail
+    # the OS colour scheme is remembered for the next start's first paint
+    saved = json.loads((gpudesk_home / "config" / "settings.json").read_text(encoding="utf-8"))
+    assert saved["system_scheme_seen"] in ("light", "dark")
 
     modules = {m.group("name").strip() for m in _IMPORT_LINE.finditer(result.stderr)}
     # The import log must be real, or the torch check below would pass vacuously.

@@ -62,8 +62,7 @@ def test_ledger_database_is_private(tmp_path: Path) -> None:
 @posix_only
 def test_log_file_is_private(tmp_path: Path) -> None:
     path = tmp_path / "gpudesk.log"
-    handler = logs.PrivateRotatingFileHandler(path, maxBytes=200, backupCount=1,
-                                              encoding="utf-8")
+    handler = logs.private_rotating_handler(str(path), max_bytes=200, backups=1)
     try:
         record = logging.LogRecord("t", logging.INFO, __file__, 1, "x" * 300, None, None)
         handler.emit(record)
@@ -86,3 +85,30 @@ def test_number_arguments(text: str, zero_ok: bool, ok: bool) -> None:
     else:
         with pytest.raises(argparse.ArgumentTypeError, match="number of seconds"):
             parse(text)
+
+
+def test_records_from_before_the_log_file_opens_reach_it(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window opens its log file after the first paint; what was logged before is kept."""
+    monkeypatch.setenv("GPUDESK_HOME", str(tmp_path))
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    for handler in saved:
+        root.removeHandler(handler)
+    try:
+        logs.hold_early_records()
+        logging.getLogger("gpudesk.early").warning("said before the file was open")
+        logs.setup_logging()
+        logging.getLogger("gpudesk.late").info("said after")
+        for handler in root.handlers:
+            handler.flush()
+        text = (tmp_path / "log" / "gpudesk.log").read_text(encoding="utf-8")
+    finally:
+        for handler in root.handlers[:]:
+            root.removeHandler(handler)
+            handler.close()
+        for handler in saved:
+            root.addHandler(handler)
+    early, late = text.index("said before the file was open"), text.index("said after")
+    assert early < late
+    assert text.count("said before the file was open") == 1

@@ -176,3 +176,43 @@ def test_shortcuts(window) -> None:  # type: ignore[no-untyped-def]
         window.preferences_action, window.trace_action, window.quit_action)}
     assert {"Ctrl+O", "Ctrl+S", "Ctrl+E", "Ctrl+,", "Ctrl+T", "Ctrl+Q"} <= shortcuts
     assert window.page_actions[0].shortcut().toString() == "Ctrl+1"
+
+
+def test_frame_paints_before_its_pages_and_is_whole_after(qtbot, qapp) -> None:  # type: ignore[no-untyped-def]
+    """The app shows a frame first (fast start) and makes the pages after its first paint."""
+    from PySide6.QtWidgets import QLabel, QListWidget, QWidget
+
+    w = MainWindow(Settings(language="en", welcomed=True), load_catalog(), deferred=True)
+    qtbot.addWidget(w)
+    nav = w.findChild(QListWidget, "nav")
+    assert [nav.item(r).text() for r in range(nav.count())] == [
+        "Plan", "Accounts", "Instances", "Run", "Watch"]
+    assert w.findChild(QLabel, "opening").text() == "Opening…"
+    assert w.findChild(QWidget, "planPage") is None
+    assert w.findChild(QWidget, "instancesPage") is None
+    assert w.page_actions[0].shortcut().isEmpty()  # keys come with the pages
+
+    w.show()
+    assert app_module.wait_for_first_paint(w)
+    w.finish_start()
+    assert w.findChild(QWidget, "planPage") is w.pages.currentWidget()
+    assert w.findChild(QWidget, "instancesPage") is not None
+    assert w.findChild(QWidget, "accountsPage") is None  # still made on its first visit
+    assert w.page_actions[0].shortcut().toString() == "Ctrl+1"
+    assert w.open_action.shortcut().toString() == "Ctrl+O"
+    assert w.findChild(QLabel, "catalogAge").text().startswith("Prices from ")
+    w.page_actions[2].trigger()
+    assert w.pages.currentWidget() is w.findChild(QWidget, "instancesPage")
+
+
+def test_system_theme_first_paint_uses_the_scheme_seen_last(qapp) -> None:  # type: ignore[no-untyped-def]
+    from gpudesk.ui.shell.theme import system_scheme
+
+    try:
+        assert apply_theme(qapp, "system", seen="dark") == "dark"
+        assert window_colour(qapp) < 100
+        assert apply_theme(qapp, "system", seen="light") == "light"
+        assert window_colour(qapp) > 150
+        assert apply_theme(qapp, "system") == system_scheme()  # nothing seen: Qt is asked
+    finally:
+        apply_theme(qapp, "light")

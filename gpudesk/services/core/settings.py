@@ -41,6 +41,9 @@ class Settings:
     """``"system"`` follows the OS locale; otherwise ``"en"`` or ``"zh_CN"``."""
     theme: str = "system"
     """``"system"``, ``"light"`` or ``"dark"``."""
+    system_scheme_seen: str = ""
+    """The OS colour scheme at the last start (``"light"``/``"dark"``, or ``""``): the
+    window's first paint uses it, since asking Qt costs ~15 ms; it is checked after."""
     currency: str = "USD"
     """ISO 4217 code used to show prices."""
     default_region: str = ""
@@ -122,6 +125,7 @@ def _is_plan(value: object) -> bool:
 _VALIDATORS: dict[str, Callable[[object], bool]] = {
     "language": _one_of(LANGUAGES),
     "theme": _one_of(THEMES),
+    "system_scheme_seen": _one_of(("", "light", "dark")),
     "currency": _is_currency,
     "default_region": _is_str,
     "mfu": _is_mfu,

@@ -11,14 +11,13 @@ a crash is on screen and in the status bar at once.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QCoreApplication, QSize, Qt, QTimer
+from PySide6.QtCore import QCoreApplication, QSize, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -33,33 +32,49 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpudesk import sizing
-from gpudesk.services.cloud import spot_prices
-from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
-from gpudesk.services.cloud.accounts import title as provider_title
-from gpudesk.services.cloud.catalog import Catalog
-from gpudesk.services.cloud.launcher import Launcher
-from gpudesk.services.cloud.machines import act
 from gpudesk.services.core.settings import Settings, save_settings
-from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.ui.machines.instances_page import InstancesPage
-from gpudesk.ui.plan.plan_page import PlanPage
 from gpudesk.ui.shell.i18n import install_translator
-from gpudesk.ui.watch.budget_alerts import BudgetAlerts, BudgetBanner
-from gpudesk.ui.widgets.money import DISPLAY
 from gpudesk.ui.widgets.retranslate import Retranslating
-from gpudesk.ui.widgets.task_runner import TaskRunner
-from gpudesk.ui.widgets.tray import BillingTray
 
-if TYPE_CHECKING:  # built on first visit (fast start): paramiko, pyqtgraph, numpy come later
+if TYPE_CHECKING:  # imported after the first paint (fast start), or when a page is first opened
+    from gpudesk.services.cloud.accounts import ProviderFactory
+    from gpudesk.services.cloud.catalog import Catalog
+    from gpudesk.services.cloud.launcher import Launcher
+    from gpudesk.services.money.ledger import Ledger, Machine
     from gpudesk.ui.machines.accounts_page import AccountsPage
+    from gpudesk.ui.machines.instances_page import InstancesPage
+    from gpudesk.ui.plan.plan_page import PlanPage
     from gpudesk.ui.run.run_page import RunPage
+    from gpudesk.ui.watch.budget_alerts import BudgetAlerts, BudgetBanner
     from gpudesk.ui.watch.watch_page import WatchPage
+    from gpudesk.ui.widgets.money import Money
+    from gpudesk.ui.widgets.task_runner import TaskRunner
+    from gpudesk.ui.widgets.tray import BillingTray
 
 log = logging.getLogger(__name__)
 
 SPOT_PRICES_EVERY_MS = 15 * 60 * 1000  # EC2 spot prices change a few times a day at most
+# Qt.ItemDataRole.UserRole. Before the first paint the frame names no member of Qt's
+# namespace: the first use builds all its ~130 Python enums (15-25 ms of start-up).
+PAGE_KEY_ROLE = 256
 LANGUAGE_NAMES = {"en": "English", "zh_CN": "简体中文"}  # each in its own language
+
+
+def _delete_on_close(dialog: QWidget) -> None:
+    from PySide6.QtCore import Qt  # here, not at the top: see PAGE_KEY_ROLE
+
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+
+def _event_loop_running() -> bool:
+    """Whether the qasync loop runs (not in a test's bare QApplication)."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 class MainWindow(Retranslating, QMainWindow):
@@ -67,12 +82,20 @@ class MainWindow(Retranslating, QMainWindow):
 
     def __init__(self, settings: Settings, catalog: Catalog | None = None,
                  parent: QWidget | None = None, *, ledger: Ledger | None = None,
-                 providers: ProviderFactory = provider_from_keyring) -> None:
+                 providers: ProviderFactory | None = None, deferred: bool = False) -> None:
+        """``deferred``: only the frame (navigation, menus, status bar) is made here, so the
+        window can be on screen at once; ``finish_start`` makes the pages after its first
+        paint (the app does this). Otherwise everything is made now."""
         super().__init__(parent)
         self.setObjectName("mainWindow")
         self.settings = settings
+        self.started = False
+        self._catalog_given = catalog
+        self._ledger_given = ledger
+        self._providers_given = providers
         self._titles: list[Callable[[], str]] = []
         self.page_actions: list[QAction] = []
+        self._shortcuts: list[tuple[QAction, QKeySequence]] = []  # set in finish_start
         self.welcome: QDialog | None = None
         self.nav = QListWidget(self)
         self.nav.setObjectName("nav")
@@ -85,57 +108,95 @@ class MainWindow(Retranslating, QMainWindow):
         layout = QHBoxLayout(central)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.nav)
-        right = QVBoxLayout()
-        right.setContentsMargins(0, 0, 0, 0)
-        self.budget_banner = BudgetBanner(central)
-        right.addWidget(self.budget_banner)
-        right.addWidget(self.pages, 1)
-        layout.addLayout(right, 1)
+        self._right = QVBoxLayout()
+        self._right.setContentsMargins(0, 0, 0, 0)
+        self._right.addWidget(self.pages, 1)
+        layout.addLayout(self._right, 1)
         self.setCentralWidget(central)
 
-        self.ledger = ledger if ledger is not None else Ledger()
-        self.providers = providers
-        self.money = DISPLAY
-        self.money.set(settings.currency, settings.cny_per_usd)
-        # every launch carries the guard and a pinned host key from its first boot
-        self.launcher = Launcher(self.ledger, providers,
-                                 first_boot=self._first_boot)
-        self.plan = PlanPage(settings, catalog, self)
-        self.add_page("plan", self.plan, lambda: self.tr("Plan"))
         self._built: dict[str, QWidget] = {}
         self._factories: dict[str, Callable[[], QWidget]] = {}
-        self.nav.currentRowChanged.connect(self._build_row)
+        self.opening = QLabel(self)  # says what fills the Plan page's place until it is made
+        self.opening.setObjectName("opening")
+        holder = QWidget(self)
+        centred = QHBoxLayout(holder)  # stretches, not an alignment flag: see PAGE_KEY_ROLE
+        centred.addStretch(1)
+        centred.addWidget(self.opening)
+        centred.addStretch(1)
+        self.add_lazy_page("plan", self._make_plan, lambda: self.tr("Plan"), holder)
         self.add_lazy_page("accounts", self._make_accounts, lambda: self.tr("Accounts"))
-        self.instances = InstancesPage(self.ledger, providers, self.money, self)
-        self.add_page("instances", self.instances, lambda: self.tr("Instances"))
+        self.add_lazy_page("instances", self._make_instances, lambda: self.tr("Instances"))
         self.add_lazy_page("run", self._make_run, lambda: self.tr("Run"))
         self.add_lazy_page("watch", self._make_watch, lambda: self.tr("Watch"))
         self.nav.setCurrentRow(0)
+        self.billing_label = QLabel(self)
+        self.billing_label.setObjectName("billingStatus")
+        self.statusBar().addPermanentWidget(self.billing_label)
+        self.catalog_label = QLabel(self)
+        self.catalog_label.setObjectName("catalogAge")
+        self.statusBar().addPermanentWidget(self.catalog_label)
+        self._build_menus()
+        self.retranslate()
+        self.resize(1280, 800)
+        if not deferred:
+            self.finish_start()
+
+    def finish_start(self) -> None:
+        """Make the pages and start the background work: the ledger, the Plan and
+        Instances pages, budget alerts, the tray, prices. Heavy imports happen here, after
+        the window is on screen; pages not yet opened are still made on their first visit."""
+        if self.started:
+            return
+        from gpudesk.services.cloud.accounts import provider_from_keyring
+        from gpudesk.services.cloud.launcher import Launcher
+        from gpudesk.services.cloud.machines import act
+        from gpudesk.services.money.ledger import Ledger
+        from gpudesk.ui.watch.budget_alerts import BudgetAlerts, BudgetBanner
+        from gpudesk.ui.widgets.money import DISPLAY
+        from gpudesk.ui.widgets.task_runner import TaskRunner
+        from gpudesk.ui.widgets.tray import BillingTray
+
+        self.started = True
+        for action, keys in self._shortcuts:
+            action.setShortcut(keys)
+        self._shortcuts.clear()
+        settings = self.settings
+        self.budget_banner: BudgetBanner = BudgetBanner(self.centralWidget())
+        self._right.insertWidget(0, self.budget_banner)
+        given = self._ledger_given
+        self.ledger: Ledger = given if given is not None else Ledger()
+        providers = self._providers_given
+        self.providers: ProviderFactory = (providers if providers is not None
+                                           else provider_from_keyring)
+        self.money: Money = DISPLAY
+        self.money.set(settings.currency, settings.cny_per_usd)
+        # every launch carries the guard and a pinned host key from its first boot
+        self.launcher: Launcher = Launcher(self.ledger, self.providers,
+                                           first_boot=self._first_boot)
+        self.nav.currentRowChanged.connect(self._build_row)
+        self.page("plan")
+        self.page("instances")
         from gpudesk.services.core.window_state import load_state
 
         if load_state().watched:  # watch again what was watched, once the window is up
             QTimer.singleShot(0, self, lambda: self.page("watch"))
         self.launch_dialog: QDialog | None = None
-        self.prices_runner = TaskRunner(self)
-        self.spot_runner = TaskRunner(self, show_dialog=False, busy_cursor=False)  # in the back
-        self.guard_runner = TaskRunner(self, show_dialog=False, busy_cursor=False)  # in the back
+        self.prices_runner: TaskRunner = TaskRunner(self)
+        self.spot_runner: TaskRunner = TaskRunner(self, show_dialog=False,
+                                                  busy_cursor=False)  # in the back
+        self.guard_runner: TaskRunner = TaskRunner(self, show_dialog=False,
+                                                   busy_cursor=False)  # in the back
         # a push asked for while one ran: None, or whether any asker wanted Preferences' budget
         self._guards_again: bool | None = None
         self.spot_timer = QTimer(self)
         self.spot_timer.setInterval(SPOT_PRICES_EVERY_MS)
         self.spot_timer.timeout.connect(self.refresh_spot_prices)
         self.spot_timer.start()
-        self.plan.launch_requested.connect(self.show_launch_dialog)
-        self.billing_label = QLabel(self)
-        self.billing_label.setObjectName("billingStatus")
-        self.statusBar().addPermanentWidget(self.billing_label)
-        self.instances.billing_changed.connect(self._show_billing)
-        self.instances.billing_changed.connect(lambda *_: self._reload_machines())
-        self.tray = BillingTray(self.windowIcon(), self._raise, self.close, self)
+        self.tray: BillingTray = BillingTray(self.windowIcon(), self._raise, self.close, self)
         if BillingTray.available():
             self.tray.icon.show()
         self._told_no_tray = False
-        self.budget_alerts = BudgetAlerts.for_ledger(
+        self.budget_alerts: BudgetAlerts = BudgetAlerts.for_ledger(
             self.ledger, lambda: self.settings, self.tray, parent=self,
             act=lambda action, ledger_id: act(self.ledger, ledger_id, action, self.providers))
         self.budget_alerts.alert.connect(self.budget_banner.show_crossing)
@@ -147,23 +208,39 @@ class MainWindow(Retranslating, QMainWindow):
         self.budget_alerts.acted.connect(lambda *_: self.instances.reload())
         self.budget_alerts.start()
         self._warned_at_start = False
-        self.catalog_label = QLabel(self)
-        self.catalog_label.setObjectName("catalogAge")
-        self.statusBar().addPermanentWidget(self.catalog_label)
-        self.plan.catalog_changed.connect(lambda _c: self._show_catalog_age())
-        self._build_menus()
-        self.retranslate()
-        self.resize(1280, 800)
-        if catalog is None:
+        self._show_catalog_age()
+        if self._catalog_given is None:
             QTimer.singleShot(0, self, self._load_catalog)
         self.instances.reload()
         if self.ledger.accounts():
             QTimer.singleShot(0, self, self._reconcile_at_start)
 
+    def _make_plan(self) -> QWidget:
+        from gpudesk.ui.plan.plan_page import PlanPage
+
+        page = PlanPage(self.settings, self._catalog_given, self)
+        page.launch_requested.connect(self.show_launch_dialog)
+        page.catalog_changed.connect(lambda _c: self._show_catalog_age())
+        return page
+
+    def _make_instances(self) -> QWidget:
+        from gpudesk.ui.machines.instances_page import InstancesPage
+
+        page = InstancesPage(self.ledger, self.providers, self.money, self)
+        page.billing_changed.connect(self._show_billing)
+        page.billing_changed.connect(lambda *_: self._reload_machines())
+        return page
+
+    @property
+    def plan(self) -> PlanPage:
+        return cast("PlanPage", self.page("plan"))
+
+    @property
+    def instances(self) -> InstancesPage:
+        return cast("InstancesPage", self.page("instances"))
+
     def _reconcile_at_start(self) -> None:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
+        if not _event_loop_running():
             return  # no qasync loop (a bare QApplication in a test)
         self.instances.refresh()
         self.refresh_spot_prices()
@@ -173,6 +250,8 @@ class MainWindow(Retranslating, QMainWindow):
         force), in the background; the clouds are asked only when such a machine exists."""
         if self.spot_runner.busy:
             return
+
+        from gpudesk.services.cloud import spot_prices
 
         def done(report: spot_prices.SpotPriceReport) -> None:
             if report.recorded:
@@ -201,15 +280,17 @@ class MainWindow(Retranslating, QMainWindow):
             return None
         if self.ledger.account(offer.provider) is None:
             self.show_page("accounts")
+            from gpudesk.services.cloud.accounts import title
+
             self.statusBar().showMessage(self.tr("Add your {provider} keys first.").format(
-                provider=provider_title(offer.provider)), 10000)
+                provider=title(offer.provider)), 10000)
             return None
         warn_only = self.settings.budget_action not in ("stop", "terminate")
         dialog = LaunchDialog(offer, catalog, self.launcher.launch,
                               spot=bool(getattr(ranked, "spot", False)), money=self.money,
                               budget=0.0 if warn_only else self.settings.machine_budget_usd,
                               on_budget=self.settings.budget_action, parent=self)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        _delete_on_close(dialog)
         dialog.launched.connect(self._launched)
         dialog.ended.connect(self.instances.reload)
         dialog.destroyed.connect(lambda _o=None: setattr(self, "launch_dialog", None))
@@ -286,16 +367,20 @@ class MainWindow(Retranslating, QMainWindow):
     # ----------------------------------------------------------------- pages built when opened
 
     def add_lazy_page(self, key: str, factory: Callable[[], QWidget],
-                      title: Callable[[], str]) -> None:
+                      title: Callable[[], str], placeholder: QWidget | None = None) -> None:
         """A page whose widget (and heavy imports) is made on its first visit, or when the
-        window first needs it; until then an empty placeholder holds its place."""
+        window first needs it; until then a placeholder (empty by default) holds its place."""
         self._factories[key] = factory
-        self.add_page(key, QWidget(self), title)
+        self.add_page(key, placeholder if placeholder is not None else QWidget(self), title)
 
     def page(self, key: str) -> QWidget:
         """The page widget for ``key``, built now if it was not yet."""
         if key in self._built:
             return self._built[key]
+        if not self.started:  # a page needs the ledger and the rest: make them first
+            self.finish_start()
+            if key in self._built:
+                return self._built[key]
         slots = [self.pages.widget(r) for r in range(self.pages.count())]
         row, placeholder = next((r, w) for r, w in enumerate(slots)
                                 if w is not None and w.property("pageKey") == key)
@@ -361,7 +446,7 @@ class MainWindow(Retranslating, QMainWindow):
 
     def add_page(self, key: str, widget: QWidget, title: Callable[[], str]) -> None:
         item = QListWidgetItem(title(), self.nav)
-        item.setData(Qt.ItemDataRole.UserRole, key)
+        item.setData(PAGE_KEY_ROLE, key)
         item.setSizeHint(QSize(0, 36))
         widget.setProperty("pageKey", key)
         self.pages.addWidget(widget)
@@ -370,7 +455,7 @@ class MainWindow(Retranslating, QMainWindow):
         action = QAction(title(), self)
         action.setObjectName(f"page_{key}")
         if row < 9:
-            action.setShortcut(QKeySequence(f"Ctrl+{row + 1}"))
+            self._set_shortcut(action, QKeySequence(f"Ctrl+{row + 1}"))
         action.triggered.connect(lambda _checked=False, r=row: self.nav.setCurrentRow(r))
         self.addAction(action)  # the shortcut works even before the menus exist
         self.page_actions.append(action)
@@ -378,9 +463,7 @@ class MainWindow(Retranslating, QMainWindow):
             self.pages_menu.addAction(action)
 
     def _load_catalog(self) -> None:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # no qasync loop (e.g. a bare QApplication): read it now
+        if not _event_loop_running():  # no qasync loop (e.g. a bare QApplication): read it now
             from gpudesk.services.cloud.catalog import load_catalog
 
             self.plan.set_catalog(load_catalog())
@@ -394,17 +477,26 @@ class MainWindow(Retranslating, QMainWindow):
         action = QAction(self)
         action.triggered.connect(lambda _checked=False: slot())
         if shortcut is not None:
-            action.setShortcut(shortcut)
+            self._set_shortcut(action, shortcut)
         return action
+
+    def _set_shortcut(self, action: QAction, keys: QKeySequence) -> None:
+        """Now once started; before, kept for ``finish_start``: the first ``setShortcut``
+        builds Qt's namespace enums (~20 ms) and no key reaches the frame before then."""
+        if self.started:
+            action.setShortcut(keys)
+        else:
+            self._shortcuts.append((action, keys))
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
         self.file_menu = bar.addMenu("")
-        self.open_action = self._action(self.plan.open_plan_dialog,
+        self.open_action = self._action(lambda: self.plan.open_plan_dialog(),
                                         QKeySequence(QKeySequence.StandardKey.Open))
-        self.save_action = self._action(self.plan.save_plan_dialog,
+        self.save_action = self._action(lambda: self.plan.save_plan_dialog(),
                                         QKeySequence(QKeySequence.StandardKey.Save))
-        self.export_action = self._action(self.plan.export_csv_dialog, QKeySequence("Ctrl+E"))
+        self.export_action = self._action(lambda: self.plan.export_csv_dialog(),
+                                          QKeySequence("Ctrl+E"))
         self.preferences_action = self._action(self.show_preferences, QKeySequence("Ctrl+,"))
         self.preferences_action.setMenuRole(QAction.MenuRole.PreferencesRole)
         self.quit_action = self._action(self.close, QKeySequence("Ctrl+Q"))
@@ -481,7 +573,7 @@ class MainWindow(Retranslating, QMainWindow):
         from gpudesk.ui.shell.settings_dialog import SettingsDialog
 
         dialog = SettingsDialog(self.settings, self)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        _delete_on_close(dialog)
         dialog.saved.connect(self.apply_settings)
         dialog.open()
         return dialog
@@ -494,9 +586,7 @@ class MainWindow(Retranslating, QMainWindow):
         if not any(m.provider != "own" and m.state == "running"
                    for m in self.ledger.machines(include_ended=False)):
             return
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
+        if not _event_loop_running():
             return  # no qasync loop (a bare QApplication in a test)
         if self.guard_runner.busy:
             self._guards_again = bool(self._guards_again) or budget_from_settings
@@ -546,7 +636,7 @@ class MainWindow(Retranslating, QMainWindow):
         from gpudesk.ui.shell.welcome import WelcomeDialog
 
         dialog = WelcomeDialog(self.settings.language, self.set_language, self)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        _delete_on_close(dialog)
         dialog.finished.connect(lambda _r: self._welcome_dismissed(dialog.choice))
         self.welcome = dialog
         dialog.open()
@@ -569,12 +659,13 @@ class MainWindow(Retranslating, QMainWindow):
 
     def show_trace_dialog(self) -> QDialog:
         """Trace with the Plan page's batch, precision and optimizer (if they parse)."""
+        from gpudesk.sizing import Setup
         from gpudesk.ui.plan.trace_dialog import TraceDialog  # only when asked: keeps start-up lean
 
         job, errors = self.plan.form.build_job()
-        setup = job.setup if job is not None and not errors else sizing.Setup()
+        setup = job.setup if job is not None and not errors else Setup()
         dialog = TraceDialog(setup, self)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        _delete_on_close(dialog)
         dialog.open()
         return dialog
 
@@ -582,7 +673,7 @@ class MainWindow(Retranslating, QMainWindow):
         from gpudesk.ui.shell.about_dialog import AboutDialog
 
         dialog = AboutDialog(self)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        _delete_on_close(dialog)
         dialog.open()
         return dialog
 
@@ -622,6 +713,10 @@ class MainWindow(Retranslating, QMainWindow):
 
 
     def _show_catalog_age(self) -> None:
+        if "plan" not in self._built:  # the frame, before the pages are made
+            self.opening.setText(self.tr("Opening…"))
+            self.catalog_label.setText(self.tr("Loading prices…"))
+            return
         catalog = self.plan.catalog
         if catalog is None or not catalog.offers:
             self.catalog_label.setText(self.tr("Loading prices…"))

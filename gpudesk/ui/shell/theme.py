@@ -9,7 +9,6 @@ while the app runs.
 from __future__ import annotations
 
 import shiboken6
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication, QWidget
 
@@ -21,13 +20,17 @@ _connected: list[bool] = []
 
 def system_scheme() -> str:
     """``"dark"`` when the OS says so, else ``"light"`` (also when it does not know)."""
+    from PySide6.QtCore import Qt  # only here: naming Qt builds all its enums (~15 ms)
+
     hints = QGuiApplication.styleHints()
     return "dark" if hints.colorScheme() == Qt.ColorScheme.Dark else "light"
 
 
-def resolve_theme(theme: str) -> str:
+def resolve_theme(theme: str, seen: str = "") -> str:
+    """The scheme ``theme`` means; for ``"system"``, ``seen`` (the OS scheme found at the
+    last start) when given, else the OS is asked."""
     if theme == "system":
-        return system_scheme()
+        return seen if seen in ("light", "dark") else system_scheme()
     return theme if theme in ("light", "dark") else "light"
 
 
@@ -71,12 +74,15 @@ def light_palette(app: QApplication) -> QPalette:
     return style.standardPalette() if style is not None else QPalette()
 
 
-def apply_theme(app: QApplication, theme: str) -> str:
-    """Use ``theme`` from now on; return the scheme in effect (``"light"``/``"dark"``)."""
+def apply_theme(app: QApplication, theme: str, seen: str = "") -> str:
+    """Use ``theme`` from now on; return the scheme in effect (``"light"``/``"dark"``).
+
+    ``seen``: see ``resolve_theme``; the caller checks the OS with ``system_scheme``
+    once the window is up."""
     if app.style() is None or app.style().name().lower() != "fusion":
         app.setStyle("Fusion")
     _state["theme"] = theme if theme in THEMES else "system"
-    effective = resolve_theme(_state["theme"])
+    effective = resolve_theme(_state["theme"], seen)
     _state["effective"] = effective
     app.setPalette(dark_palette() if effective == "dark" else light_palette(app))
     # Widgets under a style sheet keep the palette they were polished with; set the
