@@ -21,6 +21,7 @@ process with its own connection), are reported too, without goals. Goals:
 ratios ≤ 1.0, ≤ 0.5 and ≤ 0.3. The "CLI process" column is ``python -m gpudesk sync``
 run as a user runs it, the whole process (interpreter start and imports counted), as
 rsync is a whole process: goal ≤ 1.5x rsync for an unchanged or lightly edited project.
+It runs from byte-compiled modules, as an installed gpudesk does (``as_installed``).
 
     python -m benchmarks.bench_sync [repetitions]
 """
@@ -44,6 +45,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from fixtures_sshd import SshdServer, sshd_missing_reason, start_sshd  # noqa: E402
 
+from benchmarks.as_installed import installed_env  # noqa: E402
 from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore  # noqa: E402
 from gpudesk.services.remote.ssh import SshConnection, SshTarget  # noqa: E402
 from gpudesk.services.remote.sync import push  # noqa: E402
@@ -164,7 +166,7 @@ class Runner:
         """``gpudesk sync`` as a user types it: the whole process, interpreter start and
         imports counted (the issue-14 goal: <= 1.5x rsync, which also starts a process)."""
         s = self.server
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        env = {**installed_env(), "PYTHONPATH": os.pathsep.join(
             filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
         command = [sys.executable, "-m", "gpudesk", "sync", str(local), str(remote), "--delete",
                    "--on", f"ssh://{s.user}@{s.host}:{s.port}", "--identity", str(s.client_key)]

@@ -103,8 +103,11 @@ def _cmd_sync(a: argparse.Namespace) -> int:
     from gpudesk.services.remote import sync
 
     local = Path(a.local_dir)
-    plan = sync.plan_push(local)  # raises SyncError for a missing folder before connecting
-    if (a.dry_run or a.verbose) and not a.json:
+    listing = (a.dry_run or a.verbose) and not a.json
+    # raises SyncError for a missing folder before connecting; the ignored folders are
+    # measured (walked) only when they are listed: a big data/ folder costs seconds
+    plan = sync.scan(local, measure_skipped=listing)
+    if listing:
         for item in plan.skipped:
             count = f", {item.files} files" if item.files else ""
             more = "" if item.complete else " at least"
@@ -112,7 +115,8 @@ def _cmd_sync(a: argparse.Namespace) -> int:
                   f"{_size(item.size)}{count})")
     with open_target(a) as conn:
         result = sync.push(conn, local, a.remote_dir, delete=a.delete, dry_run=a.dry_run,
-                           progress=_progress_printer(sys.stderr.isatty() and not a.json))
+                           progress=_progress_printer(sys.stderr.isatty() and not a.json),
+                           plan=plan)
     if sys.stderr.isatty() and not a.json:
         print(file=sys.stderr)
     if a.json:
@@ -132,8 +136,9 @@ def _cmd_sync(a: argparse.Namespace) -> int:
                 print(f"delete {path}")
         print(f"{verb} {result.files_sent} files ({_size(result.bytes_sent)}), "
               f"{'would delete' if a.dry_run else 'deleted'} {result.deleted}, "
-              f"{result.unchanged} unchanged, {result.skipped} skipped "
-              f"({_size(plan.skipped_bytes)} not synced) in {result.seconds:.1f} s")
+              f"{result.unchanged} unchanged, {result.skipped} skipped"
+              + (f" ({_size(plan.skipped_bytes)} not synced)" if listing else "")
+              + f" in {result.seconds:.1f} s")
     return 1 if result.errors else 0
 
 

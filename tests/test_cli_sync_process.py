@@ -39,3 +39,27 @@ def test_sync_process_syncs_and_skips_other_verbs_imports(
     for heavy in ("keyring", "gpudesk.services.cloud.accounts", "gpudesk.sizing",
                   "gpudesk.cli_cloud", "PySide6", "invoke.collection"):
         assert heavy not in imported, heavy
+
+
+def test_sync_measures_ignored_folders_only_when_it_lists_them(
+        sshd: SshdServer, tmp_path: Path) -> None:  # noqa: F811
+    """The summary's "not synced" size needs a walk of every ignored folder (a dataset can
+    hold a million files): it is paid for by --verbose and --dry-run alone."""
+    local = tmp_path / "proj"
+    (local / "data").mkdir(parents=True)
+    (local / "train.py").write_text("print('hi')\n")
+    (local / ".gitignore").write_text("data/\n")
+    (local / "data" / "big.bin").write_bytes(b"x" * 5000)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    base = [sys.executable, "-m", "gpudesk", "sync", str(local), str(tmp_path / "remote"),
+            "--accept-new", "--on", sshd.url, "--identity", str(sshd.client_key)]
+    plain = subprocess.run(base, capture_output=True, text=True, env=env, timeout=120)
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    assert "sent 2 files" in plain.stdout and "1 skipped in" in plain.stdout
+    assert "not synced" not in plain.stdout and "skip data/" not in plain.stdout
+    listed = subprocess.run([*base, "--verbose"], capture_output=True, text=True, env=env,
+                            timeout=120)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert "skip data/ (gitignore, 5.0 KB, 1 files)" in listed.stdout
+    assert "1 skipped (5.0 KB not synced)" in listed.stdout

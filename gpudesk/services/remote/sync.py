@@ -2,7 +2,8 @@
 
 Pure Python on the desktop (no rsync; Windows works). What is sent follows the
 project's ``.gitignore`` files, nested ones included (``pathspec``'s
-GitIgnoreSpec), plus ``.git/info/exclude``; ``.git`` itself never goes.
+GitIgnoreSpec), plus ``.git/info/exclude``; ``.git`` itself never goes (the walk
+is ``sync_scan``).
 
 A push is one request and one reply to the sync helper on the machine
 (``sync_manifest``): the desktop sends ``{path: [size, mtime_ns]}``, the
@@ -23,10 +24,8 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
-import importlib.resources
 import json
 import os
-import re
 import threading
 import time
 import weakref
@@ -41,12 +40,19 @@ from pathspec import GitIgnoreSpec
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core import paths
-from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.files import atomic_write_text
 from gpudesk.services.remote import sync_manifest as wire
 from gpudesk.services.remote.ssh import MSG_DROPPED, SshConnection, SshDisconnected
+from gpudesk.services.remote.sync_scan import MEASURE_LIMIT as MEASURE_LIMIT
+from gpudesk.services.remote.sync_scan import MSG_NOT_FOLDER as MSG_NOT_FOLDER
+from gpudesk.services.remote.sync_scan import IgnoreRules as IgnoreRules
+from gpudesk.services.remote.sync_scan import LocalFile as LocalFile
+from gpudesk.services.remote.sync_scan import Skipped as Skipped
+from gpudesk.services.remote.sync_scan import SyncError as SyncError
+from gpudesk.services.remote.sync_scan import SyncPlan as SyncPlan
+from gpudesk.services.remote.sync_scan import plan_push as plan_push
+from gpudesk.services.remote.sync_scan import scan as scan
 
-MSG_NOT_FOLDER = QT_TRANSLATE_NOOP("Sync", "{path} is not a folder.")
 MSG_NO_PYTHON = QT_TRANSLATE_NOOP(
     "Sync", "The machine has no working python3 ({detail}). gpudesk needs Python 3.7 or newer "
     "on the machine to sync files.")
@@ -57,11 +63,6 @@ MSG_CANCELLED = QT_TRANSLATE_NOOP(
 MSG_INCOMPLETE = QT_TRANSLATE_NOOP(
     "Sync", "{count} files could not be written ({first}). The others were synced.")
 
-MEASURE_LIMIT = 200_000  # entries counted per skipped folder for the plan, then "at least"
-
-
-class SyncError(TemplatedError):
-    translation_context = "Sync"
 
 
 class SyncCancelled(SyncError):
@@ -78,44 +79,6 @@ class SyncIncomplete(SyncError):
 
 
 # --------------------------------------------------------------------------- results
-
-@dataclass(slots=True)
-class LocalFile:
-    path: str  # relative, forward slashes
-    size: int
-    mtime_ns: int
-    mode: int
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """Something not synced, and why: "gitignore", ".git", "symlink", "special"."""
-
-    path: str
-    reason: str
-    size: int = 0  # bytes, measured only by plan_push
-    files: int = 0
-    is_dir: bool = False
-    complete: bool = True  # False: the folder was too big to count fully
-
-
-@dataclass(frozen=True)
-class SyncPlan:
-    """What a push would consider, for the "before the first sync" view."""
-
-    root: Path
-    files: tuple[LocalFile, ...]
-    skipped: tuple[Skipped, ...]
-    rules: IgnoreRules = field(repr=False, compare=False)
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(f.size for f in self.files)
-
-    @property
-    def skipped_bytes(self) -> int:
-        return sum(s.size for s in self.skipped)
-
 
 @dataclass(frozen=True)
 class SyncProgress:
@@ -147,174 +110,6 @@ class SyncResult:
 
 
 ProgressFn = Callable[[SyncProgress], None]
-
-
-# --------------------------------------------------------------------------- ignore rules
-
-_NAMED_GROUP = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
-
-
-class _Spec:
-    """One .gitignore; a combined regex answers "no pattern matches" without a Python loop."""
-
-    def __init__(self, lines: Iterable[str]) -> None:
-        self.spec = GitIgnoreSpec.from_lines(lines)
-        alternatives = [p.regex.pattern for p in self.spec.patterns
-                        if p.include is not None and p.regex is not None]
-        self.empty = not alternatives
-        self.any: re.Pattern[str] | None = None
-        if alternatives:
-            with contextlib.suppress(re.error):
-                self.any = re.compile("|".join(
-                    f"(?:{_NAMED_GROUP.sub('(?:', a)})" for a in alternatives))
-
-    def check(self, rel: str) -> bool | None:
-        """True ignored, False re-included (``!``), None when no pattern speaks."""
-        if self.empty or (self.any is not None and self.any.search(rel) is None):
-            return None
-        return self.spec.check_file(rel).include
-
-
-Chain = tuple[tuple[int, _Spec], ...]  # (length of the base folder's prefix, spec)
-
-
-class IgnoreRules:
-    """The .gitignore files of one tree, keyed by the folder they sit in ("" for the top)."""
-
-    def __init__(self) -> None:
-        self.specs: dict[str, list[_Spec]] = {}
-
-    def add(self, base: str, lines: Iterable[str]) -> _Spec | None:
-        spec = _Spec(lines)
-        if spec.empty:
-            return None
-        self.specs.setdefault(base, []).append(spec)
-        return spec
-
-    def chain_for(self, parent: Chain, base: str) -> Chain:
-        extra = tuple((len(base) + 1 if base else 0, spec) for spec in self.specs.get(base, []))
-        return parent + extra
-
-    @staticmethod
-    def decide(chain: Chain, rel: str, is_dir: bool) -> bool:
-        probe = rel + "/" if is_dir else rel
-        for offset, spec in reversed(chain):  # deeper files and later lines win
-            sub = probe[offset:] if offset else probe
-            if spec.any is not None and spec.any.search(sub) is None:
-                continue  # the common case: no pattern of this file speaks
-            verdict = spec.check(sub)
-            if verdict is not None:
-                return verdict
-        return False
-
-    def ignored(self, rel: str) -> bool:
-        """Would a push skip ``rel`` (a file path) under these rules?"""
-        parts = rel.split("/")
-        if ".git" in parts:
-            return True
-        chain = self.chain_for((), "")
-        for depth in range(1, len(parts)):
-            folder = "/".join(parts[:depth])
-            if self.decide(chain, folder, True):
-                return True
-            chain = self.chain_for(chain, folder)
-        return self.decide(chain, rel, False)
-
-
-def _read_lines(path: str) -> list[str]:
-    try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
-            return handle.read().splitlines()
-    except OSError:
-        return []
-
-
-# --------------------------------------------------------------------------- scanning
-
-def _measure(path: str) -> tuple[int, int, bool]:
-    size = count = 0
-    todo = [path]
-    while todo:
-        try:
-            entries = list(os.scandir(todo.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            count += 1
-            if count > MEASURE_LIMIT:
-                return size, count, False
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    todo.append(entry.path)
-                elif entry.is_file(follow_symlinks=False):
-                    size += entry.stat(follow_symlinks=False).st_size
-            except OSError:
-                continue
-    return size, count, True
-
-
-def scan(local: Path, *, measure_skipped: bool = False) -> SyncPlan:
-    """Walk ``local`` under its ignore rules. Ignored folders are not entered (git's rule)."""
-    root = Path(local)
-    if not root.is_dir():
-        raise SyncError(MSG_NOT_FOLDER, path=str(root))
-    rules = IgnoreRules()
-    rules.add("", _read_lines(os.path.join(root, ".git", "info", "exclude")))
-    files: list[LocalFile] = []
-    skipped: list[Skipped] = []
-    windows = os.name == "nt"
-    todo: list[tuple[str, str, Chain]] = [("", str(root), ())]
-    while todo:
-        rel_dir, abs_dir, parent_chain = todo.pop()
-        try:
-            entries = list(os.scandir(abs_dir))
-        except OSError:
-            skipped.append(Skipped(rel_dir, "unreadable", is_dir=True))
-            continue
-        if any(entry.name == ".gitignore" for entry in entries):
-            rules.add(rel_dir, _read_lines(os.path.join(abs_dir, ".gitignore")))
-        chain = rules.chain_for(parent_chain, rel_dir)
-        for entry in entries:
-            name = entry.name
-            rel = f"{rel_dir}/{name}" if rel_dir else name
-            try:
-                if name == ".git":
-                    skipped.append(_skip(entry, rel, ".git", measure_skipped))
-                elif entry.is_symlink():
-                    skipped.append(Skipped(rel, "symlink"))
-                elif entry.is_dir():
-                    if IgnoreRules.decide(chain, rel, True):
-                        skipped.append(_skip(entry, rel, "gitignore", measure_skipped))
-                    else:
-                        todo.append((rel, entry.path, chain))
-                elif entry.is_file():
-                    info = entry.stat()
-                    if IgnoreRules.decide(chain, rel, False):
-                        skipped.append(Skipped(rel, "gitignore", info.st_size, 1))
-                    else:
-                        mode = 0o644 if windows else info.st_mode & 0o777
-                        files.append(LocalFile(rel, info.st_size, info.st_mtime_ns, mode))
-                else:
-                    skipped.append(Skipped(rel, "special"))
-            except OSError:
-                skipped.append(Skipped(rel, "unreadable"))
-    files.sort(key=lambda f: f.path)
-    skipped.sort(key=lambda s: s.path)
-    return SyncPlan(root, tuple(files), tuple(skipped), rules)
-
-
-def _skip(entry: os.DirEntry[str], rel: str, reason: str, measure: bool) -> Skipped:
-    if not entry.is_dir(follow_symlinks=False):
-        return Skipped(rel, reason, entry.stat(follow_symlinks=False).st_size, 1)
-    if not measure:
-        return Skipped(rel, reason, is_dir=True)
-    size, count, complete = _measure(entry.path)
-    return Skipped(rel, reason, size, count, True, complete)
-
-
-def plan_push(local: Path) -> SyncPlan:
-    """What a push of ``local`` sends and skips, with the skipped folders' sizes."""
-    return scan(local, measure_skipped=True)
 
 
 # --------------------------------------------------------------------------- local hash cache
@@ -355,6 +150,8 @@ class HashCache:
 
 def helper_command() -> str:
     """``python3 -c`` with the helper's source, compressed into one shell-safe word."""
+    import importlib.resources  # here: the CLI calls this on its connecting thread
+
     source = importlib.resources.files("gpudesk.services.remote").joinpath("sync_manifest.py")
     blob = base64.b64encode(zlib.compress(source.read_bytes(), 9)).decode("ascii")
     code = ("import base64,zlib;exec(compile(zlib.decompress(base64.b64decode('" + blob
@@ -537,15 +334,19 @@ def _compare(plan: SyncPlan, answer: dict[str, Any], cache: HashCache,
 
 def push(conn: SshConnection, local: Path, remote_dir: str, *, delete: bool = False,
          dry_run: bool = False, progress: ProgressFn | None = None,
-         cancel: threading.Event | None = None) -> SyncResult:
-    """Make ``remote_dir`` on the machine hold ``local``'s synced files (see module doc)."""
+         cancel: threading.Event | None = None, plan: SyncPlan | None = None) -> SyncResult:
+    """Make ``remote_dir`` on the machine hold ``local``'s synced files (see module doc).
+
+    ``plan``: a scan of ``local`` made just before (the CLI scans while it connects);
+    without one the folder is scanned here, while the helper starts on the machine."""
     started = time.monotonic()
     report = progress or (lambda _p: None)
     helper = helper_for(conn)
     with helper.lock:
         helper.begin()  # the helper starts on the machine while the folder is scanned here
         report(SyncProgress("scan"))
-        plan = scan(Path(local))
+        if plan is None or Path(plan.root) != Path(local):
+            plan = scan(Path(local))
         if cancel is not None and cancel.is_set():
             raise SyncCancelled(_result(plan, started, 0), len(plan.files))
         cache = HashCache(plan.root)
