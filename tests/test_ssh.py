@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import paramiko
 import pytest
 from fixtures_sshd import SshdServer, _free_port, _write_ed25519, sshd  # noqa: F401
 
@@ -174,6 +175,34 @@ def test_a_silent_link_is_given_up_within_a_minute(sshd: SshdServer) -> None:
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 10
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 40_000
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+    finally:
+        connection.close()
+
+
+def test_the_handshake_runs_on_a_socket_tuned_from_its_first_byte(
+        sshd: SshdServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nagle off before the handshake, and each read acknowledged at once (Linux): SSH's
+    small answers otherwise wait ~40 ms on delayed ACKs (benchmarks/bench_sync.py)."""
+    seen: list[tuple[int, int]] = []
+    real_connect = paramiko.SSHClient.connect
+
+    def connect(self: paramiko.SSHClient, *args: object, **kwargs: object) -> None:
+        sock = kwargs.get("sock")
+        assert isinstance(sock, socket.socket)  # gpudesk's own socket, not paramiko's
+        seen.append((sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY),
+                     sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE)))
+        real_connect(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(paramiko.SSHClient, "connect", connect)
+    connection = make_conn(sshd)
+    try:
+        assert connection.exec("echo hi").stdout == b"hi\n"
+        assert seen == [(1, 1)]
+        sock = connection.transport().sock
+        if hasattr(socket, "TCP_QUICKACK"):
+            assert type(sock).recv is not socket.socket.recv  # each read re-arms it
+            sock.recv(0)
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK) == 1
     finally:
         connection.close()
 
