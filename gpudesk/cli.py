@@ -174,9 +174,10 @@ def _cmd_size(a: argparse.Namespace) -> int:
 def _offer_row(r: RankedOffer) -> str:
     o = r.offer
     hours = "-" if not r.fits else f"{r.hours:,.1f} h"
-    cost = "-" if not r.fits else f"${r.cost:,.2f}"
+    cost = "-" if not r.fits or not r.priced else f"${r.cost:,.2f}"
+    price = f"${r.price_per_hour:>8.3f}/h" if r.priced else f"{'-':>9}/h"
     return (f"{o.provider:<8}{o.instance_type:<22}{o.region:<15}{o.gpu_count:>2}×"
-            f"{o.gpu.name:<11}${r.price_per_hour:>8.3f}/h {hours:>12} {cost:>12}  "
+            f"{o.gpu.name:<11}{price} {hours:>12} {cost:>12}  "
             f"{r.reason_text} [{o.price_status}"
             f"{'; no spot price' if r.spot and o.spot_price is None else ''}]")
 

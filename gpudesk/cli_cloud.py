@@ -159,7 +159,7 @@ def _cmd_launch(a: argparse.Namespace) -> int:
     if a.max_price is not None and not a.spot:
         return _fail("--max-price only applies to spot machines; add --spot", 2)
     offer = _catalog_offer(a.provider, a.region, a.type)
-    price = (offer.price(a.spot) or offer.ondemand_price) if offer is not None else 0.0
+    price = (offer.price(a.spot) or offer.ondemand_price or 0.0) if offer is not None else 0.0
     budget, on_budget, rate = _launch_budget(a)
     plan = LaunchPlan(
         provider=a.provider, instance_type=a.type, region=a.region, zone=a.zone or "",

@@ -1,4 +1,5 @@
-"""A stand-in Alibaba Cloud ECS API server (2014-05-26): the actions gpudesk uses.
+"""A stand-in Alibaba Cloud ECS (2014-05-26) and VPC (2016-04-28) API server: the actions
+gpudesk uses.
 
 It speaks the wire format alibabacloud-ecs20140526 uses (RPC style, POST with
 the parameters in the query string flattened as ``Tag.1.Key``, ``x-acs-*``
@@ -11,11 +12,20 @@ string to sign ``ACS3-HMAC-SHA256\\n<sha256 hex>``, HMAC-SHA256 with the secret.
 The payload hash header must be the body's SHA-256, the date within 15
 minutes and every nonce new.
 
+The product is told by the ``x-acs-version`` header: the VPC actions
+(CreateVpc, DescribeVpcs, CreateVSwitch, DescribeVSwitches) are served as the
+VPC API's, with ``Tag.N.Key``/``Tag.N.Value`` on create and as a filter on
+describe and ``Tags.Tag[].Key/Value`` in answers. ECS's legacy VPC actions,
+which take no tags, are not served: a call to them fails as an unknown action.
+
 State per region: machines (Pending → Running on a later describe, Stopping →
 Stopped, Starting → Running, deleted at once by DeleteInstances and at their
 AutoReleaseTime by the server's clock), key pairs, security groups and rules,
-VPCs (Pending → Available) and vSwitches, ClientToken answers, stock per zone.
-``fail_next`` makes the next matching call(s) fail with a real code.
+VPCs (Pending → Available) and vSwitches with their tags, ClientToken answers,
+stock per zone. RunInstances, a DryRun too, checks that its image, vSwitch and
+security group exist. ``add_vpc``/``add_vswitch``/``add_group`` put in the
+user's own network (no gpudesk tag); ``fail_next`` makes the next matching
+call(s) fail with a real code.
 """
 
 from __future__ import annotations
@@ -37,7 +47,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
-VERSION = "2014-05-26"
+VERSION = "2014-05-26"  # ECS
+VPC_VERSION = "2016-04-28"
+VPC_ACTIONS = frozenset({"CreateVpc", "DescribeVpcs", "CreateVSwitch", "DescribeVSwitches"})
+VPC_MAX_PAGE = 50  # DescribeVpcs and DescribeVSwitches refuse a larger PageSize
 ACCESS_KEY_ID = "LTAI5tGpudeskStandin0123"  # LTAI + 20, shaped like a real one
 ACCESS_KEY_SECRET = "Gk7pQ2xVb9Lm4Nc8Rt1Yw6Zs3Hd5Jf"  # 30 characters
 MAX_SKEW_S = 15 * 60
@@ -82,7 +95,8 @@ _STATUS = {  # HTTP status of an error code, as ECS answers
     "InvalidAccessKeyId.NotFound": 404, "Forbidden.RAM": 403, "InvalidInstanceId.NotFound": 404,
     "InvalidSecurityGroupId.NotFound": 404, "InvalidKeyPairName.NotFound": 404,
     "IncorrectInstanceStatus": 403, "OperationDenied.NoStock": 403, "Zone.NotOnSale": 403,
-    "InvalidAction.NotFound": 404, "DependencyViolation": 403,
+    "InvalidAction.NotFound": 404, "DependencyViolation": 403, "InvalidVpcId.NotFound": 404,
+    "InvalidVSwitchId.NotExist": 404, "InvalidImageId.NotFound": 404,
 }
 
 
@@ -192,6 +206,7 @@ class AliyunStandin:
             self.state = State()
             self.calls: Counter[str] = Counter()
             self.requests: list[tuple[str, str, dict[str, str]]] = []  # action, region, query
+            self.versions: Counter[tuple[str, str]] = Counter()  # (action, x-acs-version)
             self.failures: list[Failure] = []
             self.clock_offset = 0.0  # seconds the server's clock is ahead of the caller's
             self.elapsed = 0.0  # seconds the cloud has lived ahead (advance()), signatures aside
@@ -201,6 +216,7 @@ class AliyunStandin:
             self.keep_charging_types: set[str] = set()  # StopCharging not allowed
             self.nonces: set[str] = set()
             self.internal_errors: list[str] = []  # stand-in bugs, for the tests to assert none
+            self.currency = "CNY"  # DescribePrice's: the international site answers in USD
             self.secrets = {}
             self._ips = itertools.count(10)
 
@@ -227,6 +243,39 @@ class AliyunStandin:
             raw["Status"] = "Stopped"
             raw["OperationLocks"] = {"LockReason": [{"LockReason": "Recycling",
                                                      "LockMsg": "spot recycling"}]}
+
+    def add_vpc(self, region: str, name: str = "", tags: dict[str, str] | None = None,
+                cidr: str = "192.168.0.0/16") -> str:
+        """A VPC made outside gpudesk (the user's own unless ``tags`` say otherwise)."""
+        with self._lock:
+            vpc_id = _new_id("vpc-")
+            self.state.vpcs[vpc_id] = {
+                "VpcId": vpc_id, "VpcName": name, "CidrBlock": cidr, "Description": "",
+                "Status": "Available", "RegionId": region, "IsDefault": False,
+                "CreationTime": _iso(self.now()), "Tags": dict(tags or {}), "_seen": 0}
+            return vpc_id
+
+    def add_vswitch(self, vpc_id: str, zone: str, name: str = "",
+                    tags: dict[str, str] | None = None, cidr: str = "192.168.1.0/24") -> str:
+        with self._lock:
+            vsw = _new_id("vsw-")
+            self.state.vswitches[vsw] = {
+                "VSwitchId": vsw, "VpcId": vpc_id, "ZoneId": zone, "CidrBlock": cidr,
+                "VSwitchName": name, "Description": "", "Status": "Available",
+                "RegionId": self.state.vpcs[vpc_id]["RegionId"],
+                "CreationTime": _iso(self.now()), "Tags": dict(tags or {})}
+            return vsw
+
+    def add_group(self, vpc_id: str, name: str = "default",
+                  tags: dict[str, str] | None = None) -> str:
+        with self._lock:
+            group_id = _new_id("sg-")
+            self.state.groups[group_id] = {
+                "SecurityGroupId": group_id, "SecurityGroupName": name, "Description": "",
+                "VpcId": vpc_id, "RegionId": self.state.vpcs[vpc_id]["RegionId"],
+                "SecurityGroupType": "normal", "CreationTime": _iso(self.now()),
+                "Tags": dict(tags or {}), "Rules": []}
+            return group_id
 
     def params(self, action: str) -> list[dict[str, str]]:
         with self._lock:
@@ -279,13 +328,15 @@ class AliyunStandin:
             self.calls[action] += 1
         try:
             self._authenticate(method, url.path, query, headers, body)
-            if headers.get("x-acs-version") != VERSION:
+            version = headers.get("x-acs-version", "")
+            if version not in (VERSION, VPC_VERSION):
                 raise ApiError("InvalidVersion", "Specified parameter Version is not valid.")
             handler = getattr(self, "_" + action, None)
-            if handler is None:
+            if handler is None or (action in VPC_ACTIONS) != (version == VPC_VERSION):
                 raise ApiError("InvalidAction.NotFound", f"Specified api {action} is not found.")
             with self._lock:
                 self.requests.append((action, region, query))
+                self.versions[(action, version)] += 1
                 self._release_due()
                 self._maybe_fail(action, region, query)
                 if action != "DescribeRegions" and region not in REGIONS:
@@ -299,7 +350,8 @@ class AliyunStandin:
                                "unknown error.")
             err = exc
             return _STATUS.get(err.code, 400 if err.code != "InternalError" else 500), {
-                "RequestId": str(uuid.uuid4()).upper(), "HostId": "ecs.aliyuncs.com",
+                "RequestId": str(uuid.uuid4()).upper(),
+                "HostId": "vpc.aliyuncs.com" if action in VPC_ACTIONS else "ecs.aliyuncs.com",
                 "Code": err.code, "Message": err.message,
                 "Recommend": f"https://api.aliyun.com/troubleshoot?q={err.code}"}
         answer["RequestId"] = str(uuid.uuid4()).upper()
@@ -396,9 +448,9 @@ class AliyunStandin:
             raise ApiError("InvalidInstanceType.ValueNotSupported",
                            "The specified InstanceType does not exist or beyond the permitted "
                            "range.")
-        price = TYPES[itype][4]
+        price = TYPES[itype][4] / (7.2 if self.currency == "USD" else 1.0)
         return {"PriceInfo": {"Price": {"OriginalPrice": price, "DiscountPrice": 0.0,
-                                        "TradePrice": price, "Currency": "CNY"}}}
+                                        "TradePrice": price, "Currency": self.currency}}}
 
     def _DescribeSpotPriceHistory(self, region: str, q: dict[str, str]) -> dict[str, Any]:
         itype = q.get("InstanceType", "")
@@ -434,6 +486,18 @@ class AliyunStandin:
 
     # ------------------------------------------------------------------ network
 
+    # The VPC API (2016-04-28): tags on create, as a filter, and in the answer.
+
+    @staticmethod
+    def _vpc_paged(items: list[dict[str, Any]], q: dict[str, str], outer: str,
+                   inner: str) -> dict[str, Any]:
+        if int(q.get("PageSize") or 10) > VPC_MAX_PAGE:
+            raise ApiError("InvalidParameter", f"PageSize must be at most {VPC_MAX_PAGE}.")
+        view = [{**{k: v for k, v in item.items() if not k.startswith("_") and k != "Tags"},
+                 "Tags": {"Tag": [{"Key": k, "Value": v} for k, v in item["Tags"].items()]}}
+                for item in items]
+        return AliyunStandin._paged(view, q, outer, inner)
+
     def _CreateVpc(self, region: str, q: dict[str, str]) -> dict[str, Any]:
         token = ("CreateVpc", region, q.get("ClientToken", ""))
         if q.get("ClientToken") and token in self.state.tokens:
@@ -443,21 +507,26 @@ class AliyunStandin:
                                    "CidrBlock": q.get("CidrBlock", "172.16.0.0/12"),
                                    "Description": q.get("Description", ""), "Status": "Pending",
                                    "RegionId": region, "IsDefault": False,
-                                   "CreationTime": _iso(self.now()), "_seen": 0}
-        answer = {"VpcId": vpc_id, "VRouterId": _new_id("vrt-"), "RouteTableId": _new_id("vtb-")}
+                                   "CreationTime": _iso(self.now()),
+                                   "Tags": {t["Key"]: t.get("Value", "")
+                                            for t in _objects(q, "Tag")}, "_seen": 0}
+        answer = {"VpcId": vpc_id, "VRouterId": _new_id("vrt-"), "RouteTableId": _new_id("vtb-"),
+                  "ResourceGroupId": "rg-standin"}
         if q.get("ClientToken"):
             self.state.tokens[token] = answer
         return dict(answer)
 
     def _DescribeVpcs(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        wanted = set(filter(None, q.get("VpcId", "").split(",")))
         vpcs = [v for v in self.state.vpcs.values() if v["RegionId"] == region
-                and (not q.get("VpcId") or v["VpcId"] == q["VpcId"])]
+                and (not wanted or v["VpcId"] in wanted)
+                and (not q.get("VpcName") or v["VpcName"] == q["VpcName"])
+                and _tag_match(v["Tags"], q)]
         for vpc in vpcs:  # Pending → Available once seen
             vpc["_seen"] += 1
             if vpc["_seen"] > 1:
                 vpc["Status"] = "Available"
-        view = [{k: v for k, v in vpc.items() if not k.startswith("_")} for vpc in vpcs]
-        return self._paged(view, q, "Vpcs", "Vpc")
+        return self._vpc_paged(vpcs, q, "Vpcs", "Vpc")
 
     def _CreateVSwitch(self, region: str, q: dict[str, str]) -> dict[str, Any]:
         vpc = self.state.vpcs.get(q.get("VpcId", ""))
@@ -475,14 +544,19 @@ class AliyunStandin:
         self.state.vswitches[vsw] = {"VSwitchId": vsw, "VpcId": vpc["VpcId"],
                                      "ZoneId": q["ZoneId"], "CidrBlock": q.get("CidrBlock", ""),
                                      "VSwitchName": q.get("VSwitchName", ""),
-                                     "Status": "Available", "RegionId": region}
+                                     "Description": q.get("Description", ""),
+                                     "Status": "Available", "RegionId": region,
+                                     "CreationTime": _iso(self.now()),
+                                     "Tags": {t["Key"]: t.get("Value", "")
+                                              for t in _objects(q, "Tag")}}
         return {"VSwitchId": vsw}
 
     def _DescribeVSwitches(self, region: str, q: dict[str, str]) -> dict[str, Any]:
         items = [s for s in self.state.vswitches.values() if s["RegionId"] == region
-                 and (not q.get("VpcId") or s["VpcId"] == q["VpcId"])
-                 and (not q.get("ZoneId") or s["ZoneId"] == q["ZoneId"])]
-        return self._paged(items, q, "VSwitches", "VSwitch")
+                 and all(not q.get(k) or s[k] == q[k]
+                         for k in ("VpcId", "ZoneId", "VSwitchId", "VSwitchName"))
+                 and _tag_match(s["Tags"], q)]
+        return self._vpc_paged(items, q, "VSwitches", "VSwitch")
 
     # ------------------------------------------------------------------ key pairs
 
@@ -632,11 +706,9 @@ class AliyunStandin:
             raise ApiError("InvalidInstanceType.ValueNotSupported",
                            "The specified InstanceType does not exist or beyond the permitted "
                            "range.")
-        if _true(q.get("DryRun")):
-            raise ApiError("DryRunOperation", "Request validation has been passed with DryRun "
-                           "flag set.")
+        dry_run = _true(q.get("DryRun"))
         token = ("RunInstances", region, q.get("ClientToken", ""))
-        if q.get("ClientToken") and token in self.state.tokens:
+        if not dry_run and q.get("ClientToken") and token in self.state.tokens:
             return {"InstanceIdSets": {"InstanceIdSet": list(self.state.tokens[token])}}
         if zone not in REGIONS[region][1]:
             raise ApiError("InvalidZoneId.NotFound", "The specified zone does not exist.")
@@ -649,8 +721,10 @@ class AliyunStandin:
                            "and zones.")
         if q.get("Password"):
             raise ApiError("InvalidParameter", "stand-in: gpudesk never sets a password")
+        if q.get("ImageId") not in {i["ImageId"] for i in IMAGES}:
+            raise ApiError("InvalidImageId.NotFound", "The specified ImageId does not exist.")
         vsw = self.state.vswitches.get(q.get("VSwitchId", ""))
-        if vsw is None or vsw["ZoneId"] != zone:
+        if vsw is None or vsw["ZoneId"] != zone or vsw["RegionId"] != region:
             raise ApiError("InvalidVSwitchId.NotExist", "The VSwitchId provided does not exist "
                            "in our records.")
         group = self._group(q)
@@ -660,6 +734,9 @@ class AliyunStandin:
         if key and (region, key) not in self.state.key_pairs:
             raise ApiError("InvalidKeyPairName.NotFound", "The specified KeyPairName does not "
                            "exist.")
+        if dry_run:
+            raise ApiError("DryRunOperation", "Request validation has been passed with DryRun "
+                           "flag set.")
         strategy = q.get("SpotStrategy", "NoSpot")
         spot_price = round(TYPES[itype][4] * SPOT_FACTOR, 3)
         if strategy == "SpotWithPriceLimit" and float(q.get("SpotPriceLimit") or 0) < spot_price:
@@ -777,6 +854,16 @@ def sdk_client(server: AliyunStandin, region: str = "cn-hangzhou",
     """A real SDK client pointed at ``server``."""
     from alibabacloud_ecs20140526.client import Client
     from alibabacloud_tea_openapi.utils_models import Config
+
+    return Client(Config(access_key_id=key_id, access_key_secret=secret, region_id=region,
+                         endpoint=server.endpoint, protocol="http", read_timeout=10_000))
+
+
+def vpc_sdk_client(server: AliyunStandin, region: str = "cn-hangzhou",
+                   key_id: str = ACCESS_KEY_ID, secret: str = ACCESS_KEY_SECRET) -> Any:
+    """A real VPC SDK (2016-04-28) client pointed at ``server``."""
+    from alibabacloud_tea_openapi.utils_models import Config
+    from alibabacloud_vpc20160428.client import Client
 
     return Client(Config(access_key_id=key_id, access_key_secret=secret, region_id=region,
                          endpoint=server.endpoint, protocol="http", read_timeout=10_000))

@@ -10,12 +10,16 @@ from urllib.request import Request, urlopen
 
 import pytest
 from alibabacloud_ecs20140526 import models
+from alibabacloud_vpc20160428 import models as vpc_models
 from aliyun_standin import (
     ACCESS_KEY_ID,
     ACCESS_KEY_SECRET,
+    IMAGES,
+    VPC_VERSION,
     AliyunStandin,
     acs3_signature,
     sdk_client,
+    vpc_sdk_client,
 )
 from darabonba.runtime import RuntimeOptions
 from fixtures_aliyun import aliyun, aliyun_server  # noqa: F401
@@ -88,6 +92,58 @@ def test_state_machine_and_documented_errors(aliyun: AliyunStandin) -> None:  # 
     assert _code(lambda: client.describe_zones_with_options(models.DescribeZonesRequest(
         region_id="cn-hangzhou"), RUNTIME)) == ("Forbidden.RAM", 403)
     assert aliyun.internal_errors == []
+
+
+def test_vpc_api_signed_tagged_and_filtered_by_tag(aliyun: AliyunStandin) -> None:  # noqa: F811
+    """The VPC SDK's requests are checked like ECS's; tags are kept and filter the lists."""
+    vpc = vpc_sdk_client(aliyun)
+    tag = vpc_models.CreateVpcRequestTag(key="gpudesk", value="1")
+    made = vpc.create_vpc_with_options(vpc_models.CreateVpcRequest(
+        region_id="cn-hangzhou", vpc_name="anything", cidr_block="172.16.0.0/16", tag=[tag]),
+        RUNTIME).body.vpc_id
+    mine = aliyun.add_vpc("cn-hangzhou", "gpudesk-vpc")  # the same name, no tag
+    wanted = [vpc_models.DescribeVpcsRequestTag(key="gpudesk", value="1")]
+    found = vpc.describe_vpcs_with_options(vpc_models.DescribeVpcsRequest(
+        region_id="cn-hangzhou", tag=wanted, page_size=50), RUNTIME).body.vpcs.vpc
+    assert [v.vpc_id for v in found] == [made]
+    assert [(t.key, t.value) for t in found[0].tags.tag] == [("gpudesk", "1")]
+    every = vpc.describe_vpcs_with_options(vpc_models.DescribeVpcsRequest(
+        region_id="cn-hangzhou"), RUNTIME).body.vpcs.vpc
+    assert {v.vpc_id for v in every} == {made, mine}
+    assert _code(lambda: vpc.describe_vpcs_with_options(vpc_models.DescribeVpcsRequest(
+        region_id="cn-hangzhou", page_size=100), RUNTIME))[0] == "InvalidParameter"
+    wrong = vpc_sdk_client(aliyun, secret="not-the-secret-0123456789abcd")
+    assert _code(lambda: wrong.describe_vswitches_with_options(
+        vpc_models.DescribeVSwitchesRequest(region_id="cn-hangzhou"), RUNTIME)) == (
+        "SignatureDoesNotMatch", 400)
+    # ECS's own VPC actions take no tags; the stand-in does not serve them.
+    ecs = sdk_client(aliyun)
+    assert _code(lambda: ecs.create_vpc_with_options(models.CreateVpcRequest(
+        region_id="cn-hangzhou", vpc_name="gpudesk-vpc"), RUNTIME))[0] == "InvalidAction.NotFound"
+    assert aliyun.versions[("CreateVpc", VPC_VERSION)] == 1 and aliyun.internal_errors == []
+
+
+def test_dry_run_checks_image_vswitch_and_group(aliyun: AliyunStandin) -> None:  # noqa: F811
+    """A DryRun answers DryRunOperation only for a request that could launch as it is."""
+    vpc_id = aliyun.add_vpc("cn-hangzhou")
+    vswitch = aliyun.add_vswitch(vpc_id, "cn-hangzhou-h")
+    group = aliyun.add_group(vpc_id)
+    client = sdk_client(aliyun)
+
+    def dry(**kw: str) -> tuple[str, int]:
+        values = {"region_id": "cn-hangzhou", "zone_id": "cn-hangzhou-h",
+                  "instance_type": "ecs.gn7i-c8g1.2xlarge", "image_id": IMAGES[0]["ImageId"],
+                  "v_switch_id": vswitch, "security_group_id": group} | kw
+        return _code(lambda: client.run_instances_with_options(models.RunInstancesRequest(
+            dry_run=True, amount=1, **values), RUNTIME))
+
+    assert dry()[0] == "DryRunOperation"
+    assert dry(image_id="ubuntu_22_04_x64_20G_alibase_20240101.vhd") == (
+        "InvalidImageId.NotFound", 404)
+    assert dry(v_switch_id="vsw-placeholder000000")[0] == "InvalidVSwitchId.NotExist"
+    assert dry(zone_id="cn-hangzhou-i")[0] == "InvalidVSwitchId.NotExist"  # not its zone
+    assert dry(security_group_id="sg-nosuchgroup00000")[0] == "InvalidSecurityGroupId.NotFound"
+    assert aliyun.state.instances == {} and aliyun.internal_errors == []
 
 
 def _now() -> str:

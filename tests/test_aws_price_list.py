@@ -156,11 +156,17 @@ def test_offers_refresh_json_says_live_cached_or_bundled(  # type: ignore[no-unt
 def test_without_refresh_or_cache_everything_is_bundled(tmp_path: Path) -> None:
     catalog, report = prices_for_ranking(load_catalog(), refresh=False, cache=tmp_path)
     assert report is None and catalog == apply_cache(load_catalog(), tmp_path)
-    assert {o.price_status.split()[0] for o in catalog.offers} == {"bundled", "estimate"}
+    assert {o.price_kind for o in catalog.offers} == {"bundled", "estimate", "unpriced"}
     # a number with no published source is never shown as a bundled price
     for o in catalog.offers:
         assert (o.price_status.split()[0] == "estimate") == o.price_source.startswith("ESTIMATE")
-    assert all(o.price_kind == "estimate" for o in catalog.offers if o.provider == "aliyun")
+    # and where none could be cited, there is no number at all (the Aliyun rows)
+    aliyun = [o for o in catalog.offers if o.provider == "aliyun"]
+    assert len(aliyun) == 21 and all(o.price_kind == "unpriced" and o.ondemand_price is None
+                                     for o in aliyun)
+    assert {o.price_status for o in aliyun} == {
+        "no bundled price: refresh prices with your Alibaba Cloud account"}
+    assert all(o.priced for o in catalog.offers if o.provider != "aliyun")
 
 
 def test_storage_and_data_out_per_region_are_bundled() -> None:

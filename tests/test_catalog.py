@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpudesk.services.cloud.catalog import (
+    NO_PRICE_MARK,
     PRECISIONS,
     Catalog,
     CatalogError,
@@ -101,6 +102,39 @@ def test_estimated_prices_say_so(catalog: Catalog) -> None:
         if "ESTIMATE" in o.price_source:
             assert o.ondemand_price == pytest.approx(us.ondemand_price * 1.08, rel=0.04)
         assert o.ondemand_price > us.ondemand_price
+
+
+def test_no_aliyun_price_is_guessed(catalog: Catalog) -> None:
+    """No citable Alibaba Cloud list price was found: the rows carry none, and say why."""
+    aliyun = catalog.filter(provider="aliyun")
+    assert len(aliyun) == 21 and catalog.regions("aliyun") == ["cn-beijing", "cn-hangzhou",
+                                                               "cn-shanghai"]
+    for o in aliyun:
+        assert o.ondemand_price is None and o.spot_price is None and not o.priced
+        assert o.price_kind == "unpriced" and o.price_source.startswith(NO_PRICE_MARK)
+        assert "DescribePrice" in o.price_source and "ESTIMATE" not in o.price_source
+        assert o.price(spot=False) is None and o.price(spot=True) is None
+    # Only the priced rows date the catalog (an unpriced row's date is when none was found).
+    assert catalog.oldest_price_date == date(2025, 6, 1)
+    # With a maximum price an offer without one cannot be shown to be under it.
+    assert catalog.filter(provider="aliyun", max_price=1000.0) == []
+    assert catalog.filter(provider="aliyun", spot=True, max_price=1000.0) == []
+    assert all(o.priced for o in catalog.filter(max_price=1000.0))
+
+
+def test_an_empty_price_must_say_why(tmp_path: Path) -> None:
+    directory = _copy_catalog(tmp_path)
+    line = _edit_offer(directory, 5, "ondemand_usd_per_hour", "")  # an AWS row
+    with pytest.raises(CatalogError, match="missing") as info:
+        load_catalog(directory)
+    assert (info.value.line, info.value.column) == (line, "ondemand_usd_per_hour")
+    directory = _copy_catalog(tmp_path)
+    row = next(i for i, o in enumerate(load_catalog(directory).offers)
+               if o.provider == "aliyun")
+    line = _edit_offer(directory, row, "ondemand_usd_per_hour", "1.5")  # marked, yet a number
+    with pytest.raises(CatalogError, match="carries no price") as info:
+        load_catalog(directory)
+    assert (info.value.line, info.value.column) == (line, "ondemand_usd_per_hour")
 
 
 def test_instance_shapes(catalog: Catalog) -> None:

@@ -92,6 +92,8 @@ def test_whole_session_leaves_no_secret_in_any_file(aliyun, secret_service, env,
         launched = done.stdout if args[0] == "launch" else launched
     machine = json.loads(launched)
     assert machine["provider"] == "aliyun" and machine["cloud_id"].startswith("i-")
+    # No bundled price: the launch asked DescribePrice (16 CNY/h in the stand-in) first.
+    assert machine["price_per_hour"] == round(16.0 / 7.2, 6)
     sent = aliyun.params("RunInstances")[-1]
     assert sent["Tag.1.Key"] == "gpudesk" and sent["Tag.2.Value"] == machine["id"]
     for _ in range(3):  # let the stand-in move it to Running

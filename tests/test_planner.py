@@ -132,6 +132,36 @@ def test_plan_json_round_trip_and_csv() -> None:
     assert float(rows[0]["cost_to_finish"]) == pytest.approx(ranked[0].cost)
 
 
+def test_an_offer_without_a_price_has_no_cost_and_ranks_after_the_priced() -> None:
+    """No bundled price (the Aliyun rows): never a cost to finish, never cheapest, JSON null."""
+    j = job(precision="amp-bf16")
+    unpriced = replace(offer("nop", BIG, 8, 1.0), ondemand_price=None,
+                       price_kind="unpriced", provider="aliyun", price_source="NO BUNDLED PRICE")
+    offers = [offer("big1", BIG, 1, 4.0), unpriced, offer("big8", BIG, 8, 32.0)]
+    ranked = planner.rank(j, offers)
+    assert [r.offer.instance_type for r in ranked] == ["big1", "big8", "nop"]
+    r = ranked[-1]
+    assert r.fits and not r.priced and math.isinf(r.cost) and math.isinf(r.price_per_hour)
+    assert r.hours == pytest.approx(ranked[1].hours)  # the hours hold without a price
+    for sort in ("price", "cost"):
+        assert planner.rank(j, offers, sort=sort)[-1].offer.instance_type == "nop"
+    assert planner.rank(j, offers, sort="hours")[0].offer.instance_type in ("nop", "big8")
+    spot = planner.judge(j, unpriced, spot=True)  # no spot quote either
+    assert math.isinf(spot.price_per_hour) and math.isinf(spot.cost)
+    row = json.loads(planner.dumps_plan(planner.plan_json(j, r, ranked)))["chosen"]
+    assert (row["price_per_hour"], row["cost_to_finish"]) == (None, None)
+    assert row["price_source"] == "no bundled price: refresh prices with your Alibaba Cloud " \
+                                  "account"
+    assert row["hours"] == pytest.approx(r.hours)
+    # Never suggested as the cheapest card for LoRA/QLoRA: the same offers with a price are.
+    aliyun = [o for o in load_catalog().offers if o.provider == "aliyun"]
+    assert planner.lighter_offer(llama_job("llama-2-13b"), aliyun) is None
+    priced = [replace(o, ondemand_price=1.0, price_kind="live") for o in aliyun]
+    assert planner.lighter_offer(llama_job("llama-2-13b"), priced) is not None
+    csv_row = list(csv.DictReader(io.StringIO(planner.offers_csv(ranked))))[-1]
+    assert (csv_row["price_per_hour"], csv_row["cost_to_finish"]) == ("", "")
+
+
 def test_damaged_plan_file_names_the_problem() -> None:
     with pytest.raises(sizing.SizingError) as info:
         planner.plan_from_json({"format": "something else"})
@@ -177,7 +207,8 @@ def test_lighter_offer_on_the_bundled_catalog_is_a_24_gb_card() -> None:
     assert found.setup.finetune == "qlora"
     assert found.offer.gpu_count == 1 and found.offer.gpu.memory_gib == 24
     assert found.offer.gpu.supports("bf16")
-    cheaper = [o for o in catalog.offers if o.gpu_count == 1
+    assert found.offer.ondemand_price is not None  # an offer with no price is never "cheapest"
+    cheaper = [o for o in catalog.offers if o.gpu_count == 1 and o.ondemand_price is not None
                and o.ondemand_price < found.offer.ondemand_price]
     assert all(planner.lighter_method(job13, o.gpu) is None for o in cheaper)
 

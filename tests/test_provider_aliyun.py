@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from aliyun_standin import ACCESS_KEY_ID, AliyunStandin
+from aliyun_standin import ACCESS_KEY_ID, VERSION, VPC_VERSION, AliyunStandin
 from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
 
+from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.cloud.providers import aliyun_parse as ap
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
 from gpudesk.services.cloud.providers.aliyun_errors import CallContext, map_error
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest, ProviderError
+from gpudesk.services.cloud.providers.base import (
+    TAG_MANAGED,
+    Credentials,
+    LaunchRequest,
+    ProviderError,
+)
 
 REGION = "cn-hangzhou"
 ZONE = "cn-hangzhou-h"
@@ -22,6 +31,9 @@ A10 = "ecs.gn7i-c8g1.2xlarge"
 PUBLIC_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQgpudeskTestKeyOnlyForTheStandinServer00 me@lap"
 OTHER_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQanotherKeyForTheStandinServerTest0000 me@lap"
 MY_IP = "203.0.113.7"
+VERIFY_REGION = "cn-beijing"  # the first region gpudesk knows: where verify looks
+GPU_IMAGE = "ubuntu_22_04_gpu_cuda12_20240510.vhd"  # the newest public Ubuntu GPU image
+GPUDESK = {TAG_MANAGED: "1"}
 
 
 class Sleeps(list[float]):
@@ -79,13 +91,55 @@ def _running(provider: AliyunProvider, cloud_id: str) -> base.CloudInstance:
 # --------------------------------------------------------------------------- verify
 
 
-def test_verify_ok_with_dry_run(provider: AliyunProvider, cloud: AliyunStandin) -> None:
+def test_key_check_dry_runs_a_real_image_in_the_gpudesk_vswitch(
+        provider: AliyunProvider, cloud: AliyunStandin) -> None:
+    mine = cloud.add_vpc(VERIFY_REGION, "mine")  # the user's own network comes second
+    cloud.add_group(mine)
+    cloud.add_vswitch(mine, "cn-beijing-h")
+    _, vswitch = provider.ensure_network(VERIFY_REGION, "cn-beijing-i")
+    group = provider.ensure_security_group(VERIFY_REGION, f"{MY_IP}/32")
+    made = {a: cloud.calls[a] for a in ("CreateVpc", "CreateVSwitch", "CreateSecurityGroup")}
     identity = provider.verify()
     assert identity.principal == base.mask(ACCESS_KEY_ID)
-    assert identity.can_launch and identity.launch_check == "allowed"
+    assert identity.can_launch and identity.launch_check == "allowed", identity.launch_detail
     assert cloud.calls["DescribeRegions"] == 1 and cloud.calls["RunInstances"] == 1
-    assert cloud.params("RunInstances")[0]["DryRun"].lower() == "true"
-    assert cloud.state.instances == {}  # a dry run makes nothing
+    (sent,) = cloud.params("RunInstances")
+    assert sent["DryRun"].lower() == "true" and sent["InstanceChargeType"] == "PostPaid"
+    assert (sent["ZoneId"], sent["VSwitchId"], sent["SecurityGroupId"]) == (
+        "cn-beijing-i", vswitch, group)
+    assert sent["ImageId"] == GPU_IMAGE  # the one a launch would pick (find_image)
+    assert sent["InstanceType"] == min(o.instance_type for o in load_catalog().offers
+                                       if o.provider == "aliyun")
+    assert cloud.state.instances == {}  # a dry run makes nothing, and nothing else was made
+    assert {a: cloud.calls[a] for a in made} == made
+
+
+def test_key_check_falls_back_to_any_vswitch_and_never_creates_one(
+        provider: AliyunProvider, cloud: AliyunStandin) -> None:
+    identity = provider.verify()  # a new account: nothing to name in a dry run
+    assert identity.launch_check == "unknown" and not identity.can_launch
+    assert "no vSwitch in cn-beijing" in identity.launch_detail
+    assert "first launch" in identity.launch_detail
+    assert cloud.calls["RunInstances"] == 0
+    # The user's own network (named like gpudesk's, but not tagged): used, as it is.
+    mine = cloud.add_vpc(VERIFY_REGION, ap.VPC_NAME)
+    vswitch = cloud.add_vswitch(mine, "cn-beijing-l")
+    identity = provider.verify()
+    assert identity.launch_check == "unknown" and "no security group" in identity.launch_detail
+    group = cloud.add_group(mine)
+    identity = provider.verify()
+    assert identity.launch_check == "allowed", identity.launch_detail
+    sent = cloud.params("RunInstances")[-1]
+    assert (sent["VSwitchId"], sent["SecurityGroupId"], sent["ImageId"]) == (
+        vswitch, group, GPU_IMAGE)
+    # A zone with nothing in stock is passed over: nothing to dry-run there.
+    for itype in {o.instance_type for o in load_catalog().offers if o.provider == "aliyun"}:
+        cloud.sell_out("cn-beijing-l", itype)
+    identity = provider.verify()
+    assert identity.launch_check == "unknown" and "in stock" in identity.launch_detail
+    for action in ("CreateVpc", "CreateVSwitch", "CreateSecurityGroup", "ImportKeyPair"):
+        assert cloud.calls[action] == 0, action
+    assert list(cloud.state.vpcs) == [mine] and cloud.state.instances == {}
 
 
 def test_verify_tells_unknown_key_wrong_secret_and_ram_apart(cloud: AliyunStandin) -> None:
@@ -99,6 +153,9 @@ def test_verify_tells_unknown_key_wrong_secret_and_ram_apart(cloud: AliyunStandi
     err = _raises("auth", wrong.verify)
     assert "secret does not match" in err.message() and "SignatureDoesNotMatch" in err.detail
     assert "wrong-secret" not in err.message() + err.detail + repr(err.values)
+    mine = cloud.add_vpc(VERIFY_REGION)
+    cloud.add_vswitch(mine, "cn-beijing-h")
+    cloud.add_group(mine)
     cloud.denied.add("RunInstances")
     good = AliyunProvider(Credentials("aliyun", ACCESS_KEY_ID, cloud.secrets[ACCESS_KEY_ID]),
                           endpoint=cloud.endpoint, protocol="http")
@@ -166,8 +223,59 @@ def test_vpc_made_once_per_region_and_found_again(provider: AliyunProvider,
     other_zone = provider.ensure_network(REGION, "cn-hangzhou-i")
     assert other_zone[0] == vpc and other_zone[1] != vsw
     assert cloud.calls["CreateVpc"] == 1 and cloud.calls["CreateVSwitch"] == 2
-    assert cloud.state.vpcs[vpc]["VpcName"] == ap.VPC_NAME
+    assert cloud.state.vpcs[vpc]["Tags"] == GPUDESK  # tagged like everything gpudesk makes
+    assert cloud.state.vswitches[vsw]["Tags"] == GPUDESK
+    assert cloud.state.vswitches[other_zone[1]]["Tags"] == GPUDESK
     assert len(sleeps) == 2  # waited while the new VPC was Pending, not after
+    # Through the VPC API (its calls take tags), found again by the tag, not by a name.
+    for action in ("CreateVpc", "DescribeVpcs", "CreateVSwitch", "DescribeVSwitches"):
+        assert cloud.versions[(action, VPC_VERSION)] > 0 and not cloud.versions[(action,
+                                                                                  VERSION)]
+    for sent in cloud.params("DescribeVSwitches") + cloud.params("DescribeVpcs")[:1]:
+        assert (sent["Tag.1.Key"], sent["Tag.1.Value"]) == (TAG_MANAGED, "1")
+        assert "VpcName" not in sent and "VSwitchName" not in sent
+        assert int(sent["PageSize"]) <= 50
+
+
+def test_a_users_vpc_named_gpudesk_vpc_is_never_used(provider: AliyunProvider,
+                                                     cloud: AliyunStandin) -> None:
+    mine = cloud.add_vpc(REGION, ap.VPC_NAME, cidr=ap.VPC_CIDR)  # no gpudesk tag: the user's
+    my_switch = cloud.add_vswitch(mine, ZONE, f"gpudesk-{ZONE}", cidr="172.16.1.0/24")
+    vpc, vsw = provider.ensure_network(REGION, ZONE)
+    assert vpc != mine and vsw != my_switch
+    assert cloud.calls["CreateVpc"] == 1 and cloud.state.vpcs[vpc]["Tags"] == GPUDESK
+    assert provider.ensure_security_group(REGION, f"{MY_IP}/32") in {
+        g for g, raw in cloud.state.groups.items() if raw["VpcId"] == vpc}
+
+
+def test_the_tagged_vpc_is_found_whatever_its_name(provider: AliyunProvider,
+                                                   cloud: AliyunStandin) -> None:
+    ours = cloud.add_vpc(REGION, "renamed-in-the-console", tags=GPUDESK, cidr=ap.VPC_CIDR)
+    cloud.add_vpc(REGION, ap.VPC_NAME)  # and a user's one named like gpudesk's
+    # In gpudesk's VPC, a vSwitch the user added (untagged) is not gpudesk's either.
+    theirs = cloud.add_vswitch(ours, ZONE, f"gpudesk-{ZONE}", cidr="172.16.9.0/24")
+    tagged = cloud.add_vswitch(ours, "cn-hangzhou-i", "any name", tags=GPUDESK,
+                               cidr="172.16.2.0/24")
+    assert provider.ensure_network(REGION, "cn-hangzhou-i") == (ours, tagged)
+    vpc, vsw = provider.ensure_network(REGION, ZONE)
+    assert vpc == ours and vsw not in (theirs, tagged)
+    assert cloud.calls["CreateVpc"] == 0 and cloud.calls["CreateVSwitch"] == 1
+    assert cloud.state.vswitches[vsw]["Tags"] == GPUDESK
+
+
+def test_vpc_calls_use_the_vpc_endpoint_or_the_override(aliyun_creds: Credentials,  # noqa: F811
+                                                        cloud: AliyunStandin) -> None:
+    real = AliyunProvider(aliyun_creds)  # the SDK's endpoint map: no call is made
+    assert real._client("cn-hangzhou", "vpc")._endpoint == "vpc.aliyuncs.com"
+    assert real._client("cn-beijing", "vpc")._endpoint == "vpc.cn-beijing.aliyuncs.com"
+    assert real._client("cn-beijing")._endpoint == "ecs.cn-beijing.aliyuncs.com"
+    # The stand-in (GPUDESK_ALIYUN_ENDPOINT) answers both products, and a RAM refusal of a
+    # VPC call names the VPC permission.
+    cloud.denied.add("DescribeVpcs")
+    p = AliyunProvider(aliyun_creds, endpoint=cloud.endpoint, protocol="http")
+    err = _raises("permission", lambda: p.ensure_network(REGION, ZONE))
+    assert "vpc:DescribeVpcs" in err.message() and "AliyunVPCFullAccess" in err.message()
+    assert cloud.versions[("DescribeVpcs", VPC_VERSION)] == 1
 
 
 # --------------------------------------------------------------------------- launch
@@ -396,3 +504,71 @@ def test_allow_my_new_address_and_leftovers(provider: AliyunProvider,
     rules = {r["SourceCidrIp"] for r in cloud.state.groups[group]["Rules"]}
     assert rules == {"203.0.113.99/32", "198.51.100.9/32"}  # only gpudesk's own rule moved
     assert sorted(provider.leftovers(REGION)) == sorted([key, group])
+
+
+# --------------------------------------------------------------------------- prices
+
+
+OFFERS = ["offers", "--model", "gpt2", "--batch", "1", "--seq", "512", "--precision",
+          "amp-fp16", "--all", "--provider", "aliyun"]
+
+
+def test_offers_without_a_bundled_price_say_so(gpudesk_home: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from gpudesk.cli import main
+
+    assert main([*OFFERS, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["offers"]
+    assert len(rows) == 21
+    for row in rows:
+        assert (row["price_per_hour"], row["cost_to_finish"]) == (None, None)
+        assert row["price_source"] == ("no bundled price: refresh prices with your Alibaba "
+                                       "Cloud account")
+        assert row["fits"] and row["hours"] is not None  # only the money is unknown
+    assert main(OFFERS) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("aliyun")]
+    assert len(lines) == 21 and all("$" not in line and "        -/h" in line for line in lines)
+
+
+def test_a_refresh_fills_the_price_from_describe_price(provider: AliyunProvider,
+                                                       cloud: AliyunStandin,
+                                                       tmp_path: Path) -> None:
+    from gpudesk.services.cloud.live_prices import refresh_prices
+    from gpudesk.services.cloud.price_cache import apply_cache
+
+    def a10(catalog: Any) -> Any:
+        return next(o for o in catalog.offers if (o.provider, o.instance_type, o.region) == (
+            "aliyun", A10, REGION))
+
+    assert a10(load_catalog()).ondemand_price is None
+    report = asyncio.run(refresh_prices(load_catalog(), ["aliyun"], 8.0,
+                                        lambda _name: provider, cache=tmp_path))
+    assert report.errors == {}
+    live = a10(report.catalog)
+    assert live.price_kind == "live" and live.price_status == "live"
+    assert live.ondemand_price == 2.0  # the stand-in's 16 CNY/h at 8 CNY/USD
+    assert live.spot_price == round(16.0 * 0.21 / 8.0, 6)  # the latest spot quote
+    assert cloud.params("DescribePrice")[0]["InstanceType"] in {
+        o.instance_type for o in report.catalog.offers if o.provider == "aliyun"}
+    assert all(o.priced for o in report.catalog.offers)  # every Aliyun row got its price
+    kept = a10(apply_cache(load_catalog(), tmp_path))  # and the next start shows it, dated
+    assert (kept.price_kind, kept.ondemand_price) == ("cached", 2.0)
+
+
+def test_a_launch_without_a_price_asks_the_cloud_in_its_currency_or_refuses(
+        provider: AliyunProvider, cloud: AliyunStandin) -> None:
+    """No bundled Aliyun price: the launcher quotes DescribePrice (CNY on the China site, USD
+    on the international one); no usable answer means no machine, not one billing at $0."""
+    from gpudesk.services.cloud.launcher import LaunchPlan, quote
+
+    plan = LaunchPlan(provider="aliyun", region="cn-hangzhou",
+                      instance_type="ecs.gn7i-c8g1.2xlarge", cny_per_usd=8.0)
+    assert quote(provider, plan) == 2.0  # the stand-in's 16 CNY/h at 8 CNY/USD
+    cloud.currency = "USD"
+    assert quote(provider, plan) == round(16.0 / 7.2, 6)  # taken as it is
+    cloud.fail_next("DescribePrice", "InternalError", "The request processing has failed.")
+    with pytest.raises(base.ProviderError) as refused:
+        quote(provider, plan)
+    assert refused.value.kind == "price"
+    assert "gave no price for ecs.gn7i-c8g1.2xlarge in cn-hangzhou" in str(refused.value)
+    assert "InternalError" in str(refused.value)

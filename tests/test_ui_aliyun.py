@@ -79,6 +79,9 @@ def test_launch_from_plan_then_terminate_from_instances(window, qtbot, aliyun,  
     plan.launch_button.click()
     dialog = window.launch_dialog
     assert dialog is not None and A10 in dialog.heading.text()
+    # No bundled price: never shown as free; the launch asks DescribePrice first.
+    assert dialog.launch_button.text() == "Launch (price not known yet)"
+    assert "no price for this machine" in dialog.cost.text() and "$0" not in dialog.cost.text()
     dialog.detect_runner.cancel()
     dialog.allow_from.setText("203.0.113.7")
     for i in range(dialog.fallbacks.count()):
@@ -88,6 +91,8 @@ def test_launch_from_plan_then_terminate_from_instances(window, qtbot, aliyun,  
     page = window.instances
     (m,) = page.model.machines
     assert m.provider == "aliyun" and m.state == "running" and m.cloud_id in aliyun.state.instances
+    assert m.price_per_hour == round(16.0 / 7.2, 6)  # the stand-in's 16 CNY/h, at 7.2 CNY/USD
+    assert aliyun.calls["DescribePrice"] == 1
     assert "1 billing" in window.billing_label.text()
     dialog.close()
     page.select_machine(m.id)
@@ -97,3 +102,31 @@ def test_launch_from_plan_then_terminate_from_instances(window, qtbot, aliyun,  
     yes.click()
     qtbot.waitUntil(lambda: window.ledger.get(m.id).state == "terminated", timeout=10000)
     assert aliyun.calls["DeleteInstances"] == 1 and aliyun.state.instances == {}
+
+
+def test_no_quote_no_machine(window, qtbot, aliyun, aliyun_creds) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """An offer with no bundled price whose quote fails: the dialog says why and nothing was
+    created or written to the ledger."""
+    from gpudesk.services.money.ledger import Account
+
+    credentials.save_credentials(aliyun_creds)
+    window.ledger.save_account(Account("aliyun", "LTAI…0123"))
+    aliyun.fail_next("DescribePrice", "ServiceUnavailable", "busy", times=5)
+    plan = window.plan
+    row = next(r for r in range(plan.proxy.rowCount())
+               if plan.proxy.ranked_at(r).offer.instance_type == A10
+               and plan.proxy.ranked_at(r).offer.region == "cn-hangzhou")
+    plan.select_row(row)
+    plan.launch_button.click()
+    dialog = window.launch_dialog
+    dialog.detect_runner.cancel()
+    dialog.allow_from.setText("203.0.113.7")
+    for i in range(dialog.fallbacks.count()):
+        dialog.fallbacks.item(i).setCheckState(dialog.fallbacks.item(i).checkState().Unchecked)
+    dialog.launch_button.click()
+    qtbot.waitUntil(lambda: not dialog.runner.busy and "gave no price" in dialog.log.text(),
+                    timeout=20000)
+    assert dialog.launch_button.isEnabled()  # the user may try again
+    assert aliyun.calls["RunInstances"] == 0 and aliyun.state.instances == {}
+    assert window.ledger.machines(include_ended=True) == []
+    dialog.close()

@@ -6,6 +6,7 @@ import asyncio
 import csv
 import io
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -143,8 +144,9 @@ def test_filters_provider_and_spot(page: PlanPage) -> None:
     rows = page.visible_offers()
     # Without a live spot quote an offer is ranked by on-demand and says "no spot price".
     assert rows and all(r.spot for r in rows)
-    assert all(r.price_per_hour == (r.offer.ondemand_price if r.offer.spot_price is None
-                                    else r.offer.spot_price) for r in rows)
+    # (no price at all, the Aliyun rows: infinite, never a cost to finish)
+    assert all(r.price_per_hour == (r.offer.spot_price or r.offer.ondemand_price or math.inf)
+               for r in rows)
     from gpudesk.ui.plan.offers_model import COL
     unquoted = next(i for i in range(page.proxy.rowCount())
                     if page.proxy.ranked_at(i).offer.spot_price is None)
@@ -156,6 +158,26 @@ def test_filters_provider_and_spot(page: PlanPage) -> None:
     assert cell.data(Qt.ItemDataRole.ToolTipRole).startswith(offer.price_status + ": ")
     page.max_price.setText("2")
     assert all(r.price_per_hour <= 2 for r in page.visible_offers())
+
+
+def test_an_offer_without_a_price_says_so_and_ranks_after_the_priced(page: PlanPage) -> None:
+    from gpudesk.ui.plan.offers_model import COL
+
+    choose(page.sort, "cost")
+    rows = page.visible_offers()
+    fitting = [r for r in rows if r.fits]
+    unpriced = [i for i, r in enumerate(fitting) if r.offer.provider == "aliyun"]
+    assert unpriced, "no fitting Alibaba Cloud offer on the page"
+    assert unpriced == list(range(len(fitting) - len(unpriced), len(fitting)))  # after priced
+    assert all(math.isfinite(r.cost) for r in fitting[:unpriced[0]])
+    at = rows.index(fitting[unpriced[0]])
+    assert page.proxy.index(at, COL["price"]).data() == "no bundled price"
+    assert page.proxy.index(at, COL["cost"]).data() == "—"  # never $0.00
+    tip = page.proxy.index(at, COL["price"]).data(Qt.ItemDataRole.ToolTipRole)
+    assert tip.startswith("No bundled price: Alibaba Cloud publishes no list price")
+    assert "Refresh prices from my clouds" in tip and "NO BUNDLED PRICE" in tip
+    page.max_price.setText("1000")  # a maximum price: an offer with none cannot be under it
+    assert not any(r.offer.provider == "aliyun" for r in page.visible_offers())
 
 
 def test_selecting_offer_updates_summary(page: PlanPage) -> None:

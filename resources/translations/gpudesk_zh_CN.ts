@@ -1030,6 +1030,14 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>机器运行后开始计费：每小时约 {rate}，直到你停止或销毁它。</translation>
         </message>
         <message>
+            <source>Launch (price not known yet)</source>
+            <translation>启动（价格暂未知）</translation>
+        </message>
+        <message>
+            <source>gpudesk has no price for this machine: the cloud publishes none to bundle. Before launching it asks the cloud for the pay-as-you-go price and counts the spend and the budget from that answer (no answer, no machine); Tools → Refresh prices from my clouds shows it here first.</source>
+            <translation>gpudesk 没有这台机器的价格：该云没有可内置的公开价格。启动前 gpudesk 会向云查询按量付费价格，并据此计算花费和预算（查不到价格就不启动）；“工具 → 从我的云账号刷新价格”可先在此处显示价格。</translation>
+        </message>
+        <message>
             <source>Spot prices change and the cloud may reclaim the machine with two minutes' notice.</source>
             <translation>竞价价格会变动，云厂商可能提前两分钟通知后回收机器。</translation>
         </message>
@@ -1236,6 +1244,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>关于 gpudesk(&amp;A)</translation>
         </message>
         <message>
+            <source>Opening…</source>
+            <translation>正在打开…</translation>
+        </message>
+        <message>
             <source>Loading prices…</source>
             <translation>正在加载价格…</translation>
         </message>
@@ -1356,6 +1368,14 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>estimate</source>
             <translation>估算</translation>
+        </message>
+        <message>
+            <source>no bundled price</source>
+            <translation>无内置价格</translation>
+        </message>
+        <message>
+            <source>No bundled price: {cloud} publishes no list price gpudesk can cite. Tools → Refresh prices from my clouds asks your {cloud} account for it; until then it has no cost to finish and ranks after the priced offers by cost.</source>
+            <translation>无内置价格：{cloud} 没有公布 gpudesk 可以引用的目录价格。“工具 → 从我的云账号刷新价格”会用你的 {cloud} 账号查询价格；在此之前它没有完成费用，按费用排序时排在有价格的报价之后。</translation>
         </message>
         <message>
             <source>no spot price</source>
@@ -2023,6 +2043,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>（未给出原因）</translation>
         </message>
         <message>
+            <source>The cloud gave no price for {instance_type} in {region} ({detail}), so nothing was started: gpudesk does not start a machine whose spend it cannot count. Try again in a moment, or choose an offer that shows a price.</source>
+            <translation>云没有给出 {instance_type} 在 {region} 的价格（{detail}），因此没有启动任何机器：gpudesk 不会启动无法计算花费的机器。请稍后再试，或选择一个显示价格的报价。</translation>
+        </message>
+        <message>
             <source>{provider} does not sell {instance_type} in {zone} now: {reason}</source>
             <translation>{provider} 目前在 {zone} 不售卖 {instance_type}：{reason}</translation>
         </message>
@@ -2061,6 +2085,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>The keys are valid but the RAM user may not {action}. Ask the account owner to grant {permission} (for example the AliyunECSFullAccess policy).</source>
             <translation>密钥有效，但该 RAM 用户无权{action}。请让账号所有者授予 {permission}（例如 AliyunECSFullAccess 策略）。</translation>
+        </message>
+        <message>
+            <source>The keys are valid but the RAM user may not {action}. Ask the account owner to grant {permission} (for example the AliyunVPCFullAccess policy): gpudesk keeps its machines in a VPC of its own.</source>
+            <translation>密钥有效，但该 RAM 用户无权{action}。请让账号所有者授予 {permission}（例如 AliyunVPCFullAccess 策略）：gpudesk 把它的机器放在自己的专有网络（VPC）中。</translation>
         </message>
         <message>
             <source>gpudesk launches only behind its own security group, which opens SSH to your address alone; give the address (--allow-from) so it can make one.</source>

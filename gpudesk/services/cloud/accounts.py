@@ -25,7 +25,7 @@ from gpudesk.services.money.ledger import Account, Ledger
 
 # Tests (and private clouds) point the Tencent SDK elsewhere: "http://127.0.0.1:PORT".
 TENCENT_ENDPOINT_ENV = "GPUDESK_TENCENT_ENDPOINT"
-ALIYUN_ENDPOINT_ENV = "GPUDESK_ALIYUN_ENDPOINT"  # every Alibaba Cloud ECS call goes there
+ALIYUN_ENDPOINT_ENV = "GPUDESK_ALIYUN_ENDPOINT"  # every Alibaba Cloud ECS and VPC call
 
 MSG_NO_ACCOUNT = QT_TRANSLATE_NOOP(
     "ProviderError", "No {provider} account is set up yet. Add your keys on the Accounts page "

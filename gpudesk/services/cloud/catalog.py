@@ -2,6 +2,9 @@
 
 Prices go stale, so every offer carries its source and date and the catalog
 reports its age; the UI shows it rather than pretending list prices are live.
+Where a cloud publishes no list price gpudesk can cite (Alibaba Cloud), the
+offer carries none: its ``price_source`` starts with ``NO BUNDLED PRICE``, it
+ranks after every priced offer and only a live answer gives it a price.
 The CSVs live in ``resources/catalog/`` so they can be refreshed without code
 changes; a bad row fails loudly with file, line and column instead of quietly
 skewing a cost ranking.
@@ -30,6 +33,9 @@ __all__ = [
 
 PRECISIONS: tuple[str, ...] = ("fp32", "amp-fp16", "amp-bf16", "fp16", "bf16", "int8", "int4")
 PROVIDERS: tuple[str, ...] = ("aws", "tencent", "aliyun")
+# An offers.csv row with an empty on-demand price must say why, starting with this.
+NO_PRICE_MARK = "NO BUNDLED PRICE"
+_TITLES = {"aws": "AWS", "tencent": "Tencent Cloud", "aliyun": "Alibaba Cloud"}
 
 GPUS_FILE = "gpus.csv"
 OFFERS_FILE = "offers.csv"
@@ -125,26 +131,36 @@ class Offer:
     gpu_count: int
     vcpus: int
     ram_gib: float
-    ondemand_price: float
+    # USD/hour; None: no bundled price (no published one to cite) until a live answer.
+    ondemand_price: float | None
     spot_price: float | None
     price_source: str
     price_date: date
     # Where the price comes from now: "bundled" (this file), "cached" (a live answer kept
-    # from an earlier refresh, dated) or "live" (asked for in this run). A spot price is
-    # only ever a quote (bundled rows carry none): without one there is "no spot price".
+    # from an earlier refresh, dated), "live" (asked for in this run) or "unpriced" (this
+    # file has none). A spot price is only ever a quote (bundled rows carry none): without
+    # one there is "no spot price".
     price_kind: str = "bundled"
 
     def price(self, spot: bool) -> float | None:
-        """USD per hour in the chosen market; ``None`` when no spot price is known."""
+        """USD per hour in the chosen market; ``None`` when no such price is known."""
         return self.spot_price if spot else self.ondemand_price
 
     @property
+    def priced(self) -> bool:
+        """Whether an on-demand price is known (bundled, cached or live)."""
+        return self.ondemand_price is not None
+
+    @property
     def price_status(self) -> str:
-        """``live``, ``cached <date>``, ``bundled <date>`` or ``estimate <date>`` (a bundled
-        number with no published source: Tencent rows, Aliyun placeholders): what the
-        table and JSON say."""
+        """``live``, ``cached <date>``, ``bundled <date>``, ``estimate <date>`` (a bundled
+        number with no published source: Tencent rows) or, without a price, what gets
+        one: what the table and JSON say."""
         if self.price_kind == "live":
             return "live"
+        if self.ondemand_price is None:
+            return (f"no bundled price: refresh prices with your "
+                    f"{_TITLES.get(self.provider, self.provider)} account")
         return f"{self.price_kind} {self.price_date.isoformat()}"
 
 
@@ -157,10 +173,14 @@ class Catalog:
 
     @property
     def oldest_price_date(self) -> date:
-        """The stalest price in the catalog: the honest age to show next to any ranking."""
+        """The stalest price in the catalog: the honest age to show next to any ranking.
+
+        An offer without a price has no age to count (its date is when none was found).
+        """
         if not self.offers:
             raise CatalogError("the catalog has no offers")
-        return min(o.price_date for o in self.offers)
+        priced = [o for o in self.offers if o.priced] or list(self.offers)
+        return min(o.price_date for o in priced)
 
     def age_days(self, today: date | None = None) -> int:
         """Days since ``oldest_price_date`` (never negative, even with a clock set back)."""
@@ -174,7 +194,8 @@ class Catalog:
 
         ``max_price`` (USD/hour, inclusive) is compared with the price in the chosen
         market; with ``spot=True`` an offer without a spot quote stays, compared (and
-        later ranked) by its on-demand price: spot prices are never guessed.
+        later ranked) by its on-demand price: spot prices are never guessed. An offer
+        with no price at all cannot be shown to be under ``max_price`` and is left out.
         """
         result = []
         for o in self.offers:
@@ -187,7 +208,7 @@ class Catalog:
             price = o.price(spot)
             if price is None:
                 price = o.ondemand_price
-            if max_price is not None and price > max_price:
+            if max_price is not None and (price is None or price > max_price):
                 continue
             result.append(o)
         return result
@@ -259,6 +280,11 @@ def _load(directory: Path) -> Catalog:
             raise row.error("instance_type", f"duplicate offer {key[1]} in {key[2]}")
         seen.add(key)
         spot_text = row.raw("spot_usd_per_hour")
+        source = row.text("price_source")
+        unpriced = source.startswith(NO_PRICE_MARK)
+        if unpriced and row.raw("ondemand_usd_per_hour"):
+            raise row.error("ondemand_usd_per_hour",
+                            f"a row marked {NO_PRICE_MARK!r} carries no price")
         offers.append(Offer(
             provider=provider,
             instance_type=key[1],
@@ -267,12 +293,14 @@ def _load(directory: Path) -> Catalog:
             gpu_count=row.integer("gpu_count", minimum=1),
             vcpus=row.integer("vcpus", minimum=1),
             ram_gib=row.number("ram_gib", positive=True),
-            ondemand_price=row.number("ondemand_usd_per_hour", positive=True),
+            # empty only where the source says why (NO_PRICE_MARK): never a silent gap
+            ondemand_price=None if unpriced
+            else row.number("ondemand_usd_per_hour", positive=True),
             spot_price=row.number("spot_usd_per_hour", positive=True) if spot_text else None,
-            price_source=row.text("price_source"),
+            price_source=source,
             price_date=row.iso_date("price_date"),
             # a row the catalog could not source says so wherever its price shows
-            price_kind="estimate" if row.text("price_source").startswith("ESTIMATE")
+            price_kind="unpriced" if unpriced else "estimate" if source.startswith("ESTIMATE")
             else "bundled",
         ))
     if not offers:

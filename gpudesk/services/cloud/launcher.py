@@ -66,6 +66,10 @@ MSG_LAUNCH_FAILED = QT_TRANSLATE_NOOP(
     "ProviderError", "The machine {cloud_id} could not be started in {where}. The cloud said: "
     "{reason}")
 MSG_NO_REASON = QT_TRANSLATE_NOOP("ProviderError", "(no reason given)")
+MSG_NO_QUOTE = QT_TRANSLATE_NOOP(
+    "ProviderError", "The cloud gave no price for {instance_type} in {region} ({detail}), so "
+    "nothing was started: gpudesk does not start a machine whose spend it cannot count. Try "
+    "again in a moment, or choose an offer that shows a price.")
 MSG_ZONE_REFUSED = QT_TRANSLATE_NOOP(
     "ProviderError", "{provider} does not sell {instance_type} in {zone} now: {reason}")
 
@@ -96,7 +100,7 @@ class LaunchPlan:
     fallback_regions: tuple[str, ...] = ()
     gpu: str = ""
     gpus: int = 0
-    price_per_hour: float = 0.0  # USD/hour, the catalog's (or the live) price
+    price_per_hour: float = 0.0  # USD/hour, the catalog's (or the live); 0: ask the cloud
     ssh_user: str = "ubuntu"
     wait_ssh: bool = True
     budget: float | None = None  # USD like price_per_hour (the ledger's currency); None: none
@@ -185,6 +189,8 @@ class Launcher:
                 validate_request(plan.provider, LaunchRequest("check", region, plan.instance_type),
                                  regions, known)
         allow_from = plan.allow_from or await asyncio.to_thread(detect_public_address)
+        if not plan.price_per_hour:  # no bundled price (0.0, or None from a catalog row)
+            plan = replace(plan, price_per_hour=await asyncio.to_thread(quote, provider, plan))
 
         ledger_id = new_ledger_id()
         machine = self.ledger.add(Machine(
@@ -201,6 +207,33 @@ class Launcher:
         except asyncio.CancelledError:
             await asyncio.shield(run.undo())
             raise
+
+
+def quote(provider: Provider, plan: LaunchPlan) -> float:
+    """The pay-as-you-go USD/hour the cloud itself quotes, for an offer with no bundled price
+    (Alibaba Cloud's DescribePrice), so that spend and budget count from a real number.
+
+    0.0 for a provider that has no such call (the ledger's "no price"). A provider that
+    has one but gives no price refuses the launch: a machine whose spend cannot be counted
+    would bill past every budget unseen."""
+    ask = getattr(provider, "on_demand_price", None)
+    if ask is None:
+        return 0.0
+    why = ""
+    try:
+        quoted = ask(plan.region, plan.instance_type)
+    except ProviderError as error:
+        if error.kind in ("auth", "clock"):
+            raise
+        quoted, why = None, error.detail or error.kind
+    if quoted is not None:
+        price, currency = quoted
+        rate = plan.cny_per_usd if currency == "CNY" else 1.0
+        if price > 0 and rate > 0:
+            return round(float(price) / rate, 6)
+    log.warning("no price quote for %s in %s: %s", plan.instance_type, plan.region, why)
+    raise ProviderError("price", MSG_NO_QUOTE, detail=why or "no price in the answer",
+                        instance_type=plan.instance_type, region=plan.region)
 
 
 class _Run:

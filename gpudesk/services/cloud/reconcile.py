@@ -192,7 +192,8 @@ def _catalog_price(name: str, inst: CloudInstance) -> float:
     for offer in load_catalog().filter(provider=name, region=inst.region):
         if offer.instance_type == inst.instance_type:
             price = offer.price(inst.market == "spot")
-            return price if price is not None else offer.ondemand_price
+            price = price if price is not None else offer.ondemand_price
+            return price if price is not None else 0.0  # 0.0: no price known (none bundled)
     return 0.0
 
 

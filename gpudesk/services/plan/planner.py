@@ -44,7 +44,12 @@ def format_bytes(n: float) -> str:
 
 @dataclass(frozen=True)
 class RankedOffer:
-    """One offer judged against one job; ``reason`` is a translatable template."""
+    """One offer judged against one job; ``reason`` is a translatable template.
+
+    An offer without a known price has ``price_per_hour`` and ``cost`` infinite: never a
+    cost to finish, ranked by cost or price after every priced offer (its hours and
+    headroom still hold and sort as they are).
+    """
 
     offer: Offer
     spot: bool
@@ -61,13 +66,18 @@ class RankedOffer:
     def reason_text(self) -> str:
         return self.reason.format(**self.reason_values)
 
+    @property
+    def priced(self) -> bool:
+        return math.isfinite(self.price_per_hour)
+
     def to_json(self) -> dict[str, Any]:
         o = self.offer
         return {
             "provider": o.provider, "instance_type": o.instance_type, "region": o.region,
             "gpu": o.gpu.name, "gpu_count": o.gpu_count, "gpu_memory_bytes": o.gpu.usable_bytes,
             "market": "spot" if self.spot else "on-demand",
-            "price_per_hour": self.price_per_hour, "price_source": o.price_status,
+            "price_per_hour": self.price_per_hour if self.priced else None,
+            "price_source": o.price_status,
             "price_note": o.price_source, "spot_price": o.spot_price,
             "price_date": o.price_date.isoformat(), "fits": self.fits,
             "reason": self.reason_text,
@@ -96,6 +106,8 @@ def judge(job: Job, offer: Offer, spot: bool = False) -> RankedOffer:
               "precision": setup.precision}
     if price is None:  # no spot quote (never a guessed fraction): ranked by on-demand
         price = offer.ondemand_price
+    if price is None:  # no price at all (none bundled, none asked for yet): no cost
+        price = math.inf
     if not gpu.supports(setup.precision):
         return RankedOffer(offer, spot, False, REASON_NO_PRECISION, values, None, price,
                            math.inf, math.inf, 0)
@@ -106,7 +118,7 @@ def judge(job: Job, offer: Offer, spot: bool = False) -> RankedOffer:
     hours = sizing.hours_to_finish(flops, offer.gpu_count, gpu.peak_tflops(setup.precision),
                                    job.work.mfu)
     fits = headroom >= 0
-    cost = hours * price if fits else math.inf
+    cost = hours * price if fits and math.isfinite(price) else math.inf
     return RankedOffer(offer, spot, fits, REASON_FITS if fits else REASON_TOO_BIG, values, est,
                        price, hours if fits else math.inf, cost, headroom)
 
@@ -121,7 +133,8 @@ def _sort_key(key: SortKey) -> Any:
 
 def rank(job: Job, offers: Iterable[Offer], *, spot: bool = False,
          sort: SortKey = "cost") -> list[RankedOffer]:
-    """Every offer judged; those that fit first, cheapest to finish first."""
+    """Every offer judged; those that fit first, cheapest to finish first (an offer with no
+    price has no cost: by cost or price it comes after every priced one)."""
     sizing.validate(job.model, job.setup)
     judged = [judge(job, o, spot) for o in offers]
     return sorted(judged, key=_sort_key(sort))

@@ -209,21 +209,30 @@ class LaunchDialog(Retranslating, QDialog):
 
 
     def price(self) -> float:
+        """USD/hour for the plan; 0.0 when none is known (the launcher then asks the cloud)."""
         spot = self.spot.isChecked() and self.offer.spot_price is not None
-        return float(self.offer.spot_price if spot and self.offer.spot_price is not None
-                     else self.offer.ondemand_price)
+        price = self.offer.spot_price if spot else self.offer.ondemand_price
+        return float(price or 0.0)
 
     def _update_cost(self) -> None:
         spot = self.spot.isChecked()
         self.max_price.setEnabled(spot)
-        rate = self.money(self.price(), 3)
-        self.launch_button.setText(self.tr("Launch (about {rate}/h)").format(rate=rate))
-        text = self.tr("Billing starts when the machine runs: about {rate} per hour until you "
-                       "stop or terminate it.").format(rate=rate)
+        if self.price() > 0:
+            rate = self.money(self.price(), 3)
+            self.launch_button.setText(self.tr("Launch (about {rate}/h)").format(rate=rate))
+            text = self.tr("Billing starts when the machine runs: about {rate} per hour until "
+                           "you stop or terminate it.").format(rate=rate)
+        else:  # no bundled price: never shown as free
+            self.launch_button.setText(self.tr("Launch (price not known yet)"))
+            text = self.tr("gpudesk has no price for this machine: the cloud publishes none "
+                           "to bundle. Before launching it asks the cloud for the pay-as-you-go "
+                           "price and counts the spend and the budget from that answer (no "
+                           "answer, no machine); Tools → Refresh prices from my clouds shows it "
+                           "here first.")
         if spot:
             text += " " + self.tr("Spot prices change and the cloud may reclaim the machine "
                                   "with two minutes' notice.")
-            if self.offer.spot_price is None:  # never a guessed fraction of on-demand
+            if self.offer.spot_price is None and self.price() > 0:  # never a guessed fraction
                 text += " " + self.tr("No spot price is known yet: the estimate is the "
                                       "on-demand price, the most it bills without a maximum.")
         if self.offer.provider == "tencent" and spot:

@@ -21,6 +21,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QBrush, QColor
 
+from gpudesk.services.cloud.guard import cloud_title
 from gpudesk.services.plan.planner import RankedOffer, format_bytes
 from gpudesk.ui.widgets.models import Index
 from gpudesk.ui.widgets.money import DISPLAY
@@ -100,8 +101,18 @@ def price_kind_text(kind: str) -> str:
     status bar, so the column keeps room for the cost to finish."""
     words = {"bundled": translate("OffersModel", "bundled"),
              "cached": translate("OffersModel", "cached"),
-             "estimate": translate("OffersModel", "estimate")}
+             "estimate": translate("OffersModel", "estimate"),
+             "unpriced": translate("OffersModel", "no bundled price")}
     return words.get(kind, kind)
+
+
+def no_price_text(r: RankedOffer) -> str:
+    """Why an offer shows no price, and what gets one (the tooltip of its price cell)."""
+    return translate("OffersModel", "No bundled price: {cloud} publishes no list price gpudesk "
+                     "can cite. Tools → Refresh prices from my clouds asks your {cloud} account "
+                     "for it; until then it has no cost to finish and ranks after the priced "
+                     "offers by cost.").format(cloud=cloud_title(r.offer.provider))
+
 
 class OffersModel(QAbstractTableModel):
     """Read-only view of one ranking; ``set_ranked`` swaps it in one reset."""
@@ -157,6 +168,8 @@ class OffersModel(QAbstractTableModel):
             return r
         name = COLUMNS[column]
         if role == Qt.ItemDataRole.ToolTipRole:
+            if name == "price" and not r.priced:
+                return f"{no_price_text(r)}\n\n{r.offer.price_source}"
             if name == "price":  # the kind's date and where the number comes from
                 return f"{r.offer.price_status}: {r.offer.price_source}"
             return gpus_text(r) if name == "gpus" else reason_text(r) if name == "why" else None
@@ -181,6 +194,8 @@ class OffersModel(QAbstractTableModel):
             if r.spot and o.spot_price is None:  # ranked by on-demand, and said so
                 return translate("OffersModel", "no spot price")
             return market_text(r.spot)
+        if column == "price" and not r.priced:  # never "$0" nor a guess
+            return translate("OffersModel", "no bundled price")
         if column == "price" and o.price_kind != "live":  # a price that is not live says so
             return translate("OffersModel", "{price} ({source})").format(
                 price=format_money(r.price_per_hour), source=price_kind_text(o.price_kind))

@@ -9,13 +9,16 @@ retried with backoff, and every SDK exception turned into a typed
 
 Choices worth knowing:
 
-* ``verify`` calls DescribeRegions (signed, cheap), then a RunInstances
-  ``DryRun``: ``DryRunOperation`` means allowed, ``Forbidden.RAM`` denied,
-  anything else "could not check" in the cloud's words.
-* Machines live in one gpudesk VPC per region (``gpudesk-vpc``, 172.16.0.0/16)
-  with one vSwitch per zone, made on first use and found again by name (ECS's
-  VPC calls take no tags); the security group, key pair and machine carry the
-  tags.
+* ``verify`` calls DescribeRegions (signed, cheap), then a complete RunInstances
+  ``DryRun`` with what a launch would send (a type in stock, the region's public
+  GPU image, a vSwitch and a security group that exist): ``DryRunOperation``
+  means allowed, ``Forbidden.RAM`` denied, anything else "could not check" in
+  the cloud's words. It creates nothing: without a vSwitch and a group to name,
+  it says so, and the first launch checks instead.
+* Machines live in one gpudesk VPC per region (172.16.0.0/16) with one vSwitch
+  per zone, made on first use through the VPC API (2016-04-28) and found again
+  by the gpudesk tag, like the security group, key pair and machine: ECS's own
+  VPC actions take no tags, and a name would also find a VPC the user made.
 * ``max_price`` is CNY/hour: a spot launch with it is ``SpotWithPriceLimit``,
   without it ``SpotAsPriceGo`` (never above the pay-as-you-go price).
 * The budget guard is ``AutoReleaseTime``: ECS deletes the machine at that
@@ -29,10 +32,12 @@ Choices worth knowing:
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from alibabacloud_ecs20140526 import models as ecs_models
@@ -54,10 +59,26 @@ from gpudesk.services.cloud.providers.aliyun_errors import (
 
 REQ_TIMEOUT_MS = 30_000
 PAGE = 100  # the most DescribeInstances & co. return per page
+VPC_PAGE = 50  # the most DescribeVpcs and DescribeVSwitches return per page
 BANDWIDTH_OUT_MBPS = 100
 DISK_CATEGORY = "cloud_essd"
 _GROUP_PREFIX = base.RESOURCE_PREFIX + "ssh-"
 _VPC_WAIT_TRIES = 10
+
+
+@functools.cache
+def _vpc_sdk() -> tuple[Any, Any]:
+    """The VPC SDK's models and client, imported on the first VPC call: loading its models
+    takes about half a second, which the window's start should not pay."""
+    from alibabacloud_vpc20160428 import models as vpc_models  # noqa: PLC0415
+    from alibabacloud_vpc20160428.client import Client as VpcClient  # noqa: PLC0415
+
+    return vpc_models, VpcClient
+
+
+def _managed(item: dict[str, Any]) -> bool:
+    """Whether a VPC or vSwitch carries gpudesk's tag (checked again after the filter)."""
+    return ap.tags_of(item.get("Tags")).get(base.TAG_MANAGED) == "1"
 
 
 def _bundled_aliyun() -> tuple[list[str], set[str]]:
@@ -91,7 +112,7 @@ class AliyunProvider:
         self._max_tries = max(1, max_tries)
         self._backoff_s = backoff_s
         self._stopped_mode = stopped_mode
-        self._clients: dict[str, EcsClient] = {}
+        self._clients: dict[tuple[str, str], Any] = {}  # (product, region) → SDK client
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -102,9 +123,15 @@ class AliyunProvider:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _client(self, region: str) -> EcsClient:
+    def _client(self, region: str, product: str = "ecs") -> Any:
+        """The SDK client of ``product`` ("ecs" or "vpc") for ``region``.
+
+        An ``endpoint`` given to the provider (a test stand-in, a private cloud) serves
+        both; otherwise each SDK picks its own (``vpc.aliyuncs.com`` for cn-hangzhou,
+        ``vpc.<region>.aliyuncs.com`` elsewhere, from its endpoint map).
+        """
         with self._lock:
-            client = self._clients.get(region)
+            client = self._clients.get((product, region))
             if client is None:
                 config = Config(
                     access_key_id=self._credentials.key_id,
@@ -113,8 +140,8 @@ class AliyunProvider:
                     region_id=region, protocol=self._protocol,
                     endpoint=self._endpoint or None,
                     read_timeout=REQ_TIMEOUT_MS, connect_timeout=10_000)
-                client = EcsClient(config)
-                self._clients[region] = client
+                client = EcsClient(config) if product == "ecs" else _vpc_sdk()[1](config)
+                self._clients[(product, region)] = client
             return client
 
     def close(self) -> None:
@@ -129,16 +156,17 @@ class AliyunProvider:
         A code in ``ok_codes`` (DryRunOperation, "already stopped") is an answer,
         returned as ``{"Code": code}``.
         """
-        request_cls = getattr(ecs_models, f"{ctx.action}Request")
+        models = ecs_models if ctx.product == "ecs" else _vpc_sdk()[0]
+        request_cls = getattr(models, f"{ctx.action}Request")
         request = request_cls().from_map({"RegionId": ctx.region, **params})
         unknown = ap.unknown_keys(params, request.to_map())
         if unknown:  # a programming error, not the user's: say which name
             raise TypeError(f"{ctx.action} has no parameter {', '.join(unknown)}")
-        method = getattr(self._client(ctx.region), f"{ap.sdk_method(ctx.action)}_with_options")
+        method = getattr(self._client(ctx.region, ctx.product),
+                         f"{ap.sdk_method(ctx.action)}_with_options")
         runtime = RuntimeOptions(autoretry=False, max_attempts=1, read_timeout=REQ_TIMEOUT_MS,
                                  connect_timeout=10_000)
-        ctx = CallContext(ctx.action, ctx.region, ctx.zone, ctx.instance_type, ctx.max_price,
-                          ctx.resource, base.mask(self._credentials.key_id))
+        ctx = replace(ctx, key_id=base.mask(self._credentials.key_id))
         for attempt in range(self._max_tries):
             try:
                 response = method(request, runtime)
@@ -160,21 +188,28 @@ class AliyunProvider:
              **ctx: Any) -> dict[str, Any]:
         return self._call(CallContext(action, region, **ctx), params)
 
+    def _vpc(self, region: str, action: str, params: dict[str, Any],
+             **ctx: Any) -> dict[str, Any]:
+        """A call to the VPC API (2016-04-28): its VPC and vSwitch calls take tags."""
+        return self._call(CallContext(action, region, product="vpc", **ctx), params)
+
     def _check_region(self, region: str) -> None:
         if region not in self._regions:
             raise base.ProviderError("invalid", base.MSG_BAD_REGION, provider=PROVIDER_LABEL,
                                      region=region, choices=", ".join(sorted(self._regions)))
 
     def _pages(self, region: str, action: str, params: dict[str, Any],
-               path: tuple[str, str]) -> Iterator[dict[str, Any]]:
+               path: tuple[str, str], product: str = "ecs") -> Iterator[dict[str, Any]]:
         """Every item of a PageNumber/PageSize Describe call."""
+        size = PAGE if product == "ecs" else VPC_PAGE
         number = 1
         while True:
-            answer = self._ecs(region, action, dict(params, PageNumber=number, PageSize=PAGE))
+            answer = self._call(CallContext(action, region, product=product),
+                                dict(params, PageNumber=number, PageSize=size))
             batch = (answer.get(path[0]) or {}).get(path[1]) or []
             yield from batch
             total = int(answer.get("TotalCount") or 0)
-            if not batch or number * PAGE >= total:
+            if not batch or number * size >= total:
                 return
             number += 1
 
@@ -192,12 +227,32 @@ class AliyunProvider:
                              launch_detail=detail)
 
     def _launch_check(self, region: str) -> tuple[base.LaunchCheck, str]:
-        """RunInstances DryRun: DryRunOperation allowed, Forbidden.RAM denied, else unknown."""
-        itype = min(self._known_types, default="ecs.gn6i-c4g1.xlarge")
+        """A complete RunInstances DryRun, made of what exists: nothing is created for it.
+
+        A type gpudesk knows in stock in a zone with a vSwitch (gpudesk's first, else
+        any), a security group of that vSwitch's VPC and the region's public GPU
+        image (:meth:`find_image`, as a launch picks it). DryRunOperation means
+        allowed, Forbidden.RAM denied; anything else, or a dry run that cannot be put
+        together (no vSwitch yet), is "unknown" in words, and the first launch checks.
+        """
         try:
-            self._call(CallContext("RunInstances", region, instance_type=itype), {
-                "DryRun": True, "InstanceType": itype, "InstanceChargeType": ap.CHARGE_ON_DEMAND,
-                "ImageId": "ubuntu_22_04_x64_20G_alibase_20240101.vhd", "Amount": 1},
+            pick = self._dry_run_place(region)
+            if isinstance(pick, str):
+                return "unknown", pick
+            zone, itype, vswitch, group = pick
+            image = self.find_image(region, itype)
+        except base.ProviderError as err:  # the dry run could not be put together
+            if err.kind in ("auth", "clock", "network", "throttled"):
+                raise
+            return "unknown", err.detail or err.message()
+        try:
+            self._call(CallContext("RunInstances", region, zone=zone, instance_type=itype), {
+                "DryRun": True, "ZoneId": zone, "InstanceType": itype,
+                "InstanceChargeType": ap.CHARGE_ON_DEMAND, "SpotStrategy": ap.SPOT_NONE,
+                "ImageId": image, "VSwitchId": vswitch, "SecurityGroupId": group,
+                "SystemDisk": {"Category": DISK_CATEGORY, "Size": 40},
+                "InternetChargeType": "PayByTraffic",
+                "InternetMaxBandwidthOut": BANDWIDTH_OUT_MBPS, "Amount": 1},
                 ok_codes=frozenset({"DryRunOperation"}))
         except base.ProviderError as err:
             if err.kind in ("auth", "clock", "network", "throttled"):
@@ -206,6 +261,45 @@ class AliyunProvider:
                 return "denied", err.detail
             return "unknown", err.detail or err.message()
         return "allowed", ""
+
+    def _dry_run_place(self, region: str) -> tuple[str, str, str, str] | str:
+        """(zone, type, vSwitch, security group) for the dry run, or why there is none.
+
+        Only looks: a key check must not create anything, not even the free VPC.
+        """
+        switches = sorted(self._vswitches(region, {}, managed=False),
+                          key=lambda v: not _managed(v))  # gpudesk's first
+        if not switches:
+            return (f"the account has no vSwitch in {region} yet, so the launch permission "
+                    "could not be checked; the first launch checks it")
+        answer = self._ecs(region, "DescribeAvailableResource", {
+            "DestinationResource": "InstanceType", "InstanceChargeType": ap.CHARGE_ON_DEMAND,
+            "SpotStrategy": ap.SPOT_NONE})
+        in_stock: dict[str, list[str]] = {}
+        for item in (answer.get("AvailableZones") or {}).get("AvailableZone") or []:
+            in_stock[str(item.get("ZoneId", ""))] = [
+                t for t in sorted(self._known_types) if ap.stock_of(item, t) == "WithStock"]
+        groups: dict[str, str] = {}  # VPC → a security group in it (gpudesk's first)
+        for switch in switches:
+            zone, vpc_id = str(switch.get("ZoneId", "")), str(switch.get("VpcId", ""))
+            if not in_stock.get(zone):
+                continue
+            if vpc_id not in groups:
+                groups[vpc_id] = self._any_group(region, vpc_id)
+            if groups[vpc_id]:
+                return zone, in_stock[zone][0], str(switch["VSwitchId"]), groups[vpc_id]
+        if not groups:
+            return (f"no GPU type gpudesk knows is in stock in the zones of the vSwitches "
+                    f"in {region}")
+        return (f"no security group in the VPCs of the vSwitches in {region} yet, so the "
+                "launch permission could not be checked; the first launch checks it")
+
+    def _any_group(self, region: str, vpc_id: str) -> str:
+        """A security group of ``vpc_id`` for the dry run, gpudesk's first; "" if none."""
+        found = list(self._pages(region, "DescribeSecurityGroups", {"VpcId": vpc_id},
+                                 ("SecurityGroups", "SecurityGroup")))
+        found.sort(key=lambda g: ap.tags_of(g.get("Tags")).get(base.TAG_MANAGED) != "1")
+        return str(found[0].get("SecurityGroupId", "")) if found else ""
 
     def ensure_key_pair(self, region: str, name: str, public_key: str) -> str:
         self._check_region(region)
@@ -232,41 +326,64 @@ class AliyunProvider:
         return next((k for k in pairs if k.get("KeyPairName") == name), None)
 
     def ensure_network(self, region: str, zone: str) -> tuple[str, str]:
-        """The gpudesk VPC of ``region`` and its vSwitch in ``zone``, made once, found again."""
+        """The gpudesk VPC of ``region`` and its vSwitch in ``zone``, made once, found by tag.
+
+        A VPC or vSwitch without gpudesk's tag is the user's, whatever its name: never
+        used. Both are free; they stay for the next launch.
+        """
         self._check_region(region)
-        vpcs = [v for v in self._pages(region, "DescribeVpcs", {}, ("Vpcs", "Vpc"))
-                if v.get("VpcName") == ap.VPC_NAME]
-        if vpcs:
-            vpc = vpcs[0]
-        else:
-            made = self._ecs(region, "CreateVpc", {
+        vpc = self._managed_vpc(region)
+        if vpc is None:
+            made = self._vpc(region, "CreateVpc", {
                 "VpcName": ap.VPC_NAME, "CidrBlock": ap.VPC_CIDR,
-                "Description": f"{base.TAG_MANAGED}=1", "ClientToken": f"{ap.VPC_NAME}-{region}"})
+                "Description": "gpudesk: the network of its machines",
+                "Tag": ap.tag_list({base.TAG_MANAGED: "1"}),
+                "ClientToken": f"{ap.VPC_NAME}-{region}"})
             vpc = {"VpcId": made.get("VpcId"), "Status": "Pending"}
         vpc_id = str(vpc.get("VpcId", ""))
         for _ in range(_VPC_WAIT_TRIES):
             if vpc.get("Status") == "Available":
                 break
             self._sleep(self._backoff_s)
-            found = self._ecs(region, "DescribeVpcs", {"VpcId": vpc_id})
+            found = self._vpc(region, "DescribeVpcs", {"VpcId": vpc_id})
             vpc = next(iter((found.get("Vpcs") or {}).get("Vpc") or []), vpc)
         else:
             raise base.ProviderError("other", MSG_VPC_NOT_READY, name=vpc_id, region=region)
         if not zone:
             return vpc_id, ""
-        switches = (self._ecs(region, "DescribeVSwitches", {
-            "VpcId": vpc_id, "ZoneId": zone, "PageSize": 50}).get("VSwitches") or {}
-        ).get("VSwitch") or []
+        switches = self._vswitches(region, {"VpcId": vpc_id, "ZoneId": zone}, managed=True)
         if switches:
             return vpc_id, str(switches[0]["VSwitchId"])
         zones = [str(z.get("ZoneId")) for z in
                  (self._ecs(region, "DescribeZones", {}).get("Zones") or {}).get("Zone") or []]
-        made = self._ecs(region, "CreateVSwitch", {
+        made = self._vpc(region, "CreateVSwitch", {
             "VpcId": vpc_id, "ZoneId": zone, "CidrBlock": ap.vswitch_cidr(zones, zone),
             "VSwitchName": f"{base.RESOURCE_PREFIX}{zone}",
-            "Description": f"{base.TAG_MANAGED}=1",
+            "Description": "gpudesk: the network of its machines in one zone",
+            "Tag": ap.tag_list({base.TAG_MANAGED: "1"}),
             "ClientToken": f"{ap.VPC_NAME}-{zone}"}, zone=zone)
         return vpc_id, str(made.get("VSwitchId", ""))
+
+    def _managed_vpc(self, region: str) -> dict[str, Any] | None:
+        """The gpudesk-tagged VPC of ``region`` (an available one first, then the oldest)."""
+        vpcs = [v for v in self._pages(region, "DescribeVpcs", {"Tag": self._managed_tag()},
+                                       ("Vpcs", "Vpc"), product="vpc") if _managed(v)]
+        vpcs.sort(key=lambda v: (v.get("Status") != "Available",
+                                 ap.parse_time(v.get("CreationTime")) or 0.0))
+        return vpcs[0] if vpcs else None
+
+    def _vswitches(self, region: str, params: dict[str, Any],
+                   managed: bool) -> list[dict[str, Any]]:
+        """DescribeVSwitches (VPC API); ``managed``: gpudesk-tagged ones only."""
+        if managed:
+            params = dict(params, Tag=self._managed_tag())
+        found = self._pages(region, "DescribeVSwitches", params, ("VSwitches", "VSwitch"),
+                            product="vpc")
+        return [v for v in found if _managed(v) or not managed]
+
+    @staticmethod
+    def _managed_tag() -> list[dict[str, str]]:
+        return ap.tag_list({base.TAG_MANAGED: "1"})
 
     def ensure_security_group(self, region: str, allow_from: str) -> str:
         cidr = base.single_address(allow_from)  # refuses 0.0.0.0/0 & co. before any call
@@ -584,8 +701,8 @@ class AliyunProvider:
             for choice in choices:
                 if on_demand is not None:
                     offers.append(base.LiveOffer(
-                        "aliyun", region, choice.zone, itype, "on-demand", on_demand, "CNY",
-                        choice.sells, choice.reason))
+                        "aliyun", region, choice.zone, itype, "on-demand", on_demand[0],
+                        on_demand[1], choice.sells, choice.reason))
                 spot = self.spot_price_history(region, choice.zone, itype, time.time() - 3600)
                 if spot:
                     offers.append(base.LiveOffer(
@@ -593,14 +710,18 @@ class AliyunProvider:
                         spot[-1].currency, choice.sells, choice.reason))
         return offers
 
-    def on_demand_price(self, region: str, instance_type: str) -> float | None:
-        """The pay-as-you-go CNY/hour ECS quotes for the instance alone (DescribePrice)."""
+    def on_demand_price(self, region: str, instance_type: str) -> tuple[float, str] | None:
+        """The pay-as-you-go price per hour ECS quotes for the instance alone (DescribePrice),
+        with its currency: CNY on the China site, USD on the international one."""
         answer = self._ecs(region, "DescribePrice", {
             "ResourceType": "instance", "InstanceType": instance_type, "PriceUnit": "Hour",
             "Period": 1, "SystemDisk": {"Category": DISK_CATEGORY, "Size": 40}},
             instance_type=instance_type)
-        price = ((answer.get("PriceInfo") or {}).get("Price") or {}).get("TradePrice")
-        return float(price) if isinstance(price, int | float) and price > 0 else None
+        quoted = (answer.get("PriceInfo") or {}).get("Price") or {}
+        price = quoted.get("TradePrice")
+        if not isinstance(price, int | float) or price <= 0:
+            return None
+        return float(price), str(quoted.get("Currency") or "CNY")
 
     def spot_price_history(self, region: str, zone: str, instance_type: str,
                            since: float) -> list[base.PricePoint]:

@@ -1,4 +1,5 @@
-"""Alibaba Cloud ECS error codes → gpudesk's typed ProviderError, in one table-tested function.
+"""Alibaba Cloud ECS and VPC error codes → gpudesk's typed ProviderError, in one table-tested
+function.
 
 The SDK (alibabacloud-tea-openapi) raises ``ClientException``/``ServerException``/
 ``ThrottlingException`` whose ``data`` is the answer's JSON
@@ -29,6 +30,10 @@ MSG_BAD_SECRET = QT_TRANSLATE_NOOP(
 MSG_RAM = QT_TRANSLATE_NOOP(
     "ProviderError", "The keys are valid but the RAM user may not {action}. Ask the account "
     "owner to grant {permission} (for example the AliyunECSFullAccess policy).")
+MSG_RAM_VPC = QT_TRANSLATE_NOOP(
+    "ProviderError", "The keys are valid but the RAM user may not {action}. Ask the account "
+    "owner to grant {permission} (for example the AliyunVPCFullAccess policy): gpudesk keeps "
+    "its machines in a VPC of its own.")
 MSG_NEED_GROUP = QT_TRANSLATE_NOOP(
     "ProviderError", "gpudesk launches only behind its own security group, which opens SSH to "
     "your address alone; give the address (--allow-from) so it can make one.")
@@ -107,6 +112,7 @@ class CallContext:
     max_price: float | None = None
     resource: str = ""  # the id or name the call was about (for not-found)
     key_id: str = ""  # masked AccessKey ID, for the auth messages
+    product: str = "ecs"  # "ecs" (2014-05-26) or "vpc" (2016-04-28): the RAM action's prefix
 
     @property
     def where(self) -> str:
@@ -132,8 +138,9 @@ def map_error(code: str, message: str, ctx: CallContext) -> base.ProviderError:
     if code in _CLOCK:
         return base.ProviderError("clock", base.MSG_CLOCK, detail, provider=provider)
     if code in _PERMISSION or code.startswith("Forbidden."):
-        return base.ProviderError("permission", MSG_RAM, detail, action=f"call {ctx.action}",
-                                  permission=f"ecs:{ctx.action}")
+        return base.ProviderError("permission", MSG_RAM_VPC if ctx.product == "vpc" else MSG_RAM,
+                                  detail, action=f"call {ctx.action}",
+                                  permission=f"{ctx.product}:{ctx.action}")
     if code in _BALANCE:
         return error("permission", MSG_NO_BALANCE, detail)
     if is_throttle(code):

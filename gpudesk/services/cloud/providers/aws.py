@@ -65,7 +65,8 @@ def _bundled_ondemand(region: str) -> dict[str, float]:
     from gpudesk.services.cloud.catalog import load_catalog
 
     return {o.instance_type: o.ondemand_price
-            for o in load_catalog().filter(provider="aws", region=region)}
+            for o in load_catalog().filter(provider="aws", region=region)
+            if o.ondemand_price is not None}
 
 
 def shutdown_behavior(action: str, market: str) -> str:
