@@ -27,9 +27,14 @@ _ERR_FETCH = QT_TRANSLATE_NOOP(
     "a downloaded config.json instead")
 
 
+def is_model_id(text: str) -> bool:
+    """Shaped like a Hub model id, ``org/name``."""
+    return bool(_ID.match(text))
+
+
 def looks_like_model_id(text: str) -> bool:
     """``org/name`` that is not a file here (a path wins when both could be meant)."""
-    return bool(_ID.match(text)) and not Path(text).expanduser().exists()
+    return is_model_id(text) and not Path(text).expanduser().exists()
 
 
 def cached_path(model_id: str) -> Path:

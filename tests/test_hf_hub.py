@@ -3,53 +3,19 @@ read from the cache with no network; gated models and failures said in words."""
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fixtures_hf_hub import DATA, hub  # noqa: F401
 
 from gpudesk import hf_hub
 from gpudesk.cli import main
 from gpudesk.sizing import SizingError
 
-DATA = Path(__file__).parent / "data" / "hf_configs"
-
-
-@pytest.fixture
-def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    asked: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            asked.append(self.path)
-            if self.path == "/Qwen/Qwen2-0.5B/resolve/main/config.json":
-                status, body = 200, (DATA / "qwen2-0.5b" / "config.json").read_bytes()
-            elif self.path.startswith("/meta-llama/"):
-                status, body = 401, b"gated"
-            else:
-                status, body = 404, b"not found"
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setenv(hf_hub.ENDPOINT_ENV, f"http://127.0.0.1:{server.server_address[1]}")
-    yield asked
-    server.shutdown()
-    server.server_close()
-
 
 def test_model_id_is_fetched_once_then_read_from_the_cache(
-        hub: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+        hub: list[str], capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
     args = ["size", "--config", "Qwen/Qwen2-0.5B", "--batch", "1", "--seq", "512", "--json"]
     assert main(args) == 0
     first = json.loads(capsys.readouterr().out)
@@ -64,7 +30,7 @@ def test_model_id_is_fetched_once_then_read_from_the_cache(
     assert hf_hub.cached_path("Qwen/Qwen2-0.5B").is_file()
 
 
-def test_gated_and_missing_models_say_what_to_do(hub: list[str]) -> None:
+def test_gated_and_missing_models_say_what_to_do(hub: list[str]) -> None:  # noqa: F811
     with pytest.raises(SizingError, match="gated"):
         hf_hub.fetch_config("meta-llama/Llama-2-7b-hf")
     with pytest.raises(SizingError, match="HTTP 404"):

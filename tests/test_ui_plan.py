@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("PySide6")
 qasync = pytest.importorskip("qasync")
 
+from fixtures_hf_hub import hub  # noqa: E402, F401
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
@@ -468,7 +469,9 @@ def test_load_config_json_button(qtbot, loop, page: PlanPage) -> None:  # type: 
     pick(page, "field_source", "config")
     page.show()
     assert button.isVisibleTo(page) and button.text() == "Load config.json…"
-    assert [e.field for e in page.errors] == ["config"]
+    assert [e.field for e in page.errors] == ["hub"]
+    assert page.form_errors.text() == ("Hugging Face model: fetch its config.json, or load a "
+                                       "config.json file, first")
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     dialog = page.findChild(QFileDialog)
     assert dialog is not None
@@ -513,3 +516,41 @@ def test_panel_and_offer_give_the_same_per_gpu_figure(qtbot, page: PlanPage) -> 
     assert planner.format_bytes(chosen.estimate.total_bytes) in page.answers.text()
     assert {s.key: s.bytes for s in page.bar.segments}["comm_buffers"] > 0  # DDP buckets
     assert {s.key: s.bytes for s in page.bar.segments}["autocast_cache"] > 0
+
+
+def test_a_hugging_face_model_id_is_fetched_and_sized(qtbot, loop, page: PlanPage,  # type: ignore[no-untyped-def]
+                                                      hub: list[str]) -> None:  # noqa: F811
+    """Typed like a person: the model id, Fetch; the config.json comes from the (stand-in) Hub
+    once, off the GUI thread, and the shape fills the form; a bad id is refused in place."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QLineEdit, QPushButton
+
+    pick(page, "field_source", "config")
+    page.show()
+    model_id = widget(page, QLineEdit, "hubModelId")
+    fetch = widget(page, QPushButton, "fetchConfig")
+    assert model_id.isVisibleTo(page) and fetch.text() == "Fetch"
+    qtbot.keyClicks(model_id, "not a model id")
+    qtbot.mouseClick(fetch, Qt.MouseButton.LeftButton)
+    assert hub == [] and model_id.property("invalid") == "true"
+    assert "org/name" in model_id.toolTip()
+    model_id.clear()
+    qtbot.keyClicks(model_id, "Qwen/Qwen2-0.5B")
+    qtbot.keyClick(model_id, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: page.form.config_model is not None, timeout=10000)
+    assert hub == ["/Qwen/Qwen2-0.5B/resolve/main/config.json"]
+    assert model_id.property("invalid") == "false"
+    assert widget(page, QLineEdit, "field_layers").text() == "24"
+    assert widget(page, QLineEdit, "field_kv_heads").text() == "2"
+    assert page.form.config_model.name == "Qwen/Qwen2-0.5B"
+    assert widget(page, QPushButton, "loadConfig").text() == "Qwen/Qwen2-0.5B — load another…"
+    assert not page.errors and page.estimate is not None
+    # A gated model: the error says what to do, and the form keeps what it had.
+    model_id.clear()
+    qtbot.keyClicks(model_id, "meta-llama/Llama-2-7b-hf")
+    with qtbot.waitSignal(page.runner.finished, timeout=10000):
+        qtbot.mouseClick(fetch, Qt.MouseButton.LeftButton)
+    box = page.runner.last_box
+    assert box is not None and "gated" in box.text() and "config.json" in box.text()
+    box.close()
+    assert page.form.config_model.name == "Qwen/Qwen2-0.5B"

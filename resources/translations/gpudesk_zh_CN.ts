@@ -1678,6 +1678,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>Hugging Face 模型</translation>
         </message>
         <message>
+            <source>Or its config.json</source>
+            <translation>或其 config.json</translation>
+        </message>
+        <message>
             <source>Fine-tuning</source>
             <translation>微调方式</translation>
         </message>
@@ -1778,6 +1782,18 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>FlashAttention-2</translation>
         </message>
         <message>
+            <source>org/name, e.g. Qwen/Qwen2-0.5B</source>
+            <translation>组织/名称，例如 Qwen/Qwen2-0.5B</translation>
+        </message>
+        <message>
+            <source>Fetch</source>
+            <translation>获取</translation>
+        </message>
+        <message>
+            <source>Downloads only the model's config.json (its shape, never the weights) and keeps it: the next time needs no network.</source>
+            <translation>只下载模型的 config.json（它的结构，从不下载权重）并保存下来：下次无需联网。</translation>
+        </message>
+        <message>
             <source>Load config.json…</source>
             <translation>加载 config.json…</translation>
         </message>
@@ -1832,6 +1848,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>Model FLOPs utilisation you expect; 30-50% is typical</source>
             <translation>预期的模型算力利用率（MFU），通常为 30–50%</translation>
+        </message>
+        <message>
+            <source>A Hugging Face model id is org/name, for example Qwen/Qwen2-0.5B.</source>
+            <translation>Hugging Face 模型 ID 的格式是 组织/名称，例如 Qwen/Qwen2-0.5B。</translation>
         </message>
         <message>
             <source>Tokens to generate</source>
@@ -1967,6 +1987,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>Open plan</source>
             <translation>打开方案</translation>
+        </message>
+        <message>
+            <source>Cannot fetch the config.json</source>
+            <translation>无法获取 config.json</translation>
         </message>
         <message>
             <source>Cannot read the config.json</source>
@@ -2860,8 +2884,8 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>请输入 1 到 100 之间的百分比</translation>
         </message>
         <message>
-            <source>load a config.json first</source>
-            <translation>请先加载 config.json</translation>
+            <source>fetch its config.json, or load a config.json file, first</source>
+            <translation>请先获取其 config.json，或加载一个 config.json 文件</translation>
         </message>
         <message>
             <source>fix the inputs marked in red first</source>

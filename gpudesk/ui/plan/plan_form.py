@@ -18,13 +18,14 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
     QWidget,
 )
 
-from gpudesk import finetune, sizing
+from gpudesk import finetune, hf_hub, sizing
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.plan.planner import Job
 from gpudesk.ui.widgets.retranslate import Retranslating
@@ -32,7 +33,8 @@ from gpudesk.ui.widgets.retranslate import Retranslating
 ERR_WHOLE = QT_TRANSLATE_NOOP("SizingError", "enter a whole number, e.g. {example}")
 ERR_AMOUNT = QT_TRANSLATE_NOOP("SizingError", "enter a number such as 1e9 or 2.5B")
 ERR_PERCENT = QT_TRANSLATE_NOOP("SizingError", "enter a percentage between 1 and 100")
-ERR_CONFIG = QT_TRANSLATE_NOOP("SizingError", "load a config.json first")
+ERR_CONFIG = QT_TRANSLATE_NOOP("SizingError", "fetch its config.json, or load a config.json "
+                               "file, first")
 
 INT_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "batch", "seq",
               "image_size", "gen_tokens", "gpus", "lora_rank", "lora_alpha")
@@ -98,6 +100,7 @@ class PlanForm(Retranslating, QWidget):
 
     changed = Signal()
     config_requested = Signal()  # "Load config.json…" clicked
+    hub_requested = Signal(str)  # "Fetch" clicked (or Enter) with a Hugging Face model id
 
     def __init__(self, mfu: float = 0.35, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -128,28 +131,41 @@ class PlanForm(Retranslating, QWidget):
         self.load_config.setObjectName("loadConfig")
         self.config_model: sizing.ModelSpec | None = None
         self.load_config.clicked.connect(self.config_requested)
+        # A model id (org/name): the page fetches its config.json from the Hub, off the GUI
+        # thread, and hands the model back through set_config_model() as well.
+        self.hub = QWidget(self)
+        self.hub_id = QLineEdit(self.hub)
+        self.hub_id.setObjectName("hubModelId")
+        self.fetch_config = QPushButton(self.hub)
+        self.fetch_config.setObjectName("fetchConfig")
+        hub_row = QHBoxLayout(self.hub)
+        hub_row.setContentsMargins(0, 0, 0, 0)
+        hub_row.addWidget(self.hub_id, 1)
+        hub_row.addWidget(self.fetch_config)
+        self.fetch_config.clicked.connect(self._ask_hub)
+        self.hub_id.returnPressed.connect(self._ask_hub)
         self.fields: dict[str, QWidget] = {
             **self.edits, "model": self.preset, "source": self.source, "mode": self.mode,
             "precision": self.precision, "optimizer": self.optimizer, "zero": self.zero,
             "tokens": self.edits["work"], "samples": self.edits["work"],
             "finetune": self.finetune, "quantize": self.quantize, "fsdp": self.fsdp,
-            "attention": self.attention, "config": self.load_config,
+            "attention": self.attention, "config": self.load_config, "hub": self.hub_id,
         }
         self.form = QFormLayout(self)
         self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.labels: dict[str, QLabel] = {}
-        order = ("source", "model", "config", "layers", "hidden", "heads", "kv_heads", "ffn",
+        order = ("source", "model", "hub", "config", "layers", "hidden", "heads", "kv_heads", "ffn",
                  "vocab", "params", "batch", "seq", "image_size", "mode", "gen_tokens",
                  "precision", "finetune", "lora_rank", "lora_alpha", "lora_targets",
                  "quantize", "optimizer", "grad_checkpointing", "attention", "gpus", "zero",
                  "fsdp", "offload", "work", "mfu")
         widgets: dict[str, QWidget] = {
             **self.fields, "grad_checkpointing": self.grad_checkpointing,
-            "offload": self.offload}
+            "offload": self.offload, "hub": self.hub}  # the id and its Fetch button
         for name in order:
             label = QLabel(self)
             label.setObjectName(f"label_{name}")
-            label.setBuddy(widgets[name])
+            label.setBuddy(self.fields.get(name, widgets[name]))
             self.labels[name] = label
             self.form.addRow(label, widgets[name])
         self._rows = widgets
@@ -197,7 +213,8 @@ class PlanForm(Retranslating, QWidget):
             "grad_checkpointing": self.tr("Checkpointing"), "attention": self.tr("Attention"),
             "gpus": self.tr("GPUs"), "zero": self.tr("ZeRO stage"), "offload": self.tr("Offload"),
             "work": self._work_label(), "mfu": self.tr("MFU (%)"),
-            "config": self.tr("Hugging Face model"), "finetune": self.tr("Fine-tuning"),
+            "hub": self.tr("Hugging Face model"), "config": self.tr("Or its config.json"),
+            "finetune": self.tr("Fine-tuning"),
             "lora_rank": self.tr("LoRA rank"), "lora_alpha": self.tr("LoRA alpha"),
             "lora_targets": self.tr("LoRA targets"), "quantize": self.tr("Base weights"),
             "fsdp": self.tr("FSDP"),
@@ -223,6 +240,11 @@ class PlanForm(Retranslating, QWidget):
                                   self.tr("SDPA (PyTorch default)"),
                                   self.tr("FlashAttention-2"))):
             self.attention.setItemText(i, text)
+        self.hub_id.setPlaceholderText(self.tr("org/name, e.g. Qwen/Qwen2-0.5B"))
+        self.fetch_config.setText(self.tr("Fetch"))
+        self.fetch_config.setToolTip(self.tr(
+            "Downloads only the model's config.json (its shape, never the weights) and keeps "
+            "it: the next time needs no network."))
         loaded = self.config_model.name if self.config_model is not None else ""
         self.load_config.setText(self.tr("Load config.json…") if not loaded
                                  else self.tr("{name} — load another…").format(name=loaded))
@@ -290,6 +312,15 @@ class PlanForm(Retranslating, QWidget):
             return self.config_model
         return sizing.PRESETS.get(combo_key(self.preset), sizing.preset("gpt2"))
 
+    def _ask_hub(self) -> None:
+        text = self.hub_id.text().strip()
+        good = hf_hub.is_model_id(text)
+        set_invalid(self.hub_id, not good)
+        self.hub_id.setToolTip("" if good else self.tr(
+            "A Hugging Face model id is org/name, for example Qwen/Qwen2-0.5B."))
+        if good:
+            self.hub_requested.emit(text)
+
     def set_config_model(self, model: sizing.ModelSpec) -> None:
         """Use a model read from a config.json (the page reads the file in a worker)."""
         self.config_model = model
@@ -321,6 +352,7 @@ class PlanForm(Retranslating, QWidget):
         shape_ok = source == "shape" or (source in ("preset", "config") and base.is_transformer)
         visible = {
             "model": source in ("preset", "shape"), "config": source == "config",
+            "hub": source == "config",
             "params": source == "params" or (source == "preset" and not base.is_transformer),
             "seq": not self.vision, "image_size": self.vision,
             "gen_tokens": not train, "optimizer": train, "grad_checkpointing": train,
@@ -356,7 +388,7 @@ class PlanForm(Retranslating, QWidget):
     def _model(self, errors: list[sizing.SizingError]) -> sizing.ModelSpec:
         source, base = self.source_key, self.base_model
         if source == "config" and self.config_model is None:
-            errors.append(sizing.SizingError("config", ERR_CONFIG))
+            errors.append(sizing.SizingError("hub", ERR_CONFIG))
             return sizing.preset("gpt2")
         if source in ("preset", "config"):
             return base
@@ -452,7 +484,7 @@ class PlanForm(Retranslating, QWidget):
                   "attention": self.attention}
         data |= {key: combo_key(combo) for key, combo in combos.items()}
         data |= {"grad_checkpointing": self.grad_checkpointing.isChecked(),
-                 "offload": self.offload.isChecked(),
+                 "offload": self.offload.isChecked(), "hub_id": self.hub_id.text().strip(),
                  # The loaded config's shape, so a restart needs no file I/O.
                  "config_model": (asdict(self.config_model) if self.config_model is not None
                                   else None)}
@@ -491,6 +523,8 @@ class PlanForm(Retranslating, QWidget):
             for name, edit in self.edits.items():
                 if isinstance(data.get(name), str | int | float):
                     edit.setText(str(data[name]))
+            if isinstance(data.get("hub_id"), str):
+                self.hub_id.setText(data["hub_id"])
         finally:
             self._loading = False
         self.retranslate()  # the config button names the loaded model

@@ -199,6 +199,7 @@ class PlanPage(Retranslating, QWidget):
         self.runner = TaskRunner(self, progress=self.progress)
         self.form.changed.connect(self.recompute)
         self.form.config_requested.connect(self.load_config_dialog)
+        self.form.hub_requested.connect(self.fetch_hub_config)
         self.spot.toggled.connect(self.recompute)
         self.provider.currentIndexChanged.connect(self._provider_changed)
         self.region.currentIndexChanged.connect(self._apply_filters)
@@ -555,6 +556,20 @@ class PlanPage(Retranslating, QWidget):
     def read_config(path: str | Path) -> sizing.ModelSpec:
         """Read a Hugging Face config.json (safe to run in a worker thread)."""
         return hf_config.model_from_config(hf_config.load_config(path), source=str(path))
+
+    @staticmethod
+    def read_hub_config(model_id: str) -> sizing.ModelSpec:
+        """A Hub model's config.json, fetched once and cached (safe in a worker thread)."""
+        from gpudesk import hf_hub
+
+        config = hf_config.load_config(hf_hub.fetch_config(model_id))
+        config["_name_or_path"] = model_id  # the uploader's local path says nothing here
+        return hf_config.model_from_config(config, source=model_id)
+
+    def fetch_hub_config(self, model_id: str) -> None:
+        self.runner.run_blocking(self.read_hub_config, model_id,
+                                 on_success=self.form.set_config_model,
+                                 title=self.tr("Cannot fetch the config.json"))
 
     def load_config_dialog(self) -> None:
         def read(path: str) -> None:
