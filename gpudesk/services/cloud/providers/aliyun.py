@@ -34,9 +34,8 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -52,17 +51,16 @@ from gpudesk.services.cloud.providers.aliyun_errors import (
     MSG_VPC_NOT_READY,
     PROVIDER_LABEL,
     CallContext,
-    error,
     is_throttle,
     map_error,
 )
+from gpudesk.services.cloud.providers.sdk_provider import Refused, SdkProvider, ssh_group_name
 
 REQ_TIMEOUT_MS = 30_000
 PAGE = 100  # the most DescribeInstances & co. return per page
 VPC_PAGE = 50  # the most DescribeVpcs and DescribeVSwitches return per page
 BANDWIDTH_OUT_MBPS = 100
 DISK_CATEGORY = "cloud_essd"
-_GROUP_PREFIX = base.RESOURCE_PREFIX + "ssh-"
 _VPC_WAIT_TRIES = 10
 
 
@@ -81,45 +79,19 @@ def _managed(item: dict[str, Any]) -> bool:
     return ap.tags_of(item.get("Tags")).get(base.TAG_MANAGED) == "1"
 
 
-def _bundled_aliyun() -> tuple[list[str], set[str]]:
-    from gpudesk.services.cloud.catalog import load_catalog
+class AliyunProvider(SdkProvider[CallContext]):
+    """Alibaba Cloud ECS behind gpudesk's Provider interface. Blocking; call off the GUI thread.
 
-    catalog = load_catalog()
-    types = {o.instance_type for o in catalog.offers if o.provider == "aliyun"}
-    return catalog.regions("aliyun"), types
-
-
-class AliyunProvider:
-    """Alibaba Cloud ECS behind gpudesk's Provider interface. Blocking; call off the GUI thread."""
+    Takes :class:`SdkProvider`'s options; ``stopped_mode`` defaults to StopCharging.
+    """
 
     name: base.ProviderName = "aliyun"
-
-    def __init__(self, credentials: base.Credentials, *, endpoint: str | None = None,
-                 protocol: str = "https", known_types: set[str] | None = None,
-                 regions: list[str] | None = None,
-                 sleep: Callable[[float], None] = time.sleep, max_tries: int = 4,
-                 backoff_s: float = 1.0, stopped_mode: str = ap.STOP_CHARGING) -> None:
-        self._credentials = credentials
-        self._endpoint = endpoint
-        self._protocol = protocol
-        if regions is None or known_types is None:
-            bundled_regions, bundled_types = _bundled_aliyun()
-            regions = bundled_regions if regions is None else regions
-            known_types = bundled_types if known_types is None else known_types
-        self._regions = list(regions)
-        self._known_types = set(known_types)
-        self._sleep = sleep
-        self._max_tries = max(1, max_tries)
-        self._backoff_s = backoff_s
-        self._stopped_mode = stopped_mode
-        self._clients: dict[tuple[str, str], Any] = {}  # (product, region) → SDK client
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return (f"AliyunProvider(key_id={base.mask(self._credentials.key_id)!r}, "
-                f"endpoint={self._endpoint or 'default'!r})")
-
-    __str__ = __repr__
+    label = PROVIDER_LABEL
+    default_stopped_mode = ap.STOP_CHARGING
+    home_region = "cn-hangzhou"
+    need_group_message = MSG_NEED_GROUP
+    _is_throttle = staticmethod(is_throttle)
+    _map_error = staticmethod(map_error)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -166,23 +138,18 @@ class AliyunProvider:
                          f"{ap.sdk_method(ctx.action)}_with_options")
         runtime = RuntimeOptions(autoretry=False, max_attempts=1, read_timeout=REQ_TIMEOUT_MS,
                                  connect_timeout=10_000)
-        ctx = replace(ctx, key_id=base.mask(self._credentials.key_id))
-        for attempt in range(self._max_tries):
+
+        def attempt() -> dict[str, Any] | Refused:
             try:
                 response = method(request, runtime)
             except Exception as exc:  # noqa: BLE001 - the SDK's and requests' errors alike
-                code, message = ap.code_of(exc)
-            else:
-                body = getattr(response, "body", None)
-                answer = body.to_map() if body is not None else {}
-                return answer if isinstance(answer, dict) else {}
-            if code in ok_codes:
-                return {"Code": code}
-            if is_throttle(code) and attempt + 1 < self._max_tries:
-                self._sleep(self._backoff_s * 2 ** attempt)
-                continue
-            raise map_error(code, message, ctx)
-        raise AssertionError("unreachable")  # pragma: no cover
+                return Refused(*ap.code_of(exc))
+            body = getattr(response, "body", None)
+            answer = body.to_map() if body is not None else {}
+            return answer if isinstance(answer, dict) else {}
+
+        return self._retrying(replace(ctx, key_id=base.mask(self._credentials.key_id)),
+                              attempt, ok_codes)
 
     def _ecs(self, region: str, action: str, params: dict[str, Any],
              **ctx: Any) -> dict[str, Any]:
@@ -192,11 +159,6 @@ class AliyunProvider:
              **ctx: Any) -> dict[str, Any]:
         """A call to the VPC API (2016-04-28): its VPC and vSwitch calls take tags."""
         return self._call(CallContext(action, region, product="vpc", **ctx), params)
-
-    def _check_region(self, region: str) -> None:
-        if region not in self._regions:
-            raise base.ProviderError("invalid", base.MSG_BAD_REGION, provider=PROVIDER_LABEL,
-                                     region=region, choices=", ".join(sorted(self._regions)))
 
     def _pages(self, region: str, action: str, params: dict[str, Any],
                path: tuple[str, str], product: str = "ecs") -> Iterator[dict[str, Any]]:
@@ -215,16 +177,8 @@ class AliyunProvider:
 
     # ------------------------------------------------------------------ Provider
 
-    def regions(self) -> list[str]:
-        return list(self._regions)
-
-    def verify(self) -> base.Identity:
-        region = self._regions[0] if self._regions else "cn-hangzhou"
+    def _signed_ping(self, region: str) -> None:
         self._ecs(region, "DescribeRegions", {})
-        check, detail = self._launch_check(region)
-        return base.Identity(account="", principal=base.mask(self._credentials.key_id),
-                             can_launch=check == "allowed", launch_check=check,
-                             launch_detail=detail)
 
     def _launch_check(self, region: str) -> tuple[base.LaunchCheck, str]:
         """A complete RunInstances DryRun, made of what exists: nothing is created for it.
@@ -389,7 +343,7 @@ class AliyunProvider:
         cidr = base.single_address(allow_from)  # refuses 0.0.0.0/0 & co. before any call
         self._check_region(region)
         vpc_id, _ = self.ensure_network(region, "")
-        group_name = _GROUP_PREFIX + cidr.split("/")[0].replace(":", "-")
+        group_name = ssh_group_name(cidr)
         found = [g for g in self._pages(region, "DescribeSecurityGroups", {
             "VpcId": vpc_id, "SecurityGroupName": group_name},
             ("SecurityGroups", "SecurityGroup")) if g.get("SecurityGroupName") == group_name]
@@ -466,12 +420,7 @@ class AliyunProvider:
         images = list(self._pages(region, "DescribeImages", {
             "ImageOwnerAlias": "system", "OSType": "linux", "Architecture": "x86_64",
             "InstanceType": instance_type, "Status": "Available"}, ("Images", "Image")))
-        image = ap.newest_gpu_image(images)
-        if not image:
-            raise base.ProviderError(
-                "not-found", base.MSG_NOT_FOUND, provider=PROVIDER_LABEL,
-                what="public Ubuntu image with a GPU driver", name="'*GPU*'", region=region)
-        return image
+        return self._gpu_image(ap.newest_gpu_image(images), region)
 
     def zone_choices(self, region: str, instance_type: str,
                      market: base.Market = "on-demand") -> list[base.ZoneChoice]:
@@ -493,26 +442,9 @@ class AliyunProvider:
                 refused.append(base.ZoneChoice(zone_id, False, stock or "not offered"))
         return selling + refused
 
-    def first_available_zone(self, region: str, instance_type: str,
-                             market: base.Market = "on-demand") -> str:
-        choices = self.zone_choices(region, instance_type, market)
-        for choice in choices:
-            if choice.sells:
-                return choice.zone
-        where = "; ".join(f"{c.zone}: {c.reason}" for c in choices) or region
-        raise base.ProviderError("capacity", base.MSG_CAPACITY, provider=PROVIDER_LABEL,
-                                 instance_type=instance_type, where=where)
-
     def run_instance(self, request: base.LaunchRequest) -> base.CloudInstance:
-        base.validate_request("aliyun", request, self._regions, self._known_types)
         region = request.region
-        group = request.security_group
-        if not group:
-            if not request.allow_from:
-                raise base.ProviderError("invalid", MSG_NEED_GROUP)
-            group = self.ensure_security_group(region, request.allow_from)
-        zone = request.zone or self.first_available_zone(region, request.instance_type,
-                                                          request.market)
+        group, zone = self._launch_place(request)
         _, vswitch = self.ensure_network(region, zone)
         params: dict[str, Any] = {
             "ZoneId": zone, "InstanceType": request.instance_type,
@@ -544,16 +476,7 @@ class AliyunProvider:
         answer = self._ecs(region, "RunInstances", params, zone=zone,
                            instance_type=request.instance_type, max_price=request.max_price)
         ids = [str(i) for i in (answer.get("InstanceIdSets") or {}).get("InstanceIdSet") or []]
-        if not ids:
-            raise error("other", base.MSG_OTHER, "RunInstances answered no instance id",
-                        provider=PROVIDER_LABEL)
-        described = self.describe(region, ids[:1])
-        if described:
-            return described[0]
-        return base.CloudInstance(  # not listed yet: what we asked for, still pending
-            provider="aliyun", cloud_id=ids[0], region=region, zone=zone,
-            instance_type=request.instance_type, state=base.STATE_PENDING,
-            market=request.market, tags=request.tags())
+        return self._launched(request, zone, ids)
 
     def _tag_shared(self, region: str, ledger_id: str, group: str, key_name: str) -> None:
         """The group and key pair name the latest machine that uses them (gpudesk-ledger-id)."""
@@ -662,29 +585,18 @@ class AliyunProvider:
             name = str(key.get("KeyPairName", ""))
             if name in used_keys:
                 continue
-            if self._try_delete(region, "DeleteKeyPairs", {"KeyPairNames": f'["{name}"]'},
-                                name):
+            if self._try_delete(CallContext("DeleteKeyPairs", region, resource=name),
+                                {"KeyPairNames": f'["{name}"]'}):
                 deleted.append(name)
         for group in list(self._pages(region, "DescribeSecurityGroups", {"Tag": tagged},
                                       ("SecurityGroups", "SecurityGroup"))):
             group_id = str(group.get("SecurityGroupId", ""))
             if group_id in used_groups:
                 continue
-            if self._try_delete(region, "DeleteSecurityGroup", {"SecurityGroupId": group_id},
-                                group_id):
+            if self._try_delete(CallContext("DeleteSecurityGroup", region, resource=group_id),
+                                {"SecurityGroupId": group_id}):
                 deleted.append(group_id)
         return deleted
-
-    def _try_delete(self, region: str, action: str, params: dict[str, Any],
-                    resource: str) -> bool:
-        """A refusal (still in use elsewhere, already gone) skips one resource, not the rest."""
-        try:
-            self._call(CallContext(action, region, resource=resource), params)
-        except base.ProviderError as err:
-            if err.kind in ("auth", "clock", "network", "permission", "throttled"):
-                raise
-            return False
-        return True
 
     def live_offers(self, region: str) -> list[base.LiveOffer]:
         """Pay-as-you-go prices (DescribePrice) and spot prices (history), per zone in stock."""

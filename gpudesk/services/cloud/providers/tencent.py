@@ -27,9 +27,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,6 +41,7 @@ from tencentcloud.vpc.v20170312.vpc_client import VpcClient
 
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers import tencent_parse as tp
+from gpudesk.services.cloud.providers.sdk_provider import Refused, SdkProvider, ssh_group_name
 from gpudesk.services.cloud.providers.tencent_errors import (
     MSG_NEED_GROUP,
     MSG_NEED_SPOT_PRICE,
@@ -59,48 +59,21 @@ BANDWIDTH_OUT_MBPS = 100
 STOP_KEEP_CHARGING = "KEEP_CHARGING"
 STOP_CHARGING = "STOP_CHARGING"  # releases CPU/GPU while stopped; restart may find none free
 _IMAGE_PLATFORM = "Ubuntu"
-_GROUP_PREFIX = base.RESOURCE_PREFIX + "ssh-"
 
 
-def _bundled_tencent() -> tuple[list[str], set[str]]:
-    from gpudesk.services.cloud.catalog import load_catalog
+class TencentProvider(SdkProvider[CallContext], MachineGroups):
+    """Tencent Cloud CVM behind gpudesk's Provider interface. Blocking; call off the GUI thread.
 
-    catalog = load_catalog()
-    types = {o.instance_type for o in catalog.offers if o.provider == "tencent"}
-    return catalog.regions("tencent"), types
-
-
-class TencentProvider(MachineGroups):
-    """Tencent Cloud CVM behind gpudesk's Provider interface. Blocking; call off the GUI thread."""
+    Takes :class:`SdkProvider`'s options; ``stopped_mode`` defaults to KEEP_CHARGING.
+    """
 
     name: base.ProviderName = "tencent"
-
-    def __init__(self, credentials: base.Credentials, *, endpoint: str | None = None,
-                 protocol: str = "https", known_types: set[str] | None = None,
-                 regions: list[str] | None = None,
-                 sleep: Callable[[float], None] = time.sleep, max_tries: int = 4,
-                 backoff_s: float = 1.0, stopped_mode: str = STOP_KEEP_CHARGING) -> None:
-        self._credentials = credentials
-        self._endpoint = endpoint
-        self._protocol = protocol
-        if regions is None or known_types is None:
-            bundled_regions, bundled_types = _bundled_tencent()
-            regions = bundled_regions if regions is None else regions
-            known_types = bundled_types if known_types is None else known_types
-        self._regions = list(regions)
-        self._known_types = set(known_types)
-        self._sleep = sleep
-        self._max_tries = max(1, max_tries)
-        self._backoff_s = backoff_s
-        self._stopped_mode = stopped_mode
-        self._clients: dict[tuple[str, str], Any] = {}
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return (f"TencentProvider(key_id={base.mask(self._credentials.key_id)!r}, "
-                f"endpoint={self._endpoint or 'default'!r})")
-
-    __str__ = __repr__
+    label = PROVIDER_LABEL
+    default_stopped_mode = STOP_KEEP_CHARGING
+    home_region = "ap-guangzhou"
+    need_group_message = MSG_NEED_GROUP
+    _is_throttle = staticmethod(is_throttle)
+    _map_error = staticmethod(map_error)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -137,36 +110,25 @@ class TencentProvider(MachineGroups):
         A code in ``ok_codes`` (DryRunOperation, "already stopped") is an answer,
         returned as ``{"Code": code}``.
         """
-        for attempt in range(self._max_tries):
+        def attempt() -> dict[str, Any] | Refused:
             try:
                 data = self._client(ctx.service, ctx.region).call_json(ctx.action, params)
             except TencentCloudSDKException as exc:
-                code, message = str(exc.code or "ClientError"), str(exc.message or "")
+                return Refused(str(exc.code or "ClientError"), str(exc.message or ""))
             except Exception as exc:  # noqa: BLE001 - requests/JSON errors the SDK lets through
-                code, message = "ClientNetworkError", f"{type(exc).__name__}: {exc}"
-            else:
-                response = data.get("Response") if isinstance(data, dict) else None
-                if not isinstance(response, dict):
-                    raise map_error("ServerNetworkError", "answer without a Response", ctx)
-                return response
-            if code in ok_codes:
-                return {"Code": code}
-            if is_throttle(code) and attempt + 1 < self._max_tries:
-                self._sleep(self._backoff_s * 2 ** attempt)
-                continue
-            raise map_error(code, message, ctx)
-        raise AssertionError("unreachable")  # pragma: no cover
+                return Refused("ClientNetworkError", f"{type(exc).__name__}: {exc}")
+            response = data.get("Response") if isinstance(data, dict) else None
+            if not isinstance(response, dict):
+                raise map_error("ServerNetworkError", "answer without a Response", ctx)
+            return response
+
+        return self._retrying(ctx, attempt, ok_codes)
 
     def _cvm(self, region: str, action: str, params: dict[str, Any], **ctx: Any) -> dict[str, Any]:
         return self._call(CallContext("cvm", action, region, **ctx), params)
 
     def _vpc(self, region: str, action: str, params: dict[str, Any], **ctx: Any) -> dict[str, Any]:
         return self._call(CallContext("vpc", action, region, **ctx), params)
-
-    def _check_region(self, region: str) -> None:
-        if region not in self._regions:
-            raise base.ProviderError("invalid", base.MSG_BAD_REGION, provider=PROVIDER_LABEL,
-                                     region=region, choices=", ".join(sorted(self._regions)))
 
     def _pages(self, region: str, action: str, params: dict[str, Any], items: str, *,
                as_text: bool = False) -> Iterator[dict[str, Any]]:
@@ -185,16 +147,8 @@ class TencentProvider(MachineGroups):
 
     # ------------------------------------------------------------------ Provider
 
-    def regions(self) -> list[str]:
-        return list(self._regions)
-
-    def verify(self) -> base.Identity:
-        region = self._regions[0] if self._regions else "ap-guangzhou"
+    def _signed_ping(self, region: str) -> None:
         self._cvm(region, "DescribeRegions", {})
-        check, detail = self._launch_check(region)
-        return base.Identity(account="", principal=base.mask(self._credentials.key_id),
-                             can_launch=check == "allowed", launch_check=check,
-                             launch_detail=detail)
 
     def _launch_check(self, region: str) -> tuple[base.LaunchCheck, str]:
         """A complete RunInstances DryRun: a zone and type the region sells, a real image.
@@ -265,7 +219,7 @@ class TencentProvider(MachineGroups):
     def ensure_security_group(self, region: str, allow_from: str) -> str:
         cidr = base.single_address(allow_from)  # refuses 0.0.0.0/0 & co. before any call
         self._check_region(region)
-        group_name = _GROUP_PREFIX + cidr.split("/")[0].replace(":", "-")
+        group_name = ssh_group_name(cidr)
         answer = self._vpc(region, "DescribeSecurityGroups", {
             "Filters": [{"Name": "security-group-name", "Values": [group_name]}],
             "Offset": "0", "Limit": str(PAGE)})
@@ -310,12 +264,7 @@ class TencentProvider(MachineGroups):
             "Filters": [{"Name": "image-type", "Values": ["PUBLIC_IMAGE"]},
                         {"Name": "platform", "Values": [_IMAGE_PLATFORM]}],
             "InstanceType": instance_type, "Limit": PAGE}, instance_type=instance_type)
-        image = tp.newest_gpu_image(answer.get("ImageSet") or [])
-        if not image:
-            raise base.ProviderError(
-                "not-found", base.MSG_NOT_FOUND, provider=PROVIDER_LABEL,
-                what="public Ubuntu image with a GPU driver", name="'*GPU*'", region=region)
-        return image
+        return self._gpu_image(tp.newest_gpu_image(answer.get("ImageSet") or []), region)
 
     def zone_choices(self, region: str, instance_type: str,
                      market: base.Market = "on-demand") -> list[base.ZoneChoice]:
@@ -349,13 +298,7 @@ class TencentProvider(MachineGroups):
                              market: base.Market = "on-demand") -> str:
         """The first zone that sells ``instance_type`` (any AVAILABLE zone without one)."""
         if instance_type:
-            choices = self.zone_choices(region, instance_type, market)
-            for choice in choices:
-                if choice.sells:
-                    return choice.zone
-            where = "; ".join(f"{c.zone}: {c.reason}" for c in choices) or region
-            raise base.ProviderError("capacity", base.MSG_CAPACITY, provider=PROVIDER_LABEL,
-                                     instance_type=instance_type, where=where)
+            return super().first_available_zone(region, instance_type, market)
         self._check_region(region)
         zones = self._cvm(region, "DescribeZones", {}).get("ZoneSet") or []
         for zone in zones:
@@ -365,15 +308,8 @@ class TencentProvider(MachineGroups):
                                  instance_type="machine", where=region)
 
     def run_instance(self, request: base.LaunchRequest) -> base.CloudInstance:
-        base.validate_request("tencent", request, self._regions, self._known_types)
         region = request.region
-        group = request.security_group
-        if not group:
-            if not request.allow_from:
-                raise base.ProviderError("invalid", MSG_NEED_GROUP)
-            group = self.ensure_security_group(region, request.allow_from)
-        zone = request.zone or self.first_available_zone(region, request.instance_type,
-                                                          request.market)
+        group, zone = self._launch_place(request)
         ctx: dict[str, Any] = {"zone": zone, "instance_type": request.instance_type,
                                "max_price": request.max_price}
         params: dict[str, Any] = {
@@ -408,17 +344,7 @@ class TencentProvider(MachineGroups):
                 "SpotOptions": {"MaxPrice": f"{bid:.4f}".rstrip("0").rstrip("."),
                                 "SpotInstanceType": "one-time"}}
         answer = self._cvm(region, "RunInstances", params, **ctx)
-        ids = [str(i) for i in answer.get("InstanceIdSet") or []]
-        if not ids:
-            raise error("other", base.MSG_OTHER, "RunInstances answered no instance id",
-                        provider=PROVIDER_LABEL)
-        described = self.describe(region, ids[:1])
-        if described:
-            return described[0]
-        return base.CloudInstance(  # not listed yet: what we asked for, still pending
-            provider="tencent", cloud_id=ids[0], region=region, zone=zone,
-            instance_type=request.instance_type, state=base.STATE_PENDING,
-            market=request.market, tags=request.tags())
+        return self._launched(request, zone, [str(i) for i in answer.get("InstanceIdSet") or []])
 
     def _on_demand_price(self, region: str, zone: str, instance_type: str) -> float:
         for offer in self._offers(region, [instance_type], [tp.CHARGE_ON_DEMAND], zone):
@@ -503,28 +429,18 @@ class TencentProvider(MachineGroups):
             key_id = str(key.get("KeyId", ""))
             if key_id in used_keys or key.get("AssociatedInstanceIds"):
                 continue
-            if self._try_delete(region, "cvm", "DeleteKeyPairs", {"KeyIds": [key_id]}, key_id):
+            if self._try_delete(CallContext("cvm", "DeleteKeyPairs", region, resource=key_id),
+                                {"KeyIds": [key_id]}):
                 deleted.append(key_id)
         for group in list(self._pages(region, "DescribeSecurityGroups", {"Filters": tagged},
                                       "SecurityGroupSet", as_text=True)):
             group_id = str(group.get("SecurityGroupId", ""))
             if group_id in used_groups:
                 continue
-            if self._try_delete(region, "vpc", "DeleteSecurityGroup",
-                                {"SecurityGroupId": group_id}, group_id):
+            if self._try_delete(CallContext("vpc", "DeleteSecurityGroup", region,
+                                            resource=group_id), {"SecurityGroupId": group_id}):
                 deleted.append(group_id)
         return deleted
-
-    def _try_delete(self, region: str, service: str, action: str, params: dict[str, Any],
-                    resource: str) -> bool:
-        """A refusal (still in use elsewhere, already gone) skips one resource, not the rest."""
-        try:
-            self._call(CallContext(service, action, region, resource=resource), params)
-        except base.ProviderError as err:
-            if err.kind in ("auth", "clock", "network", "permission", "throttled"):
-                raise
-            return False
-        return True
 
     def live_offers(self, region: str) -> list[base.LiveOffer]:
         self._check_region(region)
