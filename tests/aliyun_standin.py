@@ -37,15 +37,15 @@ import json
 import random
 import re
 import string
-import threading
 import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
+
+from standin_http import ApiError, StandinServer
 
 VERSION = "2014-05-26"  # ECS
 VPC_VERSION = "2016-04-28"
@@ -98,22 +98,6 @@ _STATUS = {  # HTTP status of an error code, as ECS answers
     "InvalidAction.NotFound": 404, "DependencyViolation": 403, "InvalidVpcId.NotFound": 404,
     "InvalidVSwitchId.NotExist": 404, "InvalidImageId.NotFound": 404,
 }
-
-
-class ApiError(Exception):
-    def __init__(self, code: str, message: str = "") -> None:
-        super().__init__(code)
-        self.code = code
-        self.message = message or code
-
-
-@dataclass
-class Failure:
-    action: str
-    code: str
-    message: str
-    times: int
-    match: dict[str, str]
 
 
 @dataclass
@@ -189,15 +173,12 @@ def _tag_match(tags: dict[str, str], q: dict[str, str]) -> bool:
                and t.get("Key", "") in tags for t in _objects(q, "Tag"))
 
 
-class AliyunStandin:
+class AliyunStandin(StandinServer):
     """The server; ``endpoint`` is ``127.0.0.1:PORT`` (what ``Config(endpoint=…)`` takes)."""
 
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self.secrets: dict[str, str] = {}
-        self.reset()
+    name = "aliyun-standin"
+    methods = frozenset({"POST", "GET"})
+    content_type = "application/json;charset=utf-8"
 
     # ------------------------------------------------------------------ control
 
@@ -205,9 +186,9 @@ class AliyunStandin:
         with self._lock:
             self.state = State()
             self.calls: Counter[str] = Counter()
-            self.requests: list[tuple[str, str, dict[str, str]]] = []  # action, region, query
+            self.requests = []  # action, region, query
             self.versions: Counter[tuple[str, str]] = Counter()  # (action, x-acs-version)
-            self.failures: list[Failure] = []
+            self.failures = []
             self.clock_offset = 0.0  # seconds the server's clock is ahead of the caller's
             self.elapsed = 0.0  # seconds the cloud has lived ahead (advance()), signatures aside
             self.no_stock: set[tuple[str, str]] = set()  # (zone, type)
@@ -219,18 +200,6 @@ class AliyunStandin:
             self.currency = "CNY"  # DescribePrice's: the international site answers in USD
             self.secrets = {}
             self._ips = itertools.count(10)
-
-    def add_secret(self, key_id: str, secret: str) -> None:
-        with self._lock:
-            self.secrets[key_id] = secret
-
-    def fail_next(self, action: str, code: str, message: str = "", *, times: int = 1,
-                  **match: str) -> None:
-        """Answer the next ``times`` calls of ``action`` (matching ``zone=``, ``region=``,
-        ``instance_type=``) with error ``code``."""
-        with self._lock:
-            self.failures.append(Failure(action, code, message or f"{code} (stand-in)", times,
-                                         match))
 
     def sell_out(self, zone: str, instance_type: str) -> None:
         with self._lock:
@@ -277,10 +246,6 @@ class AliyunStandin:
                 "Tags": dict(tags or {}), "Rules": []}
             return group_id
 
-    def params(self, action: str) -> list[dict[str, str]]:
-        with self._lock:
-            return [p for a, _, p in self.requests if a == action]
-
     def now(self) -> float:
         """The cloud's time for its own state (AutoReleaseTime, timestamps)."""
         return time.time() + self.clock_offset + self.elapsed
@@ -290,36 +255,10 @@ class AliyunStandin:
         with self._lock:
             self.elapsed += seconds
 
-    @property
-    def endpoint(self) -> str:
-        assert self._httpd is not None
-        host, port = self._httpd.server_address[:2]
-        return f"{host}:{port}"
-
-    def start(self) -> AliyunStandin:
-        standin = self
-
-        class Handler(_Handler):
-            server_ref = standin
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="aliyun-standin",
-                                        daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
     # ------------------------------------------------------------------ request path
 
-    def handle(self, method: str, target: str, headers: dict[str, str],
-               body: bytes) -> tuple[int, dict[str, Any]]:
+    def respond(self, method: str, target: str, headers: dict[str, str],
+                body: bytes) -> tuple[int, dict[str, Any]]:
         url = urlsplit(target)
         query = dict(parse_qsl(url.query, keep_blank_values=True))
         action = headers.get("x-acs-action", "")
@@ -393,13 +332,8 @@ class AliyunStandin:
         if action in self.denied:
             raise ApiError("Forbidden.RAM", "User not authorized to operate on the specified "
                            "resource, or this API doesn't support RAM.")
-        seen = {"region": region, "zone": q.get("ZoneId", ""),
-                "instance_type": q.get("InstanceType", "")}
-        for failure in self.failures:
-            if failure.action == action and failure.times > 0 and all(
-                    seen.get(k) == v for k, v in failure.match.items()):
-                failure.times -= 1
-                raise ApiError(failure.code, failure.message)
+        self._fail_if_asked(action, {"region": region, "zone": q.get("ZoneId", ""),
+                                     "instance_type": q.get("InstanceType", "")})
 
     def _release_due(self) -> None:
         """AutoReleaseTime honoured: ECS deletes the machine at that moment by itself."""
@@ -867,26 +801,3 @@ def vpc_sdk_client(server: AliyunStandin, region: str = "cn-hangzhou",
 
     return Client(Config(access_key_id=key_id, access_key_secret=secret, region_id=region,
                          endpoint=server.endpoint, protocol="http", read_timeout=10_000))
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server_ref: AliyunStandin
-    protocol_version = "HTTP/1.0"  # one request per connection: nothing left open
-
-    def _answer(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length)
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        status, answer = self.server_ref.handle(self.command, self.path, headers, body)
-        data = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json;charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    do_POST = _answer  # noqa: N815 - http.server's names
-    do_GET = _answer  # noqa: N815
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
-        return

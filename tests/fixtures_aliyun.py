@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from aliyun_standin import ACCESS_KEY_ID, ACCESS_KEY_SECRET, AliyunStandin
+from standin_http import fresh_standin
 
 from gpudesk.services.cloud.providers.base import Credentials
 
@@ -24,12 +25,7 @@ def aliyun_server() -> Iterator[AliyunStandin]:
 @pytest.fixture
 def aliyun(aliyun_server: AliyunStandin, monkeypatch: pytest.MonkeyPatch) -> AliyunStandin:
     """The stand-in, reset, knowing ACCESS_KEY_ID/SECRET; no proxy between it and the SDK."""
-    aliyun_server.reset()
-    aliyun_server.add_secret(ACCESS_KEY_ID, ACCESS_KEY_SECRET)
-    no_proxy = f"127.0.0.1,{aliyun_server.endpoint},localhost"
-    monkeypatch.setenv("NO_PROXY", no_proxy)
-    monkeypatch.setenv("no_proxy", no_proxy)
-    return aliyun_server
+    return fresh_standin(aliyun_server, ACCESS_KEY_ID, ACCESS_KEY_SECRET, monkeypatch)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from standin_http import fresh_standin
 from tencent_standin import SECRET_ID, SECRET_KEY, TencentStandin
 
 from gpudesk.services.cloud.providers.base import Credentials
@@ -25,17 +26,8 @@ def tencent_server() -> Iterator[TencentStandin]:
 
 @pytest.fixture
 def tencent(tencent_server: TencentStandin, monkeypatch: pytest.MonkeyPatch) -> TencentStandin:
-    """The stand-in, reset, knowing SECRET_ID/SECRET_KEY; no proxy between it and the SDK.
-
-    The SDK's own proxy check is a substring test on ``host:port``, and requests
-    checks the bare host, so NO_PROXY names both.
-    """
-    tencent_server.reset()
-    tencent_server.add_secret(SECRET_ID, SECRET_KEY)
-    no_proxy = f"127.0.0.1,{tencent_server.endpoint},localhost"
-    monkeypatch.setenv("NO_PROXY", no_proxy)
-    monkeypatch.setenv("no_proxy", no_proxy)
-    return tencent_server
+    """The stand-in, reset, knowing SECRET_ID/SECRET_KEY; no proxy between it and the SDK."""
+    return fresh_standin(tencent_server, SECRET_ID, SECRET_KEY, monkeypatch)
 
 
 @pytest.fixture

@@ -31,14 +31,14 @@ import json
 import random
 import re
 import string
-import threading
 import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from standin_http import ApiError, StandinServer
 
 VERSION = "2017-03-12"
 SECRET_ID = "AKIDgpudeskStandinKey0123456789abcd"  # AKID + 32, shaped like a real one
@@ -108,22 +108,6 @@ _AUTH = re.compile(r"^TC3-HMAC-SHA256 Credential=(?P<id>[^/]+)/(?P<date>\d{4}-\d
                    r"Signature=(?P<sig>[0-9a-f]{64})$")
 
 
-class ApiError(Exception):
-    def __init__(self, code: str, message: str = "") -> None:
-        super().__init__(code)
-        self.code = code
-        self.message = message or code
-
-
-@dataclass
-class Failure:
-    action: str
-    code: str
-    message: str
-    times: int
-    match: dict[str, str]
-
-
 @dataclass
 class State:
     instances: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -183,15 +167,10 @@ def _page(items: list[dict[str, Any]], params: dict[str, Any], cap: int) -> list
     return items[offset:offset + limit]
 
 
-class TencentStandin:
+class TencentStandin(StandinServer):
     """The server; ``endpoint`` is what ``HttpProfile(endpoint=…)`` takes."""
 
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self.secrets: dict[str, str] = {}
-        self.reset()
+    name = "tencent-standin"
 
     # ------------------------------------------------------------------ control
 
@@ -199,8 +178,8 @@ class TencentStandin:
         with self._lock:
             self.state = State()
             self.calls: Counter[str] = Counter()
-            self.requests: list[tuple[str, str, dict[str, Any]]] = []  # action, region, params
-            self.failures: list[Failure] = []
+            self.requests = []  # action, region, params
+            self.failures = []
             self.clock_offset = 0.0  # seconds the server's clock is ahead of the caller's
             self.max_page = 100
             self.instance_quota: int | None = None
@@ -214,18 +193,6 @@ class TencentStandin:
             self.terminating_describes = 1  # describes that still show TERMINATING
             self.secrets = {}
             self._ips = itertools.count(10)
-
-    def add_secret(self, secret_id: str, secret_key: str) -> None:
-        with self._lock:
-            self.secrets[secret_id] = secret_key
-
-    def fail_next(self, action: str, code: str, message: str = "", *, times: int = 1,
-                  **match: str) -> None:
-        """Answer the next ``times`` calls of ``action`` (matching ``zone=``,
-        ``instance_type=``, ``charge_type=``, ``region=``) with error ``code``."""
-        with self._lock:
-            self.failures.append(Failure(action, code, message or f"{code} (stand-in)", times,
-                                         match))
 
     def sell_out(self, zone: str, instance_type: str, charge_type: str | None = None,
                  reason: str = "The instance type is sold out in this zone.") -> None:
@@ -246,10 +213,6 @@ class TencentStandin:
         default = round(listed * SPOT_FACTOR, 2) if charge == "SPOTPAID" else listed
         return self.zone_prices.get((zone, instance_type, charge), default)
 
-    def params(self, action: str) -> list[dict[str, Any]]:
-        with self._lock:
-            return [p for a, _, p in self.requests if a == action]
-
     def add_rule(self, group_id: str, direction: str, rule: dict[str, Any]) -> None:
         """Put a rule straight into a group (as another tool or a person might)."""
         with self._lock:
@@ -257,33 +220,12 @@ class TencentStandin:
             group[direction].append(dict(rule))
             group["Version"] += 1
 
-    @property
-    def endpoint(self) -> str:
-        assert self._httpd is not None
-        host, port = self._httpd.server_address[:2]
-        return f"{host}:{port}"
-
-    def start(self) -> TencentStandin:
-        standin = self
-
-        class Handler(_Handler):
-            server_ref = standin
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="tencent-standin",
-                                        daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
     # ------------------------------------------------------------------ request path
+
+    def respond(self, method: str, target: str, headers: dict[str, str],
+                body: bytes) -> tuple[int, Any]:
+        """Every answer, an error too, is HTTP 200 with its body under ``Response``."""
+        return 200, {"Response": self.handle(headers, body)}
 
     def handle(self, headers: dict[str, str], body: bytes) -> dict[str, Any]:
         action = headers.get("x-tc-action", "")
@@ -364,11 +306,7 @@ class TencentStandin:
                                               or (_filters(params).get("zone") or [""])[0]),
                 "instance_type": str(params.get("InstanceType", "")),
                 "charge_type": str(params.get("InstanceChargeType", ""))}
-        for failure in self.failures:
-            if failure.action == action and failure.times > 0 and all(
-                    seen.get(k) == v for k, v in failure.match.items()):
-                failure.times -= 1
-                raise ApiError(failure.code, failure.message)
+        self._fail_if_asked(action, seen)
 
     # ------------------------------------------------------------------ CVM: places & prices
 
@@ -913,23 +851,3 @@ def sdk_client(server: TencentStandin, service: str = "cvm", region: str = "ap-g
                                                     reqTimeout=10))
     cls = VpcClient if service == "vpc" else CvmClient
     return cls(credential.Credential(secret_id, secret_key), region, profile)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server_ref: TencentStandin
-    protocol_version = "HTTP/1.0"  # one request per connection: nothing left open
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length)
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        answer = self.server_ref.handle(headers, body)
-        data = json.dumps({"Response": answer}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
-        return

@@ -8,12 +8,9 @@ with its keys in the real Secret Service (scripts/test.sh provides one).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
+import launch_fault_harness as harness
 import pytest
 from aliyun_standin import ACCESS_KEY_ID, ACCESS_KEY_SECRET
 from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
@@ -21,55 +18,29 @@ from fixtures_keyring import secret_service  # noqa: F401
 
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import ALIYUN_ENDPOINT_ENV
-from gpudesk.services.cloud.launcher import FAULT_ENV, FAULT_POINTS
 from gpudesk.services.money.ledger import Account, Ledger
 
-KILL_POINTS = [p for p in FAULT_POINTS if p != "ssh"]
-LAUNCH = ["launch", "--provider", "aliyun", "--type", "ecs.gn7i-c8g1.2xlarge", "--region",
-          "cn-hangzhou", "--allow-from", "203.0.113.7/32", "--no-wait-ssh", "--poll", "0.01"]
-
-
-def gpudesk(args: list[str], env: dict[str, str], stdin: str = ""
-            ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudesk", *args], input=stdin, env=env,
-                          capture_output=True, text=True, timeout=120)
+LAUNCH = harness.launch_args("aliyun", "ecs.gn7i-c8g1.2xlarge", "cn-hangzhou")
 
 
 @pytest.fixture
 def env(aliyun, gpudesk_home: Path) -> dict[str, str]:  # type: ignore[no-untyped-def]  # noqa: F811
-    out = dict(os.environ)
-    out.update({ALIYUN_ENDPOINT_ENV: f"http://{aliyun.endpoint}", "GPUDESK_HOME":
-                str(gpudesk_home), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})
-    out.pop(FAULT_ENV, None)
-    return out
+    return harness.cli_env(ALIYUN_ENDPOINT_ENV, aliyun.endpoint, gpudesk_home)
 
 
-def listed(env: dict[str, str]) -> list[dict[str, Any]]:
-    done = gpudesk(["ls", "--json", "--all"], env)
-    assert done.returncode == 0, done.stderr
-    rows: list[dict[str, Any]] = json.loads(done.stdout)
-    return rows
-
-
-@pytest.mark.parametrize("point", KILL_POINTS)
+@pytest.mark.parametrize("point", harness.KILL_POINTS)
 def test_killed_launch_is_found_after_restart(point, aliyun, aliyun_creds,  # type: ignore[no-untyped-def]  # noqa: F811
                                              secret_service, env) -> None:  # noqa: F811
     credentials.save_credentials(aliyun_creds)
     with Ledger() as ledger:  # the app had these keys set up
         ledger.save_account(Account("aliyun", "LTAI…0123"))
-    killed = gpudesk(LAUNCH, {**env, FAULT_ENV: point})
-    assert killed.returncode == -9, (point, killed.stderr)
+    harness.kill_launch_at(point, LAUNCH, env)
     at_cloud = set(aliyun.state.instances)
-    expected = 0 if point in ("intent", "key", "security-group", "image") else 1
-    assert len(at_cloud) == expected, point
+    assert len(at_cloud) == harness.machines_expected(point), point
 
-    rows = listed(env)  # the restart: ls reconciles by tags
-    by_cloud = {r["cloud_id"]: r for r in rows if r["cloud_id"]}
-    assert at_cloud <= set(by_cloud), (point, rows)
+    by_cloud = harness.restart_finds(at_cloud, env, point)
     for cloud_id in at_cloud:
-        assert by_cloud[cloud_id]["billing"] is True
         assert by_cloud[cloud_id]["provider"] == "aliyun"
-    assert len(rows) == 1  # the intent row and the instance are one machine, not two
     assert aliyun.internal_errors == []
 
 
@@ -83,13 +54,7 @@ def test_whole_session_leaves_no_secret_in_any_file(aliyun, secret_service, env,
         (LAUNCH + ["--json"], ""),
         (["ls", "--json"], ""),
     ]
-    outputs = []
-    launched = ""
-    for args, stdin in steps:
-        done = gpudesk(args, env, stdin)
-        assert done.returncode == 0, (args, done.stderr)
-        outputs.append(done.stdout + done.stderr)
-        launched = done.stdout if args[0] == "launch" else launched
+    outputs, launched = harness.run_session(steps, env, ACCESS_KEY_SECRET)
     machine = json.loads(launched)
     assert machine["provider"] == "aliyun" and machine["cloud_id"].startswith("i-")
     # No bundled price: the launch asked DescribePrice (16 CNY/h in the stand-in) first.
@@ -97,31 +62,26 @@ def test_whole_session_leaves_no_secret_in_any_file(aliyun, secret_service, env,
     sent = aliyun.params("RunInstances")[-1]
     assert sent["Tag.1.Key"] == "gpudesk" and sent["Tag.2.Value"] == machine["id"]
     for _ in range(3):  # let the stand-in move it to Running
-        listed(env)
-    done = gpudesk(["stop", machine["id"], "--yes"], env)
+        harness.listed(env)
+    done = harness.gpudesk(["stop", machine["id"], "--yes"], env)
     assert done.returncode == 0, done.stderr
     assert "StopCharging" in done.stdout and "system disk still bills" in done.stdout
     outputs.append(done.stdout + done.stderr)
-    done = gpudesk(["terminate", machine["id"], "--yes"], env)
+    done = harness.gpudesk(["terminate", machine["id"], "--yes"], env)
     assert done.returncode == 0, done.stderr
     assert aliyun.state.instances == {}
     assert aliyun.state.groups == {} and aliyun.state.key_pairs == {}  # cleaned up
     # A wrong secret is refused with a clear answer, and changes nothing stored.
-    bad = gpudesk(["accounts", "add", "aliyun", "--access-key-id", ACCESS_KEY_ID,
-                   "--secret-stdin"], env, "wrong-secret-value-1234567890\n")
+    bad = harness.gpudesk(["accounts", "add", "aliyun", "--access-key-id", ACCESS_KEY_ID,
+                           "--secret-stdin"], env, harness.WRONG_SECRET + "-1234567890\n")
     assert bad.returncode == 1 and "secret does not match" in bad.stderr
     stored = credentials.load_credentials("aliyun")
     assert stored is not None and stored.secret == ACCESS_KEY_SECRET
 
-    files = [p for p in gpudesk_home.rglob("*") if p.is_file()]
+    files = harness.assert_no_secret_left(gpudesk_home, ACCESS_KEY_SECRET,
+                                          outputs + [bad.stdout, bad.stderr])
     assert any(p.suffix == ".sqlite3" for p in files)
-    for path in files:
-        data = path.read_bytes()
-        assert ACCESS_KEY_SECRET.encode() not in data, path
-        assert b"wrong-secret-value" not in data, path
-    for text in outputs + [bad.stdout, bad.stderr]:
-        assert ACCESS_KEY_SECRET not in text
-    rows = {r["id"]: r for r in listed(env)}
+    rows = {r["id"]: r for r in harness.listed(env)}
     assert rows[machine["id"]]["billing"] is False
 
 

@@ -6,36 +6,23 @@ import threading
 
 import keyring
 import pytest
+from cloud_window import confirm_terminate, fill_launch_dialog, open_cloud_window, select_offer
 from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_tencent import SECRET_ID, SECRET_KEY, tencent, tencent_creds, tencent_server  # noqa: F401
-from PySide6.QtCore import QCoreApplication, QEvent, Qt
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtCore import Qt
 
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
 from gpudesk.services.cloud.catalog import load_catalog
-from gpudesk.services.cloud.launcher import probe_ssh
 from gpudesk.services.core.settings import Settings
-from gpudesk.services.money.ledger import Ledger
 from gpudesk.ui.shell.main_window import MainWindow
 
 
 @pytest.fixture
 def window(qtbot, loop, tencent, memory_keyring, monkeypatch, banner_port):  # type: ignore[no-untyped-def]  # noqa: F811
-    monkeypatch.setenv(TENCENT_ENDPOINT_ENV, f"http://{tencent.endpoint}")
-    ledger = Ledger()
-    w = MainWindow(Settings(language="en", welcomed=True), load_catalog(), ledger=ledger)
-    w.launcher.ssh_probe = lambda _addr: probe_ssh("127.0.0.1", banner_port, 2)
-    w.launcher.poll_s = 0.01
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.close()
-    # Delete the window before its ledger closes: a later test's language switch
-    # would otherwise reach its pages and query a closed database.
-    w.deleteLater()
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-    ledger.close()
+    with open_cloud_window(qtbot, monkeypatch, banner_port, TENCENT_ENDPOINT_ENV,
+                           tencent.endpoint) as w:
+        yield w
 
 
 def test_wrong_key_keeps_the_input_and_stores_nothing(window, qtbot, memory_keyring) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
@@ -70,22 +57,6 @@ def test_no_keyring_disables_saving(qtbot, loop) -> None:  # type: ignore[no-unt
         keyring.set_keyring(before)
 
 
-def _select_offer(window, instance_type: str, region: str) -> None:  # type: ignore[no-untyped-def]
-    plan = window.plan
-    f = plan.form
-    f.source.setCurrentIndex(f.source.findData("preset"))
-    f.preset.setCurrentIndex(f.preset.findData("gpt2"))  # fits a T4
-    f.edits["batch"].setText("4")
-    f.precision.setCurrentIndex(f.precision.findData("amp-fp16"))  # a T4 has no bf16
-    plan.recompute()
-    for row in range(plan.proxy.rowCount()):
-        r = plan.proxy.ranked_at(row)
-        if r.offer.instance_type == instance_type and r.offer.region == region:
-            plan.select_row(row)
-            return
-    raise AssertionError("offer not shown")
-
-
 def test_launch_from_plan_then_terminate_from_instances(window, qtbot, tencent,  # noqa: F811
                                                         tencent_creds) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     credentials.save_credentials(tencent_creds)
@@ -93,16 +64,13 @@ def test_launch_from_plan_then_terminate_from_instances(window, qtbot, tencent, 
 
     window.ledger.save_account(Account("tencent", "AKID…abcd"))
     plan = window.plan
-    _select_offer(window, "GN7.2XLARGE32", "ap-guangzhou")
+    select_offer(window, "GN7.2XLARGE32", "ap-guangzhou")
     assert plan.launch_button.isEnabled()
     plan.launch_button.click()
     dialog = window.launch_dialog
     assert dialog is not None and "GN7.2XLARGE32" in dialog.heading.text()
     assert "/h" in dialog.launch_button.text()
-    dialog.detect_runner.cancel()
-    dialog.allow_from.setText("203.0.113.7")
-    for i in range(dialog.fallbacks.count()):  # keep the test to one region
-        dialog.fallbacks.item(i).setCheckState(dialog.fallbacks.item(i).checkState().Unchecked)
+    fill_launch_dialog(dialog, "203.0.113.7", fallbacks=False)  # keep the test to one region
     with qtbot.waitSignal(dialog.launched, timeout=20000):
         dialog.launch_button.click()
     assert dialog.allow_from.text() == "203.0.113.7/32"
@@ -114,13 +82,7 @@ def test_launch_from_plan_then_terminate_from_instances(window, qtbot, tencent, 
     assert "may be billing" in page.banner.text() and "1 billing" in window.billing_label.text()
     dialog.close()
 
-    page.select_machine(m.id)
-    assert page.terminate_button.isEnabled()
-    box = page.ask_terminate()
-    assert box is not None and box.defaultButton() == box.button(QMessageBox.StandardButton.Cancel)
-    yes = next(b for b in box.buttons() if b.objectName() == "confirmTerminateYes")
-    yes.click()
-    qtbot.waitUntil(lambda: window.ledger.get(m.id).state == "terminated", timeout=10000)
+    confirm_terminate(window, qtbot, m.id)
     qtbot.waitUntil(lambda: "Nothing is billing" in page.banner.text())
     assert tencent.calls["TerminateInstances"] == 1
 
@@ -138,11 +100,10 @@ def test_cancel_in_the_dialog_terminates_what_was_requested(window, qtbot, tence
         return False
 
     window.launcher.ssh_probe = never
-    _select_offer(window, "GN7.2XLARGE32", "ap-guangzhou")
+    select_offer(window, "GN7.2XLARGE32", "ap-guangzhou")
     window.plan.launch_button.click()
     dialog = window.launch_dialog
-    dialog.detect_runner.cancel()
-    dialog.allow_from.setText("203.0.113.7/32")
+    fill_launch_dialog(dialog, "203.0.113.7/32", fallbacks=True)
     dialog.launch_button.click()
     qtbot.waitUntil(waiting.is_set, timeout=20000)
     assert dialog.cancel_button.isEnabled()
@@ -155,7 +116,7 @@ def test_cancel_in_the_dialog_terminates_what_was_requested(window, qtbot, tence
 
 
 def test_launch_without_keys_goes_to_accounts(window) -> None:  # type: ignore[no-untyped-def]
-    _select_offer(window, "GN7.2XLARGE32", "ap-guangzhou")
+    select_offer(window, "GN7.2XLARGE32", "ap-guangzhou")
     window.plan.launch_button.click()
     assert window.launch_dialog is None
     assert window.pages.currentWidget() is window.accounts
@@ -166,7 +127,7 @@ def test_prices_follow_the_currency_preference(window, qtbot) -> None:  # type: 
 
     from gpudesk.ui.plan.offers_model import COL
 
-    _select_offer(window, "GN7.2XLARGE32", "ap-guangzhou")
+    select_offer(window, "GN7.2XLARGE32", "ap-guangzhou")
     r = window.plan.selected_offer()
     usd = window.plan.proxy.index(0, COL["price"]).data()
     assert usd.startswith("$")
