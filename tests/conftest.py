@@ -168,28 +168,11 @@ def banner_port():  # type: ignore[no-untyped-def]
 # on 127.0.0.1 (GPUDESK_IP_ECHO_URL); a test changes ``echo[0]`` to move the laptop.
 @pytest.fixture
 def echo(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    import http.server
-    import threading
+    from local_get import serve_get
 
     from gpudesk.services.cloud.public_ip import ECHO_ENV
 
     answer = ["203.0.113.7\n"]
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            body = answer[0].encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setenv(ECHO_ENV, f"http://127.0.0.1:{server.server_address[1]}/")
-    yield answer
-    server.shutdown()
-    server.server_close()
+    with serve_get(lambda _path: (200, answer[0].encode())) as url:
+        monkeypatch.setenv(ECHO_ENV, f"{url}/")
+        yield answer

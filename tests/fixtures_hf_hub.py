@@ -3,12 +3,11 @@ config.json, a gated Llama (401) and 404 for the rest; the fixture yields the pa
 
 from __future__ import annotations
 
-import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from local_get import serve_get
 
 from gpudesk import hf_hub
 
@@ -19,27 +18,14 @@ DATA = Path(__file__).parent / "data" / "hf_configs"
 def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     asked: list[str] = []
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            asked.append(self.path)
-            if self.path == "/Qwen/Qwen2-0.5B/resolve/main/config.json":
-                status, body = 200, (DATA / "qwen2-0.5b" / "config.json").read_bytes()
-            elif self.path.startswith("/meta-llama/"):
-                status, body = 401, b"gated"
-            else:
-                status, body = 404, b"not found"
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(path: str) -> tuple[int, bytes]:
+        asked.append(path)
+        if path == "/Qwen/Qwen2-0.5B/resolve/main/config.json":
+            return 200, (DATA / "qwen2-0.5b" / "config.json").read_bytes()
+        if path.startswith("/meta-llama/"):
+            return 401, b"gated"
+        return 404, b"not found"
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setenv(hf_hub.ENDPOINT_ENV, f"http://127.0.0.1:{server.server_address[1]}")
-    yield asked
-    server.shutdown()
-    server.server_close()
+    with serve_get(answer) as url:
+        monkeypatch.setenv(hf_hub.ENDPOINT_ENV, url)
+        yield asked

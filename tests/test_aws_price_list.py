@@ -6,11 +6,9 @@ No network: the recorded files are served from 127.0.0.1 with the price list's o
 
 from __future__ import annotations
 
-import http.server
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -19,6 +17,7 @@ import pytest
 from fixtures_aws import aws, moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from local_get import serve_get
 
 from gpudesk.cli import main
 from gpudesk.services.cloud import aws_price_list, credentials
@@ -62,30 +61,18 @@ def price_list(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The recorded files at the price list's own paths, on 127.0.0.1; the paths asked."""
     asked: list[str] = []
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            asked.append(self.path)
-            parts = self.path.strip("/").split("/")  # offers/v1.0/aws/OFFER/current/REGION/..
-            path = SOURCES / f"{parts[3]}-{parts[5]}.csv" if len(parts) == 7 else None
-            if path is None or not path.is_file():
-                self.send_error(404)
-                return
-            body = path.read_bytes()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(path: str) -> tuple[int, bytes]:
+        asked.append(path)
+        parts = path.strip("/").split("/")  # offers/v1.0/aws/OFFER/current/REGION/..
+        found = SOURCES / f"{parts[3]}-{parts[5]}.csv" if len(parts) == 7 else None
+        if found is None or not found.is_file():
+            return 404, b"not found"
+        return 200, found.read_bytes()
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv(aws_price_list.BASE_ENV, f"http://127.0.0.1:{server.server_address[1]}")
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    yield asked
-    server.shutdown()
-    server.server_close()
+    with serve_get(answer) as url:
+        monkeypatch.setenv(aws_price_list.BASE_ENV, url)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        yield asked
 
 
 def test_fetch_reads_both_offer_files_and_caches_with_the_date(price_list, tmp_path) -> None:  # type: ignore[no-untyped-def]
