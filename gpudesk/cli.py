@@ -98,13 +98,13 @@ def _model(a: argparse.Namespace) -> sizing.ModelSpec:
     if a.model and a.config:
         raise sizing.SizingError("model", "give --model PRESET or --config FILE, not both")
     if a.model or a.config:
-        if a.config and hf_hub.looks_like_model_id(a.config):  # org/name: fetched, cached
-            config = hf_config.load_config(hf_hub.fetch_config(a.config))
-            config["_gpudesk_name"] = a.config
+        if a.model:
+            model = sizing.preset(a.model)
+        elif hf_hub.looks_like_model_id(a.config):  # org/name: fetched, cached
+            model = hf_hub.model_from_hub(a.config)
         else:
-            config = hf_config.load_config(a.config) if a.config else {}
-        model = (sizing.preset(a.model) if a.model else hf_config.model_from_config(
-            config, source=a.config))
+            model = hf_config.model_from_config(hf_config.load_config(a.config),
+                                                source=a.config)
         overrides = {k: v for k, v in (("layers", a.layers), ("hidden", a.hidden),
                                        ("heads", a.heads), ("kv_heads", a.kv_heads),
                                        ("ffn", a.ffn), ("vocab", a.vocab)) if v is not None}

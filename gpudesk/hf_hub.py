@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.sizing import SizingError
+from gpudesk.sizing import ModelSpec, SizingError
 
 ENDPOINT_ENV = "GPUDESK_HF_ENDPOINT"
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -69,3 +69,13 @@ def fetch_config(model_id: str, *, refresh: bool = False, timeout: float = 20.0)
                           detail=type(exc).__name__) from None
     atomic_write_bytes(target, data, 0o644)
     return target
+
+
+def model_from_hub(model_id: str) -> ModelSpec:
+    """The model ``model_id`` names, from its cached (or now fetched) ``config.json``;
+    named by its id (the uploader's ``_name_or_path`` is often a path on their disk)."""
+    from gpudesk import hf_config
+
+    config = hf_config.load_config(fetch_config(model_id))
+    config["_name_or_path"] = model_id
+    return hf_config.model_from_config(config, source=model_id)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud import catalog, credentials
 from gpudesk.services.cloud.providers.base import (
     Credentials,
     Identity,
@@ -34,8 +34,7 @@ MSG_UNKNOWN_PROVIDER = QT_TRANSLATE_NOOP(
     "ProviderError", "'{provider}' is not a cloud gpudesk can rent from; choose aws, tencent or "
     "aliyun.")
 
-PROVIDER_TITLES = {"aws": "AWS", "tencent": "Tencent Cloud", "aliyun": "Alibaba Cloud",
-                   "own": "SSH"}
+PROVIDER_TITLES = {**catalog.PROVIDER_TITLES, "own": "SSH"}
 
 ProviderFactory = Callable[[ProviderName], Provider]
 

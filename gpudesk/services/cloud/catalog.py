@@ -35,7 +35,13 @@ PRECISIONS: tuple[str, ...] = ("fp32", "amp-fp16", "amp-bf16", "fp16", "bf16", "
 PROVIDERS: tuple[str, ...] = ("aws", "tencent", "aliyun")
 # An offers.csv row with an empty on-demand price must say why, starting with this.
 NO_PRICE_MARK = "NO BUNDLED PRICE"
-_TITLES = {"aws": "AWS", "tencent": "Tencent Cloud", "aliyun": "Alibaba Cloud"}
+PROVIDER_TITLES = {"aws": "AWS", "tencent": "Tencent Cloud", "aliyun": "Alibaba Cloud"}
+
+
+def provider_title(provider: str) -> str:
+    """A cloud's name as people write it ("Alibaba Cloud"), or the key itself."""
+    return PROVIDER_TITLES.get(provider, provider)
+
 
 GPUS_FILE = "gpus.csv"
 OFFERS_FILE = "offers.csv"
@@ -160,7 +166,7 @@ class Offer:
             return "live"
         if self.ondemand_price is None:
             return (f"no bundled price: refresh prices with your "
-                    f"{_TITLES.get(self.provider, self.provider)} account")
+                    f"{provider_title(self.provider)} account")
         return f"{self.price_kind} {self.price_date.isoformat()}"
 
 

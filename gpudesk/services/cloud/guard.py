@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.cloud.catalog import provider_title
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.money.spend import machine_spend
 
@@ -114,11 +115,6 @@ def of(m: Machine) -> Guard:
     return Guard(m.budget, m.on_budget or "stop", by, m.cloud_timer_at)
 
 
-def cloud_title(provider: str) -> str:
-    return {"aws": "AWS", "tencent": "Tencent Cloud", "aliyun": "Alibaba Cloud"}.get(
-        provider, provider)
-
-
 def sentences(m: Machine, g: Guard | None = None) -> list[tuple[str, dict[str, object]]]:
     """What protects ``m``'s bill, as (template, values) pairs to translate and fill."""
     g = of(m) if g is None else g
@@ -128,7 +124,7 @@ def sentences(m: Machine, g: Guard | None = None) -> list[tuple[str, dict[str, o
     out: list[tuple[str, dict[str, object]]] = []
     if "cloud-timer" in g.enforced_by and g.cloud_timer_at is not None:
         clock = datetime.fromtimestamp(g.cloud_timer_at, UTC).strftime("%Y-%m-%d %H:%M")
-        out.append((MSG_TIMER, {"budget": budget, "cloud": cloud_title(m.provider),
+        out.append((MSG_TIMER, {"budget": budget, "cloud": provider_title(m.provider),
                                 "time": clock}))
     if m.provider == "aws" and "shutdown-behavior" in g.enforced_by:
         out.append((MSG_AWS_TERMINATE if g.action == "terminate" else MSG_AWS_STOP,

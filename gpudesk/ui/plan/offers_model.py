@@ -21,7 +21,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QBrush, QColor
 
-from gpudesk.services.cloud.guard import cloud_title
+from gpudesk.services.cloud.catalog import provider_title
 from gpudesk.services.plan.planner import RankedOffer, format_bytes
 from gpudesk.ui.widgets.models import Index
 from gpudesk.ui.widgets.money import DISPLAY
@@ -111,7 +111,7 @@ def no_price_text(r: RankedOffer) -> str:
     return translate("OffersModel", "No bundled price: {cloud} publishes no list price gpudesk "
                      "can cite. Tools → Refresh prices from my clouds asks your {cloud} account "
                      "for it; until then it has no cost to finish and ranks after the priced "
-                     "offers by cost.").format(cloud=cloud_title(r.offer.provider))
+                     "offers by cost.").format(cloud=provider_title(r.offer.provider))
 
 
 class OffersModel(QAbstractTableModel):

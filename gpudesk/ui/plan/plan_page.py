@@ -557,17 +557,11 @@ class PlanPage(Retranslating, QWidget):
         """Read a Hugging Face config.json (safe to run in a worker thread)."""
         return hf_config.model_from_config(hf_config.load_config(path), source=str(path))
 
-    @staticmethod
-    def read_hub_config(model_id: str) -> sizing.ModelSpec:
-        """A Hub model's config.json, fetched once and cached (safe in a worker thread)."""
+    def fetch_hub_config(self, model_id: str) -> None:
+        """A Hub model's config.json, fetched once and cached, read in a worker thread."""
         from gpudesk import hf_hub
 
-        config = hf_config.load_config(hf_hub.fetch_config(model_id))
-        config["_name_or_path"] = model_id  # the uploader's local path says nothing here
-        return hf_config.model_from_config(config, source=model_id)
-
-    def fetch_hub_config(self, model_id: str) -> None:
-        self.runner.run_blocking(self.read_hub_config, model_id,
+        self.runner.run_blocking(hf_hub.model_from_hub, model_id,
                                  on_success=self.form.set_config_model,
                                  title=self.tr("Cannot fetch the config.json"))
 

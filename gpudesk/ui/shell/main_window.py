@@ -709,15 +709,13 @@ class MainWindow(Retranslating, QMainWindow):
         self.prices_action.setText(self.tr("&Refresh prices from my clouds"))
         self.help_menu.setTitle(self.tr("&Help"))
         self.about_action.setText(self.tr("&About gpudesk"))
+        if "plan" not in self._built:  # the frame, before the pages are made
+            self.opening.setText(self.tr("Opening…"))
         self._show_catalog_age()
 
 
     def _show_catalog_age(self) -> None:
-        if "plan" not in self._built:  # the frame, before the pages are made
-            self.opening.setText(self.tr("Opening…"))
-            self.catalog_label.setText(self.tr("Loading prices…"))
-            return
-        catalog = self.plan.catalog
+        catalog = self.plan.catalog if "plan" in self._built else None  # None: the frame
         if catalog is None or not catalog.offers:
             self.catalog_label.setText(self.tr("Loading prices…"))
             return

@@ -218,6 +218,7 @@ class SettingsDialog(Retranslating, QDialog):
     def _show_guard(self) -> None:
         """The per-machine budget in each cloud's terms: what stops the bill, and who."""
         from gpudesk.services.cloud import guard
+        from gpudesk.services.cloud.catalog import provider_title
         from gpudesk.services.money.ledger import Machine
         from gpudesk.ui.widgets.task_runner import format_template
 
@@ -239,7 +240,7 @@ class SettingsDialog(Retranslating, QDialog):
             if "cloud-timer" in g.enforced_by:
                 said += " " + self.tr("Tencent Cloud itself terminates it when budget ÷ price "
                                       "runs out, even if gpudesk and the agent are gone.")
-            lines.append(f"{guard.cloud_title(provider)}: {said}")
+            lines.append(f"{provider_title(provider)}: {said}")
         self.guard_text.setText("\n".join(lines))
 
     def retranslate(self) -> None:
