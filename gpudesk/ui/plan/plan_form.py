@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QWidget,
 )
 
@@ -129,6 +130,8 @@ class PlanForm(Retranslating, QWidget):
         # hands the model back through set_config_model().
         self.load_config = QPushButton(self)
         self.load_config.setObjectName("loadConfig")
+        # a long model name must not widen the whole form past its panel
+        self.load_config.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.config_model: sizing.ModelSpec | None = None
         self.load_config.clicked.connect(self.config_requested)
         # A model id (org/name): the page fetches its config.json from the Hub, off the GUI
@@ -248,6 +251,7 @@ class PlanForm(Retranslating, QWidget):
         loaded = self.config_model.name if self.config_model is not None else ""
         self.load_config.setText(self.tr("Load config.json…") if not loaded
                                  else self.tr("{name} — load another…").format(name=loaded))
+        self.load_config.setToolTip(loaded)  # the whole name, when the button cuts it
         self.edits["lora_targets"].setPlaceholderText(self.tr("q,v or attention or all-linear"))
         self.mode.setItemText(0, self.tr("Train"))
         self.mode.setItemText(1, self.tr("Inference"))
