@@ -16,8 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from gpudesk.sizing import ModelSpec, Setup, estimate, params_model, preset  # noqa: E402
-from gpudesk.tracing import trace_model  # noqa: E402
+from gpudesk.calc.sizing import ModelSpec, Setup, estimate, params_model, preset  # noqa: E402
+from gpudesk.calc.tracing import trace_model  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures_models.py"
 

@@ -19,11 +19,8 @@ from gpudesk import (
     cli_runs,
     cli_spend,
     cli_watch,
-    finetune,
-    hf_config,
-    hf_hub,
-    sizing,
 )
+from gpudesk.calc import finetune, hf_config, hf_hub, sizing
 from gpudesk.services.plan.planner import Job, RankedOffer, format_bytes, rank_catalog
 
 # Verb modules: each has VERBS, add_parsers(sub) and handle_error(err) -> exit code | None.
@@ -209,7 +206,7 @@ def _cmd_offers(a: argparse.Namespace) -> int:
 
 
 def _cmd_trace(a: argparse.Namespace) -> int:
-    from gpudesk import tracing
+    from gpudesk.calc import tracing
 
     if not tracing.torch_available():
         print("gpudesk: error: tracing needs PyTorch: pip install 'gpudesk[trace]' "

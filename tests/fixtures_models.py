@@ -2,7 +2,7 @@
 
 Each public ``make_*`` function takes no arguments and returns an ``nn.Module``,
 so it can be named as a trace target: ``tests.fixtures_models:make_mlp``.
-``TinyGPT`` is laid out so that ``gpudesk.sizing.ModelSpec(kind="decoder")``
+``TinyGPT`` is laid out so that ``gpudesk.calc.sizing.ModelSpec(kind="decoder")``
 counts its parameters exactly (GPT-2 style: learned positions, tied embeddings,
 biases, dropout, FFN = 4h). ``resnet50`` follows torchvision's layout.
 """
@@ -186,7 +186,7 @@ def uses_item() -> nn.Module:
 
 
 def make_optimizer(name: str, params: list[nn.Parameter]) -> torch.optim.Optimizer:
-    """The optimizer gpudesk.tracing builds for ``name`` (foreach, as on CUDA)."""
+    """The optimizer gpudesk.calc.tracing builds for ``name`` (foreach, as on CUDA)."""
     if name == "sgd":
         return torch.optim.SGD(params, lr=0.1, foreach=True)
     if name == "adam":
@@ -233,7 +233,7 @@ def measure_real_step(make: object, make_inputs: object, optimizer: str = "adam"
     """Train ``make()`` for real on the CPU and measure its memory, three ways.
 
     A first step creates the optimizer state; the second (a steady-state step,
-    as ``gpudesk.tracing`` reports) runs under the profiler with
+    as ``gpudesk.calc.tracing`` reports) runs under the profiler with
     ``profile_memory=True``, whose ``[memory]`` events are every allocation and
     free of the CPU allocator: ``peak_bytes`` = bytes held before the step
     (weights, buffers, optimizer state) + the highest level above that, and

@@ -1,7 +1,10 @@
-"""The core (sizing, services, cli) must import with Qt absent, and without torch.
+"""How gpudesk's modules may import each other.
 
-Each check runs in a fresh interpreter whose import system refuses PySide6,
-shiboken6, qasync and pyqtgraph, as if they were not installed.
+The core (calc, services, cli) must import with Qt absent, and without torch:
+those checks run in a fresh interpreter whose import system refuses PySide6,
+shiboken6, qasync and pyqtgraph, as if they were not installed. Each room
+imports only what its ``__init__`` docstring allows, and no two modules import
+each other, however indirectly (read statically, with ``ast``).
 """
 
 from __future__ import annotations
@@ -57,15 +60,15 @@ IMPORT_CORE = textwrap.dedent(
         imported.append(name)
         return module
 
-    try_import("gpudesk.sizing")
-    services = try_import("gpudesk.services")
-    if services is not None:
-        def on_error(name):
-            failures[name] = traceback.format_exc()
-        for info in pkgutil.walk_packages(
-            services.__path__, "gpudesk.services.", onerror=on_error
-        ):
-            try_import(info.name)
+    def on_error(name):
+        failures[name] = traceback.format_exc()
+
+    try_import("gpudesk.sizing")  # the calculator's old name, kept importable
+    for room in ("gpudesk.calc", "gpudesk.services"):
+        package = try_import(room)
+        if package is not None:
+            for info in pkgutil.walk_packages(package.__path__, room + ".", onerror=on_error):
+                try_import(info.name)
     try_import("gpudesk.cli")
     try_import("gpudesk.__main__")
     try_import("gpudesk.resources")
@@ -103,7 +106,8 @@ def test_core_imports_without_qt_and_without_torch() -> None:
     services_modules = [m for m in report["imported"] if m.startswith("gpudesk.services.")]
     assert "gpudesk.services.core.paths" in services_modules
     assert "gpudesk.services.core.settings" in services_modules
-    assert {"gpudesk.sizing", "gpudesk.cli"} <= set(report["imported"])
+    assert {"gpudesk.sizing", "gpudesk.calc.sizing", "gpudesk.calc.tracing",
+            "gpudesk.cli"} <= set(report["imported"])
     assert report["qt"] == []
     assert report["torch"] == [], "torch must only be imported when tracing a model"
 
@@ -123,8 +127,13 @@ def test_cli_help_runs_without_qt() -> None:
 
 # What each room may import (besides itself, the standard library, third-party
 # packages and the Qt-free leaves below). Mirrors the rooms' __init__ docstrings.
-LEAVES = {"gpudesk", "gpudesk.i18n_marks", "gpudesk.resources", "gpudesk.sizing"}
+LEAVES = {"gpudesk", "gpudesk.i18n_marks", "gpudesk.resources"}
+# Old names of moved modules: thin re-exports, judged as the module they stand for.
+# gpudesk.sizing stays for good; the others go once nothing imports them.
+MOVED = {f"gpudesk.{name}": f"gpudesk.calc.{name}"
+         for name in ("sizing", "finetune", "hf_config", "hf_hub", "tracing")}
 ROOM_RULES: dict[str, set[str]] = {
+    "gpudesk.calc": {"gpudesk.services.core"},
     "gpudesk.services.core": set(),
     "gpudesk.services.money": {"gpudesk.services.core"},
     "gpudesk.services.cloud": {"gpudesk.services.core", "gpudesk.services.money"},
@@ -133,13 +142,13 @@ ROOM_RULES: dict[str, set[str]] = {
     "gpudesk.services.runs": {"gpudesk.services.core", "gpudesk.services.money",
                               "gpudesk.services.cloud", "gpudesk.services.remote",
                               "gpudesk.training"},
-    "gpudesk.services.plan": {"gpudesk.services.core", "gpudesk.services.cloud"},
-    "gpudesk.ui.widgets": {"gpudesk.services"},
-    "gpudesk.ui.plan": {"gpudesk.services", "gpudesk.ui.widgets", "gpudesk.tracing"},
+    "gpudesk.services.plan": {"gpudesk.services.core", "gpudesk.services.cloud", "gpudesk.calc"},
+    "gpudesk.ui.widgets": {"gpudesk.services", "gpudesk.calc"},
+    "gpudesk.ui.plan": {"gpudesk.services", "gpudesk.ui.widgets", "gpudesk.calc"},
     "gpudesk.ui.machines": {"gpudesk.services", "gpudesk.ui.widgets"},
     "gpudesk.ui.run": {"gpudesk.services", "gpudesk.ui.widgets"},
     "gpudesk.ui.watch": {"gpudesk.services", "gpudesk.ui.widgets"},
-    "gpudesk.ui.shell": {"gpudesk.services", "gpudesk.ui", "gpudesk.app"},
+    "gpudesk.ui.shell": {"gpudesk.services", "gpudesk.ui", "gpudesk.app", "gpudesk.calc"},
 }
 
 
@@ -179,6 +188,8 @@ def test_rooms_import_only_what_their_docstring_allows() -> None:
         assert "import" in (folder / "__init__.py").read_text(), f"{room}: say what it may import"
         for path in folder.rglob("*.py"):
             for name in _gpudesk_imports(path):
+                name = next((new + name[len(old):] for old, new in MOVED.items()
+                             if name == old or name.startswith(old + ".")), name)
                 if name.rsplit(".", 1)[0] in LEAVES or name in LEAVES:
                     continue
                 target = _room_of(name)
@@ -194,3 +205,130 @@ def test_the_room_rules_can_fail(tmp_path: Path) -> None:
     bad.write_text("from gpudesk.services.remote import ssh\nimport gpudesk.ui.shell.theme\n")
     assert _gpudesk_imports(bad) == {"gpudesk.services.remote.ssh", "gpudesk.ui.shell.theme"}
     assert _room_of("gpudesk.services.remote.ssh") == "gpudesk.services.remote"
+
+
+# --------------------------------------------------------------------------- no circles
+
+
+def _module_files(root: Path, package: str) -> dict[str, Path]:
+    """Every module of ``package`` (a folder under ``root``) by dotted name."""
+    found: dict[str, Path] = {}
+    for path in (root / Path(*package.split("."))).rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _import_graph(root: Path, package: str = "gpudesk") -> dict[str, set[str]]:
+    """Module -> the modules of ``package`` it imports, read with ``ast``.
+
+    Every ``import`` and ``from ... import`` counts, wherever it is: at the top,
+    inside a function (a lazy import) or under ``if TYPE_CHECKING:``; a circle
+    that only a lazy import closes is still a circle. Relative imports are
+    resolved against the importing module's package. ``from pkg import name``
+    is an edge to ``pkg.name`` when that is a module, else to ``pkg``; a name
+    that is not a module resolves to its longest prefix that is. Not counted:
+    the parent packages that Python runs on the way (``import a.b.c`` runs
+    ``a/__init__`` and ``a/b/__init__``), which are the package's own mechanics,
+    not an arrow; with them every ``__init__`` that imports a child would be a
+    circle. No package ``__init__`` is otherwise exempt.
+    """
+    import ast
+
+    files = _module_files(root, package)
+
+    def module_of(dotted: str) -> str | None:
+        while dotted and dotted not in files:
+            dotted = dotted.rpartition(".")[0]
+        return dotted or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str | None] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(module_of(a.name) for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = here.split(".")[: len(here.split(".")) - (node.level - 1)]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                for a in node.names:
+                    full = f"{base}.{a.name}"
+                    targets.add(full if full in files else module_of(base))
+        graph[name] = {t for t in targets if t is not None and t != name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_circles() -> None:
+    graph = _import_graph(REPO)
+    assert "gpudesk.calc.sizing" in graph["gpudesk.sizing"]
+    assert "gpudesk.services.money.billing" in graph["gpudesk.services.money.ledger"]
+    circles = _circles(graph)
+    assert circles == [], "modules that import each other (move what they share down):\n" + \
+        "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_the_circle_check_can_fail(tmp_path: Path) -> None:
+    pkg = tmp_path / "gpudesk"
+    (pkg / "room").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "room" / "__init__.py").write_text('"""May import nothing."""\n')
+    (pkg / "top.py").write_text("from gpudesk.room import low\n")
+    # a relative import one way, a lazy one back, and one under TYPE_CHECKING
+    (pkg / "room" / "low.py").write_text("from . import mid\n")
+    (pkg / "room" / "mid.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..top import x\n")
+    (pkg / "room" / "lazy.py").write_text("def f():\n    import gpudesk.room.other\n")
+    (pkg / "room" / "other.py").write_text("from gpudesk.room.lazy import f\n")
+    graph = _import_graph(tmp_path)
+    assert graph["gpudesk.room.low"] == {"gpudesk.room.mid"}
+    assert graph["gpudesk.room.mid"] == {"gpudesk.top"}
+    assert _circles(graph) == [["gpudesk.room.lazy", "gpudesk.room.other"],
+                               ["gpudesk.room.low", "gpudesk.room.mid", "gpudesk.top"]]
+    (pkg / "room" / "lazy.py").write_text("def f():\n    pass\n")
+    (pkg / "room" / "mid.py").write_text("")
+    assert _circles(_import_graph(tmp_path)) == []

@@ -11,8 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from gpudesk import sizing
-from gpudesk.sizing import GIB, MIB, Setup, estimate, preset
+from gpudesk.calc import sizing
+from gpudesk.calc.sizing import GIB, MIB, Setup, estimate, preset
 
 GB = 1e9
 

@@ -1,4 +1,4 @@
-"""gpudesk.tracing against exact parameter maths, the analytical calculator and a
+"""gpudesk.calc.tracing against exact parameter maths, the analytical calculator and a
 real CPU training step. Needs torch (CI installs it through the ``test`` extra)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ torch = pytest.importorskip("torch")
 
 import fixtures_models as fm  # noqa: E402
 
-from gpudesk.sizing import ModelSpec, Setup, estimate, preset  # noqa: E402
-from gpudesk.tracing import TraceError, parse_input_spec, torch_available, trace_model  # noqa: E402
+from gpudesk.calc.sizing import ModelSpec, Setup, estimate, preset  # noqa: E402
+from gpudesk.calc.tracing import TraceError, parse_input_spec, torch_available, trace_model  # noqa: E402
 
 FIXTURES = Path(__file__).with_name("fixtures_models.py")
 GPT_SPEC = ModelSpec(name="tiny-gpt", kind="decoder", kv_heads=fm.GPT_CONFIG["heads"],
@@ -239,7 +239,7 @@ def test_input_spec_parsing() -> None:
 
 
 def test_import_does_not_import_torch() -> None:
-    code = ("import sys, gpudesk.tracing as t; assert t.torch_available(); "
+    code = ("import sys, gpudesk.calc.tracing as t; assert t.torch_available(); "
             "assert 'torch' not in sys.modules, 'torch imported'")
     root = Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root)

@@ -18,6 +18,8 @@ def test_wheel_ships_resources_and_the_installed_app_finds_them(tmp_path: Path) 
                    capture_output=True)
     (wheel,) = out.glob("gpudesk-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
+    # The calculator's room, and its old name that stays importable.
+    assert {"gpudesk/calc/__init__.py", "gpudesk/calc/sizing.py", "gpudesk/sizing.py"} <= set(names)
     want = {f"resources/{p.relative_to(REPO / 'resources')}"
             for p in (REPO / "resources").rglob("*") if p.is_file()}
     shipped = {n.split("/share/gpudesk/", 1)[1] for n in names if "/share/gpudesk/" in n}

@@ -28,7 +28,7 @@ from gpudesk.services.core.machine_states import (
     STATE_RUNNING,
     STATE_TERMINATED,
 )
-from gpudesk.services.money.spend import rule_for
+from gpudesk.services.money.billing import rule_for
 
 SCHEMA_VERSION = 1
 

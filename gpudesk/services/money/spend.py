@@ -33,35 +33,15 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from gpudesk.services.money import region_rates
-
-if TYPE_CHECKING:
-    from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.billing import RULES as RULES
+from gpudesk.services.money.billing import BillingRule as BillingRule
+from gpudesk.services.money.billing import rule_for as rule_for
+from gpudesk.services.money.ledger import Ledger, Machine
 
 GIB = 1 << 30
-
-
-@dataclass(frozen=True)
-class BillingRule:
-    """How a provider turns running time into billed time."""
-
-    min_s: float = 0.0  # billed at least this long each time the machine starts
-    step_s: float = 1.0  # billed time is rounded up to a multiple of this
-    free: bool = False  # the user's own machine
-
-
-RULES: dict[str, BillingRule] = {
-    "aws": BillingRule(min_s=60.0, step_s=1.0),  # EC2 Linux (reference/clouds.md)
-    "tencent": BillingRule(min_s=0.0, step_s=1.0),  # CVM pay-as-you-go
-    "aliyun": BillingRule(min_s=0.0, step_s=1.0),  # ECS pay-as-you-go: by the second
-    "own": BillingRule(free=True),
-}
-
-
-def rule_for(provider: str) -> BillingRule:
-    return RULES.get(provider, BillingRule())
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
 """Planning: which offers fit a sized job, ranked by the cost to finish it.
 
-May import: ``services.core``, ``services.cloud`` (the catalog), ``gpudesk.sizing``.
+May import: ``services.core``, ``services.cloud`` (the catalog), ``gpudesk.calc``
+(the sizing maths).
 """
