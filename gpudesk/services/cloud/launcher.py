@@ -59,6 +59,8 @@ MSG_NOT_RUNNING = QT_TRANSLATE_NOOP(
 MSG_NO_SSH = QT_TRANSLATE_NOOP(
     "ProviderError", "The machine {cloud_id} runs (and bills) but SSH on {address} did not "
     "answer within {minutes} minutes. It is listed on the Instances page.")
+MSG_NOT_LAUNCHED = QT_TRANSLATE_NOOP(
+    "ProviderError", "No launched machine '{ref}' in the ledger to wait for.")
 MSG_GONE = QT_TRANSLATE_NOOP(
     "ProviderError", "The spot machine {cloud_id} ended while starting in {where}; spot "
     "capacity may have been reclaimed. The cloud said: {reason}")
@@ -207,6 +209,24 @@ class Launcher:
         except asyncio.CancelledError:
             await asyncio.shield(run.undo())
             raise
+
+    async def wait_ready(self, ledger_id: str,
+                         on_progress: Callable[[Progress], None] = lambda p: None
+                         ) -> LaunchResult:
+        """Wait longer for a machine that was launched but is not ready yet (still starting,
+        or SSH not answering when ``launch`` gave up): until it runs, then until SSH
+        answers, each for the launcher's time-out again. Nothing is terminated here: the
+        machine stays on the books whatever happens."""
+        m = self.ledger.get(ledger_id)
+        if m is None or not m.cloud_id:
+            raise ProviderError("not-found", MSG_NOT_LAUNCHED, ref=ledger_id)
+        provider = await asyncio.to_thread(self.providers, m.provider)  # type: ignore[arg-type]
+        plan = LaunchPlan(provider=m.provider, instance_type=m.instance_type,  # type: ignore[arg-type]
+                          region=m.region, ssh_user=m.ssh_user)
+        run = _Run(self, plan, provider, m, "", on_progress)
+        await run._wait_running()
+        await run._wait_ssh()
+        return LaunchResult(run.machine)
 
 
 def quote(provider: Provider, plan: LaunchPlan) -> float:

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
+from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
 from gpudesk.services.cloud.providers.base import (
     STATE_PENDING,
+    STATE_STOPPED,
     STATE_STOPPING,
     STATE_TERMINATED,
+    CloudInstance,
     ProviderError,
     ProviderName,
 )
@@ -60,9 +64,8 @@ async def act(ledger: Ledger, ref: str, action: str,
     updated = ledger.update(machine.id, state=_AFTER[action], step=action,
                             detail=machine.cloud_id)
     found = await asyncio.to_thread(provider.describe, machine.region, [machine.cloud_id])
-    if found and found[0].state != updated.state:
-        updated = ledger.update(machine.id, state=found[0].state, step="state",
-                                detail=found[0].state)
+    if found:
+        updated = _follow(ledger, updated, found[0])
     note = getattr(provider, "stop_note", None)  # what still bills, in the cloud's terms
     if action == "stop" and callable(note):
         try:
@@ -73,6 +76,42 @@ async def act(ledger: Ledger, ref: str, action: str,
     if action == "terminate":
         await asyncio.to_thread(_cleanup_quietly, provider, machine.region, ledger, machine.id)
     return updated
+
+
+def _follow(ledger: Ledger, machine: Machine, inst: CloudInstance) -> Machine:
+    """Record the state the cloud reports, and the address: a stopped machine whose
+    cloud reports none has released it (EC2 does), so none is shown any more."""
+    changes: dict[str, Any] = {}
+    if inst.state != machine.state:
+        changes["state"] = inst.state
+    if inst.public_ip and inst.public_ip != machine.public_ip:
+        changes["public_ip"] = inst.public_ip
+    elif inst.state == STATE_STOPPED and not inst.public_ip and machine.public_ip:
+        changes["public_ip"] = ""
+    if not changes:
+        return machine
+    return ledger.update(machine.id, step="state", detail=inst.state, **changes)
+
+
+async def settle(ledger: Ledger, ref: str, providers: ProviderFactory = provider_from_keyring,
+                 *, poll_s: float = 3.0, timeout_s: float = 600.0,
+                 on_state: Callable[[Machine], None] = lambda m: None) -> Machine:
+    """After a stop or start: ask the cloud until the machine is no longer stopping or
+    starting (or ``timeout_s`` passed), recording each answer; ``on_state`` hears each."""
+    machine = resolve(ledger, ref)
+    if machine.state not in (STATE_STOPPING, STATE_PENDING) or not machine.cloud_id:
+        return machine
+    name: ProviderName = machine.provider if machine.provider in (  # type: ignore[assignment]
+        "aws", "aliyun") else "tencent"
+    provider = await asyncio.to_thread(providers, name)
+    deadline = time.monotonic() + timeout_s
+    while machine.state in (STATE_STOPPING, STATE_PENDING) and time.monotonic() < deadline:
+        await asyncio.sleep(poll_s)
+        found = await asyncio.to_thread(provider.describe, machine.region, [machine.cloud_id])
+        if found:
+            machine = _follow(ledger, machine, found[0])
+        on_state(machine)
+    return machine
 
 
 def _cleanup_quietly(provider: object, region: str, ledger: Ledger, ledger_id: str) -> None:

@@ -18,7 +18,7 @@ from gpudesk.ui.widgets.task_runner import format_template
 translate = QCoreApplication.translate  # the name lupdate looks for
 
 COLUMNS = ("name", "provider", "type", "gpus", "market", "state", "uptime", "price", "spend",
-           "address")
+           "budget", "address")
 COL = {name: i for i, name in enumerate(COLUMNS)}
 TICKING = (COL["uptime"], COL["spend"])
 
@@ -34,6 +34,7 @@ def header_text(column: str) -> str:
         "uptime": translate("InstancesModel", "Uptime"),
         "price": translate("InstancesModel", "Price/h"),
         "spend": translate("InstancesModel", "Spent"),
+        "budget": translate("InstancesModel", "Budget"),
         "address": translate("InstancesModel", "Address"),
     }[column]
 
@@ -115,10 +116,11 @@ class InstancesModel(QAbstractTableModel):
             return QBrush(QColor("#c0392b" if m.state == "running" else "#d68910"))
         if role == Qt.ItemDataRole.ToolTipRole and column == "state" and m.error:
             return m.error
-        if role == Qt.ItemDataRole.ToolTipRole and column == "spend" and m.provider != "own":
+        if role == Qt.ItemDataRole.ToolTipRole and column in ("spend", "budget") \
+                and m.provider != "own":
             return "\n".join(format_template(guard.CONTEXT, t, v) for t, v in guard.sentences(m))
         if role == Qt.ItemDataRole.TextAlignmentRole and column in ("gpus", "price", "spend",
-                                                                     "uptime"):
+                                                                     "uptime", "budget"):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
@@ -145,9 +147,23 @@ class InstancesModel(QAbstractTableModel):
             return self.money(m.price_per_hour, 3) if not own and m.price_per_hour else ""
         if column == "spend":
             return self.money(self.spent(m)) if not own else ""
+        if column == "budget":
+            return "" if own else self.budget_text(m)
         if column == "address":
+            if not m.public_ip or (m.ended and not own):
+                return ""  # an ended machine's address is someone else's now
             return m.public_ip + (f":{m.ssh_port}" if m.ssh_port != 22 else "")
         return ""
+
+    def budget_text(self, m: Machine) -> str:
+        """The machine's own budget and what happens at it, or that it has none."""
+        if not m.budget:
+            return translate("InstancesModel", "none")
+        action = {"stop": translate("InstancesModel", "stop"),
+                  "terminate": translate("InstancesModel", "terminate")}.get(
+            m.on_budget, translate("InstancesModel", "warn"))
+        return translate("InstancesModel", "{amount}, then {action}").format(
+            amount=self.money(m.budget), action=action)
 
     def spent(self, m: Machine) -> float:
         """The one spend figure (``spend.machine_spend``'s) from the history read with the row."""
@@ -158,3 +174,11 @@ class InstancesModel(QAbstractTableModel):
         """(machines that may be billing, their price per hour in USD)."""
         billing = [m for m in self.machines if m.billing]
         return len(billing), sum(m.price_per_hour for m in billing if m.state == "running")
+
+    def billing_states(self) -> dict[str, int]:
+        """How many machines that may be billing are in each state (running, stopping…)."""
+        out: dict[str, int] = {}
+        for m in self.machines:
+            if m.billing:
+                out[m.state] = out.get(m.state, 0) + 1
+        return out

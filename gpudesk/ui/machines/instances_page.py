@@ -8,6 +8,8 @@ A banner says, in red, how many machines may be billing.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
@@ -28,7 +30,7 @@ from PySide6.QtWidgets import (
 from gpudesk.services.cloud import accounts
 from gpudesk.services.cloud.accounts import ProviderFactory
 from gpudesk.services.cloud.allow_me import AllowResult, allow_me_if_moved
-from gpudesk.services.cloud.machines import act
+from gpudesk.services.cloud.machines import act, settle
 from gpudesk.services.cloud.reconcile import (
     MSG_KEYRING_LOCKED,
     MSG_KEYS_MISSING,
@@ -36,9 +38,9 @@ from gpudesk.services.cloud.reconcile import (
     ReconcileReport,
     reconcile,
 )
-from gpudesk.services.money import spend
+from gpudesk.services.money import budgets, spend
 from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.ui.machines.instances_model import InstancesModel
+from gpudesk.ui.machines.instances_model import InstancesModel, state_text
 from gpudesk.ui.widgets.money import Money
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
@@ -57,6 +59,9 @@ class InstancesPage(Retranslating, QWidget):
         self.ledger = ledger
         self.providers = providers
         self.last_report: ReconcileReport | None = None
+        # the monthly budget in USD (Preferences; 0: none): the window sets where it comes from
+        self.monthly_budget: Callable[[], float] = lambda: 0.0
+        self.settle_poll_s = 3.0  # how often a stopping or starting machine is asked about
         self.banner = QLabel(self)
         self.banner.setObjectName("billingBanner")
         self.banner.setWordWrap(True)
@@ -108,6 +113,12 @@ class InstancesPage(Retranslating, QWidget):
                                       show_dialog=False)
         self.action_runner = TaskRunner(self, progress=self.progress)
         self.action_runner.finished.connect(lambda _ok: self.reload())
+        # a stop or start goes on until the cloud says stopped or running, in the back
+        self.settle_runner = TaskRunner(self, progress=self.progress, show_dialog=False)
+        self.settle_runner.finished.connect(lambda _ok: self.reload())
+        self.settle_runner.failed.connect(self.status.setText)
+        self._settle_next: Callable[[], object] | None = None
+        self.action_runner.finished.connect(lambda _ok: self._settle())
         self.sync_runner.failed.connect(self.status.setText)
         self.refresh_button.clicked.connect(self.refresh)
         self.stop_button.clicked.connect(lambda: self.run_action("stop"))
@@ -165,14 +176,41 @@ class InstancesPage(Retranslating, QWidget):
         if count:
             self.banner.setStyleSheet("background: #fdecea; color: #922b21; padding: 6px;"
                                       " border-radius: 4px;")
-            self.banner.setText(self.tr("{n} machine(s) may be billing now ({rate} per hour "
-                                        "for the running ones). Terminate what you no longer "
-                                        "need.").format(n=count,
-                                                        rate=self.model.money(per_hour)))
+            states = self.model.billing_states()
+            parts = []
+            if states.get("running"):
+                parts.append(self.tr("{n} running ({rate} per hour)").format(
+                    n=states["running"], rate=self.model.money(per_hour)))
+            if states.get("stopping"):
+                parts.append(self.tr("{n} stopping (billed until the cloud says stopped)")
+                             .format(n=states["stopping"]))
+            starting = sum(n for state, n in states.items() if state not in ("running",
+                                                                             "stopping"))
+            if starting:
+                parts.append(self.tr("{n} starting").format(n=starting))
+            text = self.tr("{n} machine(s) may be billing now: {parts}.").format(
+                n=count, parts=", ".join(parts))
+            if states.get("running"):
+                text += " " + self.tr("Terminate what you no longer need.")
         else:
             self.banner.setStyleSheet("padding: 6px;")
-            self.banner.setText(self.tr("Nothing is billing."))
+            text = self.tr("Nothing is billing.")
+        self.banner.setText(text + " " + self.month_text())
         self.billing_changed.emit(count, per_hour)
+
+    def month_text(self) -> str:
+        """This month's spend against the monthly budget (Preferences), or that none is set."""
+        cap = self.monthly_budget()
+        if cap <= 0:
+            return self.tr("No monthly budget (Preferences sets one).")
+        config = budgets.BudgetConfig(monthly_usd=cap, cny_per_usd=self.model.money.rate)
+        month = [s for s in budgets.statuses(spend.histories(self.ledger), (), config,
+                                             time.time())
+                 if s.budget.scope == budgets.SCOPE_MONTH]
+        spent = month[0].spent if month else 0.0
+        return self.tr("This month: {spent} of the {cap} budget ({percent:.0f}%).").format(
+            spent=self.model.money(spent), cap=self.model.money(cap),
+            percent=100.0 * spent / cap)
 
     def refresh(self) -> None:
         """Ask the clouds (reconcile), then show the ledger."""
@@ -195,6 +233,9 @@ class InstancesPage(Retranslating, QWidget):
         self.status.setStyleSheet("color: #922b21; font-weight: bold;" if report.errors
                                   else "")
         self.status.setProperty("warning", bool(report.errors))
+        if not parts and not self.ledger.accounts():
+            parts.append(self.tr("No cloud account to check: add your keys on the Accounts "
+                                 "page."))
         self.status.setText(" ".join(parts) or self.tr("Up to date."))
         self.reload()
 
@@ -227,7 +268,50 @@ class InstancesPage(Retranslating, QWidget):
                  "terminate": self.tr("Terminating {name}…")}[action]
         self.status.setText(doing.format(name=m.name))
         self.action_runner.run(act(self.ledger, m.id, action, self.providers),
+                               on_success=self._acted if action in ("stop", "start") else None,
                                title=self.tr("The machine was not changed"))
+
+    def _acted(self, m: Machine) -> None:
+        """A stop or start the cloud has not finished: ask it again until it has."""
+        started = time.monotonic()
+
+        def heard(now: Machine) -> None:
+            self.reload()
+            self.status.setText(self.tr("{name}: the cloud says {state} ({s} s)…").format(
+                name=now.name or now.id, state=state_text(now.state),
+                s=int(time.monotonic() - started)))
+
+        def settled(now: Machine) -> None:
+            if now.state == "stopped" and now.provider == "tencent":
+                text = self.tr("{name} is stopped. Tencent Cloud keeps billing a stopped "
+                               "machine (KEEP_CHARGING) until it is terminated.")
+            elif now.state == "stopped" and now.provider == "aliyun":
+                text = self.tr("{name} is stopped. Alibaba Cloud bills its disk, and the "
+                               "whole machine where the type cannot stop charging, until it "
+                               "is terminated.")
+            elif now.state == "stopped":
+                text = self.tr("{name} is stopped: the machine no longer bills; its disk "
+                               "does until it is terminated.")
+            elif now.state == "running":
+                text = self.tr("{name} is running.")
+            else:
+                text = self.tr("{name} is still {state}; Check clouds asks again.")
+            self.status.setText(text.format(name=now.name or now.id,
+                                            state=state_text(now.state)))
+
+        if m.state not in ("stopping", "pending"):
+            settled(m)
+            return
+        heard(m)
+        # once the stop's own runner has ended (it hides the progress bar they share)
+        self._settle_next = lambda: self.settle_runner.run(
+            settle(self.ledger, m.id, self.providers, poll_s=self.settle_poll_s,
+                   on_state=heard), on_success=settled)
+
+    def _settle(self) -> None:
+        start, self._settle_next = self._settle_next, None
+        if start is not None:
+            start()
 
     def ask_terminate(self) -> QMessageBox | None:
         m = self.selected()

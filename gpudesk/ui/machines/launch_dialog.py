@@ -2,7 +2,10 @@
 
 Pressing Launch is the confirmation (the button names the hourly price).
 Cancel is always safe: the launcher terminates a machine that was already
-requested, and the ledger has it either way.
+requested, and the ledger has it either way. Closing the dialog while it launches
+asks first: keep launching in the background, or cancel the launch. A machine that
+was made but is not ready in time (still starting, SSH silent) is said to run and
+bill, with a choice: wait longer, open it on the Instances page, or terminate it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
+    QAbstractButton,
     QCheckBox,
     QComboBox,
     QDialog,
@@ -25,6 +29,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QMessageBox,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
@@ -34,15 +39,27 @@ from PySide6.QtWidgets import (
 from gpudesk.services.cloud import accounts
 from gpudesk.services.cloud import guard as guards
 from gpudesk.services.cloud.catalog import Catalog, Offer
-from gpudesk.services.cloud.launcher import STEP_TITLES, STEPS, LaunchPlan, LaunchResult, Progress
+from gpudesk.services.cloud.launcher import (
+    MSG_NO_SSH,
+    MSG_NOT_RUNNING,
+    STEP_TITLES,
+    STEPS,
+    LaunchPlan,
+    LaunchResult,
+    Progress,
+)
 from gpudesk.services.cloud.providers.base import MSG_BAD_CIDR, ProviderError, single_address
 from gpudesk.services.cloud.public_ip import detect_public_address
 from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.widgets.money import DISPLAY, Money
 from gpudesk.ui.widgets.retranslate import Retranslating
-from gpudesk.ui.widgets.task_runner import TaskRunner, error_text, format_template
+from gpudesk.ui.widgets.task_runner import TaskRunner, error_text, format_template, show_error
 
 LaunchFn = Callable[[LaunchPlan, Callable[[Progress], None]], Awaitable[LaunchResult]]
+# wait longer for a launched machine that is not ready yet (ledger id): Launcher.wait_ready
+WaitFn = Callable[[str, Callable[[Progress], None]], Awaitable[LaunchResult]]
+TerminateFn = Callable[[str], Awaitable[object]]  # terminate a ledger machine
+NOT_READY = (MSG_NO_SSH, MSG_NOT_RUNNING)  # made, running or starting, billing: not "not launched"
 MARKS = {"": "○", "started": "…", "done": "✓", "failed": "✗", "retry": "↻"}
 
 
@@ -53,15 +70,27 @@ class LaunchDialog(Retranslating, QDialog):
     def __init__(self, offer: Offer, catalog: Catalog, launch: LaunchFn, *,
                  spot: bool = False, money: Money | None = None, detect: bool = True,
                  budget: float = 0.0, on_budget: str = "stop",
+                 wait_ready: WaitFn | None = None, terminate: TerminateFn | None = None,
+                 open_instances: Callable[[str], None] | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("launchDialog")
         self.offer = offer
         self.launch_fn = launch
+        self.wait_fn = wait_ready
+        self.terminate_fn = terminate
+        self.open_instances = open_instances
         self.money = money or DISPLAY
         self.outcome: LaunchResult | None = None
         self.ledger_id = ""
         self._refusals: list[str] = []
+        self.made = False  # a machine was made and may bill although the launch did not finish
+        self.in_background = False  # closed with "keep launching in the background"
+        self._close_when_done = False  # closed with "cancel the launch"
+        self._doing = "launch"  # what the runner does now: launch, wait or terminate
+        self.question: QMessageBox | None = None  # the open "close while launching?" box
+        self.not_ready_box: QMessageBox | None = None
+        self.failure_box: QMessageBox | None = None
 
         self.heading = QLabel(self)
         self.heading.setObjectName("launchHeading")
@@ -82,6 +111,9 @@ class LaunchDialog(Retranslating, QDialog):
         self.disk.setSuffix(" GB")
         self.allow_from = QLineEdit(self)
         self.allow_from.setObjectName("allowFrom")
+        self.image = QLineEdit(self)  # empty: the provider's GPU deep-learning image
+        self.image.setObjectName("imageId")
+        self.image.setClearButtonEnabled(True)
         self.detect_button = QPushButton(self)
         self.detect_button.setObjectName("detect")
         self.fallbacks = QListWidget(self)
@@ -112,7 +144,7 @@ class LaunchDialog(Retranslating, QDialog):
         self.guard_text.setObjectName("guardText")
         self.guard_text.setWordWrap(True)
         self.budget_labels = [QLabel(self), QLabel(self)]
-        self.labels = [QLabel(self) for _ in range(5)]
+        self.labels = [QLabel(self) for _ in range(6)]
         form = QFormLayout()
         form.addRow(self.labels[0], self.spot)
         form.addRow(self.labels[1], self.max_price)
@@ -122,6 +154,7 @@ class LaunchDialog(Retranslating, QDialog):
         row.addWidget(self.detect_button)
         form.addRow(self.labels[3], row)
         form.addRow(self.labels[4], self.fallbacks)
+        form.addRow(self.labels[5], self.image)
         form.addRow(self.budget_labels[0], self.budget)
         form.addRow(self.budget_labels[1], self.on_budget)
         form.addRow(self.guard_text)
@@ -163,7 +196,9 @@ class LaunchDialog(Retranslating, QDialog):
         layout.addWidget(self.log)
         layout.addLayout(buttons)
 
-        self.runner = TaskRunner(self, button=self.launch_button, cancel_button=self.cancel_button)
+        # failures are explained here (a machine that runs is not "not launched")
+        self.runner = TaskRunner(self, button=self.launch_button, cancel_button=self.cancel_button,
+                                 show_dialog=False)
         self.runner.failed.connect(self._failed)
         self.runner.finished.connect(self._finished)
         self.detect_runner = TaskRunner(self, button=self.detect_button, show_dialog=False)
@@ -192,6 +227,11 @@ class LaunchDialog(Retranslating, QDialog):
         self.labels[2].setText(self.tr("Disk"))
         self.labels[3].setText(self.tr("SSH allowed only from"))
         self.labels[4].setText(self.tr("If refused, also try"))
+        self.labels[5].setText(self.tr("Image"))
+        self.image.setPlaceholderText(self.tr("automatic: the cloud's GPU deep-learning image"))
+        self.image.setToolTip(self.tr("An image id of your own (AWS ami-…, Tencent img-…, "
+                                      "Alibaba Cloud m-…) in the machine's region; empty: "
+                                      "gpudesk picks the newest GPU deep-learning image."))
         self.budget_labels[0].setText(self.tr("Budget for this machine (0: none)"))
         self.budget_labels[1].setText(self.tr("At the budget"))
         self.on_budget.setItemText(0, self.tr("stop"))
@@ -277,6 +317,7 @@ class LaunchDialog(Retranslating, QDialog):
             max_price=(self.max_price.value() or None) if spot else None,
             disk_gb=self.disk.value(), allow_from=self.allow_from.text().strip(),
             fallback_regions=fallbacks, gpu=o.gpu.name, gpus=o.gpu_count,
+            image_id=self.image.text().strip(),
             price_per_hour=self.price(), budget=self.budget.value() or None,
             on_budget=str(self.on_budget.currentData() or "stop"))
 
@@ -292,12 +333,21 @@ class LaunchDialog(Retranslating, QDialog):
         for step in STEPS:
             self.step_marks[step].setText(MARKS[""])
         self.log.clear()
+        self.log.setToolTip("")
         self._refusals = []
-        for w in (self.spot, self.max_price, self.disk, self.allow_from, self.fallbacks,
-                  self.detect_button):
-            w.setEnabled(False)
-        self.runner.run(self.launch_fn(self.plan(), self.on_progress), on_success=self._done,
-                        title=self.tr("The machine was not launched"))
+        self._set_inputs(False)
+        self.max_price.setEnabled(False)
+        self._run("launch", self.launch_fn(self.plan(), self.on_progress), self._done)
+
+    def _run(self, doing: str, work: Awaitable[object], on_success: Callable[..., None]) -> None:
+        self._doing = doing
+        self.runner.last_error = None
+        self.runner.run(work, on_success=on_success)
+
+    def _set_inputs(self, enabled: bool) -> None:
+        for w in (self.spot, self.disk, self.allow_from, self.fallbacks, self.detect_button,
+                  self.image):
+            w.setEnabled(enabled)
 
     def on_progress(self, p: Progress) -> None:
         self.ledger_id = p.ledger_id
@@ -308,29 +358,177 @@ class LaunchDialog(Retranslating, QDialog):
                 self._refusals.append(line)
                 line = self.tr("Refused, trying the next place: {why}").format(why=line)
             self.log.setText(line)
+        elif self._refusals and (p.step in ("running", "ssh") or
+                                 (p.step == "instance" and p.status == "done")):
+            # a place took it: the refusals before are history (in the tooltip), not news
+            self.log.setText(self.tr("Going on where the cloud accepted it ({n} place(s) "
+                                     "refused first).").format(n=len(self._refusals)))
+            self.log.setToolTip("\n".join(self._refusals))
 
     def _done(self, result: LaunchResult) -> None:
         self.outcome = result
+        self.made = False
         m = result.machine
-        self.log.setText(self.tr("{cloud_id} is running at {address}. It is on the Instances "
-                                 "page; connect with ssh {user}@{address}.").format(
-            cloud_id=m.cloud_id, address=m.public_ip, user=m.ssh_user))
+        text = self.tr("{cloud_id} is running at {address}. It is on the Instances page; "
+                       "connect with ssh {user}@{address}.").format(
+            cloud_id=m.cloud_id, address=m.public_ip, user=m.ssh_user)
+        if self._refusals:
+            text += " " + self.tr("{n} place(s) refused before it (hover for why).").format(
+                n=len(self._refusals))
+        self.log.setText(text)
         self.launched.emit(m.id)
 
     def _failed(self, message: str) -> None:
         self.log.setText(message)
+        if self.in_background:
+            self.show()  # a launch left in the background says here how it ended
+        error = self.runner.last_error
+        if error is None:
+            return
+        if self._doing != "terminate" and getattr(error, "template", None) in NOT_READY \
+                and self.ledger_id:
+            self.made = True  # it runs (or starts) and bills: never "not launched"
+            self.ask_not_ready(error)
+            return
+        title = {"launch": self.tr("The machine was not launched"),
+                 "wait": self.tr("The machine is still not ready"),
+                 "terminate": self.tr("The machine was not terminated")}[self._doing]
+        self.failure_box = show_error(self, title, error)
+
+    def ask_not_ready(self, error: BaseException) -> QMessageBox:
+        """The machine exists and bills, but did not get ready in time: say so, and offer
+        to wait longer, open it on the Instances page, or terminate it."""
+        ssh = getattr(error, "template", None) == MSG_NO_SSH
+        rate = self.money(self.price(), 3) if self.price() > 0 else self.tr("its hourly price")
+        box = QMessageBox(QMessageBox.Icon.Warning,
+                          self.tr("The machine runs, but SSH does not answer yet") if ssh else
+                          self.tr("The machine was made, but does not run yet"),
+                          error_text(error)[0] + "\n\n" + self.tr(
+                              "It bills about {rate} per hour until you terminate it. Wait "
+                              "longer, see it on the Instances page, or terminate it.").format(
+                              rate=rate),
+                          QMessageBox.StandardButton.NoButton, self)
+        box.setObjectName("launchNotReady")
+        buttons: dict[QAbstractButton, Callable[[], None]] = {}
+        if self.wait_fn is not None:
+            wait = box.addButton(self.tr("Wait longer"), QMessageBox.ButtonRole.AcceptRole)
+            wait.setObjectName("launchWaitLonger")
+            buttons[wait] = self.wait_longer
+            box.setDefaultButton(wait)
+        if self.open_instances is not None:
+            see = box.addButton(self.tr("Open Instances"), QMessageBox.ButtonRole.ActionRole)
+            see.setObjectName("launchOpenInstances")
+            buttons[see] = self.show_on_instances
+        if self.terminate_fn is not None:
+            end = box.addButton(self.tr("Terminate"), QMessageBox.ButtonRole.DestructiveRole)
+            end.setObjectName("launchTerminate")
+            buttons[end] = self.terminate_made
+        box.addButton(QMessageBox.StandardButton.Close)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.buttonClicked.connect(lambda b: buttons.get(b, lambda: None)())
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        self.not_ready_box = box
+        box.open()
+        return box
+
+    def wait_longer(self) -> None:
+        if self.wait_fn is None or not self.ledger_id:
+            return
+        self.log.setText(self.tr("Waiting longer for the machine…"))
+        self._run("wait", self.wait_fn(self.ledger_id, self.on_progress), self._done)
+
+    def terminate_made(self) -> None:
+        if self.terminate_fn is None or not self.ledger_id:
+            return
+        self.log.setText(self.tr("Terminating the machine…"))
+        self._run("terminate", self.terminate_fn(self.ledger_id), self._terminated)
+
+    def _terminated(self, _machine: object) -> None:
+        self.made = False
+        self.log.setText(self.tr("Terminated: billing stopped. You can launch again."))
+
+    def show_on_instances(self) -> None:
+        if self.open_instances is not None and self.ledger_id:
+            ledger_id = self.ledger_id
+            self.close()  # window-modal: the page behind can only be used without it
+            self.open_instances(ledger_id)
 
     def _finished(self, ok: bool) -> None:
         if not ok and not self.runner.last_error and self.ledger_id:
-            self.log.setText(self.tr("Cancelled. Anything already requested was terminated; "
-                                     "the Instances page shows its state."))
-        self.launch_button.setEnabled(self.outcome is None)
-        for w in (self.spot, self.disk, self.allow_from, self.fallbacks, self.detect_button):
-            w.setEnabled(self.outcome is None)
+            if self._doing == "launch":
+                self.log.setText(self.tr("Cancelled. Anything already requested was "
+                                         "terminated; the Instances page shows its state."))
+            elif self.made:
+                self.log.setText(self.tr("Stopped waiting. The machine still runs and bills; "
+                                         "it is on the Instances page."))
+        idle = self.outcome is None and not self.made
+        self.launch_button.setEnabled(idle)  # never a second billing machine by accident
+        self._set_inputs(idle)
         self._update_cost()
         self.ended.emit()
+        if self._close_when_done:
+            self._close_when_done = False
+            self.close()
+        elif self.in_background:
+            self.in_background = False
+            if self.outcome is not None:
+                self.close()  # it runs: the Instances page has it
+            else:
+                self.show()  # what went wrong, or what still bills, is said here
+
+    # ------------------------------------------------------------------ closing
+
+    def ask_close(self) -> QMessageBox:
+        """Closing while it launches: keep launching in the background, or cancel it."""
+        if self.question is not None:
+            self.question.raise_()
+            return self.question
+        box = QMessageBox(QMessageBox.Icon.Question, self.tr("The launch is not finished"),
+                          self.tr("Keep launching in the background? The machine appears on "
+                                  "the Instances page when it runs, and bills from then on. "
+                                  "Or cancel the launch: anything already requested is "
+                                  "terminated."),
+                          QMessageBox.StandardButton.Cancel, self)
+        box.setObjectName("launchCloseQuestion")
+        keep = box.addButton(self.tr("Keep launching in the background"),
+                             QMessageBox.ButtonRole.AcceptRole)
+        keep.setObjectName("launchKeepBackground")
+        stop = box.addButton(self.tr("Cancel the launch"), QMessageBox.ButtonRole.DestructiveRole)
+        stop.setObjectName("launchCancelAndClose")
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)  # stay: nothing changes
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+        def answered(button: QAbstractButton) -> None:
+            self.question = None
+            if not self.runner.busy:  # it ended while the question was open
+                if button in (keep, stop):
+                    self.close()
+                return
+            if button is keep:
+                self.in_background = True
+                self.hide()  # not closed: it says how the launch ended, and is then closed
+            elif button is stop:
+                self._close_when_done = True
+                self.log.setText(self.tr("Cancelling: terminating anything already "
+                                         "requested…"))
+                self.runner.cancel()
+
+        box.buttonClicked.connect(answered)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        self.question = box
+        box.open()
+        return box
+
+    def reject(self) -> None:  # Escape, or the window's close button (through closeEvent)
+        if self.runner.busy:
+            self.ask_close()
+            return
+        super().reject()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         if self.runner.busy:
-            self.runner.cancel()  # terminates what was requested; the ledger keeps the record
+            event.ignore()  # never an unasked cancel (or a crash): ask first
+            self.ask_close()
+            return
+        self.detect_runner.cancel()
         super().closeEvent(event)

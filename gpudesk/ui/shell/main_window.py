@@ -97,6 +97,7 @@ class MainWindow(Retranslating, QMainWindow):
         self.page_actions: list[QAction] = []
         self._shortcuts: list[tuple[QAction, QKeySequence]] = []  # set in finish_start
         self.welcome: QDialog | None = None
+        self.quit_box: QDialog | None = None  # "machines are still billing" on quitting
         self.nav = QListWidget(self)
         self.nav.setObjectName("nav")
         self.nav.setIconSize(QSize(20, 20))
@@ -214,6 +215,7 @@ class MainWindow(Retranslating, QMainWindow):
         self.instances.reload()
         if self.ledger.accounts():
             QTimer.singleShot(0, self, self._reconcile_at_start)
+        self._restore_page()
 
     def _make_plan(self) -> QWidget:
         from gpudesk.ui.plan.plan_page import PlanPage
@@ -227,6 +229,7 @@ class MainWindow(Retranslating, QMainWindow):
         from gpudesk.ui.machines.instances_page import InstancesPage
 
         page = InstancesPage(self.ledger, self.providers, self.money, self)
+        page.monthly_budget = lambda: self.settings.monthly_budget_usd  # on the billing line
         page.billing_changed.connect(self._show_billing)
         page.billing_changed.connect(lambda *_: self._reload_machines())
         return page
@@ -286,10 +289,16 @@ class MainWindow(Retranslating, QMainWindow):
                 provider=title(offer.provider)), 10000)
             return None
         warn_only = self.settings.budget_action not in ("stop", "terminate")
+        from gpudesk.services.cloud.machines import act
+
         dialog = LaunchDialog(offer, catalog, self.launcher.launch,
                               spot=bool(getattr(ranked, "spot", False)), money=self.money,
                               budget=0.0 if warn_only else self.settings.machine_budget_usd,
-                              on_budget=self.settings.budget_action, parent=self)
+                              on_budget=self.settings.budget_action,
+                              wait_ready=self.launcher.wait_ready,
+                              terminate=lambda ledger_id: act(self.ledger, ledger_id,
+                                                              "terminate", self.providers),
+                              open_instances=self._show_machine, parent=self)
         _delete_on_close(dialog)
         dialog.launched.connect(self._launched)
         dialog.ended.connect(self.instances.reload)
@@ -306,10 +315,8 @@ class MainWindow(Retranslating, QMainWindow):
         catalog = self.plan.catalog
         names = [a.provider for a in self.ledger.accounts()
                  if a.provider in ("aws", "tencent", "aliyun")]
-        if catalog is None or not names:
-            self.statusBar().showMessage(self.tr("Add cloud keys on the Accounts page to get "
-                                                 "live prices."), 10000)
-            return
+        if catalog is None:
+            return  # not loaded yet; with no keys at all, AWS's public price list still answers
 
         def done(report: RefreshReport) -> None:
             self.plan.set_catalog(report.catalog)
@@ -335,6 +342,11 @@ class MainWindow(Retranslating, QMainWindow):
         self.instances.reload()
         self.instances.select_machine(ledger_id)
 
+    def _show_machine(self, ledger_id: str) -> None:
+        """The Instances page with ``ledger_id`` selected (from the Launch dialog)."""
+        self.show_page("instances")
+        self._launched(ledger_id)
+
     def _raise(self) -> None:
         self.showNormal()
         self.raise_()
@@ -351,7 +363,7 @@ class MainWindow(Retranslating, QMainWindow):
                 self.tray.notify(self.tr("Machines are billing"), self.tr(
                     "{n} machine(s) from before are still billing. See Instances.").format(
                     n=len(billing)))
-                if not BillingTray.available() and not self._told_no_tray:
+                if not self.tray.available() and not self._told_no_tray:
                     self._told_no_tray = True
                     self.statusBar().showMessage(self.tr(
                         "This desktop has no system tray: billing alerts show here and on the "
@@ -642,10 +654,29 @@ class MainWindow(Retranslating, QMainWindow):
         dialog.open()
         return dialog
 
+    def _restore_page(self) -> None:
+        """Open on the page shown when the window last closed; remember each page shown."""
+        from gpudesk.services.core.window_state import load_state
+
+        key = load_state().page
+        if key in self._factories and key != "plan":
+            self.show_page(key)
+        self.nav.currentRowChanged.connect(self._remember_page)
+
+    def _remember_page(self, row: int) -> None:
+        from gpudesk.services.core.window_state import update_state
+
+        item = self.nav.item(row)
+        key = item.data(PAGE_KEY_ROLE) if item is not None else None
+        if isinstance(key, str) and key:
+            update_state(page=key)
+
     def _welcome_dismissed(self, choice: str = "") -> None:
         self.welcome = None
         if choice:
             self.show_page("accounts")
+        if choice == "ssh":  # "Add my own SSH machine": its dialog, not just the page
+            self.accounts.own.open_add_dialog()
         self.settings.welcomed = True
         try:
             save_settings(self.settings)
@@ -729,8 +760,98 @@ class MainWindow(Retranslating, QMainWindow):
 
     # ----------------------------------------------------------------- closing
 
+    def billing_machines(self) -> list[Machine]:
+        """The cloud machines that may be billing now (the ledger's word)."""
+        if not self.started:
+            return []
+        return [m for m in self.ledger.machines(include_ended=False)
+                if m.billing and m.provider != "own"]
+
+    def ask_quit(self, billing: list[Machine]) -> QDialog:
+        """Quitting with machines billing: say what bills, its rate and its guard, and offer
+        to stop them, terminate them, or keep them running."""
+        from PySide6.QtCore import Qt
+        from PySide6.QtWidgets import QAbstractButton, QMessageBox
+
+        from gpudesk.services.cloud import accounts, guard
+        from gpudesk.ui.widgets.task_runner import format_template
+        from gpudesk.ui.widgets.tray import state_word
+
+        if self.quit_box is not None:
+            self.quit_box.raise_()
+            return self.quit_box
+        lines = []
+        for m in billing:
+            rule = " ".join(format_template(guard.CONTEXT, t, v) for t, v in guard.sentences(m))
+            lines.append(self.tr("• {name}: {provider} {type}, {state}, {rate}/h. {guard}").format(
+                name=m.name or m.id, provider=accounts.title(m.provider), type=m.instance_type,
+                state=state_word(m.state), rate=self.money(m.price_per_hour, 3) if m.price_per_hour
+                else self.tr("price not known"), guard=rule))
+        box = QMessageBox(QMessageBox.Icon.Warning, self.tr("Machines are still billing"),
+                          self.tr("Quitting gpudesk does not stop them; they bill until they "
+                                  "are stopped or terminated:") + "\n\n" + "\n".join(lines),
+                          QMessageBox.StandardButton.Cancel, self)
+        box.setObjectName("quitQuestion")
+        stop = box.addButton(self.tr("Stop and quit"), QMessageBox.ButtonRole.AcceptRole)
+        stop.setObjectName("quitStop")
+        end = box.addButton(self.tr("Terminate and quit"), QMessageBox.ButtonRole.DestructiveRole)
+        end.setObjectName("quitTerminate")
+        keep = box.addButton(self.tr("Keep them running and quit"),
+                             QMessageBox.ButtonRole.AcceptRole)
+        keep.setObjectName("quitKeep")
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)  # stay: nothing changes
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+        def answered(button: QAbstractButton) -> None:
+            self.quit_box = None
+            if button is keep:
+                self._may_quit = True
+                self.close()
+            elif button in (stop, end):
+                self._act_then_quit("stop" if button is stop else "terminate",
+                                    [m.id for m in billing])
+
+        box.buttonClicked.connect(answered)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        self.quit_box = box
+        box.open()
+        return box
+
+    def _act_then_quit(self, action: str, ids: list[str]) -> None:
+        """Stop or terminate each machine, then quit; a refusal keeps the window open."""
+        from gpudesk.services.cloud.machines import act
+        from gpudesk.ui.widgets.task_runner import TaskRunner
+
+        async def each() -> None:
+            for ledger_id in ids:
+                m = self.ledger.get(ledger_id)
+                if m is None or not m.billing or not m.cloud_id or (
+                        action == "stop" and m.state != "running"):
+                    continue  # ended meanwhile, not made yet, or nothing running to stop
+                await act(self.ledger, ledger_id, action, self.providers)
+
+        def done(_none: None) -> None:
+            self._may_quit = True
+            self.close()
+
+        self.statusBar().showMessage((self.tr("Stopping {n} machine(s) before quitting…")
+                                      if action == "stop" else
+                                      self.tr("Terminating {n} machine(s) before quitting…")
+                                      ).format(n=len(ids)))
+        self.quit_runner = TaskRunner(self)
+        self.quit_runner.finished.connect(lambda _ok: self.instances.reload())
+        self.quit_runner.run(each(), on_success=done, title=(
+            self.tr("Not every machine was stopped; gpudesk stays open") if action == "stop"
+            else self.tr("Not every machine was terminated; gpudesk stays open")))
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
-        """Keep the last plan and the language; a failed write must not block quitting."""
+        """Keep the last plan and the language; a failed write must not block quitting.
+        With machines billing, ask first (stop, terminate, or keep them running)."""
+        billing = self.billing_machines()
+        if billing and not getattr(self, "_may_quit", False):
+            event.ignore()
+            self.ask_quit(billing)
+            return
         try:
             save_settings(self.settings)
         except OSError as exc:

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import shiboken6
 from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QAbstractButton, QMessageBox, QProgressBar, QWidget
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 translate = QCoreApplication.translate  # the name lupdate looks for
@@ -82,6 +85,11 @@ def show_error(parent: QWidget | None, title: str, exc: BaseException) -> QMessa
     box.setWindowModality(Qt.WindowModality.WindowModal)
     box.open()
     return box
+
+
+def _alive(obj: QObject | None) -> bool:
+    """Whether ``obj`` is given and its Qt object not yet deleted (a closed dialog's)."""
+    return obj is not None and shiboken6.isValid(obj)
 
 
 class TaskRunner(QObject):
@@ -151,12 +159,15 @@ class TaskRunner(QObject):
                      title: str) -> bool:
         try:
             result = await work
-            if on_success is not None:
+            if on_success is not None and _alive(self):  # no widget to show it on: done
                 on_success(result)
             return True
         except asyncio.CancelledError:
             raise  # the user asked for it; nothing to report
         except Exception as exc:  # noqa: BLE001 - every failure must reach the user
+            if not _alive(self):  # the window that asked is gone; the log keeps it
+                log.warning("a task of a closed window failed: %s", error_text(exc)[0])
+                return False
             self.last_error = exc
             message, _ = error_text(exc)
             if self._show_dialog:
@@ -166,6 +177,11 @@ class TaskRunner(QObject):
             return False
 
     def _done(self, task: asyncio.Future[Any]) -> None:
+        if not _alive(self):  # its owner was deleted while the task ran (a dialog closed)
+            self._active -= 1
+            if self._active == 0 and self._busy_cursor:
+                QGuiApplication.restoreOverrideCursor()
+            return
         self._set_busy(False)
         self.finished.emit(not task.cancelled() and task.result() is True)
 
@@ -173,11 +189,12 @@ class TaskRunner(QObject):
         self._active += 1 if busy else -1
         if self._active > (1 if busy else 0):
             return
-        if self._button is not None:
-            self._button.setEnabled(not busy)
-        if self._cancel is not None:
-            self._cancel.setEnabled(busy)
-        if self._progress is not None:
+        if _alive(self._button):
+            self._button.setEnabled(not busy)  # type: ignore[union-attr]
+        if _alive(self._cancel):
+            self._cancel.setEnabled(busy)  # type: ignore[union-attr]
+        if _alive(self._progress):
+            assert self._progress is not None
             self._progress.setRange(0, 0)
             self._progress.setVisible(busy)
         if busy:
