@@ -224,6 +224,10 @@ def _cmd_ls(a: argparse.Namespace) -> int:
         if report.adopted:
             print(f"gpudesk: found {len(report.adopted)} machine(s) the ledger did not know: "
                   + ", ".join(report.adopted), file=sys.stderr)
+        if report.cleanup is not None and report.cleanup.waiting:
+            print("gpudesk: cleanup not finished (asked again by every ls, reconcile and "
+                  "app start; gpudesk show ID --json says why): "
+                  + ", ".join(sorted(set(report.cleanup.waiting))), file=sys.stderr)
     if a.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -237,12 +241,14 @@ def _cmd_ls(a: argparse.Namespace) -> int:
 
 
 def _cmd_show(a: argparse.Namespace) -> int:
-    from gpudesk.services.cloud import guard
+    from gpudesk.services.cloud import cleanup, guard
     from gpudesk.services.cloud.machines import resolve
 
     with Ledger() as ledger:
         m = resolve(ledger, a.id)
         data = _machine_json(m, ledger)
+        leftovers = cleanup.status(ledger, m)
+    data["cleanup"] = [r.as_json() for r in leftovers]
     g = guard.of(m)
     data.update(host_key_fingerprint=m.host_key_fingerprint or None, guard=g.as_json(),
                 guard_says=guard.english(m, g))
@@ -255,6 +261,9 @@ def _cmd_show(a: argparse.Namespace) -> int:
     print(f"  enforced by: {', '.join(g.enforced_by) or 'nobody'}")
     for line in data["guard_says"]:
         print(f"  {line}")
+    for r in leftovers:
+        why = f" ({r.last_error})" if r.last_error else ""
+        print(f"  {r.kind} {r.resource}: {r.state}{why}")
     return 0
 
 

@@ -15,10 +15,14 @@ State is kept per region: instances (PENDING → RUNNING on a later describe,
 STOPPING → STOPPED, STARTING → RUNNING, TERMINATING → gone after being seen
 ``terminating_describes`` times; while it lasts its key pair and security group
 answer ``ResourceInUse``), key pairs, security groups and their rules,
-ClientToken answers, prices per zone (``zone_prices``). ``fail_next`` makes the
+ClientToken answers, prices per zone (``zone_prices``), the (region, type) pairs sold
+on-demand only (``no_spot``: no SPOTPAID item listed, spot launches refused), and
+deletes still refused after a machine is gone (``linger_deletes``). ``fail_next`` makes the
 next matching call(s) fail with a real code; ``fail_launch_next`` makes a
 machine end ``LAUNCH_FAILED`` with ``LatestOperationErrorMsg``. A DryRun checks
-the parameters and stock before answering ``DryRunOperation``.
+the parameters and stock before answering ``DryRunOperation``. Every request is
+held to the documented limits of ``tests/cloud_limits.py`` first and refused in
+Tencent's words (``InvalidParameterValue``) when it breaks one.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import cloud_limits
 from standin_http import ApiError, StandinServer
 
 VERSION = "2017-03-12"
@@ -79,6 +84,13 @@ TYPES: dict[str, tuple[str, int, int, str, int, float]] = {
     "S5.MEDIUM4": ("S5", 2, 4, "", 0, 0.33),
 }
 SPOT_FACTOR = 0.3  # spot price = 30 % of on-demand, rounded to 0.01
+# Where CVM sells no spot of a type (DescribeZoneInstanceConfigInfos lists no SPOTPAID item
+# for it in any zone of the region; RunInstances answers NoInstanceTypeSupportSpot).
+NO_SPOT: frozenset[tuple[str, str]] = frozenset({
+    ("ap-guangzhou", "GT4.4XLARGE96"),
+    ("ap-shanghai", "GT4.4XLARGE96"), ("ap-shanghai", "PNV4.7XLARGE116"),
+    ("ap-beijing", "PNV4.56XLARGE932"),
+})
 
 IMAGES: list[dict[str, Any]] = [
     {"ImageId": "img-gpu22cu12", "ImageName": "Ubuntu Server 22.04 LTS 64bit GPU (driver 535, "
@@ -185,12 +197,18 @@ class TencentStandin(StandinServer):
             self.instance_quota: int | None = None
             self.zone_state = {z: "AVAILABLE" for _, zones in REGIONS.values() for z in zones}
             self.sold_out: dict[tuple[str, str, str], str] = {}
+            self.no_spot: set[tuple[str, str]] = set(NO_SPOT)  # (region, type): no spot sold
             self.denied: set[str] = set()  # actions answered UnauthorizedOperation
             self.images = [dict(i) for i in IMAGES]
             self.launch_failures: list[tuple[str, str]] = []  # (zone or "", message)
             # (zone, type, charge) → CNY/hour where it differs from TYPES (and SPOT_FACTOR)
             self.zone_prices: dict[tuple[str, str, str], float] = {}
             self.terminating_describes = 1  # describes that still show TERMINATING
+            # Deletes of a group or key pair still refused (ResourceInUse) after its last
+            # machine left DescribeInstances, as CVM does while it releases the network
+            # interface; ``lingering`` counts them down per resource id.
+            self.linger_deletes = 0
+            self.lingering: dict[str, int] = {}
             self.secrets = {}
             self._ips = itertools.count(10)
 
@@ -247,6 +265,10 @@ class TencentStandin(StandinServer):
                 self._maybe_fail(action, region, params)
                 if action != "DescribeRegions" and region not in REGIONS:
                     raise ApiError("UnsupportedRegion", f"Region {region} is not supported.")
+                # The documented limits (tests/cloud_limits.py), refused in Tencent's words.
+                broken = cloud_limits.check("tencent", action, params)
+                if broken:
+                    raise ApiError(*cloud_limits.split(broken[0]))
                 answer = getattr(self, "_" + action)(region, params)
         except ApiError as err:
             return {"Error": {"Code": err.code, "Message": err.message},
@@ -346,6 +368,8 @@ class TencentStandin(StandinServer):
         for zone in REGIONS[region][1]:
             for itype, (family, cpu, mem, gpu, gpus, price) in TYPES.items():
                 for charge in ("POSTPAID_BY_HOUR", "SPOTPAID"):
+                    if charge == "SPOTPAID" and (region, itype) in self.no_spot:
+                        continue  # not sold as spot here: no item at all, as CVM lists it
                     if any(name in f and value not in f[name] for name, value in (
                             ("zone", zone), ("instance-type", itype),
                             ("instance-charge-type", charge), ("instance-family", family))):
@@ -388,6 +412,10 @@ class TencentStandin(StandinServer):
         if charge not in ("POSTPAID_BY_HOUR", "SPOTPAID"):
             raise ApiError("InvalidParameterValue",
                            f"InstanceChargeType {charge} is not offered by the stand-in.")
+        if charge == "SPOTPAID" and (region, itype) in self.no_spot:
+            raise ApiError("UnsupportedOperation.NoInstanceTypeSupportSpot",
+                           f"The instance type {itype} does not support spot billing in "
+                           f"{region}.")
         return zone, itype, charge
 
     def _InquiryPriceRunInstances(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -451,6 +479,7 @@ class TencentStandin(StandinServer):
                 raise ApiError("InvalidKeyPairId.NotFound", f"Key pair {key_id} not found.")
             if any(key_id in i["LoginSettings"]["KeyIds"] for i in self.state.instances.values()):
                 raise ApiError("ResourceInUse", f"The key pair {key_id} is bound to a machine.")
+            self._still_releasing(key_id)
         for key_id in ids:
             del self.state.key_pairs[key_id]
         return {}
@@ -645,6 +674,9 @@ class TencentStandin(StandinServer):
             instance["_terminating"] = instance.get("_terminating", 0) + 1
             if instance["_terminating"] >= self.terminating_describes:
                 del self.state.instances[instance["InstanceId"]]
+                for held in [*instance["SecurityGroupIds"], *instance["LoginSettings"]["KeyIds"]]:
+                    if self.linger_deletes:
+                        self.lingering[held] = self.linger_deletes
 
     def _DescribeInstances(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
         ids = [str(i) for i in params.get("InstanceIds") or []]
@@ -834,8 +866,16 @@ class TencentStandin(StandinServer):
         self._group(region, group_id)
         if any(group_id in i["SecurityGroupIds"] for i in self.state.instances.values()):
             raise ApiError("ResourceInUse", f"The security group {group_id} is in use.")
+        self._still_releasing(group_id)
         del self.state.groups[group_id]
         return {}
+
+    def _still_releasing(self, resource: str) -> None:
+        left = self.lingering.get(resource, 0)
+        if left > 0:
+            self.lingering[resource] = left - 1
+            raise ApiError("ResourceInUse", f"The resource {resource} is still in use by a "
+                                            "network interface being released.")
 
 
 def sdk_client(server: TencentStandin, service: str = "cvm", region: str = "ap-guangzhou",

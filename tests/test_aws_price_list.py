@@ -6,7 +6,10 @@ No network: the recorded files are served from 127.0.0.1 with the price list's o
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,7 +25,7 @@ from local_get import serve_get
 from gpudesk.cli import main
 from gpudesk.services.cloud import aws_price_list, credentials
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
-from gpudesk.services.cloud.catalog import load_catalog
+from gpudesk.services.cloud.catalog import Catalog, load_catalog
 from gpudesk.services.cloud.live_prices import apply_cache, prices_for_ranking
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -181,3 +184,184 @@ def test_refresh_with_an_aws_account_quotes_spot_per_zone(  # type: ignore[no-un
     p3 = rows["p3.2xlarge"]
     assert p3["spot_price"] is None and p3["price_per_hour"] == 3.06
     assert p3["price_source"] == "live"  # its on-demand came from the price list just now
+
+
+# --------------------------------------------------------------------------- every region
+
+HEADER = _lines("AmazonEC2-eu-west-1.csv")[5]  # the price list's own column header
+PUBLISHED = "2026-11-01"
+
+
+def _offer_file(region: str, prices: dict[str, float]) -> bytes:
+    """An EC2 offer file for ``region`` in the price list's CSV form: its metadata rows,
+    its header, one on-demand Linux row per type, and rows the parser must skip."""
+    columns = next(csv.reader([HEADER]))
+    rows = ['"FormatVersion","v1.0"', '"Disclaimer","stand-in"',
+            f'"Publication Date","{PUBLISHED}T00:00:00Z"', '"Version","20261101000000"',
+            '"OfferCode","AmazonEC2"', HEADER]
+    for n, (itype, price) in enumerate(sorted(prices.items())):
+        for os_name, factor in (("Linux", 1.0), ("Windows", 1.2)):
+            row = {"SKU": f"SKU{region}{n}{os_name}", "TermType": "OnDemand", "Unit": "Hrs",
+                   "PricePerUnit": f"{price * factor:.4f}", "Currency": "USD",
+                   "Product Family": "Compute Instance", "Instance Type": itype,
+                   "Tenancy": "Shared", "Operating System": os_name,
+                   "License Model": "No License required", "CapacityStatus": "Used",
+                   "Pre Installed S/W": "NA", "Region Code": region}
+            out = io.StringIO()
+            csv.writer(out, quoting=csv.QUOTE_ALL).writerow([row.get(c, "") for c in columns])
+            rows.append(out.getvalue().strip())
+    return ("\n".join(rows) + "\n").encode()
+
+
+@pytest.fixture
+def every_region_price_list(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, float]]:
+    """A stand-in price list serving every AWS region of the catalog with every type the
+    catalog lists there (at 90 % of the bundled price, so a refreshed price shows); the
+    data-transfer files answer 404. Yields (region/type → price served)."""
+    served: dict[str, float] = {}
+    by_region: dict[str, dict[str, float]] = {}
+    for o in load_catalog().offers:
+        if o.provider == "aws" and o.ondemand_price is not None:
+            price = round(o.ondemand_price * 0.9, 4)
+            by_region.setdefault(o.region, {})[o.instance_type] = price
+            served[f"{o.region}/{o.instance_type}"] = price
+
+    def answer(path: str) -> tuple[int, bytes]:
+        parts = path.strip("/").split("/")  # offers/v1.0/aws/OFFER/current/REGION/index.csv
+        if len(parts) == 7 and parts[3] == "AmazonEC2" and parts[5] in by_region:
+            return 200, _offer_file(parts[5], by_region[parts[5]])
+        return 404, b"not found"
+
+    with serve_get(answer) as url:
+        monkeypatch.setenv(aws_price_list.BASE_ENV, url)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        yield served
+
+
+def test_refresh_prices_every_catalog_region_without_an_account(  # type: ignore[no-untyped-def]
+        every_region_price_list, memory_keyring, gpudesk_home, capsys) -> None:  # noqa: F811
+    bundled = [o for o in load_catalog().offers if o.provider == "aws"]
+    estimates = [o for o in bundled if o.region == "eu-west-1" and o.price_kind == "estimate"]
+    assert len(estimates) == 9  # the issue's rows
+    assert main([*OFFERS, "--refresh", "--provider", "aws"]) == 0  # no AWS keys anywhere
+    out = json.loads(capsys.readouterr().out)
+    rows = out["offers"]
+    assert {r["region"] for r in rows} == {"us-east-1", "us-west-2", "eu-west-1"}
+    assert len(rows) == len(bundled)
+    assert {r["price_source"] for r in rows} == {"live"}  # none "estimate", none "bundled"
+    for r in rows:
+        assert r["price_per_hour"] == every_region_price_list[
+            f"{r['region']}/{r['instance_type']}"]
+        # price_source names where the price came from: the region's file and its date
+        assert (f"AWS Price List {os.environ[aws_price_list.BASE_ENV]}/offers/v1.0/aws/"
+                f"AmazonEC2/current/{r['region']}/index.csv, published {PUBLISHED}"
+                in r["price_note"])
+        assert "spot: not asked (no account)" in r["price_note"] and r["spot_price"] is None
+    assert out["refresh_errors"] == {}  # the missing data-transfer files cost no prices
+
+
+def test_refresh_with_an_aws_account_quotes_spot_only_where_ec2_sells_it(  # type: ignore[no-untyped-def]
+        every_region_price_list, aws, memory_keyring, gpudesk_home, capsys) -> None:  # noqa: F811
+    credentials.save_credentials(aws.credentials)
+    assert main([*OFFERS, "--refresh", "--provider", "aws", "--spot"]) == 0
+    rows = json.loads(capsys.readouterr().out)["offers"]
+    assert len(rows) == len([o for o in load_catalog().offers if o.provider == "aws"])
+    sold_somewhere = 0
+    for region in ("us-east-1", "us-west-2", "eu-west-1"):
+        offered = {o["InstanceType"] for o in aws.client("ec2", region)
+                   .describe_instance_type_offerings(LocationType="availability-zone")
+                   ["InstanceTypeOfferings"]}
+        for r in (r for r in rows if r["region"] == region):
+            # a spot price only where EC2's spot price history (its offerings) has the type
+            sold = r["instance_type"] in offered
+            assert (r["spot_price"] is not None) == sold, (region, r["instance_type"])
+            if not sold:
+                # not sold as spot: ranked by its on-demand price, from the price list
+                assert r["price_per_hour"] == every_region_price_list[
+                    f"{region}/{r['instance_type']}"]
+                assert "spot: none, aws quoted no spot price here" in r["price_note"]
+            sold_somewhere += sold
+    assert 0 < sold_somewhere < len(rows)  # some sold as spot, some not
+
+
+def test_tencent_refresh_quotes_spot_only_where_cvm_sells_it(  # type: ignore[no-untyped-def]
+        every_region_price_list, tencent, tencent_creds, memory_keyring, monkeypatch,  # noqa: F811
+        gpudesk_home, capsys) -> None:
+    from dataclasses import replace
+
+    from tencent_standin import NO_SPOT
+
+    from gpudesk.services.cloud.price_cache import save_cache
+    from gpudesk.services.core.paths import cache_dir
+
+    monkeypatch.setenv(TENCENT_ENDPOINT_ENV, f"http://{tencent.endpoint}")
+    credentials.save_credentials(tencent_creds)
+    # An earlier refresh kept a spot price for GT4.4XLARGE96 in Guangzhou (as the issue's
+    # rows showed one): a cloud that now lists no SPOTPAID item there must clear it.
+    catalog = load_catalog()
+    stale = Catalog(catalog.gpus, tuple(
+        replace(o, price_kind="live", spot_price=1.0)
+        if (o.instance_type, o.region) == ("GT4.4XLARGE96", "ap-guangzhou") else o
+        for o in catalog.offers))
+    save_cache(cache_dir(), stale)
+    assert main([*OFFERS, "--provider", "tencent", "--spot"]) == 0
+    before = {(r["instance_type"], r["region"]): r
+              for r in json.loads(capsys.readouterr().out)["offers"]}
+    assert before[("GT4.4XLARGE96", "ap-guangzhou")]["spot_price"] == 1.0
+    assert main([*OFFERS, "--refresh", "--provider", "tencent", "--spot"]) == 0
+    rows = {(r["instance_type"], r["region"]): r
+            for r in json.loads(capsys.readouterr().out)["offers"]}
+    assert len(rows) == 24
+    for (itype, region), r in rows.items():
+        assert r["price_source"] == "live"
+        if (region, itype) in NO_SPOT:
+            assert r["spot_price"] is None, (itype, region)
+            assert "spot: none, tencent quoted no spot price here" in r["price_note"]
+            assert r["price_per_hour"] == round(tencent.price(
+                "", itype, "POSTPAID_BY_HOUR") / 7.2, 6)  # ranked by on-demand
+        else:
+            # the cheapest zone's SPOTPAID quote, converted at 7.2 CNY/USD
+            assert r["spot_price"] == round(tencent.price("", itype, "SPOTPAID") / 7.2, 6)
+    assert {("ap-shanghai", "PNV4.7XLARGE116"), ("ap-guangzhou", "GT4.4XLARGE96"),
+            ("ap-shanghai", "GT4.4XLARGE96"), ("ap-beijing", "PNV4.56XLARGE932")} <= NO_SPOT
+    # the next run (no refresh) shows the same from the cache: no spot price comes back
+    assert main([*OFFERS, "--provider", "tencent", "--spot"]) == 0
+    cached = {(r["instance_type"], r["region"]): r
+              for r in json.loads(capsys.readouterr().out)["offers"]}
+    assert cached[("GT4.4XLARGE96", "ap-guangzhou")]["spot_price"] is None
+
+
+def test_the_windows_refresh_with_no_account_reads_every_aws_region(  # type: ignore[no-untyped-def]
+        every_region_price_list, tmp_path) -> None:
+    """What Tools → Refresh prices runs when no cloud has keys: the price list alone."""
+    import asyncio
+
+    from gpudesk.services.cloud.live_prices import refresh_prices
+
+    def no_keys(name: str) -> object:
+        raise AssertionError(f"no provider may be built without keys ({name})")
+
+    report = asyncio.run(refresh_prices(load_catalog(), [], 7.2, no_keys,  # type: ignore[arg-type]
+                                        price_list=True, cache=tmp_path))
+    aws_offers = [o for o in report.catalog.offers if o.provider == "aws"]
+    assert {o.price_kind for o in aws_offers} == {"live"} and report.errors == {}
+    assert report.not_listed == []
+    assert {o.region for o in aws_offers} == {"us-east-1", "us-west-2", "eu-west-1"}
+    assert all(aws_price_list.load(tmp_path, r) is not None
+               for r in ("us-east-1", "us-west-2", "eu-west-1"))
+
+
+def test_a_type_the_regions_file_does_not_list_keeps_its_price_and_is_named(  # type: ignore[no-untyped-def]
+        price_list, tmp_path) -> None:
+    """The recorded eu-west-1 file lists 3 of its 12 types: the other 9 keep their marked
+    estimates, and the report names them instead of passing over them in silence."""
+    import asyncio
+
+    from gpudesk.services.cloud.live_prices import refresh_prices
+
+    report = asyncio.run(refresh_prices(load_catalog(), [], 7.2, price_list=True,
+                                        cache=tmp_path))
+    assert sorted(report.not_listed) == sorted(
+        f"aws {o.instance_type} eu-west-1" for o in load_catalog().offers
+        if o.provider == "aws" and o.region == "eu-west-1" and o.price_kind == "estimate")
+    assert len(report.not_listed) == 9

@@ -47,3 +47,28 @@ def test_sold_out_everywhere_keeps_the_bundled_price_and_says_so() -> None:
     merged, updated, sold_out = merge_live(bundled, live, 7.2, TODAY)
     assert updated == 0 and sold_out == ["GT4.4XLARGE96 ap-shanghai"]
     assert merged.offers == bundled.offers
+
+
+def test_a_spot_price_comes_only_from_this_refreshs_quote_where_spot_was_asked() -> None:
+    from dataclasses import replace
+
+    from gpudesk.services.cloud.catalog import Catalog
+
+    bundled = load_catalog()
+    # An earlier answer left spot prices on two offers (as a cache does).
+    earlier = Catalog(bundled.gpus, tuple(
+        replace(o, spot_price=0.5) if (o.instance_type, o.region) in (
+            ("GT4.4XLARGE96", "ap-guangzhou"), ("GN7.2XLARGE32", "ap-beijing")) else o
+        for o in bundled.offers))
+    live = [LiveOffer("tencent", "ap-guangzhou", "ap-guangzhou-3", "GT4.4XLARGE96",
+                      "on-demand", 28.8, "CNY")]  # on-demand only: no SPOTPAID item
+    merged, _, _ = merge_live(earlier, live, 7.2, TODAY,
+                              spot_asked={("tencent", "ap-guangzhou")})
+    gt4 = _offer(merged, "tencent", "GT4.4XLARGE96", "ap-guangzhou")
+    assert gt4.spot_price is None and gt4.ondemand_price == 4.0
+    assert "spot: none, tencent quoted no spot price here" in gt4.price_source
+    # Beijing was not asked this time (no answer): what it had stays, under its old label.
+    assert _offer(merged, "tencent", "GN7.2XLARGE32", "ap-beijing").spot_price == 0.5
+    # Asked, and the type is not even listed on demand: no spot price either.
+    merged, _, _ = merge_live(earlier, [], 7.2, TODAY, spot_asked={("tencent", "ap-beijing")})
+    assert _offer(merged, "tencent", "GN7.2XLARGE32", "ap-beijing").spot_price is None

@@ -212,3 +212,69 @@ def test_security_group_rules_one_direction_per_call(cloud: TencentStandin) -> N
     vpc.call_json("DeleteSecurityGroup", {"SecurityGroupId": group_id})
     assert _code(lambda: vpc.call_json("DeleteSecurityGroup", {"SecurityGroupId": group_id})) \
         == "InvalidSecurityGroupID.NotFound"
+
+
+def _spot_items(client: Any, itype: str) -> list[str]:
+    answer = client.call_json("DescribeZoneInstanceConfigInfos", {"Filters": [
+        {"Name": "instance-type", "Values": [itype]},
+        {"Name": "instance-charge-type", "Values": ["SPOTPAID"]}]})["Response"]
+    return [i["Zone"] for i in answer["InstanceTypeQuotaSet"]]
+
+
+def test_spot_is_sold_for_some_types_in_some_regions_only(cloud: TencentStandin) -> None:
+    guangzhou, shanghai = _client(cloud), _client(cloud, region="ap-shanghai")
+    beijing = _client(cloud, region="ap-beijing")
+    # No SPOTPAID item in any zone where CVM sells no spot of the type ...
+    assert _spot_items(guangzhou, "GT4.4XLARGE96") == []
+    assert _spot_items(shanghai, "GT4.4XLARGE96") == []
+    assert _spot_items(shanghai, "PNV4.7XLARGE116") == []
+    assert _spot_items(beijing, "PNV4.56XLARGE932") == []
+    # ... while the same types are sold as spot elsewhere, and every type on demand.
+    assert _spot_items(beijing, "GT4.4XLARGE96") == ["ap-beijing-5", "ap-beijing-6",
+                                                     "ap-beijing-7"]
+    assert len(_spot_items(guangzhou, "PNV4.7XLARGE116")) == 3
+    ondemand = shanghai.call_json("DescribeZoneInstanceConfigInfos", {"Filters": [
+        {"Name": "instance-type", "Values": ["PNV4.7XLARGE116"]}]})["Response"]
+    assert {i["InstanceChargeType"] for i in ondemand["InstanceTypeQuotaSet"]} == {
+        "POSTPAID_BY_HOUR"}
+    # A spot launch or price inquiry there is refused in the cloud's words.
+    spot = {"InstanceChargeType": "SPOTPAID", "InstanceType": "PNV4.7XLARGE116",
+            "Placement": {"Zone": "ap-shanghai-2"}, "InstanceMarketOptions": {
+                "MarketType": "spot", "SpotOptions": {"MaxPrice": "99"}}}
+    assert _code(lambda: _run(shanghai, **spot)) == \
+        "UnsupportedOperation.NoInstanceTypeSupportSpot"
+    assert _code(lambda: shanghai.call_json("InquiryPriceRunInstances", {
+        "ImageId": "img-gpu22cu12", **spot})) == "UnsupportedOperation.NoInstanceTypeSupportSpot"
+    assert not cloud.state.instances
+
+
+def test_documented_limits_are_refused_as_invalid_parameter_value(
+        cloud: TencentStandin) -> None:
+    client = _client(cloud)
+    assert _code(lambda: client.call_json("DescribeInstances", {"Limit": 101})) == \
+        "InvalidParameterValue"
+    assert _code(lambda: _run(client, InstanceChargeType="POSTPAID")) == "InvalidParameterValue"
+    assert _code(lambda: client.call_json("ImportKeyPair", {
+        "KeyName": "k" * 26, "ProjectId": 0, "PublicKey": "ssh-rsa AAAA"})) == \
+        "InvalidParameterValue"
+    assert _code(lambda: client.call_json("TerminateInstances", {
+        "InstanceIds": [f"ins-{i:08d}" for i in range(101)]})) == "InvalidParameterValue"
+    assert client.call_json("DescribeInstances", {"Limit": 100})["Response"]["TotalCount"] == 0
+
+
+def test_a_group_is_refused_a_while_after_its_machine_is_gone(cloud: TencentStandin) -> None:
+    cloud.linger_deletes = 2
+    vpc = _client(cloud, VpcClient)
+    group = vpc.call_json("CreateSecurityGroup", {"GroupName": "g", "GroupDescription": "d"})
+    group_id = group["Response"]["SecurityGroup"]["SecurityGroupId"]
+    client = _client(cloud)
+    ids = _run(client, SecurityGroupIds=[group_id])
+    delete = {"SecurityGroupId": group_id}
+    assert _code(lambda: vpc.call_json("DeleteSecurityGroup", delete)) == "ResourceInUse"
+    client.call_json("TerminateInstances", {"InstanceIds": ids})
+    assert _states(client, ids) == ["TERMINATING"]
+    assert _states(client, ids) == []  # gone from the list ...
+    assert _code(lambda: vpc.call_json("DeleteSecurityGroup", delete)) == "ResourceInUse"
+    assert _code(lambda: vpc.call_json("DeleteSecurityGroup", delete)) == "ResourceInUse"
+    vpc.call_json("DeleteSecurityGroup", delete)  # ... and deletable two refusals later
+    assert group_id not in cloud.state.groups

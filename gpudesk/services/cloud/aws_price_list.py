@@ -158,8 +158,15 @@ def fetch_region(region: str, types: set[str] | None = None,
             break  # EC2's own file carried data out already
         base = os.environ.get(BASE_ENV, "").strip().rstrip("/") or BASE
         url = URL.format(base=base, offer=offer, region=region)
-        with open_url(url) as handle:
-            prices = parse_offer_csv(_lines(handle), region, types, prices)
+        try:
+            with open_url(url) as handle:
+                prices = parse_offer_csv(_lines(handle), region, types, prices)
+        except (OSError, ValueError) as exc:
+            if prices is None:
+                raise  # no instance prices at all: the region did not answer
+            # The data-transfer file is a refinement: the instance prices read stand.
+            log.warning("AWS price list %s %s: %s", offer, region, type(exc).__name__)
+            continue
         urls.append(url)
     assert prices is not None
     return RegionPrices(prices.region, prices.published, prices.ondemand,

@@ -8,7 +8,13 @@ remembers: every ended cloud machine whose cleanup is not recorded done, and
 every region a launch attempt left a group in (``cleanup-pending`` events).
 :func:`run` (called by reconcile) asks each such region's provider to delete
 what no live machine uses, then checks what is left, and writes
-``cleanup-done`` only when the machine's own group is really gone.
+``cleanup-done`` only when the machine's own group *and* key pair are really
+gone (or a live machine still uses them). A resource the cloud refused to
+delete (``ResourceInUse``, ``DependencyViolation``) is written down with the
+cloud's words (``cleanup-refused``) and asked again by every reconcile (app
+start, the Instances page, ``gpudesk ls``, ``gpudesk reconcile``) until the
+cloud no longer lists it (``cleanup-gone``); :func:`status` reads that back
+per resource for the window and ``gpudesk show --json``.
 
 Blocking; call through ``asyncio.to_thread``.
 """
@@ -26,7 +32,9 @@ log = logging.getLogger(__name__)
 
 STEP_PENDING = "cleanup-pending"  # detail: the region a launch attempt left resources in
 STEP_DONE = "cleanup-done"  # detail: the region cleaned
-CLOUDS: tuple[ProviderName, ...] = ("aws", "tencent")
+STEP_REFUSED = "cleanup-refused"  # detail: "<region> <resource> <the cloud's words>"
+STEP_GONE = "cleanup-gone"  # detail: "<region> <resource>": the cloud no longer lists it
+CLOUDS: tuple[ProviderName, ...] = ("aws", "tencent", "aliyun")
 
 
 @dataclass
@@ -93,15 +101,95 @@ def run(ledger: Ledger, providers: Callable[[ProviderName], Provider],
             log.warning("cleanup %s: %s", key, type(exc).__name__)
             report.waiting += [f"{m.id} {region}" for m in machines]
             continue
-        in_use = {m.security_group for m in live if m.provider == name and m.region == region}
+        refusals: dict[str, str] = dict(getattr(provider, "refusals", {}) or {})
+        in_use = {r for m in live if m.provider == name and m.region == region
+                  for r in (m.security_group, m.key_name) if r}
         for m in machines:
-            own = m.security_group if region == m.region else ""
-            if own and own in left and own not in in_use:
+            if _settle(ledger, m, region, left, in_use, refusals):
                 report.waiting.append(f"{m.id} {region}")
                 continue
             ledger.log(m.id, STEP_DONE, region)
             report.done.append(f"{m.id} {region}")
     return report
+
+
+def _own(m: Machine, region: str) -> list[str]:
+    """The machine's own group and key pair in ``region`` (none known elsewhere)."""
+    if region != m.region:
+        return []
+    return [r for r in (m.security_group, m.key_name) if r]
+
+
+def _settle(ledger: Ledger, m: Machine, region: str, left: set[str], in_use: set[str],
+            refusals: dict[str, str]) -> bool:
+    """Record what became of each of ``m``'s own resources; True while one still waits."""
+    events = ledger.events(m.id)
+    gone = {e.detail for e in events if e.step == STEP_GONE}
+    last: dict[str, str] = {}
+    for e in events:
+        if e.step == STEP_REFUSED:
+            where, _, rest = e.detail.partition(" ")
+            resource, _, words = rest.partition(" ")
+            if where == region:
+                last[resource] = words
+    waiting = False
+    for resource in _own(m, region):
+        if resource in in_use:
+            continue  # a live machine still uses it: its own cleanup takes it later
+        if resource in left:
+            waiting = True
+            words = refusals.get(resource) or "still listed by the cloud; asked again later"
+            if last.get(resource) != words:  # one event per new answer, not per retry
+                ledger.log(m.id, STEP_REFUSED, f"{region} {resource} {words}")
+        elif f"{region} {resource}" not in gone:
+            ledger.log(m.id, STEP_GONE, f"{region} {resource}")
+    return waiting
+
+
+@dataclass(frozen=True)
+class ResourceCleanup:
+    """One of a machine's cloud resources and what became of it."""
+
+    resource: str  # the cloud's id (a group) or name/id (a key pair)
+    kind: str  # "security group" or "key pair"
+    state: str  # "in use", "pending", "waiting" (refused, retried), "deleted", "done"
+    last_error: str = ""  # the cloud's last refusal, while it waits
+
+    def as_json(self) -> dict[str, str]:
+        return {"resource": self.resource, "kind": self.kind, "state": self.state,
+                "last_error": self.last_error}
+
+
+def status(ledger: Ledger, m: Machine) -> list[ResourceCleanup]:
+    """What the ledger knows of the cleanup of ``m``'s group and key pair."""
+    if m.provider not in CLOUDS or not m.region:
+        return []
+    events = ledger.events(m.id)
+    done = any(e.step == STEP_DONE and e.detail == m.region for e in events)
+    gone = {e.detail for e in events if e.step == STEP_GONE}
+    refused: dict[str, str] = {}
+    for e in events:
+        if e.step == STEP_REFUSED:
+            where, _, rest = e.detail.partition(" ")
+            resource, _, words = rest.partition(" ")
+            if where == m.region:
+                refused[resource] = words
+    out: list[ResourceCleanup] = []
+    for kind, resource in (("security group", m.security_group), ("key pair", m.key_name)):
+        if not resource:
+            continue
+        if f"{m.region} {resource}" in gone:
+            state, error = "deleted", ""
+        elif not m.ended:
+            state, error = "in use", ""
+        elif resource in refused and not done:
+            state, error = "waiting", refused[resource]
+        elif done:
+            state, error = "done", ""  # gone, or left to a live machine that shares it
+        else:
+            state, error = "pending", ""
+        out.append(ResourceCleanup(resource, kind, state, error))
+    return out
 
 
 def _leftovers(provider: Provider, region: str) -> list[str]:

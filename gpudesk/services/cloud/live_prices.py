@@ -5,7 +5,11 @@ type and region; the cheapest available zone sets the region's spot price.
 Tencent quotes CNY; the catalog is in USD, converted at the user's rate.
 AWS on-demand comes from the public price list (no account needed,
 ``aws_price_list``); EC2 spot from DescribeSpotPriceHistory with an account.
-Whatever the providers did not answer keeps its bundled price and date.
+Whatever the providers did not answer keeps its bundled price and date. Where a
+region's spot market answered without a quote for a type (no ``SPOTPAID`` item,
+no EC2 spot price history), that type is not sold as spot there: it has no spot
+price, whatever an earlier answer said. Each refreshed offer's ``price_source``
+says where each of its prices came from (the price list file and its date).
 
 Every answer is kept in a small cache (``live-prices.json``) so the next run
 shows it as ``cached <date>`` instead of falling back to the bundle; a spot
@@ -41,21 +45,39 @@ class RefreshReport:
     updated: int = 0  # offers whose price changed source to "live"
     sold_out: list[str] = field(default_factory=list)  # "type region" with no zone available
     errors: dict[str, ProviderError] = field(default_factory=dict)  # "provider region" → why
+    # "provider type region" whose region answered without listing the type: price kept
+    not_listed: list[str] = field(default_factory=list)
 
 
 def merge_live(catalog: Catalog, live: list[LiveOffer], cny_per_usd: float,
-               today: date | None = None) -> tuple[Catalog, int, list[str]]:
-    """``catalog`` with the live prices applied; (new catalog, offers updated, sold out)."""
+               today: date | None = None,
+               spot_asked: set[tuple[str, str]] | None = None,
+               sources: dict[tuple[str, str], str] | None = None
+               ) -> tuple[Catalog, int, list[str]]:
+    """``catalog`` with the live prices applied; (new catalog, offers updated, sold out).
+
+    ``spot_asked``: the (provider, region) pairs whose spot market was asked in this
+    refresh. There an offer without a spot quote is not sold as spot: its spot price is
+    cleared, whatever an earlier answer said. Elsewhere (``None``: everywhere a quote
+    came) a spot price is only ever this refresh's quote; none is kept from before
+    under a "live" label. ``sources``: (provider, region) → where its on-demand prices
+    came from, in words (the AWS price list's file and date); ``price_source`` says it.
+    """
     today = today or date.today()
     by_key: dict[tuple[str, str, str], list[LiveOffer]] = {}
     for item in live:
         by_key.setdefault((item.provider, item.instance_type, item.region), []).append(item)
+    asked = spot_asked if spot_asked is not None else {(o.provider, o.region) for o in live
+                                                        if o.market == "spot"}
     offers: list[Offer] = []
     updated = 0
     sold_out: list[str] = []
     for offer in catalog.offers:
         quotes = by_key.get((offer.provider, offer.instance_type, offer.region))
         if not quotes:
+            if offer.spot_price is not None and (offer.provider, offer.region) in asked:
+                offer = replace(offer, spot_price=None)  # the cloud sells no spot of it there
+                updated += 1
             offers.append(offer)
             continue
         usable = [q for q in quotes if q.available and q.price_per_hour > 0]
@@ -67,27 +89,52 @@ def merge_live(catalog: Catalog, live: list[LiveOffer], cny_per_usd: float,
         def usd(q: LiveOffer) -> float:
             return q.price_per_hour / cny_per_usd if q.currency == "CNY" else q.price_per_hour
 
-        ondemand = [usd(q) for q in usable if q.market == "on-demand"]
-        spot = [usd(q) for q in usable if q.market == "spot"]
-        zones = sorted({q.zone for q in usable if q.zone})
+        ondemand = [q for q in usable if q.market == "on-demand"]
+        spot = [q for q in usable if q.market == "spot"]
+        price = min(usd(q) for q in ondemand) if ondemand else offer.ondemand_price
+        spot_price = min(usd(q) for q in spot) if spot else None
         new = replace(
             offer,
-            ondemand_price=round(min(ondemand), 6) if ondemand else offer.ondemand_price,
-            spot_price=round(min(spot), 6) if spot else offer.spot_price,
-            price_source=f"live from {offer.provider} on {today.isoformat()}"
-                         f" ({', '.join(zones) or offer.region}); bundled: {offer.price_source}",
+            ondemand_price=round(price, 6) if price is not None else None,
+            spot_price=round(spot_price, 6) if spot_price is not None else None,
+            price_source=_source(offer, ondemand, spot, today,
+                                 (sources or {}).get((offer.provider, offer.region), ""),
+                                 (offer.provider, offer.region) in asked),
             price_date=today, price_kind="live" if ondemand else offer.price_kind)
         updated += new != offer
         offers.append(new)
     return Catalog(catalog.gpus, tuple(offers)), updated, sold_out
 
 
+def _source(offer: Offer, ondemand: list[LiveOffer], spot: list[LiveOffer], today: date,
+            origin: str, spot_asked: bool) -> str:
+    """Where each of the offer's prices came from, in words."""
+    def where(quotes: list[LiveOffer]) -> str:
+        zones = sorted({q.zone for q in quotes if q.zone})
+        return ", ".join(zones) or offer.region
+
+    parts: list[str] = []
+    if ondemand:
+        parts.append(f"on-demand: {origin or f'live from {offer.provider}'}, read "
+                     f"{today.isoformat()} ({where(ondemand)})")
+    if spot:
+        parts.append(f"spot: live from {offer.provider} on {today.isoformat()} ({where(spot)})")
+    elif spot_asked:
+        parts.append(f"spot: none, {offer.provider} quoted no spot price here")
+    else:
+        parts.append("spot: not asked (no account)")
+    return "; ".join(parts) + f"; bundled: {offer.price_source}"
+
+
 def price_list_offers(catalog: Catalog, opener: aws_price_list.Opener | None = None,
-                      cache: Path | None = None) -> tuple[list[LiveOffer],
-                                                          dict[str, ProviderError]]:
-    """AWS on-demand list prices from the public price list, region by region (no keys)."""
+                      cache: Path | None = None
+                      ) -> tuple[list[LiveOffer], dict[str, ProviderError],
+                                 dict[tuple[str, str], str]]:
+    """AWS on-demand list prices from the public price list, for every AWS region of the
+    catalog (no keys): (offers, errors, (provider, region) → the file read and its date)."""
     offers: list[LiveOffer] = []
     errors: dict[str, ProviderError] = {}
+    sources: dict[tuple[str, str], str] = {}
     types = {o.instance_type for o in catalog.offers if o.provider == "aws"}
     for region in catalog.regions("aws"):
         try:
@@ -99,9 +146,11 @@ def price_list_offers(catalog: Catalog, opener: aws_price_list.Opener | None = N
             continue
         if cache is not None:
             aws_price_list.save(cache, prices)
+        sources[("aws", region)] = (f"AWS Price List {prices.source.split()[0]}, published "
+                                    f"{prices.published or 'undated'}")
         offers += [LiveOffer("aws", region, "", itype, "on-demand", price, "USD")
                    for itype, price in sorted(prices.ondemand.items())]
-    return offers, errors
+    return offers, errors, sources
 
 
 async def refresh_prices(catalog: Catalog, names: list[ProviderName], cny_per_usd: float,
@@ -117,10 +166,15 @@ async def refresh_prices(catalog: Catalog, names: list[ProviderName], cny_per_us
     """
     live: list[LiveOffer] = []
     report = RefreshReport(catalog)
+    sources: dict[tuple[str, str], str] = {}
+    spot_asked: set[tuple[str, str]] = set()  # regions whose spot market answered
+    answered: set[tuple[str, str]] = set()  # (provider, region) whose on-demand answered
     if price_list:
-        listed, errors = await asyncio.to_thread(price_list_offers, catalog, opener, cache)
+        listed, errors, sources = await asyncio.to_thread(price_list_offers, catalog, opener,
+                                                          cache)
         live += listed
         report.errors.update(errors)
+        answered |= set(sources)
     for name in names:
         try:
             provider = await asyncio.to_thread(providers, name)
@@ -132,10 +186,18 @@ async def refresh_prices(catalog: Catalog, names: list[ProviderName], cny_per_us
                 answer = await asyncio.to_thread(provider.live_offers, region)
                 # EC2 quotes no on-demand price: those figures are the bundle's own.
                 live += [o for o in answer if o.provider != "aws" or o.market == "spot"]
+                spot_asked.add((name, region))
+                if name != "aws":
+                    answered.add((name, region))
             except ProviderError as error:
                 log.warning("live prices %s %s: %s", name, region, error)
                 report.errors[f"{name} {region}"] = error
-    report.catalog, report.updated, report.sold_out = merge_live(catalog, live, cny_per_usd)
+    report.catalog, report.updated, report.sold_out = merge_live(
+        catalog, live, cny_per_usd, spot_asked=spot_asked, sources=sources)
+    quoted = {(o.provider, o.instance_type, o.region) for o in live if o.market == "on-demand"}
+    report.not_listed = [f"{o.provider} {o.instance_type} {o.region}" for o in catalog.offers
+                         if (o.provider, o.region) in answered
+                         and (o.provider, o.instance_type, o.region) not in quoted]
     if cache is not None:
         save_cache(cache, report.catalog)
     return report

@@ -130,6 +130,8 @@ class AwsProvider(MachineGroups):
         self._session: boto3.session.Session | None = None
         self._clients: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
+        # resource → EC2's words when it last refused to delete it (cleanup reads it)
+        self.refusals: dict[str, str] = {}
 
     def __repr__(self) -> str:  # never the secret: only the masked key id
         return f"AwsProvider(key_id={base.mask(self._creds.key_id)!r}, regions={self._regions!r})"
@@ -465,7 +467,12 @@ class AwsProvider(MachineGroups):
                    lambda c: c.terminate_instances(InstanceIds=[cloud_id]))
 
     def cleanup(self, region: str) -> list[str]:
-        """Delete gpudesk's key pairs and groups that no instance (but terminated) uses."""
+        """Delete gpudesk's key pairs and groups that no instance (but terminated) uses.
+
+        EC2 refuses a group an interface still holds (``DependencyViolation``) for a while
+        after its instance terminated: that one is skipped, its refusal kept in
+        ``refusals``, and asked again by the next cleanup.
+        """
         using = self._raw_instances(region, Filters=[{"Name": "instance-state-name",
                                                       "Values": list(offers.USING_STATES)}])
         keys_used = {str(i["KeyName"]) for i in using if i.get("KeyName")}
@@ -476,25 +483,32 @@ class AwsProvider(MachineGroups):
                           lambda c: c.describe_key_pairs(Filters=managed)).get("KeyPairs", [])
         for key in keys:
             name = str(key["KeyName"])
-            if name not in keys_used:
-                self._call(self._ec2("DeleteKeyPair", region, resource=name),
-                           lambda c: c.delete_key_pair(KeyName=name))  # noqa: B023
+            if name not in keys_used and self._try_delete(
+                    self._ec2("DeleteKeyPair", region, resource=name),
+                    lambda c: c.delete_key_pair(KeyName=name)):  # noqa: B023
                 removed.append(name)
         groups = self._pages(self._ec2("DescribeSecurityGroups", region), "SecurityGroups",
                              Filters=managed)
         for group in groups:
             gid, gname = str(group["GroupId"]), str(group.get("GroupName", ""))
-            if gid in groups_used:
-                continue
-            try:
-                self._call(self._ec2("DeleteSecurityGroup", region, resource=gid),
-                           lambda c: c.delete_security_group(GroupId=gid))  # noqa: B023
-            except base.ProviderError as err:
-                if "DependencyViolation" in err.detail:  # an interface still holds it
-                    continue
-                raise
-            removed.append(gname or gid)
+            if gid not in groups_used and self._try_delete(
+                    self._ec2("DeleteSecurityGroup", region, resource=gid),
+                    lambda c: c.delete_security_group(GroupId=gid)):  # noqa: B023
+                removed.append(gname or gid)
         return removed
+
+    def _try_delete(self, ctx: CallContext, fn: Callable[[Any], object]) -> bool:
+        """One delete; a refusal (in use, a dependency, already gone) skips that resource
+        only and is kept in ``refusals``; keys, permission and network errors stop all."""
+        try:
+            self._call(ctx, fn)
+        except base.ProviderError as err:
+            if err.kind in ("auth", "clock", "network", "permission", "throttled"):
+                raise
+            self.refusals[ctx.resource] = err.detail or err.message()
+            return False
+        self.refusals.pop(ctx.resource, None)
+        return True
 
     # ------------------------------------------------------------------ prices
 

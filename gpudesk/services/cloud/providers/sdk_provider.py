@@ -82,6 +82,8 @@ class SdkProvider(Generic[CtxT]):
         self._stopped_mode = self.default_stopped_mode if stopped_mode is None else stopped_mode
         self._clients: dict[tuple[str, str], Any] = {}  # (product, region) → SDK client
         self._lock = threading.Lock()
+        # resource → the cloud's words when it last refused to delete it (cleanup reads it)
+        self.refusals: dict[str, str] = {}
 
     def __repr__(self) -> str:  # never the secret: only the masked key id
         return (f"{type(self).__name__}(key_id={base.mask(self._credentials.key_id)!r}, "
@@ -149,12 +151,15 @@ class SdkProvider(Generic[CtxT]):
 
     def _try_delete(self, ctx: CtxT, params: dict[str, Any]) -> bool:
         """A refusal (still in use elsewhere, already gone) skips one resource, not the rest."""
+        resource = str(getattr(ctx, "resource", ""))
         try:
             self._call(ctx, params)
         except base.ProviderError as err:
             if err.kind in ("auth", "clock", "network", "permission", "throttled"):
                 raise
+            self.refusals[resource] = err.detail or err.message()
             return False
+        self.refusals.pop(resource, None)
         return True
 
     def _gpu_image(self, image: str, region: str) -> str:

@@ -422,12 +422,15 @@ class TencentProvider(SdkProvider[CallContext], MachineGroups):
         used_keys = {k for raw in alive for k in (raw.get("LoginSettings") or {}).get("KeyIds")
                      or []}
         used_groups = {g for raw in alive for g in raw.get("SecurityGroupIds") or []}
+        alive_ids = {str(raw.get("InstanceId", "")) for raw in alive}
         tagged = [{"Name": "tag-key", "Values": [base.TAG_MANAGED]}]
         deleted: list[str] = []
         for key in list(self._pages(region, "DescribeKeyPairs", {"Filters": tagged},
                                     "KeyPairSet")):
             key_id = str(key.get("KeyId", ""))
-            if key_id in used_keys or key.get("AssociatedInstanceIds"):
+            # A key still naming a machine that is going or gone is asked anyway: the
+            # cloud's ResourceInUse, not a stale association, says when it must wait.
+            if key_id in used_keys or alive_ids & set(key.get("AssociatedInstanceIds") or []):
                 continue
             if self._try_delete(CallContext("cvm", "DeleteKeyPairs", region, resource=key_id),
                                 {"KeyIds": [key_id]}):
