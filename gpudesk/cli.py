@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpudesk import (
+    cli_budget,
     cli_cloud,
     cli_machine,
     cli_remote,
@@ -24,7 +25,8 @@ from gpudesk.calc import finetune, hf_config, hf_hub, sizing
 from gpudesk.services.plan.planner import Job, RankedOffer, format_bytes, rank_catalog
 
 # Verb modules: each has VERBS, add_parsers(sub) and handle_error(err) -> exit code | None.
-VERB_MODULES = (cli_cloud, cli_remote, cli_runs, cli_watch, cli_spend, cli_machine)
+VERB_MODULES = (cli_cloud, cli_remote, cli_runs, cli_watch, cli_spend, cli_machine,
+                cli_budget)
 
 LINES = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"),
          ("optimizer", "optimizer_bytes"), ("activations", "activations_bytes"),

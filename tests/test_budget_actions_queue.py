@@ -104,3 +104,27 @@ def test_two_budgets_crossing_in_one_check_queue_and_a_failure_is_retried_until_
     # twice refused, then once done; the month budget's stop found it stopped: not asked again
     assert cloud.calls.count(("stop", "m-1")) == 3
     assert cloud.calls.count(("stop", "m-2")) == 1
+
+
+def test_a_machines_own_budget_reaches_the_queue_with_no_budget_in_preferences(
+        qtbot: Any, loop: Any, ledger: Any) -> None:
+    """The window's wiring (``BudgetAlerts.for_ledger``): Preferences' machine budget is 0,
+    yet each machine's own budget (Launch dialog, --budget) crosses and owes its own action."""
+    from gpudesk.services.core.settings import Settings
+
+    ledger.update("m-1", budget=10.0, on_budget="terminate")
+    ledger.update("m-2", budget=40.0, on_budget="stop")
+    cloud = FlakyCloud(ledger, fails="", times=0)
+    alerts = BudgetAlerts.for_ledger(ledger, lambda: Settings(), None,
+                                     clock=lambda: ledger.clock[0], act=cloud.act,
+                                     tray_available=lambda: False)
+    needed: list[tuple[str, list[str]]] = []
+    alerts.action_needed.connect(lambda a, ids: needed.append((a, ids)))
+    ledger.clock[0] = T0 + 30_000  # $30 each: m-1 is past its $10, m-2 at 75 % of its $40
+    with qtbot.waitSignal(alerts.owed, timeout=3000):
+        crossings = alerts.check_now()
+    assert sorted((c.budget.key, c.threshold) for c in crossings) == [
+        ("m-1", 50.0), ("m-1", 80.0), ("m-1", 100.0), ("m-2", 50.0)]
+    assert needed == [("terminate", ["m-1"])]
+    assert cloud.calls == [("terminate", "m-1")]
+    assert ledger.get("m-1").state == "terminated" and ledger.get("m-2").state == "running"

@@ -124,3 +124,50 @@ def test_budget_identity_mirrors_the_agent_rule(tmp_path: Path) -> None:
     rule = parse_rules({"budget": budgets.agent_budget(status, 3.6, now=1000.0)}).budget
     assert rule is not None and rule.id == b.id and rule.action == "warn"
     assert rule.spend(1000.0 + 3600) == pytest.approx(7.6)  # $4 before + 1 h at $3.6
+
+
+def test_the_tencent_machine_with_a_10_usd_budget_that_spent_30_crosses(
+        ledger: Ledger, tmp_path: Path) -> None:
+    """Reported: its budget was stored in the ledger and never read, so with Preferences'
+    machine budget at 0 it spent $30 of $10 unseen. With "stop" on Tencent Cloud the
+    desktop's stop is the only thing that ends that bill."""
+    ledger.add(Machine(id="m-t", provider="tencent", price_per_hour=3.6, currency="USD",
+                       budget=10.0, on_budget="stop"))
+    ledger.update("m-t", state="running")  # $0.001 a second from t = 0
+    checker = BudgetChecker.for_ledger(ledger, lambda: BudgetConfig(),  # Preferences: none
+                                       FiredState.load(tmp_path / "a.json"))
+    crossings = checker.check(30_000.0)
+    assert [(c.threshold, c.action, c.machines) for c in crossings] == [
+        (50.0, None, ()), (80.0, None, ()), (100.0, "stop", ("m-t",))]
+    assert crossings[-1].percent == pytest.approx(300.0)
+    assert [(o.action, o.machine) for o in checker.state.owed_actions()] == [("stop", "m-t")]
+
+
+def test_each_cloud_is_held_to_its_own_budget_and_preferences_only_give_the_default(
+        ledger: Ledger, tmp_path: Path) -> None:
+    ledger.add(Machine(id="m-aws", provider="aws", price_per_hour=3.6, budget=5.0,
+                       on_budget="terminate"))
+    ledger.add(Machine(id="m-tc", provider="tencent", price_per_hour=25.92, currency="CNY",
+                       budget=72.0, on_budget="stop"))  # ¥72 = $10 at ¥7.2/$
+    ledger.add(Machine(id="m-ali", provider="aliyun", price_per_hour=3.6, budget=8.0,
+                       on_budget="terminate"))
+    ledger.add(Machine(id="m-none", provider="aws", price_per_hour=3.6))  # no budget of its own
+    for ledger_id in ("m-aws", "m-tc", "m-ali", "m-none"):
+        ledger.update(ledger_id, state="running")
+    prefs = BudgetConfig(machine_usd=20.0, action="warn", cny_per_usd=7.2)
+    checker = BudgetChecker.for_ledger(ledger, lambda: prefs, FiredState.load(tmp_path / "a"))
+    held = {s.budget.key: (s.budget.cap, s.budget.action, round(s.spent, 6))
+            for s in checker.statuses(3600.0)}
+    assert held == {"m-aws": (5.0, "terminate", 3.6), "m-tc": (10.0, "stop", 3.6),
+                    "m-ali": (8.0, "terminate", 3.6), "m-none": (20.0, "warn", 3.6)}
+    # at $9 each: aws and aliyun past their own, Tencent at 90 % of its ¥72, the default 45 %
+    full = [(c.budget.key, c.action) for c in checker.check(9000.0) if c.threshold == 100.0]
+    assert sorted(full) == [("m-ali", "terminate"), ("m-aws", "terminate")]
+    # Preferences change: only the machine with no budget of its own follows
+    prefs = BudgetConfig(machine_usd=8.0, action="stop", cny_per_usd=7.2)
+    after = [(c.budget.key, c.threshold, c.action) for c in checker.check(9100.0)]
+    assert after == [("m-none", 50.0, None), ("m-none", 80.0, None),
+                     ("m-none", 100.0, "stop")]
+    assert budgets.machine_budget(ledger.get("m-tc"), prefs) == budgets.MachineBudget(
+        72.0, "CNY", "stop", True)
+    assert budgets.machine_budget(Machine(id="x", provider="aws"), BudgetConfig()) is None

@@ -8,6 +8,11 @@ whose thresholds fire anew. What fired is kept in ``budget_alerts.json`` in the
 data folder, written atomically; a corrupt file is moved aside (alerts may then
 repeat once, which is better than missing one).
 
+A machine's budget is its own, from the ledger (the Launch dialog, ``gpudesk launch
+--budget``, ``gpudesk budget``): :func:`machine_budget` is the one place that says
+which, for the desktop's crossings here, the agent's rules and the cloud's cap alike.
+Preferences' machine budget is only the default, for a machine with no budget of its own.
+
 The checker only reports: at 100 % it says which action (stop, terminate, warn)
 to run on which machines, and the caller runs it. A stop or terminate is also
 *owed* in the same file until the caller settles it (done, or the machine no
@@ -21,7 +26,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
@@ -33,7 +38,7 @@ from gpudesk.services.money import spend
 
 if TYPE_CHECKING:
     from gpudesk.services.core.settings import Settings
-    from gpudesk.services.money.ledger import Ledger
+    from gpudesk.services.money.ledger import Ledger, Machine
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +205,41 @@ class BudgetConfig:
 
 
 @dataclass(frozen=True)
+class MachineBudget:
+    """The budget one machine is held to: its own (``own``), or else Preferences' default.
+
+    ``cap`` is in ``currency`` (the ledger's currency of the machine for its own budget,
+    USD for the default); ``action`` is stop, terminate or warn.
+    """
+
+    cap: float
+    currency: str
+    action: str
+    own: bool
+
+    def usd(self, cny_per_usd: float) -> float:
+        return spend.to_usd(self.cap, self.currency, cny_per_usd)
+
+    def in_currency(self, currency: str, cny_per_usd: float) -> float:
+        """The cap in ``currency`` (USD or CNY), e.g. the ledger's currency of the machine."""
+        if currency == self.currency:
+            return self.cap
+        usd = self.usd(cny_per_usd)
+        return usd * cny_per_usd if currency == "CNY" else usd
+
+
+def machine_budget(m: Machine, config: BudgetConfig) -> MachineBudget | None:
+    """The budget ``m`` is held to: its own from the ledger, else Preferences' default;
+    None when it has neither. An own budget always acts (stop unless it says terminate)."""
+    if m.budget is not None and m.budget > 0:
+        action = m.on_budget if m.on_budget in ("stop", "terminate") else DEFAULT_ACTION
+        return MachineBudget(m.budget, m.currency or "USD", action, True)
+    if config.machine_usd > 0:
+        return MachineBudget(config.machine_usd, "USD", config.action, False)
+    return None
+
+
+@dataclass(frozen=True)
 class Status:
     """Where one budget stands now (for ``gpudesk spend`` and the dashboard)."""
 
@@ -215,10 +255,13 @@ class Status:
 
 def statuses(hs: Iterable[spend.History], billing: Iterable[str], config: BudgetConfig,
              now: float, *, rates: dict[str, spend.Rates] | None = None,
-             tz: tzinfo | None = None) -> list[Status]:
+             tz: tzinfo | None = None, machines: Mapping[str, Machine] | None = None
+             ) -> list[Status]:
     """Every budget in force at ``now`` with its spend in USD (compute + storage + transfer).
 
-    Machine budgets cover the machines that may still be billing (``billing``: ledger ids).
+    Machine budgets cover the machines that may still be billing (``billing``: ledger ids),
+    each held to :func:`machine_budget` of its ledger row in ``machines`` (by ledger id);
+    a machine not given there gets Preferences' default.
     """
     hs = list(hs)
     live = set(billing)
@@ -227,13 +270,18 @@ def statuses(hs: Iterable[spend.History], billing: Iterable[str], config: Budget
     def dollars(h: spend.History, c: float) -> float:
         return spend.to_usd(c, h.currency, usd)
 
+    rows = machines or {}
+    default = MachineBudget(config.machine_usd, "USD", config.action, False) \
+        if config.machine_usd > 0 else None
     out: list[Status] = []
-    if config.machine_usd > 0:
-        for h in hs:
-            if h.machine_id not in live or spend.rule_for(h.provider).free:
-                continue
-            b = Budget(SCOPE_MACHINE, h.machine_id, config.machine_usd, "USD",
-                       config.thresholds, config.action)
+    for h in hs:
+        if h.machine_id not in live or spend.rule_for(h.provider).free:
+            continue
+        row = rows.get(h.machine_id)
+        mb = machine_budget(row, config) if row is not None else default
+        if mb is not None:
+            b = Budget(SCOPE_MACHINE, h.machine_id, mb.usd(usd), "USD", config.thresholds,
+                       mb.action)
             spent = dollars(h, spend.cost(h, now, rates=rates, tz=tz).total)
             rate = dollars(h, spend.rate_per_hour(h, now, rates=rates, tz=tz))
             out.append(Status(b, spent, rate, spend.cap_reached_at(spent, rate, b.cap, now)))
@@ -258,14 +306,25 @@ def statuses(hs: Iterable[spend.History], billing: Iterable[str], config: Budget
 # ---------------------------------------------------------------------------- the checker
 
 
+Books = (tuple[list[spend.History], list[str]]
+         | tuple[list[spend.History], list[str], dict[str, "Machine"]])
+
+
+def _books(got: Books) -> tuple[list[spend.History], list[str], dict[str, Machine] | None]:
+    if len(got) == 3:
+        return got[0], got[1], got[2]
+    return got[0], got[1], None
+
+
 class BudgetChecker:
     """Turns spend into crossings, each reported once per budget, across restarts.
 
-    ``source`` gives (histories, ids of machines that may be billing) at each
-    check; :meth:`for_ledger` builds it from the ledger.
+    ``source`` gives (histories, ids of machines that may be billing[, ledger rows by
+    id, whose own budgets then count]) at each check; :meth:`for_ledger` builds it from
+    the ledger, own budgets included.
     """
 
-    def __init__(self, source: Callable[[], tuple[list[spend.History], list[str]]],
+    def __init__(self, source: Callable[[], Books],
                  config: Callable[[], BudgetConfig], state: FiredState | None = None, *,
                  rates: dict[str, spend.Rates] | None = None, tz: tzinfo | None = None
                  ) -> None:
@@ -278,22 +337,24 @@ class BudgetChecker:
     @classmethod
     def for_ledger(cls, ledger: Ledger, config: Callable[[], BudgetConfig],
                    state: FiredState | None = None, **kw: Any) -> BudgetChecker:
-        def source() -> tuple[list[spend.History], list[str]]:
+        def source() -> Books:
             machines = ledger.machines()
             return ([spend.history(ledger, m) for m in machines],
-                    [m.id for m in machines if m.billing])
+                    [m.id for m in machines if m.billing], {m.id: m for m in machines})
 
         return cls(source, config, state, **kw)
 
     def statuses(self, now: float) -> list[Status]:
-        hs, billing = self.source()
-        return statuses(hs, billing, self.config(), now, rates=self.rates, tz=self.tz)
+        hs, billing, rows = _books(self.source())
+        return statuses(hs, billing, self.config(), now, rates=self.rates, tz=self.tz,
+                        machines=rows)
 
     def check(self, now: float) -> list[Crossing]:
         """New crossings at ``now`` (already-fired thresholds are not repeated)."""
-        hs, billing = self.source()
+        hs, billing, rows = _books(self.source())
         found: list[Crossing] = []
-        for st in statuses(hs, billing, self.config(), now, rates=self.rates, tz=self.tz):
+        for st in statuses(hs, billing, self.config(), now, rates=self.rates, tz=self.tz,
+                           machines=rows):
             b = st.budget
             new = crossed(b, st.spent, self.state.fired.get(b.id, []))
             if not new:

@@ -2,14 +2,21 @@
 
 For each running machine gpudesk launched, two things follow the change:
 
-* the cloud's own guard (EC2 shutdown behaviour, the CVM action timer) through
-  ``services.cloud.guard.apply``, written to the ledger before the call;
+* the cloud's own guard (EC2 shutdown behaviour, the CVM action timer, the ECS
+  release time) through ``services.cloud.guard.apply``, written to the ledger
+  before the call;
 * the agent's ``rules.json`` over SSH (pinned host key only: a machine whose key
   is not pinned is skipped, never asked about), starting the agent when it is
   not running.
 
+Both follow the machine's own budget (``budgets.machine_budget``: the ledger's,
+set at launch or by ``gpudesk budget``); Preferences' machine budget is only the
+default for a machine with no budget of its own, so a change in Preferences never
+replaces a budget a machine was given.
+
 A machine that cannot be reached keeps its previous rules (and its first-boot
-guard); the report says which, in words, so the window can show it.
+guard) until its next connect, which writes them from the ledger; the report says
+which, in words, so the window can show it.
 Blocking; the window calls it through ``asyncio.to_thread``.
 """
 
@@ -24,6 +31,7 @@ from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyri
 from gpudesk.services.cloud.providers.base import ProviderError
 from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.settings import Settings
+from gpudesk.services.money.budgets import BudgetConfig, machine_budget
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.remote import agent_deploy
 from gpudesk.services.remote.host_keys import HostKeyPolicy
@@ -47,27 +55,52 @@ def _connect(m: Machine) -> SshConnection:
     return open_connection(m.id, None, HostKeyPolicy.refuse(), attempts=1)
 
 
+def cloud_budget(m: Machine, settings: Settings) -> tuple[float | None, str]:
+    """(budget in the ledger's currency of ``m``, action) for ``guard.apply``: the
+    machine's own budget, else Preferences' default; (None, "stop") when nothing is to be
+    stopped (no budget, or a default that only warns)."""
+    mb = machine_budget(m, BudgetConfig.from_settings(settings))
+    if mb is None or mb.action not in guard.ACTIONS:
+        return None, "stop"
+    return mb.in_currency(m.currency, settings.cny_per_usd), mb.action
+
+
+def guard_cloud(ledger: Ledger, m: Machine, settings: Settings, providers: ProviderFactory,
+                now: float) -> guard.Guard:
+    """Blocking: the cloud's cap of ``m`` from its budget left (ledger written first)."""
+    budget, action = cloud_budget(m, settings)
+    provider = providers(m.provider)  # type: ignore[arg-type]
+    return guard.apply(ledger, m, provider, budget, action, now)
+
+
+def push_agent(ledger: Ledger, m: Machine, settings: Settings,
+               connect: Callable[[Machine], SshConnection], now: float
+               ) -> tuple[agent_deploy.AgentRules, int]:
+    """Blocking: write ``m``'s rules (from the ledger) to its agent; (rules, agent pid)."""
+    rules = agent_rules(m, settings, ledger, now)
+    with connect(m) as conn:
+        site = agent_deploy.deploy(conn, rules, root=m.remote_root or agent_deploy.DEFAULT_ROOT,
+                                   python=m.remote_python or agent_deploy.DEFAULT_PYTHON)
+    return rules, site.pid
+
+
 def push_all(ledger: Ledger, settings: Settings, *,
              providers: ProviderFactory = provider_from_keyring,
              connect: Callable[[Machine], SshConnection] = _connect,
              budget_from_settings: bool = False, now: float | None = None) -> PushReport:
-    """Push the guard of every running launched machine; ``budget_from_settings``: the
-    Preferences budget and action replace each machine's (Preferences changed)."""
+    """Push the guard of every running launched machine.
+
+    ``budget_from_settings`` (Preferences changed) is kept for the callers: either way
+    each machine follows its own budget, and Preferences' only where it has none.
+    """
+    del budget_from_settings
     now = time.time() if now is None else now
     report = PushReport()
     for m in ledger.machines(include_ended=False):
         if m.provider not in CLOUDS or m.state != "running" or not m.cloud_id:
             continue
-        budget = m.budget
-        action = m.on_budget or settings.budget_action
-        if budget_from_settings:
-            budget = settings.machine_budget_usd or None
-            action = settings.budget_action
-        if action not in guard.ACTIONS:  # "warn": the desktop alerts, nothing is stopped
-            budget, action = None, "stop"
         try:
-            provider = providers(m.provider)  # type: ignore[arg-type]
-            guard.apply(ledger, m, provider, budget, action, now)
+            guard_cloud(ledger, m, settings, providers, now)
             report.guarded.append(m.id)
         except (ProviderError, TemplatedError) as exc:
             report.failed[m.id] = exc.message()
@@ -75,13 +108,9 @@ def push_all(ledger: Ledger, settings: Settings, *,
         if not row.public_ip:
             continue
         try:
-            with connect(row) as conn:
-                site = agent_deploy.deploy(
-                    conn, agent_rules(row, settings, ledger, now),
-                    root=row.remote_root or agent_deploy.DEFAULT_ROOT,
-                    python=row.remote_python or agent_deploy.DEFAULT_PYTHON)
+            _rules, pid = push_agent(ledger, row, settings, connect, now)
             report.pushed.append(m.id)
-            report.agent_pids[m.id] = site.pid
+            report.agent_pids[m.id] = pid
         except (TemplatedError, OSError) as exc:
             why = exc.message() if isinstance(exc, TemplatedError) else str(exc)
             report.failed[m.id] = "; ".join(x for x in (report.failed.get(m.id), why) if x)

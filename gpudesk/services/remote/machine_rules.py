@@ -13,6 +13,7 @@ import time
 
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money import spend
+from gpudesk.services.money.budgets import BudgetConfig, machine_budget
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.remote.agent_deploy import AgentRules, BudgetStop, IdleStop
 
@@ -25,22 +26,18 @@ def agent_rules(machine: Machine | None, settings: Settings, ledger: Ledger | No
     idle = IdleStop(minutes=float(settings.idle_minutes), below_pct=settings.idle_gpu_percent,
                     action=settings.idle_action if cloud else "warn")
     budget = None
-    # the machine's own budget (chosen at launch, ledger currency) over the Preferences default
-    own = machine is not None and bool(machine.budget)
-    cap = machine.budget if machine is not None and machine.budget else \
-        settings.machine_budget_usd
-    action = (machine.on_budget if machine is not None and machine.on_budget else
-              settings.budget_action)
-    if cloud and machine is not None and cap > 0:
+    # the machine's own budget (ledger) over the Preferences default: budgets.machine_budget,
+    # the same figure the desktop's crossings and the cloud's cap use
+    mb = machine_budget(machine, BudgetConfig.from_settings(settings)) \
+        if cloud and machine is not None else None
+    if machine is not None and mb is not None:
         spent = 0.0
         if ledger is not None:
             spent = spend.to_usd(spend.machine_spend(ledger, machine, now).total,
                                  machine.currency, settings.cny_per_usd)
         price = spend.to_usd(machine.price_per_hour, machine.currency, settings.cny_per_usd)
-        if own and machine.currency != "USD":
-            cap = spend.to_usd(cap, machine.currency, settings.cny_per_usd)
-        budget = BudgetStop(cap=cap, price_per_hour=price, since=now, spent_before=spent,
-                            action=action)
+        budget = BudgetStop(cap=mb.usd(settings.cny_per_usd), price_per_hour=price, since=now,
+                            spent_before=spent, action=mb.action)
     spot = machine.provider if cloud and machine is not None and machine.market == "spot" \
         else "none"
     return AgentRules(idle=idle, budget=budget, spot_provider=spot)
