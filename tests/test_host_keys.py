@@ -275,3 +275,38 @@ def test_pin_store_replaces_the_file_atomically(tmp_path: Path,
     found = subprocess.run(["ssh-keygen", "-F", "[10.0.0.1]:2222", "-f", str(store.path)],
                            capture_output=True, text=True, timeout=30)
     assert found.returncode == 0 and second.get_base64() in found.stdout
+
+
+def test_a_login_that_fails_after_the_key_was_accepted_leaves_no_pin(sshd: SshdServer,
+                                                                     tmp_path: Path) -> None:
+    import base64
+
+    from fixtures_sshd import _write_ed25519
+
+    from gpudesk.services.remote.ssh import SshAuthError
+
+    stranger = tmp_path / "stranger_ed25519"
+    _write_ed25519(stranger)  # a key the machine does not accept
+    store = PinStore()
+    name = host_pattern(sshd.host, sshd.port)
+
+    def with_stranger() -> SshConnection:
+        return SshConnection(SshTarget(sshd.host, sshd.port, sshd.user, key_file=stranger),
+                             HostKeyPolicy.accept_new(), store=store, attempts=1)
+
+    # without the guard, the key accepted before authentication stays pinned
+    with with_stranger() as conn, pytest.raises(SshAuthError):
+        conn.exec("true")
+    assert store.fingerprints(name) == [sshd.host_key_fingerprint]
+    assert store.forget(name)
+    # with it, a failed login puts the pins back as they were ...
+    with pytest.raises(SshAuthError), store.kept_if_ok(name), with_stranger() as conn:
+        conn.exec("true")
+    assert store.fingerprints(name) == [] and logins(sshd) == 0
+    # ... a pin of another name is untouched, and a good login keeps its pin
+    kind, blob = sshd.host_key_line.split()[:2]
+    store.pin("other-machine", paramiko.PKey.from_type_string(kind, base64.b64decode(blob)))
+    with store.kept_if_ok(name), connection(sshd, HostKeyPolicy.accept_new(), store) as conn:
+        assert conn.exec("true").ok
+    assert store.fingerprints(name) == [sshd.host_key_fingerprint]
+    assert store.fingerprints("other-machine") == [sshd.host_key_fingerprint]

@@ -217,3 +217,15 @@ def test_is_valid_matches_the_loader() -> None:
     assert is_valid("idle_action", "terminate") and not is_valid("idle_action", "halt")
     assert is_valid("cny_per_usd", 6.9) and not is_valid("cny_per_usd", 0.0)
     assert not is_valid("no_such_setting", 1)
+
+
+def test_window_state_keeps_the_last_page() -> None:
+    from gpudesk.services.core.window_state import load_state, state_file, update_state
+
+    assert load_state().page == ""  # a first start opens on the first page
+    update_state(page="instances")
+    assert load_state().page == "instances"
+    update_state(run_selected="r-1")  # other fields leave it alone
+    assert load_state().page == "instances"
+    state_file().write_text('{"page": 3, "watched": []}', encoding="utf-8")
+    assert load_state().page == ""  # a wrong type is dropped, the window still starts

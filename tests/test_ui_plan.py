@@ -16,7 +16,7 @@ qasync = pytest.importorskip("qasync")
 
 from fixtures_hf_hub import hub  # noqa: E402, F401
 from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtWidgets import QMessageBox  # noqa: E402
+from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QMessageBox, QTableView  # noqa: E402
 
 from gpudesk import sizing  # noqa: E402
 from gpudesk.services.cloud.catalog import load_catalog  # noqa: E402
@@ -554,3 +554,95 @@ def test_a_hugging_face_model_id_is_fetched_and_sized(qtbot, loop, page: PlanPag
     assert box is not None and "gated" in box.text() and "config.json" in box.text()
     box.close()
     assert page.form.config_model.name == "Qwen/Qwen2-0.5B"
+
+
+# ---------------------------------------------------------------- issue 25: says what it knows
+
+
+def retype(qtbot, edit, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Type into a field as a user does: select what is there, type over it."""
+    edit.setFocus()
+    edit.selectAll()
+    if text:
+        qtbot.keyClicks(edit, text)
+    else:
+        qtbot.keyClick(edit, Qt.Key.Key_Backspace)
+
+
+def test_every_field_says_its_own_error_at_once_in_its_unit(page: PlanPage, qtbot) -> None:  # type: ignore[no-untyped-def]
+    page.show()
+    f = page.form
+    mfu = page.findChild(QLineEdit, "field_mfu")
+    batch = page.findChild(QLineEdit, "field_batch")
+    seq = page.findChild(QLineEdit, "field_seq")
+    retype(qtbot, mfu, "-10")
+    retype(qtbot, batch, "0")
+    retype(qtbot, seq, "long")
+    qtbot.waitUntil(lambda: len(page.errors) == 3)
+    assert {e.field for e in page.errors} == {"mfu", "batch", "seq"}
+    shown = {name: page.findChild(QLabel, f"error_{name}") for name in ("mfu", "batch", "seq")}
+    for name, label in shown.items():  # each under its own field, all at once
+        assert label.isVisible() and label.text(), name
+        assert is_invalid(f.edits[name])
+    assert shown["mfu"].text() == "enter a percentage between 1 and 100"  # percent, as typed
+    assert "between 0 and 1" not in page.form_errors.text()
+    assert shown["batch"].text() == "enter a whole number of at least 1"
+    assert "whole number" in shown["seq"].text()
+    # every red field has its text; no text stays without its red field
+    for name, edit in f.edits.items():
+        label = page.findChild(QLabel, f"error_{name}")
+        assert is_invalid(edit) == (label.isVisible() and bool(label.text())), name
+    retype(qtbot, mfu, "40")
+    qtbot.waitUntil(lambda: not shown["mfu"].isVisible())
+    assert not is_invalid(mfu) and len(page.errors) == 2
+    retype(qtbot, batch, "4")
+    retype(qtbot, seq, "512")
+    qtbot.waitUntil(lambda: not page.errors)
+    assert not any(label.isVisible() for label in shown.values())
+    assert page.job is not None and page.job.work.mfu == 0.4
+
+
+def test_a_bad_max_price_says_why_next_to_it(page: PlanPage, qtbot) -> None:  # type: ignore[no-untyped-def]
+    page.show()
+    box = page.findChild(QLineEdit, "offersMaxPrice")
+    retype(qtbot, box, "cheap")
+    why = page.findChild(QLabel, "maxPriceError")
+    qtbot.waitUntil(why.isVisible)
+    assert is_invalid(box) and "price" in why.text()
+    retype(qtbot, box, "2.5")
+    qtbot.waitUntil(lambda: not why.isVisible())
+    assert not is_invalid(box)
+
+
+def test_filtering_to_one_provider_updates_the_selected_offer(page: PlanPage, qtbot) -> None:  # type: ignore[no-untyped-def]
+    page.show()
+    qtbot.waitExposed(page)
+    table = page.findChild(QTableView, "offersTable")
+    offers = page.visible_offers()
+    row = next(i for i, r in enumerate(offers) if r.offer.provider == "aws" and i > 2)
+    chosen = offers[row].offer
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton,
+                     pos=table.visualRect(page.proxy.index(row, 1)).center())
+    machine = page.findChild(QLabel, "summary_machine")
+    assert machine.text().startswith(f"{chosen.instance_type} · AWS")
+    provider = page.findChild(QComboBox, "offersProvider")
+    provider.setFocus()
+    while provider.currentData() != "tencent":
+        qtbot.keyClick(provider, Qt.Key.Key_Down)
+    shown = page.visible_offers()
+    assert shown and all(r.offer.provider == "tencent" for r in shown)
+    selected = page.selected_offer()
+    assert selected is not None and selected in shown  # the panel shows a row of the table
+    assert "· Tencent Cloud ·" in machine.text() and "AWS" not in machine.text()
+    assert machine.text().startswith(selected.offer.instance_type)
+    # a filter that leaves nothing leaves nothing selected
+    retype(qtbot, page.findChild(QLineEdit, "offersMaxPrice"), "0.0001")
+    qtbot.waitUntil(lambda: page.proxy.rowCount() == 0)
+    assert page.selected_offer() is None and machine.text() == "—"
+    assert not page.launch_button.isEnabled()
+    # and the user's own choice comes back with the filters that allow it
+    retype(qtbot, page.findChild(QLineEdit, "offersMaxPrice"), "")
+    provider.setFocus()
+    while provider.currentData() != "":
+        qtbot.keyClick(provider, Qt.Key.Key_Up)
+    qtbot.waitUntil(lambda: machine.text().startswith(f"{chosen.instance_type} · AWS"))

@@ -1,5 +1,5 @@
-"""What the window was showing, so a restart comes back to it: the Run page's form and
-chosen run, and the machines the Watch page watched.
+"""What the window was showing, so a restart comes back to it: the page it showed, the Run
+page's form and chosen run, and the machines the Watch page watched.
 
 Its own small JSON file (not ``settings.json``): it changes with every run, and the
 Preferences dialog must not write back a stale copy of it. No secrets: a key *path* at
@@ -26,6 +26,7 @@ class WindowState:
     run_form: dict[str, Any] = field(default_factory=dict)  # field name -> text / number
     run_selected: str = ""  # a run id
     watched: list[str] = field(default_factory=list)  # machine refs (ledger ids or ssh://)
+    page: str = ""  # the page shown last ("plan", "accounts", …); "" for the first page
 
 
 def state_file() -> Path:
@@ -53,6 +54,8 @@ def load_state(path: Path | None = None) -> WindowState:
     watched = raw.get("watched")
     if isinstance(watched, list):
         state.watched = [w for w in watched if isinstance(w, str) and w]
+    if isinstance(raw.get("page"), str):
+        state.page = raw["page"]
     return state
 
 

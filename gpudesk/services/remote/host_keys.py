@@ -16,10 +16,11 @@ or the AWS console output), ask the user, or refuse.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -292,6 +293,26 @@ class PinStore:
             if len(kept) != len(lines):
                 self._write(kept)
             return len(kept) != len(lines)
+
+    @contextlib.contextmanager
+    def kept_if_ok(self, name: str) -> Iterator[None]:
+        """Pins of ``name`` made inside the block stay only if it ends without an error.
+
+        A first login accepts the host key before it authenticates; when the login (or
+        what follows it) then fails, the key it offered must not stay trusted: the pins of
+        ``name`` are put back as they were.
+        """
+        before = [line for line in self._lines() if self._is(line, name, None)]
+        try:
+            yield
+        except BaseException:
+            with _LOCK:
+                lines = self._lines()
+                now = [line for line in lines if self._is(line, name, None)]
+                if now != before:
+                    self._write([line for line in lines if not self._is(line, name, None)]
+                                + before)
+            raise
 
     @staticmethod
     def _is(line: str, name: str, key_type: str | None) -> bool:

@@ -30,8 +30,11 @@ from PySide6.QtWidgets import (
 
 from gpudesk.services.cloud import accounts, credentials
 from gpudesk.services.cloud.providers.base import Credentials, Provider, ProviderName
-from gpudesk.services.money.ledger import Account, Ledger
+from gpudesk.services.money.ledger import Account, Ledger, Machine
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.ssh_config import host_alias
 from gpudesk.ui.machines.own_machine_dialog import OwnMachineDialog
+from gpudesk.ui.widgets.host_key_question import ask_forget
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
 
@@ -148,8 +151,13 @@ class CloudAccountBox(Retranslating, QGroupBox):
         if account.verified_at is None:
             return self.tr("Keys {key} saved, not verified.").format(key=account.key_id_masked)
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(account.verified_at))
-        text = self.tr("Keys {key} are valid: account {account}, verified {when}.").format(
-            key=account.key_id_masked, account=account.account or "?", when=when)
+        if account.account:
+            text = self.tr("Keys {key} are valid: account {account}, verified {when}.").format(
+                key=account.key_id_masked, account=account.account, when=when)
+        else:  # Tencent Cloud and Alibaba Cloud's key checks do not name the account
+            text = self.tr("Keys {key} are valid, verified {when}; {provider} did not return "
+                           "the account id.").format(key=account.key_id_masked, when=when,
+                                                     provider=accounts.title(self.provider))
         if not account.launch_checked:
             text += " " + self.tr("Whether they may launch machines could not be checked; "
                                   "verify again later.")
@@ -239,12 +247,16 @@ class OwnMachinesBox(Retranslating, QGroupBox):
         self.add_button.setObjectName("ownAdd")
         self.remove_button = QPushButton(self)
         self.remove_button.setObjectName("ownRemove")
+        # a rebuilt machine offers a new host key, which is refused: forget the old pin here
+        self.forget_button = QPushButton(self)
+        self.forget_button.setObjectName("ownForgetPin")
         self.error = QLabel(self)
         self.error.setObjectName("ownError")
         self.error.setWordWrap(True)
         buttons = QHBoxLayout()
         buttons.addWidget(self.add_button)
         buttons.addWidget(self.remove_button)
+        buttons.addWidget(self.forget_button)
         buttons.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addWidget(self.list)
@@ -252,6 +264,8 @@ class OwnMachinesBox(Retranslating, QGroupBox):
         layout.addWidget(self.error)
         self.add_button.clicked.connect(self.open_add_dialog)
         self.remove_button.clicked.connect(self.remove_selected)
+        self.forget_button.clicked.connect(self.ask_forget_pin)
+        self.list.itemSelectionChanged.connect(self._selection_changed)
         self.retranslate()
         self.refresh()
 
@@ -259,6 +273,10 @@ class OwnMachinesBox(Retranslating, QGroupBox):
         self.setTitle(self.tr("Your own machines (SSH)"))
         self.add_button.setText(self.tr("Add my own SSH machine…"))
         self.remove_button.setText(self.tr("Remove"))
+        self.forget_button.setText(self.tr("Forget its host key…"))
+        self.forget_button.setToolTip(self.tr(
+            "For a machine that was rebuilt or reinstalled: its new host key is refused until "
+            "the old pinned one is forgotten."))
 
 
     def refresh(self) -> None:
@@ -270,6 +288,33 @@ class OwnMachinesBox(Retranslating, QGroupBox):
                                        f"({key}; {m.remote_python or 'python3'})", self.list)
                 item.setData(Qt.ItemDataRole.UserRole, m.id)
         self.remove_button.setEnabled(self.list.count() > 0)
+        self._selection_changed()
+
+    def _selection_changed(self) -> None:
+        machine = self.selected_machine()
+        self.forget_button.setEnabled(
+            machine is not None and bool(PinStore().fingerprints(host_alias(machine))))
+
+    def selected_machine(self) -> Machine | None:
+        items = self.list.selectedItems()
+        return self.ledger.get(str(items[0].data(Qt.ItemDataRole.UserRole))) if items else None
+
+    def ask_forget_pin(self) -> QMessageBox | None:
+        """Forget the selected machine's pinned host key, once the user confirms."""
+        machine = self.selected_machine()
+        if machine is None:
+            return None
+        pin = host_alias(machine)  # the name its host key is pinned under
+
+        def done(was: bool) -> None:
+            self.error.setText(self.tr(
+                "The pinned host key of {name} is forgotten: the next connection shows the "
+                "key it offers now, to compare and pin.").format(name=machine.name)
+                if was else self.tr("{name} had no pinned host key.").format(
+                name=machine.name))
+            self._selection_changed()
+
+        return ask_forget(self, pin, done)
 
     def open_add_dialog(self) -> OwnMachineDialog:
         """The dialog with the whole profile; it tests the login before adding."""

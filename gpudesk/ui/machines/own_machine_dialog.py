@@ -1,8 +1,10 @@
 """Add my own SSH machine: its profile (user, port, key file or ssh-agent, Python, folder),
 a first login that pins its host key, then the machine in the ledger — in one dialog.
 
-Nothing is added until the login worked: a wrong key or user is said in words and the
-fields stay as typed. Only the key file's *path* is kept, never a key.
+Nothing is added, and no host key stays pinned, until the login worked: a wrong key or
+user is said in words and the fields stay as typed. A host key that changed since it was
+pinned is refused, with a button to forget the old pin (after a confirmation). Only the
+key file's *path* is kept, never a key.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -29,8 +32,17 @@ from PySide6.QtWidgets import (
 from gpudesk.services.cloud.machines import add_own_machine
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.remote import targets
-from gpudesk.ui.widgets.host_key_question import HostKeyQuestion
+from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
+from gpudesk.services.remote.ssh import SshTarget
+from gpudesk.ui.widgets.host_key_question import HostKeyQuestion, ask_forget, changed_pin
 from gpudesk.ui.widgets.task_runner import TaskRunner
+
+
+def login_then_pin(target: SshTarget, policy: HostKeyPolicy,
+                   python: str) -> targets.LoginCheck:
+    """The login test; a host key it accepted stays pinned only if the whole test worked."""
+    with PinStore().kept_if_ok(target.known_as):
+        return targets.check_login(target, policy, python)
 
 
 class OwnMachineDialog(QDialog):
@@ -77,6 +89,12 @@ class OwnMachineDialog(QDialog):
         self.test_button.setDefault(True)
         self.close_button = QPushButton(self)
         self.close_button.setObjectName("ownClose")
+        # shown only when the machine offered another host key than the one pinned for it
+        self.forget_button = QPushButton(self)
+        self.forget_button.setObjectName("ownForgetKey")
+        self.forget_button.setVisible(False)
+        self._changed_pin = ""
+        self._host = ""  # the address the running test logs in to
 
         key_row = QHBoxLayout()
         key_row.addWidget(self.key_file, 1)
@@ -93,6 +111,7 @@ class OwnMachineDialog(QDialog):
         form.addRow(self.labels["root"], self.root)
         form.addRow(self.labels["gpus"], self.gpus)
         buttons = QHBoxLayout()
+        buttons.addWidget(self.forget_button)
         buttons.addStretch(1)
         buttons.addWidget(self.test_button)
         buttons.addWidget(self.close_button)
@@ -103,12 +122,13 @@ class OwnMachineDialog(QDialog):
         layout.addLayout(buttons)
         self.runner = TaskRunner(self, button=self.test_button, progress=self.progress,
                                  show_dialog=False)
-        self.runner.failed.connect(self._failed)
+        self.runner.failed.connect(self._login_failed)
         self.runner.finished.connect(lambda _ok: self.test_button.setEnabled(
             self.machine is None))  # added once: a second click would add it twice
         self.test_button.clicked.connect(self.test_and_add)
         self.close_button.clicked.connect(self.reject)
         self.key_browse.clicked.connect(self._browse_key)
+        self.forget_button.clicked.connect(self.ask_forget)
         self.retranslate()
         self.setMinimumWidth(560)
 
@@ -127,6 +147,7 @@ class OwnMachineDialog(QDialog):
                                        "~/venv/bin/python"))
         self.root.setToolTip(self.tr("Where gpudesk keeps projects, runs and its agent"))
         self.key_browse.setText(self.tr("Browse…"))
+        self.forget_button.setText(self.tr("Forget the pinned key…"))
         self.test_button.setText(self.tr("Test and add"))
         self.close_button.setText(self.tr("Close") if self.machine else self.tr("Cancel"))
         if not self.message.text():
@@ -144,8 +165,14 @@ class OwnMachineDialog(QDialog):
         if self.machine is not None:
             return
         host = self.host.text().strip()
-        if not host or any(c.isspace() for c in host):
-            self._failed(self.tr("Type the machine's host name or address."))
+        if not host:
+            self._failed(self.tr("enter the machine's address: its host name or IP address."))
+            self.host.setFocus()
+            return
+        if any(c.isspace() for c in host):
+            self._failed(self.tr("an address has no spaces: enter one host name or IP "
+                                 "address."))
+            self.host.setFocus()
             return
         try:
             target = targets.profile_target(self.name.text(), host, self.port.value(),
@@ -157,12 +184,14 @@ class OwnMachineDialog(QDialog):
             return
         self.message.setProperty("state", "busy")
         self.message.setText(self.tr("Logging in to {target}…").format(target=str(target)))
+        self.forget_button.setVisible(False)
+        self._host = host  # what is added is what was tested, whatever is typed meanwhile
         self.runner.run_blocking(functools.partial(
-            targets.check_login, target, self.question.policy(),
+            login_then_pin, target, self.question.policy(),
             self.python.text().strip() or "python3"), on_success=self._tested)
 
     def _tested(self, found: targets.LoginCheck) -> None:
-        url = self.host.text().strip()
+        url = self._host
         machine = add_own_machine(
             self.ledger, self.name.text(), url, self.port.value(), self.user.text(),
             gpus=self.gpus.value() or found.gpus, key_file=self.key_file.text(),
@@ -189,6 +218,27 @@ class OwnMachineDialog(QDialog):
         self.test_button.setEnabled(False)
         self.close_button.setText(self.tr("Close"))
         self.added.emit(machine.id)
+
+    def _login_failed(self, text: str) -> None:
+        self._failed(text)
+        self._changed_pin = changed_pin(self.runner.last_error)
+        self.forget_button.setVisible(bool(self._changed_pin))
+
+    def ask_forget(self) -> QMessageBox | None:
+        """The changed key's way out, for a machine that was rebuilt: confirm, then forget."""
+        if not self._changed_pin:
+            return None
+        name = self._changed_pin
+        return ask_forget(self, name, lambda _was: self._forgotten(name))
+
+    def _forgotten(self, name: str) -> None:
+        self._changed_pin = ""
+        self.forget_button.setVisible(False)
+        self.message.setProperty("state", "")
+        self.message.setText(self.tr(
+            "The pinned host key of {name} is forgotten. Test and add again, and compare the "
+            "key it offers now with the machine's console before you pin it.").format(
+            name=name))
 
     def _failed(self, text: str) -> None:
         self.message.setProperty("state", "error")

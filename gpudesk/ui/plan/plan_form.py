@@ -13,7 +13,7 @@ import math
 from dataclasses import asdict, fields, replace
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -34,6 +34,9 @@ from gpudesk.ui.widgets.retranslate import Retranslating
 ERR_WHOLE = QT_TRANSLATE_NOOP("SizingError", "enter a whole number, e.g. {example}")
 ERR_AMOUNT = QT_TRANSLATE_NOOP("SizingError", "enter a number such as 1e9 or 2.5B")
 ERR_PERCENT = QT_TRANSLATE_NOOP("SizingError", "enter a percentage between 1 and 100")
+ERR_AT_LEAST = QT_TRANSLATE_NOOP("SizingError", "enter a whole number of at least {minimum}")
+ERR_ABOVE_ZERO = QT_TRANSLATE_NOOP("SizingError", "enter a number above zero, such as 1e9 or "
+                                   "2.5B")
 ERR_CONFIG = QT_TRANSLATE_NOOP("SizingError", "fetch its config.json, or load a config.json "
                                "file, first")
 
@@ -41,13 +44,24 @@ INT_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "batch", 
               "image_size", "gen_tokens", "gpus", "lora_rank", "lora_alpha")
 SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
 TEXT_FIELDS = (*INT_FIELDS, "params", "work", "mfu", "lora_targets")
-OPTIMIZER_NAMES = {"sgd": "SGD", "sgd-momentum": "SGD + momentum", "adam": "Adam",
+OPTIMIZER_NAMES = {"sgd": "SGD", "sgd-momentum": QT_TRANSLATE_NOOP("PlanForm", "SGD + momentum"),
+                   "adam": "Adam",
                    "adamw": "AdamW", "adafactor": "Adafactor", "adam-8bit": "Adam 8-bit",
                    "paged-adamw-8bit": "Paged AdamW 8-bit"}
 SOURCES = ("preset", "shape", "params", "config")
 COMBO_KEYS = ("source", "preset", "mode", "precision", "optimizer", "zero", "finetune",
               "quantize", "fsdp", "attention")
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+# The form row that shows an error about a field the core names otherwise.
+ROW_OF = {"tokens": "work", "samples": "work"}
+# The smallest whole number each field takes (as sizing.validate checks it), so every field's
+# own message shows at once instead of the first one the core finds.
+MINIMUM = {"gen_tokens": 0, "image_size": 0}
+
+
+def error_message(error: sizing.SizingError) -> str:
+    """The error in the window's language, without the field's name."""
+    return QCoreApplication.translate("SizingError", error.template).format(**error.values)
 
 
 def parse_amount(text: str) -> float:
@@ -157,6 +171,7 @@ class PlanForm(Retranslating, QWidget):
         self.form = QFormLayout(self)
         self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.labels: dict[str, QLabel] = {}
+        self.error_labels: dict[str, QLabel] = {}
         order = ("source", "model", "hub", "config", "layers", "hidden", "heads", "kv_heads", "ffn",
                  "vocab", "params", "batch", "seq", "image_size", "mode", "gen_tokens",
                  "precision", "finetune", "lora_rank", "lora_alpha", "lora_targets",
@@ -171,6 +186,18 @@ class PlanForm(Retranslating, QWidget):
             label.setBuddy(self.fields.get(name, widgets[name]))
             self.labels[name] = label
             self.form.addRow(label, widgets[name])
+            # the field's own message, right under it (hidden while it has none)
+            error = QLabel(self)
+            error.setObjectName(f"error_{name}")
+            error.setProperty("fieldError", "true")
+            error.setWordWrap(True)
+            # a wrapped label asks for its height at its narrowest width: keep that near
+            # the field's own width, and the text right under the field
+            error.setMinimumWidth(160)
+            error.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+            self.error_labels[name] = error
+            self.form.addRow("", error)
+            self.form.setRowVisible(error, False)
         self._rows = widgets
         self.preset.setCurrentIndex(self.preset.findData("gpt2"))
         self._fill_shape(sizing.preset("gpt2"))
@@ -260,7 +287,7 @@ class PlanForm(Retranslating, QWidget):
         for i, text in enumerate(zero_texts):
             self.zero.setItemText(i, text)
         for i, key in enumerate(sizing.OPTIMIZERS):
-            self.optimizer.setItemText(i, OPTIMIZER_NAMES.get(key, key))
+            self.optimizer.setItemText(i, self.tr(OPTIMIZER_NAMES.get(key, key)))
         self.grad_checkpointing.setText(self.tr("Gradient checkpointing"))
         self.offload.setText(self.tr("CPU offload (ZeRO / FSDP)"))
         self.edits["work"].setPlaceholderText(self.tr("e.g. 1e9 or 2.5B"))
@@ -320,8 +347,10 @@ class PlanForm(Retranslating, QWidget):
         text = self.hub_id.text().strip()
         good = hf_hub.is_model_id(text)
         set_invalid(self.hub_id, not good)
-        self.hub_id.setToolTip("" if good else self.tr(
-            "A Hugging Face model id is org/name, for example Qwen/Qwen2-0.5B."))
+        why = "" if good else self.tr(
+            "A Hugging Face model id is org/name, for example Qwen/Qwen2-0.5B.")
+        self.hub_id.setToolTip(why)
+        self._set_row_error("hub", why)  # a red field always says why, where it is
         if good:
             self.hub_requested.emit(text)
 
@@ -369,7 +398,11 @@ class PlanForm(Retranslating, QWidget):
         if base.kind == "vit" and source != "params":
             visible["vocab"] = False
         for name, widget in self._rows.items():
-            self.form.setRowVisible(widget, visible.get(name, True))
+            shown = visible.get(name, True)
+            self.form.setRowVisible(widget, shown)
+            error = self.error_labels.get(name)
+            if error is not None:
+                self.form.setRowVisible(error, shown and bool(error.text()))
         editable = {n: source not in ("preset", "config") for n in SHAPE_FIELDS}
         editable["params"] = source == "params"
         for name, ok in editable.items():
@@ -383,11 +416,16 @@ class PlanForm(Retranslating, QWidget):
         if blank is not None and not text.strip():
             return blank
         try:
-            return parse_whole(text)
+            value = parse_whole(text)
         except ValueError:
             errors.append(sizing.SizingError(name, ERR_WHOLE, example=2048 if name == "seq"
                                              else 8))
             return 1
+        minimum = 0 if blank is not None else MINIMUM.get(name, 1)
+        if value < minimum:
+            errors.append(sizing.SizingError(name, ERR_AT_LEAST, minimum=minimum))
+            return max(minimum, 1)
+        return value
 
     def _model(self, errors: list[sizing.SizingError]) -> sizing.ModelSpec:
         source, base = self.source_key, self.base_model
@@ -401,6 +439,9 @@ class PlanForm(Retranslating, QWidget):
                 params = parse_amount(self.edits["params"].text())
             except ValueError:
                 errors.append(sizing.SizingError("params", ERR_AMOUNT))
+                params = 1.0
+            if params <= 0:
+                errors.append(sizing.SizingError("params", ERR_ABOVE_ZERO))
                 params = 1.0
             layers = self._int("layers", errors, blank=0)
             hidden = self._int("hidden", errors, blank=0)
@@ -452,11 +493,19 @@ class PlanForm(Retranslating, QWidget):
         except ValueError:
             errors.append(sizing.SizingError("work", ERR_AMOUNT))
             amount = 0.0
+        else:
+            if amount <= 0:
+                errors.append(sizing.SizingError("work", ERR_ABOVE_ZERO))
+        # MFU is typed in percent: checked here, in percent, so the message speaks the
+        # field's unit (the core's own check speaks of a fraction between 0 and 1).
         try:
-            mfu = parse_amount(self.edits["mfu"].text()) / 100
+            percent = parse_amount(self.edits["mfu"].text())
         except ValueError:
+            percent = math.nan
+        if not 1 <= percent <= 100:
             errors.append(sizing.SizingError("mfu", ERR_PERCENT))
-            mfu = 0.35
+            percent = 35.0
+        mfu = percent / 100
         if errors:
             return None, errors
         try:
@@ -477,6 +526,34 @@ class PlanForm(Retranslating, QWidget):
         marked = {self.fields[f] for f in fields if f in self.fields}
         for widget in {*self.fields.values()}:
             set_invalid(widget, widget in marked)
+
+    def show_errors(self, errors: list[sizing.SizingError]) -> list[sizing.SizingError]:
+        """Each error under its own field, all at once; marks exactly those fields red.
+
+        Returns the errors that have no field on screen (they are said elsewhere)."""
+        texts: dict[str, list[str]] = {}
+        elsewhere: list[sizing.SizingError] = []
+        for e in errors:
+            row = ROW_OF.get(e.field, e.field)
+            if row in self.error_labels and self.form.isRowVisible(self._rows[row]):
+                texts.setdefault(row, []).append(error_message(e))
+            else:
+                elsewhere.append(e)
+        for row in self.error_labels:
+            self._set_row_error(row, "\n".join(texts.get(row, [])))
+        self.mark_errors({e.field for e in errors if e not in elsewhere})
+        return elsewhere
+
+    def _set_row_error(self, row: str, text: str) -> None:
+        label = self.error_labels[row]
+        if label.text() != text:
+            label.setText(text)
+        self.form.setRowVisible(label, bool(text) and self.form.isRowVisible(self._rows[row]))
+
+    def field_error(self, row: str) -> str:
+        """The message shown under a field ("" when none): for tests and accessibility."""
+        label = self.error_labels[row]
+        return label.text() if self.form.isRowVisible(label) else ""
 
     # ----------------------------------------------------------------- persistence
 

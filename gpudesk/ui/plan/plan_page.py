@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 
 from gpudesk import hf_config, sizing
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud.catalog import Catalog
+from gpudesk.services.cloud.catalog import Catalog, provider_title
 from gpudesk.services.cloud.price_cache import load_catalog_with_cache
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.plan import planner
@@ -63,7 +63,7 @@ ERR_NOTHING = QT_TRANSLATE_NOOP("SizingError", "fix the inputs marked in red fir
 SORTS = ("cost", "price", "headroom", "hours")
 STYLE = """
 QLineEdit[invalid="true"], QComboBox[invalid="true"] { border: 2px solid #d32f2f; }
-QLabel#formErrors { color: #d32f2f; }
+QLabel#formErrors, QLabel[fieldError="true"] { color: #d32f2f; }
 """
 
 
@@ -156,6 +156,12 @@ class PlanPage(Retranslating, QWidget):
         self.spot = QCheckBox(self.offers_box)
         self.max_price = QLineEdit(self.offers_box)
         self.max_price.setMaximumWidth(80)
+        self.max_price.setObjectName("offersMaxPrice")
+        self.provider.setObjectName("offersProvider")
+        self.max_price_error = QLabel(self.offers_box)  # a red field says why, next to it
+        self.max_price_error.setObjectName("maxPriceError")
+        self.max_price_error.setProperty("fieldError", "true")
+        self.max_price_error.setVisible(False)
         self.sort = QComboBox(self.offers_box)
         for key in SORTS:
             self.sort.addItem(key, key)
@@ -164,7 +170,8 @@ class PlanPage(Retranslating, QWidget):
         self.progress.setMaximumWidth(120)
         fh = QHBoxLayout()
         for widget in (self.provider, self.region, self.spot, self.filter_labels[0],
-                       self.max_price, self.filter_labels[1], self.sort, self.progress):
+                       self.max_price, self.max_price_error, self.filter_labels[1], self.sort,
+                       self.progress):
             fh.addWidget(widget)
         fh.addStretch(1)
         self.model = OffersModel(self)
@@ -230,6 +237,7 @@ class PlanPage(Retranslating, QWidget):
         self.filter_labels[0].setText(self.tr("Max $/h"))
         self.filter_labels[1].setText(self.tr("Sort by"))
         self.max_price.setPlaceholderText(self.tr("any"))
+        self.max_price_error.setText(self.tr("enter a price such as 2.5, or leave it empty"))
         for i, text in enumerate((self.tr("cost to finish"), self.tr("$/h"),
                                   self.tr("headroom"), self.tr("hours"))):
             self.sort.setItemText(i, text)
@@ -263,7 +271,7 @@ class PlanPage(Retranslating, QWidget):
         self.provider.clear()
         self.provider.addItem(self.tr("All providers"), "")
         for p in providers:
-            self.provider.addItem(p, p)
+            self.provider.addItem(provider_title(p), p)
         self.provider.setCurrentIndex(max(0, self.provider.findData(current)))
         self.provider.blockSignals(False)
         self._fill_regions()
@@ -292,8 +300,15 @@ class PlanPage(Retranslating, QWidget):
         except ValueError:
             limit, bad = None, True
         set_invalid(self.max_price, bad)
-        self.proxy.set_filters(combo_key(self.provider) or "",
-                               combo_key(self.region) or "", limit)
+        self.max_price_error.setVisible(bad)
+        # Rows the filter hides leave the selection on their own: that is not the user
+        # choosing another offer, so the chosen one comes back when the filter allows it.
+        self._selecting = True
+        try:
+            self.proxy.set_filters(combo_key(self.provider) or "",
+                                   combo_key(self.region) or "", limit)
+        finally:
+            self._selecting = False
         self._restore_selection()
         self._save_inputs()
 
@@ -318,7 +333,7 @@ class PlanPage(Retranslating, QWidget):
             except sizing.SizingError as exc:
                 errors = [exc]
         self.errors = errors
-        self.form.mark_errors({e.field for e in errors})
+        self.form.show_errors(errors)  # each under its own field, all at once
         self._save_inputs()
         if errors:
             self.form_errors.setText(self._error_lines())
@@ -441,7 +456,7 @@ class PlanPage(Retranslating, QWidget):
                 label.setText("—")
             return
         o = r.offer
-        v["machine"].setText(f"{o.instance_type} · {o.provider} · {o.region}")
+        v["machine"].setText(f"{o.instance_type} · {provider_title(o.provider)} · {o.region}")
         v["gpus"].setText(gpus_text(r))
         v["market"].setText(self.tr("{price}/h ({market})").format(
             price=format_money(r.price_per_hour), market=market_text(r.spot)))

@@ -1,9 +1,16 @@
 """Preferences: the :class:`~gpudesk.services.core.settings.Settings` a researcher can change.
 
 Nothing changes until OK: then every field is checked with the settings
-loader's own rules, invalid ones are marked (red border and a message) and
-nothing is saved; valid ones are written atomically and ``saved`` is emitted so
-the main window can switch language and theme live. Cancel changes nothing.
+loader's own rules (and the default region against the regions gpudesk knows),
+each invalid field is marked red with its own message under it, in its unit,
+and nothing is saved; valid values are written atomically and ``saved`` is
+emitted so the main window can switch language and theme live. Cancel changes
+nothing. A marked field is checked again as it is typed in, so a message never
+outlives its mistake.
+
+The fields sit in a scroll area and the texts that change while typing (the
+budget help, the messages) come after the fields they are about: the dialog
+keeps its size and nothing moves under the cursor.
 """
 
 from __future__ import annotations
@@ -11,15 +18,20 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
+    QCompleter,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QFrame,
     QGroupBox,
     QLabel,
     QLineEdit,
+    QScrollArea,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -39,8 +51,12 @@ log = logging.getLogger(__name__)
 
 STYLE = """
 QLineEdit[invalid="true"] { border: 2px solid #d32f2f; }
-QLabel#prefsErrors { color: #d32f2f; }
+QLabel#prefsErrors, QLabel[fieldError="true"] { color: #d32f2f; }
 """
+EDIT_KEYS = ("default_region", "mfu", "cny_per_usd", "monthly_budget_usd",
+             "machine_budget_usd", "idle_gpu_percent", "idle_minutes")
+DEFAULT_WIDTH = 600
+WRAP_MIN_WIDTH = 300
 
 
 def _number(text: str) -> float | None:
@@ -48,6 +64,13 @@ def _number(text: str) -> float | None:
         return float(text.strip().replace(",", "").replace("，", "").rstrip("%").strip())
     except ValueError:
         return None
+
+
+def known_regions() -> list[str]:
+    """Every region of the offer catalog: where gpudesk can rent (the providers' own lists)."""
+    from gpudesk.services.cloud.catalog import load_catalog
+
+    return load_catalog().regions()
 
 
 class SettingsDialog(Retranslating, QDialog):
@@ -59,63 +82,103 @@ class SettingsDialog(Retranslating, QDialog):
         self.setStyleSheet(STYLE)
         self._settings = settings
         self.result_settings: Settings | None = None
+        self._regions: list[str] | None = None
+        self._checked = False  # OK was pressed once: fields are re-checked as they change
 
-        self.language = QComboBox(self)
+        content = QWidget(self)
+        content.setObjectName("prefsContent")
+        self.language = QComboBox(content)
         for code in LANGUAGES:
             self.language.addItem("", code)
-        self.theme = QComboBox(self)
+        self.theme = QComboBox(content)
         for code in THEMES:
             self.theme.addItem("", code)
-        self.currency = QComboBox(self)
+        self.currency = QComboBox(content)
         for code in CURRENCIES:
             self.currency.addItem(code, code)
         self.edits: dict[str, QLineEdit] = {}
-        for key in ("cny_per_usd", "default_region", "mfu", "monthly_budget_usd",
-                    "machine_budget_usd", "idle_gpu_percent", "idle_minutes"):
-            edit = QLineEdit(self)
+        self.field_errors: dict[str, QLabel] = {}
+        for key in EDIT_KEYS:
+            edit = QLineEdit(content)
             edit.setObjectName(f"pref_{key}")
-            edit.textChanged.connect(lambda _t, e=edit: self._unmark(e))
+            edit.textChanged.connect(lambda _t, k=key: self._edited(k))
             self.edits[key] = edit
-        self.idle_action = QComboBox(self)
-        self.budget_action = QComboBox(self)
+            error = QLabel(content)  # this field's own message, right under it
+            error.setObjectName(f"prefError_{key}")
+            error.setProperty("fieldError", "true")
+            error.setWordWrap(True)
+            # a wrapped label's minimum size is its height at its narrowest: kept wide
+            # enough that a short message does not claim a tall row
+            error.setMinimumWidth(WRAP_MIN_WIDTH)
+            error.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+            self.field_errors[key] = error
+        self.idle_action = QComboBox(content)
+        self.budget_action = QComboBox(content)
         self.budget_action.setObjectName("pref_budget_action")
         for code in IDLE_ACTIONS:
             self.idle_action.addItem("", code)
             self.budget_action.addItem("", code)
 
-        self.general_box = QGroupBox(self)
+        self.general_box = QGroupBox(content)
         general = QFormLayout(self.general_box)
-        self.money_box = QGroupBox(self)
-        money = QFormLayout(self.money_box)
-        self.idle_box = QGroupBox(self)
+        self.idle_box = QGroupBox(content)
         idle = QFormLayout(self.idle_box)
+        self.money_box = QGroupBox(content)
+        money_column = QVBoxLayout(self.money_box)
+        money = QFormLayout()
+        money_column.addLayout(money)
         self.labels: dict[str, QLabel] = {}
+        self._forms: dict[str, QFormLayout] = {}
 
         def row(form: QFormLayout, key: str, widget: QWidget) -> None:
-            label = QLabel(self)
+            label = QLabel(content)
             label.setBuddy(widget)
             self.labels[key] = label
             form.addRow(label, widget)
+            if key in self.field_errors:
+                form.addRow("", self.field_errors[key])
+                form.setRowVisible(self.field_errors[key], False)
+                self._forms[key] = form
 
+        for form in (general, idle, money):
+            form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         row(general, "language", self.language)
         row(general, "theme", self.theme)
         row(general, "default_region", self.edits["default_region"])
         row(general, "mfu", self.edits["mfu"])
+        row(idle, "idle_gpu_percent", self.edits["idle_gpu_percent"])
+        row(idle, "idle_minutes", self.edits["idle_minutes"])
+        row(idle, "idle_action", self.idle_action)
         row(money, "currency", self.currency)
         row(money, "cny_per_usd", self.edits["cny_per_usd"])
         row(money, "monthly_budget_usd", self.edits["monthly_budget_usd"])
         row(money, "machine_budget_usd", self.edits["machine_budget_usd"])
         row(money, "budget_action", self.budget_action)
-        # who enforces a machine budget in each cloud: said here, before anything launches
-        self.guard_text = QLabel(self)
+        # Who enforces a budget in each cloud, said before anything launches: last in the
+        # last box, so its changing length moves no field.
+        self.guard_text = QLabel(self.money_box)
         self.guard_text.setObjectName("pref_guard_text")
         self.guard_text.setWordWrap(True)
-        money.addRow(self.guard_text)
+        self.guard_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.guard_text.setMinimumWidth(WRAP_MIN_WIDTH + 120)
+        self.guard_text.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        money_column.addWidget(self.guard_text)
         self.budget_action.currentIndexChanged.connect(lambda _i: self._show_guard())
-        self.edits["machine_budget_usd"].textChanged.connect(lambda _t: self._show_guard())
-        row(idle, "idle_gpu_percent", self.edits["idle_gpu_percent"])
-        row(idle, "idle_minutes", self.edits["idle_minutes"])
-        row(idle, "idle_action", self.idle_action)
+        for key in ("machine_budget_usd", "monthly_budget_usd"):
+            self.edits[key].textChanged.connect(lambda _t: self._show_guard())
+
+        column = QVBoxLayout(content)
+        for box in (self.general_box, self.idle_box, self.money_box):
+            box.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+            column.addWidget(box)
+        column.addStretch(1)  # a taller window: the room goes below, not between the boxes
+        self.scroll_area = QScrollArea(self)
+        self.scroll_area.setObjectName("prefsScroll")
+        self.scroll_area.setWidget(content)
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._content = content
 
         self.errors = QLabel(self)
         self.errors.setObjectName("prefsErrors")
@@ -125,16 +188,34 @@ class SettingsDialog(Retranslating, QDialog):
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
         self.buttons.accepted.connect(self.try_accept)
         self.buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        for box in (self.general_box, self.money_box, self.idle_box):
-            layout.addWidget(box)
+        layout = self._layout = QVBoxLayout(self)
+        layout.addWidget(self.scroll_area, 1)
         layout.addWidget(self.errors)
-        layout.addStretch(1)
         layout.addWidget(self.buttons)
         self.currency.currentIndexChanged.connect(self._currency_changed)
         self.load(settings)
         self.retranslate()
         self.setMinimumWidth(480)
+        self.resize(self.sizeHint())
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        """Wide enough to read, tall enough that every field and the whole budget help show
+        (the longest help the budget settings can give), within the screen."""
+        width = DEFAULT_WIDTH
+        margins = self._layout.contentsMargins()
+        inner = width - margins.left() - margins.right()
+        shown = self.guard_text.text()
+        self.guard_text.setText(self._longest_guard())
+        # the scroll area never shows its widget shorter than its minimum size hint
+        content = max(self._content.heightForWidth(inner),
+                      self._content.minimumSizeHint().height())
+        self.guard_text.setText(shown)
+        height = (content + self.buttons.sizeHint().height() + self._layout.spacing()
+                  + margins.top() + margins.bottom())
+        screen = self.screen()
+        if screen is not None:
+            height = min(height, int(screen.availableGeometry().height() * 0.9))
+        return QSize(width, max(height, 200))
 
     # ------------------------------------------------------------------ values
 
@@ -152,6 +233,15 @@ class SettingsDialog(Retranslating, QDialog):
         self.edits["idle_gpu_percent"].setText(f"{s.idle_gpu_percent:g}")
         self.edits["idle_minutes"].setText(str(s.idle_minutes))
         self._currency_changed()
+
+    def regions(self) -> list[str]:
+        if self._regions is None:
+            try:
+                self._regions = known_regions()
+            except (OSError, ValueError) as exc:  # no catalog: any region is taken as typed
+                log.warning("cannot read the catalog's regions: %s", exc)
+                self._regions = []
+        return self._regions
 
     def values(self) -> tuple[dict[str, object], list[str]]:
         """The edited values, and the keys whose text is not a valid value."""
@@ -175,17 +265,53 @@ class SettingsDialog(Retranslating, QDialog):
         for key, value in out.items():
             if value is None or not is_valid(key, value):
                 bad.append(key)
+        region = out["default_region"]
+        known = self.regions() if region else []
+        if region and known and region not in known:
+            bad.append("default_region")  # "mars-north-9": no cloud rents there
         return out, bad
+
+    def message(self, key: str) -> str:
+        """What a valid value of ``key`` looks like, in the field's own unit."""
+        if key == "default_region":
+            return self.tr("'{region}' is not a region gpudesk knows. Choose one from the "
+                           "list, e.g. us-east-1 or ap-shanghai, or leave it empty.").format(
+                region=self.edits["default_region"].text().strip())
+        texts = {
+            "mfu": self.tr("Enter a percentage above 0 and at most 100, e.g. 35."),
+            "cny_per_usd": self.tr("Enter yuan per dollar, above 0 and at most 1000, "
+                                   "e.g. 7.2."),
+            "monthly_budget_usd": self.tr("Enter US dollars, 0 (no budget) or more, "
+                                          "e.g. 500."),
+            "machine_budget_usd": self.tr("Enter US dollars, 0 (no budget) or more, "
+                                          "e.g. 50."),
+            "idle_gpu_percent": self.tr("Enter a percentage from 0 to 100, e.g. 5."),
+            "idle_minutes": self.tr("Enter whole minutes from 1 to 1440, e.g. 30."),
+        }
+        return texts.get(key, "")
+
+    def _show_bad(self, bad: list[str]) -> None:
+        """Mark exactly ``bad``, each with its message; the summary names what is left."""
+        for key, edit in self.edits.items():
+            wrong = key in bad
+            self._mark(edit, wrong)
+            error = self.field_errors[key]
+            text = self.message(key) if wrong else ""
+            if error.text() != text:
+                error.setText(text)
+            self._forms[key].setRowVisible(error, wrong)
+        if bad:
+            names = ", ".join(self.labels[k].text().replace("&", "") for k in bad)
+            self.errors.setText(self.tr("Please correct: {fields}").format(fields=names))
+        self.errors.setVisible(bool(bad))
 
     def try_accept(self) -> bool:
         """OK: save and close when every value is valid; otherwise mark and stay open."""
         values, bad = self.values()
-        for key, edit in self.edits.items():
-            self._mark(edit, key in bad)
+        self._checked = True
+        self._show_bad(bad)
         if bad:
-            names = ", ".join(self.labels[k].text().replace("&", "") for k in bad)
-            self.errors.setText(self.tr("Please correct: {fields}").format(fields=names))
-            self.errors.setVisible(True)
+            self.edits[bad[0]].setFocus()
             return False
         new = dataclasses.replace(self._settings, **values)  # type: ignore[arg-type]
         try:
@@ -200,48 +326,89 @@ class SettingsDialog(Retranslating, QDialog):
         self.accept()
         return True
 
+    def _edited(self, key: str) -> None:
+        """After a refused OK, every change re-checks: fixed fields lose mark and message,
+        and the summary goes once nothing is left to correct."""
+        if self._checked:
+            self._show_bad(self.values()[1])
+        elif self.edits[key].property("invalid"):
+            self._mark(self.edits[key], False)
+
     def _mark(self, edit: QLineEdit, invalid: bool) -> None:
+        if edit.property("invalid") is invalid:
+            return
         edit.setProperty("invalid", invalid)
         style = edit.style()
         style.unpolish(edit)
         style.polish(edit)
 
-    def _unmark(self, edit: QLineEdit) -> None:
-        if edit.property("invalid"):
-            self._mark(edit, False)
-
     def _currency_changed(self) -> None:
         self.edits["cny_per_usd"].setEnabled(self.currency.currentData() == "CNY")
 
-    # ------------------------------------------------------------------ language
+    # ------------------------------------------------------------------ the budget help
 
-    def _show_guard(self) -> None:
-        """The per-machine budget in each cloud's terms: what stops the bill, and who."""
+    def _budget(self, key: str) -> float:
+        value = _number(self.edits[key].text())
+        return value if value is not None and value > 0 else 0.0
+
+    def _guard_lines(self, action: str, machine: float, monthly: float) -> list[str]:
+        """What happens at 100 % of each budget, as the settings stand: the words follow
+        the chosen action, so "Stop…" is never answered by "nothing is stopped"."""
         from gpudesk.services.cloud import guard
         from gpudesk.services.cloud.catalog import provider_title
         from gpudesk.services.money.ledger import Machine
         from gpudesk.ui.widgets.task_runner import format_template
 
-        action = str(self.budget_action.currentData() or "stop")
-        try:
-            budget = float(self.edits["machine_budget_usd"].text() or 0)
-        except ValueError:
-            budget = 0.0
-        if action not in guard.ACTIONS or budget <= 0:
-            self.guard_text.setText(self.tr("Machine budgets only warn: nothing is stopped."))
-            return
+        if action not in guard.ACTIONS:
+            return [self.tr("Machine budgets only warn: nothing is stopped.")]
+        stop = action == "stop"
         lines = []
-        for provider in ("aws", "tencent"):
-            m = Machine(id="", provider=provider, disk_gb=100.0)
-            g = guard.plan(provider, budget, action, 1.0, 0.0, 0.0)
-            said = " ".join(format_template(guard.CONTEXT, t, v)
-                            for t, v in guard.sentences(m, g)
-                            if t not in (guard.MSG_TIMER, guard.MSG_DESKTOP))
-            if "cloud-timer" in g.enforced_by:
-                said += " " + self.tr("Tencent Cloud itself terminates it when budget ÷ price "
-                                      "runs out, even if gpudesk and the agent are gone.")
-            lines.append(f"{provider_title(provider)}: {said}")
+        if machine > 0:
+            for provider in ("aws", "tencent"):
+                m = Machine(id="", provider=provider, disk_gb=100.0)
+                g = guard.plan(provider, machine, action, 1.0, 0.0, 0.0)
+                said = " ".join(format_template(guard.CONTEXT, t, v)
+                                for t, v in guard.sentences(m, g)
+                                if t not in (guard.MSG_TIMER, guard.MSG_DESKTOP))
+                if "cloud-timer" in g.enforced_by:
+                    said += " " + self.tr("Tencent Cloud itself terminates it when budget ÷ "
+                                          "price runs out, even if gpudesk and the agent are "
+                                          "gone.")
+                lines.append(f"{provider_title(provider)}: {said}")
+        if monthly > 0:
+            lines.append(self.tr(
+                "At 100 % of the monthly budget, gpudesk stops every billing machine (while "
+                "gpudesk runs).") if stop else self.tr(
+                "At 100 % of the monthly budget, gpudesk terminates every billing machine "
+                "(while gpudesk runs)."))
+        if machine <= 0 and monthly <= 0:
+            lines.append(self.tr(
+                "No budget is set yet, so nothing is stopped: enter a monthly budget or a "
+                "budget per machine above.") if stop else self.tr(
+                "No budget is set yet, so nothing is terminated: enter a monthly budget or a "
+                "budget per machine above."))
+        elif machine <= 0:
+            lines.append(self.tr(
+                "No budget per machine: no single machine is stopped for its own spend.")
+                if stop else self.tr(
+                "No budget per machine: no single machine is terminated for its own spend."))
+        return lines
+
+    def _longest_guard(self) -> str:
+        """The longest help any budget setting gives, to size the dialog once for all."""
+        texts = ["\n".join(self._guard_lines(action, machine, monthly))
+                 for action in ("stop", "terminate") for machine in (0.0, 50.0)
+                 for monthly in (0.0, 500.0)]
+        return max(texts, key=len)
+
+    def _show_guard(self) -> None:
+        """The budgets in each cloud's terms: what stops the bill, and who."""
+        action = str(self.budget_action.currentData() or "stop")
+        lines = self._guard_lines(action, self._budget("machine_budget_usd"),
+                                  self._budget("monthly_budget_usd"))
         self.guard_text.setText("\n".join(lines))
+
+    # ------------------------------------------------------------------ language
 
     def retranslate(self) -> None:
         self.setWindowTitle(self.tr("Preferences"))
@@ -276,6 +443,8 @@ class SettingsDialog(Retranslating, QDialog):
                                   self.tr("Terminate the billing machines"))):
             self.budget_action.setItemText(i, text)
         self._show_guard()
+        if self._checked:
+            self._show_bad(self.values()[1])  # the messages in the new language
         self.edits["default_region"].setPlaceholderText(self.tr("e.g. us-east-1 or "
                                                                 "ap-shanghai; empty = none"))
         self.edits["mfu"].setToolTip(self.tr("Model FLOPs utilisation assumed for new plans, "
@@ -284,3 +453,11 @@ class SettingsDialog(Retranslating, QDialog):
                                                      "converted with this rate"))
         self.edits["idle_minutes"].setToolTip(self.tr("A whole number from 1 to 1440"))
 
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt API
+        # The regions a completer offers, read when the dialog is first shown.
+        if self.edits["default_region"].completer() is None and self.regions():
+            completer = QCompleter(self.regions(), self)
+            completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+            completer.setFilterMode(Qt.MatchFlag.MatchContains)
+            self.edits["default_region"].setCompleter(completer)
+        super().showEvent(event)

@@ -1,8 +1,9 @@
 """The first-start welcome: what gpudesk can do now, and the language to use.
 
 Shown once (``Settings.welcomed``); any way of closing it counts as dismissed.
-"Add a cloud account" and "Add my own SSH machine" close it and open the
-Accounts page (``choice`` says which was pressed).
+"Add a cloud account" closes it and opens the Accounts page; "Add my own SSH
+machine" closes it and opens the own-machine dialog there (``choice`` says which
+was pressed: "cloud" or "ssh").
 """
 
 from __future__ import annotations

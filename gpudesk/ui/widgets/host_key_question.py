@@ -4,18 +4,54 @@ SSH connects on worker threads; ``HostKeyPolicy.ask_user`` calls its question
 there. This object carries the question to the GUI thread as a queued signal,
 opens a window-modal box (never ``exec()``, which would nest an event loop
 under qasync) and hands the answer back. A changed key is never asked about:
-host_keys refuses it before any question.
+host_keys refuses it before any question; :func:`ask_forget` is the way out of that
+refusal: a confirmed "forget the pinned key" for a machine that was rebuilt.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import HostKeyChanged, HostKeyPolicy, PinStore
+
+
+def changed_pin(error: BaseException | None) -> str:
+    """The pin name whose host key changed, when ``error`` is that refusal; else ""."""
+    return error.host if isinstance(error, HostKeyChanged) else ""
+
+
+def ask_forget(parent: QWidget, name: str, done: Callable[[bool], object],
+               store: PinStore | None = None) -> QMessageBox:
+    """Ask, window-modal, whether to forget the pinned host key of ``name``; on yes forget
+    it and call ``done(True)`` (``done(False)`` when nothing was pinned any more)."""
+    title = QCoreApplication.translate("HostKeyQuestion", "Forget the pinned host key?")
+    text = QCoreApplication.translate(
+        "HostKeyQuestion", "Forget the host key pinned for {name}?\n\nDo this only if you "
+        "know the machine was rebuilt or reinstalled: a changed key is also what an attacker "
+        "in the middle looks like. The next connection shows the key the machine offers now, "
+        "for you to compare with its console before it is pinned.").format(name=name)
+    box = QMessageBox(QMessageBox.Icon.Warning, title, text,
+                      QMessageBox.StandardButton.Cancel, parent)
+    box.setObjectName("forgetHostKeyQuestion")
+    forget = box.addButton(QCoreApplication.translate("HostKeyQuestion", "Forget the key"),
+                           QMessageBox.ButtonRole.AcceptRole)
+    forget.setObjectName("forgetHostKeyConfirm")
+    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.setWindowModality(Qt.WindowModality.WindowModal)
+
+    def clicked(button: object) -> None:
+        if button is forget:
+            done((store or PinStore()).forget(name))
+
+    box.buttonClicked.connect(clicked)
+    box.open()
+    return box
 
 
 @dataclass
