@@ -26,6 +26,15 @@ stock per zone. RunInstances, a DryRun too, checks that its image, vSwitch and
 security group exist. ``add_vpc``/``add_vswitch``/``add_group`` put in the
 user's own network (no gpudesk tag); ``fail_next`` makes the next matching
 call(s) fail with a real code.
+
+Every request is checked against ECS's and VPC's documented limits in
+``cloud_limits.ALIYUN`` before anything else and refused in ECS's words
+(``InvalidParameter: The specified parameter "PageSize" is not valid.``);
+``limit_refusals`` lists them. DescribeSecurityGroups and DescribeInstances page
+by MaxResults/NextToken too. Spot is sold only outside ``no_spot`` (zone or "*",
+type): DescribeAvailableResource with a SpotStrategy leaves those out, spot
+price history has none, and RunInstances refuses them
+(``InvalidResourceType.NotSupported``).
 """
 
 from __future__ import annotations
@@ -45,12 +54,15 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
+import cloud_limits
 from standin_http import ApiError, StandinServer
 
 VERSION = "2014-05-26"  # ECS
 VPC_VERSION = "2016-04-28"
 VPC_ACTIONS = frozenset({"CreateVpc", "DescribeVpcs", "CreateVSwitch", "DescribeVSwitches"})
-VPC_MAX_PAGE = 50  # DescribeVpcs and DescribeVSwitches refuse a larger PageSize
+# Actions ECS pages with MaxResults/NextToken (the others: PageNumber/PageSize only); the
+# largest pages are cloud_limits.ALIYUN's, which every request is checked against.
+TOKEN_PAGED = frozenset({"DescribeSecurityGroups", "DescribeInstances"})
 ACCESS_KEY_ID = "LTAI5tGpudeskStandin0123"  # LTAI + 20, shaped like a real one
 ACCESS_KEY_SECRET = "Gk7pQ2xVb9Lm4Nc8Rt1Yw6Zs3Hd5Jf"  # 30 characters
 MAX_SKEW_S = 15 * 60
@@ -72,6 +84,12 @@ TYPES: dict[str, tuple[int, int, str, int, float]] = {
     "ecs.gn7e-c16g1.4xlarge": (16, 125, "A100", 1, 35.0),
 }
 SPOT_FACTOR = 0.2  # spot price = 20 % of pay-as-you-go
+# Where spot is not sold at all (DescribeAvailableResource with a SpotStrategy leaves the type
+# out of the zone; RunInstances refuses): (zone, type); "*" for every zone.
+NO_SPOT: frozenset[tuple[str, str]] = frozenset({
+    ("*", "ecs.gn7e-c16g1.4xlarge"),  # A100: pay-as-you-go only
+    ("cn-hangzhou-h", "ecs.gn6v-c8g1.2xlarge"),  # V100: spot in the other zones only
+})
 
 IMAGES: list[dict[str, Any]] = [
     {"ImageId": "ubuntu_22_04_gpu_cuda12_20240510.vhd", "ImageName": "Ubuntu 22.04 64 bit "
@@ -97,6 +115,7 @@ _STATUS = {  # HTTP status of an error code, as ECS answers
     "IncorrectInstanceStatus": 403, "OperationDenied.NoStock": 403, "Zone.NotOnSale": 403,
     "InvalidAction.NotFound": 404, "DependencyViolation": 403, "InvalidVpcId.NotFound": 404,
     "InvalidVSwitchId.NotExist": 404, "InvalidImageId.NotFound": 404,
+    "InvalidResourceType.NotSupported": 403,
 }
 
 
@@ -195,11 +214,17 @@ class AliyunStandin(StandinServer):
             self.not_on_sale: set[str] = set()  # zones
             self.denied: set[str] = set()  # actions answered Forbidden.RAM
             self.keep_charging_types: set[str] = set()  # StopCharging not allowed
+            self.no_spot: set[tuple[str, str]] = set(NO_SPOT)  # (zone or "*", type)
+            self.limit_refusals: list[tuple[str, str]] = []  # (action, cloud_limits violation)
             self.nonces: set[str] = set()
             self.internal_errors: list[str] = []  # stand-in bugs, for the tests to assert none
             self.currency = "CNY"  # DescribePrice's: the international site answers in USD
             self.secrets = {}
             self._ips = itertools.count(10)
+
+    def sells_spot(self, zone: str, instance_type: str) -> bool:
+        """Whether spot is sold for ``instance_type`` in ``zone`` at all (stock aside)."""
+        return not {(zone, instance_type), ("*", instance_type)} & self.no_spot
 
     def sell_out(self, zone: str, instance_type: str) -> None:
         with self._lock:
@@ -276,6 +301,10 @@ class AliyunStandin(StandinServer):
             with self._lock:
                 self.requests.append((action, region, query))
                 self.versions[(action, version)] += 1
+                violations = cloud_limits.check("aliyun", action, query)
+                if violations:  # refused as ECS refuses it, before anything else
+                    self.limit_refusals += [(action, v) for v in violations]
+                    raise ApiError(*cloud_limits.split(violations[0]))
                 self._release_due()
                 self._maybe_fail(action, region, query)
                 if action != "DescribeRegions" and region not in REGIONS:
@@ -365,10 +394,12 @@ class AliyunStandin(StandinServer):
                 zones.append({"ZoneId": zone, "RegionId": region, "Status": "SoldOut",
                               "StatusCategory": "WithoutStock"})
                 continue
+            spot = q.get("SpotStrategy", "NoSpot") != "NoSpot"  # a type not sold so: left out
             items = [{"Value": t, "Status": "SoldOut" if (zone, t) in self.no_stock
                       else "Available", "StatusCategory": "WithoutStock"
                       if (zone, t) in self.no_stock else "WithStock"}
-                     for t in TYPES if not wanted or t == wanted]
+                     for t in TYPES if (not wanted or t == wanted)
+                     and (not spot or self.sells_spot(zone, t))]
             zones.append({"ZoneId": zone, "RegionId": region, "Status": "Available",
                           "StatusCategory": "WithStock", "AvailableResources": {
                               "AvailableResource": [{"Type": "InstanceType",
@@ -383,6 +414,12 @@ class AliyunStandin(StandinServer):
                            "The specified InstanceType does not exist or beyond the permitted "
                            "range.")
         price = TYPES[itype][4] / (7.2 if self.currency == "USD" else 1.0)
+        if q.get("SpotStrategy", "NoSpot") != "NoSpot":  # the spot price, where spot is sold
+            zones = [q["ZoneId"]] if q.get("ZoneId") else REGIONS[region][1]
+            if not any(self.sells_spot(z, itype) for z in zones):
+                raise ApiError("InvalidResourceType.NotSupported", "This resource type is not "
+                               "supported; please try other resource types.")
+            price = round(price * SPOT_FACTOR, 3)
         return {"PriceInfo": {"Price": {"OriginalPrice": price, "DiscountPrice": 0.0,
                                         "TradePrice": price, "Currency": self.currency}}}
 
@@ -394,7 +431,7 @@ class AliyunStandin(StandinServer):
         price = TYPES[itype][4]
         points = []
         for zone in REGIONS[region][1]:
-            if q.get("ZoneId") and q["ZoneId"] != zone:
+            if (q.get("ZoneId") and q["ZoneId"] != zone) or not self.sells_spot(zone, itype):
                 continue
             for i, at in enumerate((start - 1800, start + 600)):
                 points.append({"ZoneId": zone, "InstanceType": itype, "IoOptimized": "optimized",
@@ -411,10 +448,21 @@ class AliyunStandin(StandinServer):
         return self._paged(images, q, "Images", "Image")
 
     @staticmethod
-    def _paged(items: list[dict[str, Any]], q: dict[str, str], outer: str,
-               inner: str) -> dict[str, Any]:
+    def _paged(items: list[dict[str, Any]], q: dict[str, str], outer: str, inner: str,
+               token_paged: bool = False) -> dict[str, Any]:
+        """One page: MaxResults/NextToken where the action takes them (no TotalCount then,
+        NextToken "" on the last page), else PageNumber/PageSize (sizes: cloud_limits)."""
+        if token_paged and (q.get("MaxResults") or q.get("NextToken")):
+            token = q.get("NextToken") or "standin-0"
+            if not re.fullmatch(r"standin-\d+", token) or int(token[8:]) > len(items):
+                raise ApiError("InvalidParameter", 'The specified parameter "NextToken" is '
+                               "not valid.")
+            start, size = int(token[8:]), min(int(q.get("MaxResults") or 10), 100)
+            more = start + size < len(items)
+            return {"NextToken": f"standin-{start + size}" if more else "",
+                    outer: {inner: items[start:start + size]}}
         number = int(q.get("PageNumber") or 1)
-        size = min(int(q.get("PageSize") or 10), 100)
+        size = int(q.get("PageSize") or 10)
         return {"TotalCount": len(items), "PageNumber": number, "PageSize": size,
                 outer: {inner: items[(number - 1) * size:number * size]}}
 
@@ -425,8 +473,6 @@ class AliyunStandin(StandinServer):
     @staticmethod
     def _vpc_paged(items: list[dict[str, Any]], q: dict[str, str], outer: str,
                    inner: str) -> dict[str, Any]:
-        if int(q.get("PageSize") or 10) > VPC_MAX_PAGE:
-            raise ApiError("InvalidParameter", f"PageSize must be at most {VPC_MAX_PAGE}.")
         view = [{**{k: v for k, v in item.items() if not k.startswith("_") and k != "Tags"},
                  "Tags": {"Tag": [{"Key": k, "Value": v} for k, v in item["Tags"].items()]}}
                 for item in items]
@@ -564,7 +610,7 @@ class AliyunStandin(StandinServer):
                 continue
             items.append({**{k: v for k, v in group.items() if k not in ("Tags", "Rules")},
                           "Tags": _tags_view(group["Tags"])})
-        return self._paged(items, q, "SecurityGroups", "SecurityGroup")
+        return self._paged(items, q, "SecurityGroups", "SecurityGroup", token_paged=True)
 
     def _DescribeSecurityGroupAttribute(self, region: str, q: dict[str, str]) -> dict[str, Any]:
         group = self._group(q)
@@ -653,6 +699,9 @@ class AliyunStandin(StandinServer):
             raise ApiError("OperationDenied.NoStock", "The requested resource is sold out in "
                            "the specified zone; try other types of resources or other regions "
                            "and zones.")
+        if q.get("SpotStrategy", "NoSpot") != "NoSpot" and not self.sells_spot(zone, itype):
+            raise ApiError("InvalidResourceType.NotSupported", "This resource type is not "
+                           "supported; please try other resource types.")
         if q.get("Password"):
             raise ApiError("InvalidParameter", "stand-in: gpudesk never sets a password")
         if q.get("ImageId") not in {i["ImageId"] for i in IMAGES}:
@@ -728,7 +777,7 @@ class AliyunStandin(StandinServer):
                 continue
             self._advance(raw)
             items.append({k: v for k, v in raw.items() if not k.startswith("_")})
-        return self._paged(items, q, "Instances", "Instance")
+        return self._paged(items, q, "Instances", "Instance", token_paged=True)
 
     def _instance(self, iid: str) -> dict[str, Any]:
         raw = self.state.instances.get(iid)

@@ -146,6 +146,67 @@ def test_dry_run_checks_image_vswitch_and_group(aliyun: AliyunStandin) -> None: 
     assert aliyun.state.instances == {} and aliyun.internal_errors == []
 
 
+def test_security_groups_page_by_max_results_and_next_token(aliyun: AliyunStandin) -> None:  # noqa: F811
+    """As ECS recommends: MaxResults (at most 100) and the NextToken of the last answer,
+    empty on the last page, with no TotalCount; a token it never gave is refused."""
+    vpc_id = aliyun.add_vpc("cn-hangzhou")
+    made = {aliyun.add_group(vpc_id, f"g{i}") for i in range(25)}
+    client = sdk_client(aliyun)
+    seen: list[str] = []
+    token = ""
+    while True:
+        page = client.describe_security_groups_with_options(
+            models.DescribeSecurityGroupsRequest(region_id="cn-hangzhou", max_results=10,
+                                                 next_token=token or None), RUNTIME).body
+        seen += [g.security_group_id for g in page.security_groups.security_group]
+        assert page.total_count is None
+        token = page.next_token or ""
+        if not token:
+            break
+    assert len(seen) == 25 and set(seen) == made
+    assert _code(lambda: client.describe_security_groups_with_options(
+        models.DescribeSecurityGroupsRequest(region_id="cn-hangzhou", max_results=10,
+                                             next_token="made-up"), RUNTIME)) == (
+        "InvalidParameter", 400)
+    assert aliyun.internal_errors == []
+
+
+def test_spot_is_sold_only_for_some_types_and_zones(aliyun: AliyunStandin) -> None:  # noqa: F811
+    """DescribeAvailableResource with a SpotStrategy leaves out what is not sold as spot;
+    RunInstances refuses a spot machine there; spot price history has none."""
+    client = sdk_client(aliyun)
+
+    def listed(itype: str, strategy: str) -> set[str]:
+        body = client.describe_available_resource_with_options(
+            models.DescribeAvailableResourceRequest(
+                region_id="cn-hangzhou", destination_resource="InstanceType",
+                instance_type=itype, instance_charge_type="PostPaid", spot_strategy=strategy),
+            RUNTIME).body.to_map()
+        return {z["ZoneId"] for z in body["AvailableZones"]["AvailableZone"]
+                for r in z["AvailableResources"]["AvailableResource"]
+                for t in r["SupportedResources"]["SupportedResource"] if t["Value"] == itype}
+
+    zones = {"cn-hangzhou-h", "cn-hangzhou-i", "cn-hangzhou-j"}
+    v100, a100 = "ecs.gn6v-c8g1.2xlarge", "ecs.gn7e-c16g1.4xlarge"
+    assert listed(v100, "NoSpot") == zones == listed(a100, "NoSpot")
+    assert listed(v100, "SpotAsPriceGo") == zones - {"cn-hangzhou-h"}
+    assert listed(a100, "SpotWithPriceLimit") == set()
+    history = client.describe_spot_price_history_with_options(
+        models.DescribeSpotPriceHistoryRequest(region_id="cn-hangzhou", network_type="vpc",
+                                               instance_type=v100), RUNTIME).body
+    assert {p.zone_id for p in history.spot_prices.spot_price_type} == zones - {
+        "cn-hangzhou-h"}
+    vpc_id = aliyun.add_vpc("cn-hangzhou")
+    vswitch = aliyun.add_vswitch(vpc_id, "cn-hangzhou-h")
+    group = aliyun.add_group(vpc_id)
+    assert _code(lambda: client.run_instances_with_options(models.RunInstancesRequest(
+        region_id="cn-hangzhou", zone_id="cn-hangzhou-h", instance_type=v100, amount=1,
+        image_id=IMAGES[0]["ImageId"], v_switch_id=vswitch, security_group_id=group,
+        instance_charge_type="PostPaid", spot_strategy="SpotAsPriceGo"), RUNTIME)) == (
+        "InvalidResourceType.NotSupported", 403)
+    assert aliyun.state.instances == {} and aliyun.internal_errors == []
+
+
 def _now() -> str:
     from datetime import UTC, datetime
 

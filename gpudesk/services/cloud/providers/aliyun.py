@@ -25,8 +25,20 @@ Choices worth knowing:
   moment by itself, laptop or agent or not; :meth:`set_guard` keeps it current.
 * ``stop`` uses ``StoppedMode=StopCharging``: CPU, GPU and memory stop billing
   (the system disk still bills, the public address is released and a restart
-  may find no GPU free). ECS falls back to KeepCharging where a type does not
-  allow it; :meth:`stop_note` says which applied.
+  may find no GPU free). ECS falls back to KeepCharging without an error where
+  it does not apply (types with local SSDs, subscription machines, machines
+  outside a VPC); :meth:`stop_note` says which applied, and why.
+* Paging in each action's documented sizes, through every page: MaxResults and
+  NextToken where the action takes them (DescribeSecurityGroups,
+  DescribeInstances), else PageNumber/PageSize (50 for DescribeKeyPairs,
+  DescribeVpcs and DescribeVSwitches). A larger page is refused by ECS
+  (``InvalidParameter`` "PageSize", issue 24); tests/cloud_limits.py holds the
+  limits the stand-in enforces.
+* Each machine gets its own security group (aliyun_groups.py), as on the other
+  clouds; :meth:`cleanup` deletes groups and key pairs no live machine uses.
+* Spot is offered (:meth:`live_offers`) only where DescribeAvailableResource
+  with a SpotStrategy lists the type in the zone: ECS leaves out what it does
+  not sell as spot.
 """
 
 from __future__ import annotations
@@ -48,17 +60,31 @@ from gpudesk.services.cloud.providers import aliyun_parse as ap
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.aliyun_errors import (
     MSG_NEED_GROUP,
+    MSG_STOPPED_KEEP_CHARGING,
+    MSG_STOPPED_STOP_CHARGING,
     MSG_VPC_NOT_READY,
     PROVIDER_LABEL,
+    WHY_KEEP_ASKED,
+    WHY_KEEP_CLASSIC,
+    WHY_KEEP_SUBSCRIPTION,
+    WHY_KEEP_TYPE,
     CallContext,
     is_throttle,
     map_error,
 )
+from gpudesk.services.cloud.providers.aliyun_groups import MachineGroups
 from gpudesk.services.cloud.providers.sdk_provider import Refused, SdkProvider, ssh_group_name
 
 REQ_TIMEOUT_MS = 30_000
-PAGE = 100  # the most DescribeInstances & co. return per page
-VPC_PAGE = 50  # the most DescribeVpcs and DescribeVSwitches return per page
+# Paging, as each action's SDK model documents it (ECS refuses a larger page with
+# InvalidParameter 'The specified parameter "PageSize" is not valid.'):
+# MaxResults/NextToken where the action takes it (ECS recommends it; PageSize "will be
+# offline soon" there), else PageNumber/PageSize with the action's own largest page.
+MAX_RESULTS: dict[str, int] = {"DescribeSecurityGroups": 100, "DescribeInstances": 100}
+PAGE_SIZE: dict[str, int] = {"DescribeKeyPairs": 50, "DescribeImages": 100,
+                             "DescribeVpcs": 50, "DescribeVSwitches": 50}
+DEFAULT_PAGE = 10  # what every paged Describe call allows
+IDS_PER_CALL = 100  # DescribeInstances: "a JSON array that consists of up to 100" IDs
 BANDWIDTH_OUT_MBPS = 100
 DISK_CATEGORY = "cloud_essd"
 _VPC_WAIT_TRIES = 10
@@ -79,7 +105,7 @@ def _managed(item: dict[str, Any]) -> bool:
     return ap.tags_of(item.get("Tags")).get(base.TAG_MANAGED) == "1"
 
 
-class AliyunProvider(SdkProvider[CallContext]):
+class AliyunProvider(SdkProvider[CallContext], MachineGroups):
     """Alibaba Cloud ECS behind gpudesk's Provider interface. Blocking; call off the GUI thread.
 
     Takes :class:`SdkProvider`'s options; ``stopped_mode`` defaults to StopCharging.
@@ -162,12 +188,24 @@ class AliyunProvider(SdkProvider[CallContext]):
 
     def _pages(self, region: str, action: str, params: dict[str, Any],
                path: tuple[str, str], product: str = "ecs") -> Iterator[dict[str, Any]]:
-        """Every item of a PageNumber/PageSize Describe call."""
-        size = PAGE if product == "ecs" else VPC_PAGE
+        """Every item of a paged Describe call, through every page, in the action's own sizes."""
+        ctx = CallContext(action, region, product=product)
+        if action in MAX_RESULTS:
+            token, seen = "", set[str]()
+            while True:
+                request = dict(params, MaxResults=MAX_RESULTS[action])
+                if token:
+                    request["NextToken"] = token
+                answer = self._call(ctx, request)
+                yield from (answer.get(path[0]) or {}).get(path[1]) or []
+                token = str(answer.get("NextToken") or "")
+                if not token or token in seen:  # the last page (or a cloud going round)
+                    return
+                seen.add(token)
+        size = PAGE_SIZE.get(action, DEFAULT_PAGE)
         number = 1
         while True:
-            answer = self._call(CallContext(action, region, product=product),
-                                dict(params, PageNumber=number, PageSize=size))
+            answer = self._call(ctx, dict(params, PageNumber=number, PageSize=size))
             batch = (answer.get(path[0]) or {}).get(path[1]) or []
             yield from batch
             total = int(answer.get("TotalCount") or 0)
@@ -359,62 +397,6 @@ class AliyunProvider(SdkProvider[CallContext]):
         self._converge_rules(region, group_id, ap.ssh_permission(cidr))
         return group_id
 
-    def _converge_rules(self, region: str, group_id: str, wanted: dict[str, str]) -> None:
-        """Ingress: exactly ``wanted`` (a new basic group denies all other inbound)."""
-        ingress = self._ingress(region, group_id)
-        extra = [r for r in ingress if not ap.same_rule(r, wanted)]
-        if extra:
-            self._ecs(region, "RevokeSecurityGroup", {
-                "SecurityGroupId": group_id,
-                "SecurityGroupRuleId": [str(r["SecurityGroupRuleId"]) for r in extra]},
-                resource=group_id)
-        if not any(ap.same_rule(r, wanted) for r in ingress):
-            self._ecs(region, "AuthorizeSecurityGroup", {
-                "SecurityGroupId": group_id, "Permissions": [wanted]}, resource=group_id)
-
-    def _ingress(self, region: str, group_id: str) -> list[dict[str, Any]]:
-        answer = self._ecs(region, "DescribeSecurityGroupAttribute", {
-            "SecurityGroupId": group_id, "Direction": "ingress"}, resource=group_id)
-        rules = (answer.get("Permissions") or {}).get("Permission") or []
-        return [r for r in rules if str(r.get("Direction", "ingress")) == "ingress"]
-
-    def set_ssh_address(self, region: str, group_id: str, allow_from: str) -> list[str]:
-        """Make gpudesk's SSH rule name ``allow_from`` only; return the addresses it replaced.
-
-        Only rules carrying gpudesk's description are revoked.
-        """
-        cidr = base.single_address(allow_from)
-        self._check_region(region)
-        wanted = ap.ssh_permission(cidr)
-        ingress = self._ingress(region, group_id)
-        if not any(ap.same_rule(r, wanted) for r in ingress):
-            self._ecs(region, "AuthorizeSecurityGroup", {
-                "SecurityGroupId": group_id, "Permissions": [wanted]}, resource=group_id)
-        old = [r for r in ingress if ap.is_gpudesk_rule(r) and not ap.same_rule(r, wanted)]
-        if old:
-            self._ecs(region, "RevokeSecurityGroup", {
-                "SecurityGroupId": group_id,
-                "SecurityGroupRuleId": [str(r["SecurityGroupRuleId"]) for r in old]},
-                resource=group_id)
-        return [ap.source_of(r) for r in old]
-
-    def ssh_addresses(self, region: str, group_id: str) -> list[str]:
-        """The addresses gpudesk's SSH rules in the group name (its description marks them)."""
-        self._check_region(region)
-        return [ap.source_of(r) for r in self._ingress(region, group_id)
-                if ap.is_gpudesk_rule(r)]
-
-    def leftovers(self, region: str) -> list[str]:
-        """Every gpudesk-tagged key pair (name) and security group (id) still in ``region``."""
-        self._check_region(region)
-        tagged = [{"Key": base.TAG_MANAGED, "Value": "1"}]
-        keys = [str(k.get("KeyPairName", "")) for k in self._pages(
-            region, "DescribeKeyPairs", {"Tag": tagged}, ("KeyPairs", "KeyPair"))]
-        groups = [str(g.get("SecurityGroupId", "")) for g in self._pages(
-            region, "DescribeSecurityGroups", {"Tag": tagged},
-            ("SecurityGroups", "SecurityGroup"))]
-        return keys + groups
-
     def find_image(self, region: str, instance_type: str) -> str:
         self._check_region(region)
         images = list(self._pages(region, "DescribeImages", {
@@ -515,11 +497,10 @@ class AliyunProvider(SdkProvider[CallContext]):
         self._check_region(region)
         wanted = [i for i in dict.fromkeys(cloud_ids) if ap.INSTANCE_ID_RE.match(i)]
         found: list[dict[str, Any]] = []
-        for start in range(0, len(wanted), PAGE):
-            chunk = wanted[start:start + PAGE]
-            answer = self._ecs(region, "DescribeInstances", {
-                "InstanceIds": json.dumps(chunk), "PageSize": PAGE})
-            found += (answer.get("Instances") or {}).get("Instance") or []
+        for start in range(0, len(wanted), IDS_PER_CALL):
+            found += self._pages(region, "DescribeInstances", {
+                "InstanceIds": json.dumps(wanted[start:start + IDS_PER_CALL])},
+                ("Instances", "Instance"))
         return found
 
     def _managed_raw(self, region: str) -> list[dict[str, Any]]:
@@ -537,13 +518,20 @@ class AliyunProvider(SdkProvider[CallContext]):
             ("Stopped", "Stopping"))
 
     def stop_note(self, region: str, cloud_id: str) -> str:
-        """What still bills after a stop, from the machine's own StoppedMode."""
+        """What still bills after a stop, from the machine's own StoppedMode, and why ECS did
+        not apply StopCharging when it did not (it falls back without an error)."""
         raw = next(iter(self.describe_raw(region, [cloud_id])), {})
-        if raw.get("StoppedMode") == ap.KEEP_CHARGING:
-            return ("stopped with KeepCharging (this type does not allow StopCharging): the "
-                    "machine bills as if running until it is terminated")
-        return ("stopped with StopCharging: CPU, GPU and memory no longer bill; the system "
-                "disk still bills, and the public address may change on restart")
+        if raw.get("StoppedMode") != ap.KEEP_CHARGING:
+            return MSG_STOPPED_STOP_CHARGING
+        if self._stopped_mode == ap.KEEP_CHARGING:
+            why = WHY_KEEP_ASKED
+        elif raw.get("InstanceChargeType") == "PrePaid":
+            why = WHY_KEEP_SUBSCRIPTION
+        elif raw.get("InstanceNetworkType") == "classic":
+            why = WHY_KEEP_CLASSIC
+        else:
+            why = WHY_KEEP_TYPE.format(instance_type=raw.get("InstanceType", ""))
+        return MSG_STOPPED_KEEP_CHARGING.format(why=why)
 
     def start(self, region: str, cloud_id: str) -> None:
         self._instance_action(region, cloud_id, "StartInstances", {}, ("Running", "Starting"))
@@ -599,13 +587,15 @@ class AliyunProvider(SdkProvider[CallContext]):
         return deleted
 
     def live_offers(self, region: str) -> list[base.LiveOffer]:
-        """Pay-as-you-go prices (DescribePrice) and spot prices (history), per zone in stock."""
+        """Pay-as-you-go prices (DescribePrice) per zone, and spot prices (history) only where
+        ECS's own answer sells spot for the type in the zone (:meth:`spot_zones`)."""
         self._check_region(region)
         offers: list[base.LiveOffer] = []
         for itype in sorted(self._known_types):
             try:
                 choices = self.zone_choices(region, itype)
                 on_demand = self.on_demand_price(region, itype) if choices else None
+                spot_zones = self.spot_zones(region, itype) if choices else {}
             except base.ProviderError as err:
                 if err.kind not in ("capacity", "invalid", "not-found"):
                     raise
@@ -615,12 +605,32 @@ class AliyunProvider(SdkProvider[CallContext]):
                     offers.append(base.LiveOffer(
                         "aliyun", region, choice.zone, itype, "on-demand", on_demand[0],
                         on_demand[1], choice.sells, choice.reason))
+                spot_choice = spot_zones.get(choice.zone)
+                if spot_choice is None:
+                    continue  # no spot sold for this type here: no spot price to offer
                 spot = self.spot_price_history(region, choice.zone, itype, time.time() - 3600)
                 if spot:
                     offers.append(base.LiveOffer(
                         "aliyun", region, choice.zone, itype, "spot", spot[-1].price,
-                        spot[-1].currency, choice.sells, choice.reason))
+                        spot[-1].currency, spot_choice.sells, spot_choice.reason))
         return offers
+
+    def spot_zones(self, region: str, instance_type: str) -> dict[str, base.ZoneChoice]:
+        """The zones where ECS sells ``instance_type`` as spot at all, with whether it is in
+        stock now: DescribeAvailableResource with a SpotStrategy lists a type only in the
+        zones that sell it so (sold out shows as WithoutStock; not sold, not listed)."""
+        answer = self._ecs(region, "DescribeAvailableResource", {
+            "DestinationResource": "InstanceType", "InstanceType": instance_type,
+            "InstanceChargeType": ap.CHARGE_ON_DEMAND, "SpotStrategy": ap.SPOT_MARKET},
+            instance_type=instance_type)
+        zones: dict[str, base.ZoneChoice] = {}
+        for zone in (answer.get("AvailableZones") or {}).get("AvailableZone") or []:
+            stock = ap.stock_of(zone, instance_type)
+            if stock:
+                zone_id = str(zone.get("ZoneId", ""))
+                zones[zone_id] = base.ZoneChoice(zone_id, stock == "WithStock",
+                                                 "" if stock == "WithStock" else stock)
+        return zones
 
     def on_demand_price(self, region: str, instance_type: str) -> tuple[float, str] | None:
         """The pay-as-you-go price per hour ECS quotes for the instance alone (DescribePrice),

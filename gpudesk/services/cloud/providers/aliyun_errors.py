@@ -19,7 +19,7 @@ from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.base import detail_of as detail_of
 from gpudesk.services.cloud.providers.base import error_with_detail
 
-PROVIDER_LABEL = "Alibaba Cloud"
+PROVIDER_LABEL = QT_TRANSLATE_NOOP("ProviderError", "Alibaba Cloud")  # translated when shown
 
 MSG_UNKNOWN_KEY = QT_TRANSLATE_NOOP(
     "ProviderError", "Alibaba Cloud does not know the AccessKey ID {key_id}: it is mistyped, "
@@ -47,6 +47,25 @@ HOW_QUOTA_ALIYUN = QT_TRANSLATE_NOOP(
 MSG_VPC_NOT_READY = QT_TRANSLATE_NOOP(
     "ProviderError", "The gpudesk network {name} in {region} is still being created; try again "
     "in a minute.")
+# What still bills after a stop (ledger "stop-billing"). When StopCharging (economical mode)
+# applies, from the StopInstances model: "Instance types that do not support economical mode
+# include instances with local SSDs and subscription instances", and it is for VPC machines
+# only (https://help.aliyun.com/document_detail/63353.html); ECS then stops with KeepCharging
+# without an error.
+MSG_STOPPED_STOP_CHARGING = QT_TRANSLATE_NOOP(
+    "ProviderError", "stopped with StopCharging: CPU, GPU and memory no longer bill; the system "
+    "disk still bills, and the public address may change on restart")
+MSG_STOPPED_KEEP_CHARGING = QT_TRANSLATE_NOOP(
+    "ProviderError", "stopped with KeepCharging ({why}): the machine bills as if running until "
+    "it is terminated")
+WHY_KEEP_ASKED = QT_TRANSLATE_NOOP("ProviderError", "as asked")
+WHY_KEEP_SUBSCRIPTION = QT_TRANSLATE_NOOP(
+    "ProviderError", "a subscription machine does not get StopCharging")
+WHY_KEEP_CLASSIC = QT_TRANSLATE_NOOP(
+    "ProviderError", "a machine outside a VPC does not get StopCharging")
+WHY_KEEP_TYPE = QT_TRANSLATE_NOOP(
+    "ProviderError", "this type ({instance_type}) does not allow StopCharging, as types with "
+    "local SSDs do not")
 
 _UNKNOWN_KEY = frozenset({"InvalidAccessKeyId.NotFound", "InvalidAccessKeyId",
                           "InvalidAccessKeyId.Inactive", "InvalidCredentials"})
