@@ -194,7 +194,8 @@ def add_parsers(sub: Any) -> None:
     cli_remote.add_target_args(p, required=False)
     p.add_argument("--project", metavar="DIR", help="the project folder to sync and run in")
     p.add_argument("--nproc", type=int, default=1, metavar="N",
-                   help="processes per machine, one per GPU (default 1)")
+                   help="processes per machine, one per GPU (default 1); 0: a CPU run, "
+                   "one process with the GPUs hidden from it")
     p.add_argument("--nodes", metavar="TARGET,...",
                    help="more machines for a multi-node run (--on is the first node)")
     p.add_argument("--amp", choices=("fp16", "bf16", "off"),

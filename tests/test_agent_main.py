@@ -281,3 +281,25 @@ def test_agent_source_is_python_38(path: Path) -> None:
             assert not any(isinstance(side, ast.Constant) and side.value is None
                            for side in (node.left, node.right)), \
                 f"{path.name}:{node.lineno} uses X | None at run time"
+
+
+def test_no_nvidia_smi_is_said_once_and_recorded_for_the_desktop(tmp_path: Path) -> None:
+    """A machine with no NVIDIA driver (issue 25): the agent says so once, writes one record
+    with no GPUs that says it (src "no-gpu"), and does not retry nvidia-smi every poll."""
+    rules = write_rules(tmp_path / "rules.json", {"procs_every_s": 0.2})
+    folder = tmp_path / "agent"
+    proc = start_agent(folder, "--rules", str(rules), "--nvidia-smi", str(tmp_path / "absent"))
+    try:
+        wait_for(lambda: read_since(folder, 0) != [], what="the no-GPU record")
+        assert "no-gpu" in {e.get("kind") for e in read_events(folder)}
+        # An absence can only be watched for: a window of a dozen polls (0.2 s each).
+        with pytest.raises(AssertionError):
+            wait_for(lambda: len(read_since(folder, 0)) > 1 or proc.poll() is not None,
+                     timeout=2.5, what="a second record (there must be none)")
+    finally:
+        terminate(proc)
+    records = read_since(folder, 0)
+    assert [(r["src"], r["gpus"]) for r in records] == [("no-gpu", [])]
+    text = agent_log(folder)
+    assert text.count("No NVIDIA GPU or driver on this machine") == 1, text
+    assert "failed: [Errno 2]" not in text and "cannot start" not in text, text

@@ -409,3 +409,25 @@ def test_nvml_unsupported_field_is_none_for_that_field_only() -> None:
     assert procs is not None
     assert [(p.pid, p.gpu_index, p.gpu_uuid, p.mem_used_mib) for p in procs] == \
         [(4242, 0, "GPU-0", 6265)]
+
+
+def test_a_missing_nvidia_smi_is_said_once_then_looked_for_rarely(
+        tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """No driver (issue 25): one line saying so, not "nvidia-smi failed: [Errno 2]" at every
+    poll; the next look is MISSING_RECHECK_S later, and a driver found later is used."""
+    from gpudesk.agent import smi
+
+    exe = str(tmp_path / "nvidia-smi")
+    caplog.set_level("WARNING", logger="gpudesk.agent")
+    for _ in range(5):
+        assert smi.poll_procs(exe) is None
+        assert smi.sample_once(exe) is None
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and said[0].startswith("No NVIDIA GPU or driver on this machine")
+    assert "Errno" not in said[0] and smi.smi_missing(exe)
+    # installed meanwhile: looked for again only after the wait (here: made due now)
+    (tmp_path / "nvidia-smi").write_text("#!/bin/sh\necho 'GPU 0: Tesla T4 (UUID: GPU-1)'\n")
+    (tmp_path / "nvidia-smi").chmod(0o755)
+    assert smi.gpu_count(exe) is None  # still within the wait: not run
+    smi._missing_until[exe] = 0.0
+    assert smi.gpu_count(exe) == 1 and not smi.smi_missing(exe)

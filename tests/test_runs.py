@@ -274,3 +274,24 @@ def test_two_nodes_on_one_machine_train_together_with_their_node_ranks(
     # Global rank 0 (and with it every checkpoint) is on the first node.
     assert (Path(record.nodes[0].run_dir) / "checkpoints" / "ckpt-000000010.pt").is_file()
     assert not list((Path(record.nodes[1].run_dir) / "checkpoints").glob("ckpt-*"))
+
+
+def test_a_cpu_run_is_one_process_with_the_gpus_hidden_and_says_cpu(
+        sshd: SshdServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    """``--nproc 0`` (issue 25): a CPU run by choice — one process, CUDA_VISIBLE_DEVICES
+    empty, and "CPU" where the CLI says what started."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text(
+        "import os\nprint('visible=[%s]' % os.environ.get('CUDA_VISIBLE_DEVICES'))\n")
+    assert gpudesk(*run_cmd(sshd, tmp_path / "machine", project, "--accept-new", "--nproc",
+                            "0", "--", "train.py")) == 0
+    captured = capsys.readouterr()
+    run_id = captured.out.splitlines()[0]
+    assert f"started run {run_id} on " in captured.err and "; CPU)" in captured.err
+    record = runs.RunRecord.load(run_id)
+    assert record.nproc == 0 and record.cpu
+    spec = (Path(record.main.run_dir) / "command").read_text()
+    assert "--nproc-per-node 1 " in spec
+    log = (Path(record.main.run_dir) / "log").read_text()
+    assert "visible=[]" in log, log

@@ -338,3 +338,26 @@ def test_a_changed_host_key_ends_the_stream_instead_of_retrying(sshd: SshdServer
     assert stream.state == "failed" and stream.error is not None
     assert sshd.host_key_fingerprint in col.states[-1][1]
     assert not pid_gone(site.pid)  # the agent on the machine is untouched
+
+
+
+def test_a_quiet_stream_is_reopened_without_saying_the_connection_dropped(
+        sshd: SshdServer, roots: Roots, tmp_path: Path) -> None:
+    """A machine with no NVIDIA driver (issue 25): the agent sends one record saying so and
+    then nothing; the stream reopens after each quiet spell over the same connection, as
+    "resuming" — never "disconnected", and "connecting" only once."""
+    root = roots.new()
+    conn = connect(sshd)
+    site = agent_deploy.deploy(conn, None, root=str(root), python=PYTHON,
+                               nvidia_smi=str(tmp_path / "absent" / "nvidia-smi"))
+    col = Collector()
+    with conn, stream_for(conn, site, col, backoff_s=0.2, stall_s=1.0):
+        wait_for(lambda: col.count() >= 1, WAIT_S, "the no-GPU record")
+        wait_for(lambda: [s for s, _ in col.states].count("resuming") >= 2, WAIT_S,
+                 "two quiet reopenings")
+        assert conn.connects == 1  # the same connection all along
+    (sample,) = col.samples
+    assert sample.no_gpu and sample.gpus == () and sample.src == "no-gpu"
+    states = [state for state, _ in col.states]
+    assert "disconnected" not in states, col.states
+    assert states.count("connecting") == 1, col.states

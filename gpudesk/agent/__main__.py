@@ -41,6 +41,7 @@ from .guard import Guard  # noqa: E402
 from .metrics import Follower, MetricsWriter, read_since  # noqa: E402
 from .rules import Rules, RulesError, load_rules  # noqa: E402
 from .smi import (  # noqa: E402
+    NO_GPU_SRC,
     GpuSample,
     NvmlSampler,
     ProcSample,
@@ -49,6 +50,7 @@ from .smi import (  # noqa: E402
     load_nvml,
     poll_procs,
     sample_once,
+    smi_missing,
 )
 from .spot import SpotWatcher, make_source  # noqa: E402
 
@@ -101,6 +103,7 @@ class Agent:
         self._lock = threading.Lock()
         self._nvml: Any = None
         self.sampler: Any = None
+        self.no_gpu_said = False  # the "no GPU here" record is written once per absence
 
     def _src(self) -> str:
         return "nvml" if self._nvml is not None else "nvidia-smi"
@@ -184,6 +187,19 @@ class Agent:
         self.events.record("rules-reloaded")
         return True
 
+    def say_no_gpu(self) -> Optional[Dict[str, Any]]:
+        """With no nvidia-smi (no driver), one record with no GPUs and ``src`` "no-gpu", so
+        that a desktop watching says so instead of waiting for samples; once per absence."""
+        missing = self._nvml is None and smi_missing(self.exe)
+        if not missing:
+            self.no_gpu_said = False
+            return None
+        if self.no_gpu_said:
+            return None
+        self.no_gpu_said = True
+        self.events.record("no-gpu", nvidia_smi=self.exe)
+        return self.writer.append([], [], src=NO_GPU_SRC)
+
     def tick_rules(self) -> None:
         if self.spot is not None:
             self.spot.poll()
@@ -201,6 +217,7 @@ class Agent:
                 if now >= next_procs:
                     next_procs = now + self.rules.procs_every_s
                     _guarded(self.poll_procs)
+                    _guarded(self.say_no_gpu)
                 if self.spot is not None and now >= next_spot:
                     next_spot = now + self.rules.spot.every_s
                     _guarded(self.spot.poll)

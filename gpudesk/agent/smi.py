@@ -14,6 +14,7 @@ are accepted when a driver prints them despite ``nounits`` ("99 %", "30994 MiB",
 
 from __future__ import annotations
 
+import errno
 import importlib
 import logging
 import math
@@ -22,6 +23,7 @@ import re
 import select
 import subprocess
 import threading
+import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -203,13 +205,61 @@ def query_procs_argv(exe: str = "nvidia-smi") -> List[str]:
     return [exe, "--query-compute-apps=" + ",".join(PROC_FIELDS), CSV_FORMAT]
 
 
+MISSING_RECHECK_S = 300.0  # how often a missing nvidia-smi is looked for again
+NO_GPU_MESSAGE = "No NVIDIA GPU or driver on this machine"
+NO_GPU_SRC = "no-gpu"  # the ``src`` of the record that says so (it has no GPUs)
+_missing_until: Dict[str, float] = {}  # exe -> monotonic time of the next look
+_missing_lock = threading.Lock()
+
+
+def smi_missing(exe: str = "nvidia-smi") -> bool:
+    """True while ``exe`` was not found (no NVIDIA driver here), until it is looked for again."""
+    with _missing_lock:
+        return exe in _missing_until
+
+
+def _skip_missing(exe: str, now: float) -> bool:
+    """True when ``exe`` is known missing and it is not yet time to look again."""
+    with _missing_lock:
+        until = _missing_until.get(exe)
+        return until is not None and now < until
+
+
+def note_missing(exe: str, exc: OSError, now: float) -> None:
+    """Say once that there is no driver, then look again only every MISSING_RECHECK_S."""
+    with _missing_lock:
+        first = exe not in _missing_until
+        _missing_until[exe] = now + MISSING_RECHECK_S
+    if first:
+        log.warning("%s: %s was not found (%s); looking again every %.0f s", NO_GPU_MESSAGE,
+                    exe, exc.strerror or exc, MISSING_RECHECK_S)
+
+
+def note_found(exe: str) -> None:
+    with _missing_lock:
+        was = _missing_until.pop(exe, None) is not None
+    if was:
+        log.warning("%s is there now; sampling the GPUs", exe)
+
+
+def _is_missing_error(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOENT, errno.EACCES, errno.ENOEXEC)
+
+
 def _run_text(argv: Sequence[str], timeout: float) -> str | None:
+    now = time.monotonic()
+    if _skip_missing(argv[0], now):
+        return None
     try:
         done = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                               stdin=subprocess.DEVNULL, timeout=timeout, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
-        log.warning("%s failed: %s", argv[0], exc)
+        if isinstance(exc, OSError) and _is_missing_error(exc):
+            note_missing(argv[0], exc, now)
+        else:
+            log.warning("%s failed: %s", argv[0], exc)
         return None
+    note_found(argv[0])
     if done.returncode != 0:
         log.warning("%s exited with %s", " ".join(argv[:2]), done.returncode)
         return None
@@ -327,9 +377,14 @@ class SmiStream:
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                         stdin=subprocess.DEVNULL, close_fds=True)
             except OSError as exc:
-                log.warning("cannot start %s: %s", self.exe, exc)
-                self._stop.wait(30.0)
+                if _is_missing_error(exc):  # no driver here: said once, looked for rarely
+                    note_missing(self.exe, exc, time.monotonic())
+                    self._stop.wait(MISSING_RECHECK_S)
+                else:
+                    log.warning("cannot start %s: %s", self.exe, exc)
+                    self._stop.wait(30.0)
                 continue
+            note_found(self.exe)
             with self._lock:
                 self._proc = proc
             self.spawned += 1

@@ -41,9 +41,13 @@ MSG_REMOTE = QT_TRANSLATE_NOOP(
 
 log = logging.getLogger(__name__)
 
-# States passed to ``on_state``.
-CONNECTING, STREAMING, DISCONNECTED, FAILED, STOPPED = (
-    "connecting", "streaming", "disconnected", "failed", "stopped")
+# States passed to ``on_state``. RESUMING: the follow channel ended while the connection
+# held (the agent restarted, rules were pushed, a long quiet spell): it is simply opened
+# again, and that is no dropped connection.
+CONNECTING, STREAMING, RESUMING, DISCONNECTED, FAILED, STOPPED = (
+    "connecting", "streaming", "resuming", "disconnected", "failed", "stopped")
+EXIT_STATUS_WAIT_S = 2.0  # after the output ends, for the exit status (none: the link died)
+NO_GPU_SRC = "no-gpu"  # the agent's record saying the machine has no NVIDIA GPU or driver
 
 
 class TelemetryError(TemplatedError):
@@ -92,6 +96,11 @@ class TelemetrySample:
     src: str
     gpus: tuple[GpuReading, ...]
     procs: tuple[ProcReading, ...]
+
+    @property
+    def no_gpu(self) -> bool:
+        """The agent found no nvidia-smi there: no NVIDIA GPU or driver on the machine."""
+        return self.src == NO_GPU_SRC and not self.gpus
 
     @property
     def latency_s(self) -> float:
@@ -213,6 +222,7 @@ class TelemetryStream:
         self._chan: paramiko.Channel | None = None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._clean_end = False  # the last channel ended with the connection alive
 
     # ----------------------------------------------------------------- control
 
@@ -254,14 +264,17 @@ class TelemetryStream:
     def _run(self) -> None:
         delay = self.backoff_s
         first = True
+        dropped = True  # the first channel is "connecting"; so is one after a drop
         try:
             while not self._stop.is_set():
                 detail = ""
+                failed = True
                 try:
                     if not first and self.keeper is not None:
                         self.keeper()
                     first = False
-                    got = self._follow_once()
+                    got = self._follow_once(announce=dropped)
+                    failed = not self._clean_end
                     if got:
                         delay = self.backoff_s
                 except (HostKeyError, SshAuthError) as exc:
@@ -285,17 +298,21 @@ class TelemetryStream:
                     return
                 if self._stop.is_set():
                     return
-                self._set_state(DISCONNECTED, detail)
-                if self._stop.wait(delay):
+                dropped = failed
+                self._set_state(DISCONNECTED if failed else RESUMING, detail)
+                if self._stop.wait(delay if failed else min(delay, self.backoff_s)):
                     return
                 delay = min(delay * 2, self.backoff_max_s)
         finally:
             if self.state != FAILED:
                 self._set_state(STOPPED)
 
-    def _follow_once(self) -> bool:
-        """One channel's life; True when it delivered at least one new sample."""
-        self._set_state(CONNECTING)
+    def _follow_once(self, announce: bool = True) -> bool:
+        """One channel's life; True when it delivered at least one new sample. Reopened
+        after a clean end (``announce`` False) it says nothing until it streams again."""
+        if announce:
+            self._set_state(CONNECTING)
+        self._clean_end = False
         chan = self.conn.start(self.follow_command(self.last_seq), what="streaming telemetry")
         with self._lock:
             self._chan = chan
@@ -308,7 +325,8 @@ class TelemetryStream:
         quiet_since = time.monotonic()
         try:
             chan.settimeout(0.25)  # stdin stays open: its end tells the follower to stop
-            self._set_state(STREAMING)
+            if announce or self.state != STREAMING:
+                self._set_state(STREAMING)
             while not self._stop.is_set():
                 while chan.recv_stderr_ready():
                     err = (err + chan.recv_stderr(1 << 16))[-4000:]
@@ -316,6 +334,7 @@ class TelemetryStream:
                     data = chan.recv(1 << 16)
                 except TimeoutError:
                     if time.monotonic() - quiet_since > self.stall_s:
+                        self._clean_end = True  # the keeper's look tells a dead link
                         return got  # silent too long: reconnect (and let the keeper look)
                     continue
                 if not data:
@@ -329,6 +348,8 @@ class TelemetryStream:
                         quiet_since = time.monotonic()
             if self._stop.is_set():
                 return got
+            if not chan.exit_status_ready():  # the status may follow the end of the output
+                chan.status_event.wait(EXIT_STATUS_WAIT_S)
             code = chan.recv_exit_status() if chan.exit_status_ready() else -1
             while chan.recv_stderr_ready():
                 err = (err + chan.recv_stderr(1 << 16))[-4000:]
@@ -336,6 +357,7 @@ class TelemetryStream:
             with self._lock:
                 self._chan = None
             chan.close()
+        self._clean_end = code == 0  # -1: no exit status, the channel or link died
         if code not in (0, -1):
             raise TelemetryError(MSG_REMOTE, target=self.target, status=code,
                                  detail=err.decode("utf-8", "replace").strip()[-400:])

@@ -58,6 +58,13 @@ MSG_NO_SCRIPT = QT_TRANSLATE_NOOP(
     "Runs", "The script {script} is not in the project folder {project}.")
 MSG_REMOTE = QT_TRANSLATE_NOOP(
     "Runs", "The run launcher on {target} failed while {what}: {detail}")
+MSG_SYNCED = QT_TRANSLATE_NOOP(
+    "Runs", "synced {sent} changed files ({unchanged} unchanged) to {target}")
+MSG_STARTED = QT_TRANSLATE_NOOP("Runs", "started run {run} on {target} (pid {pid}; {device})")
+MSG_STARTED_NODE = QT_TRANSLATE_NOOP(
+    "Runs", "started node {node} of run {run} on {target} (pid {pid}; {device})")
+MSG_CPU = QT_TRANSLATE_NOOP("Runs", "CPU")
+MSG_GPUS = QT_TRANSLATE_NOOP("Runs", "{n} GPU(s) per machine")
 MSG_LOST = QT_TRANSLATE_NOOP(
     "Runs", "Run {run} on {target} stopped without an exit status: its processes are gone "
     "(the machine restarted, or they were killed). Resume it with gpudesk run --resume {run}.")
@@ -74,6 +81,49 @@ _LIB_INIT = '"""gpudesk.training, shipped by gpudesk to run on this machine."""\
 
 class RunError(TemplatedError):
     translation_context = "Runs"
+
+
+class Said(str):
+    """A ``gpudesk:`` log line: plain text for the CLI, and its template and values (in
+    ``context``) so that the window can show it translated. Values may be Said too."""
+
+    context: str
+    template: str
+    values: dict[str, Any]
+
+    def __new__(cls, context: str, template: str, **values: Any) -> Said:
+        made = super().__new__(cls, template.format(**values))
+        made.context, made.template, made.values = context, template, values
+        return made
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_said, (self.context, self.template, self.values))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"context": self.context, "template": self.template,
+                "values": {k: v.to_json() if isinstance(v, Said) else v
+                           for k, v in self.values.items()}}
+
+    @classmethod
+    def from_json(cls, data: Any) -> str:
+        """A note as saved in a record; a plain string stays one."""
+        if not isinstance(data, dict):
+            return str(data)
+        try:
+            values = {k: cls.from_json(v) if isinstance(v, dict) else v
+                      for k, v in dict(data.get("values") or {}).items()}
+            return cls(str(data["context"]), str(data["template"]), **values)
+        except (KeyError, IndexError, ValueError, TypeError):
+            return str(data.get("template", ""))
+
+
+def _said(context: str, template: str, values: dict[str, Any]) -> Said:
+    return Said(context, template, **values)
+
+
+def device_text(nproc: int) -> Said:
+    """What a run trains on, in words: "CPU" (GPUs per machine 0) or "N GPU(s) per machine"."""
+    return Said("Runs", MSG_CPU) if nproc <= 0 else Said("Runs", MSG_GPUS, n=nproc)
 
 
 # --------------------------------------------------------------------------- records
@@ -105,10 +155,28 @@ class RunRecord:
     attempt: int = 1
     master_port: int = 0
     log_offset: int = 0  # where the latest attempt's output starts in the log
+    # What gpudesk said while starting it (preflight, sync, start): shown above the log
+    # when the run is chosen again (the log on the machine has only the script's output).
+    notes: list[Any] = field(default_factory=list)
+    # The state last seen (running, finished, failed, stopped, lost, missing, doubtful):
+    # the run list shows it without asking every machine.
+    last_state: str = ""
 
     @property
     def main(self) -> NodeRun:
         return self.nodes[0]
+
+    @property
+    def cpu(self) -> bool:
+        """A CPU run (GPUs per machine 0): chosen, not a GPU run that found no GPU."""
+        return self.nproc <= 0
+
+    def said(self) -> list[str]:
+        return [Said.from_json(n) for n in self.notes]
+
+    def keep_notes(self, lines: list[str]) -> None:
+        self.notes = list(self.notes) + [
+            line.to_json() if isinstance(line, Said) else str(line) for line in lines]
 
     @staticmethod
     def folder() -> Path:
@@ -136,6 +204,17 @@ class RunRecord:
 def new_run_id(project_name: str) -> str:
     stem = re.sub(r"[^A-Za-z0-9]+", "-", project_name).strip("-")[:24] or "run"
     return f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+def state_word(status: RunStatus, *, doubtful: bool = False) -> str:
+    """One word for a status: running, finished, failed, stopped, lost, missing, doubtful."""
+    if status.state != "exited":
+        return status.state
+    if status.cancelled:
+        return "stopped"
+    if status.code == 0:
+        return "doubtful" if doubtful else "finished"
+    return "failed"
 
 
 @dataclass(frozen=True)
@@ -218,6 +297,7 @@ def start(conn: SshConnection, spec: dict[str, Any], python: str) -> dict[str, A
 def torchrun_argv(python: str, script: str, args: list[str], *, nproc: int, nnodes: int = 1,
                   node_rank: int = 0, master_addr: str = "", master_port: int = 0) -> list[str]:
     argv = [python, "-m", "torch.distributed.run"]
+    nproc = max(1, nproc)  # a CPU run (0) is one process, with the GPUs hidden from it
     if nnodes > 1:
         argv += ["--nnodes", str(nnodes), "--node-rank", str(node_rank),
                  "--master-addr", master_addr, "--master-port", str(master_port)]
@@ -228,12 +308,15 @@ def torchrun_argv(python: str, script: str, args: list[str], *, nproc: int, nnod
 
 def training_env(run_dir: str, lib: str, project: str, *, amp: str | None,
                  checkpoint_every_min: float | None, run_id: str, nodes: list[str],
-                 node_rank: int) -> dict[str, str]:
-    """What ``gpudesk.training`` reads (``gpudesk/training/env.py``), plus the node list."""
+                 node_rank: int, cpu: bool = False) -> dict[str, str]:
+    """What ``gpudesk.training`` reads (``gpudesk/training/env.py``), plus the node list;
+    a CPU run sees no GPU (``CUDA_VISIBLE_DEVICES`` empty)."""
     env = {RUN_DIR_ENV: f"{run_dir}/checkpoints", "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": f"{lib}:{project}", "GPUDESK_RUN_ID": run_id,
            "GPUDESK_NODES": ",".join(nodes), "GPUDESK_NODE_RANK": str(node_rank),
            "GPUDESK_NNODES": str(len(nodes))}
+    if cpu:
+        env["CUDA_VISIBLE_DEVICES"] = ""
     if amp:
         env[AMP_ENV] = amp
     if checkpoint_every_min is not None:
@@ -364,14 +447,15 @@ def _sync_and_start(conns: list[SshConnection], record: RunRecord, report: Repor
                 record.remote_project = remote_project
             pushed = pusher(conn, node, [(project, remote_project),
                                          (lib_stage, f"{root}/lib")])[0]
-            report(f"synced {pushed.files_sent} changed files ({pushed.unchanged} unchanged) "
-                   f"to {conn.target}")
+            report(Said("Runs", MSG_SYNCED, sent=pushed.files_sent,
+                        unchanged=pushed.unchanged, target=str(conn.target)))
             argv = torchrun_argv(record.python, record.script, record.args, nproc=record.nproc,
                                  nnodes=len(conns), node_rank=i, master_addr=hosts[0],
                                  master_port=record.master_port)
             env = training_env(node.run_dir, f"{root}/lib", remote_project, amp=record.amp,
                                checkpoint_every_min=record.checkpoint_every_min,
-                               run_id=record.id, nodes=hosts, node_rank=i)
+                               run_id=record.id, nodes=hosts, node_rank=i,
+                               cpu=record.cpu)
             spec = {"run_dir": node.run_dir, "cwd": remote_project, "argv": argv, "env": env,
                     "resume": resume, "attempt": record.attempt, "run_id": record.id,
                     "master_addr": hosts[0] if len(conns) > 1 else "127.0.0.1",
@@ -381,8 +465,10 @@ def _sync_and_start(conns: list[SshConnection], record: RunRecord, report: Repor
             if i == 0:
                 record.nodes[0].run_dir = str(answer["run_dir"])
                 record.log_offset = int(answer.get("log_offset", 0))
-            report(f"started {'node ' + str(i) + ' of ' if len(conns) > 1 else ''}run "
-                   f"{record.id} on {conn.target} (pid {answer['pid']})")
+            values = {"run": record.id, "target": str(conn.target), "pid": answer["pid"],
+                      "device": device_text(record.nproc)}
+            report(Said("Runs", MSG_STARTED_NODE, node=i, **values) if len(conns) > 1
+                   else Said("Runs", MSG_STARTED, **values))
     except BaseException:
         for conn, run_dir in started:  # the others would wait for the missing node forever
             with contextlib.suppress(Exception):

@@ -50,12 +50,34 @@ MSG_NO_TERMINAL_KEY = QT_TRANSLATE_NOOP(
 MSG_TOO_FEW_GPUS = QT_TRANSLATE_NOOP(
     "RunControl", "GPUs per machine is {nproc}, but {target} has {gpus} GPU(s). Lower GPUs per "
     "machine to {gpus}, or choose a machine with more GPUs.")
+MSG_NO_GPU_HERE = QT_TRANSLATE_NOOP(
+    "RunControl", "{problem} A GPU run cannot start on {target}. Fix the driver there, or "
+    "set GPUs per machine to 0 for a CPU run.")
+MSG_PREFLIGHT_ERROR = QT_TRANSLATE_NOOP("RunControl", "preflight (error): {message}")
+MSG_PREFLIGHT_WARNING = QT_TRANSLATE_NOOP("RunControl", "preflight (warning): {message}")
+MSG_PREFLIGHT_CPU = QT_TRANSLATE_NOOP(
+    "RunControl", "preflight: a CPU run (GPUs per machine is 0): the GPUs and the NVIDIA "
+    "driver of {target} are not used")
+MSG_PREFLIGHT_OK = QT_TRANSLATE_NOOP(
+    "RunControl", "preflight on {target}: {python} can run the script")
+MSG_PREFLIGHT_OK_DISK = QT_TRANSLATE_NOOP(
+    "RunControl", "preflight on {target}: {python} can run the script, {free:.0f} GiB free")
+MSG_MISSING_REQUIREMENTS = QT_TRANSLATE_NOOP(
+    "RunControl", "{python} on {target} lacks what requirements.txt lists: {missing}. Install "
+    "them there ({python} -m pip install -r requirements.txt), or make a venv with "
+    "`gpudesk bootstrap --on TARGET --project DIR` and set Python to its python.")
+MSG_DRIVER_BROKEN = QT_TRANSLATE_NOOP(
+    "RunControl", "Exit status 0, but this GPU run started on a machine whose NVIDIA driver "
+    "did not work (see the preflight lines above): it may have trained on no GPU.")
 MSG_LOW_DISK = QT_TRANSLATE_NOOP(
     "RunControl", "Only {free:.1f} GiB are free on {target} ({folder}): the project, the log "
     "and the checkpoints may not fit. Free some space there or choose a bigger disk.")
 MSG_FEW_RANKS = QT_TRANSLATE_NOOP(
     "RunControl", "Exit status 0, but {n} of {total} rank(s) said they found no GPU: \"{line}\". "
     "The script may have done nothing; check that the machine has {total} GPU(s).")
+MSG_CPU_WANTS_GPU = QT_TRANSLATE_NOOP(
+    "RunControl", "Exit status 0, but this CPU run's script said it found no GPU: \"{line}\". "
+    "It may have done nothing: make it fall back to the CPU, or run it on a GPU machine.")
 MSG_NO_STEP = QT_TRANSLATE_NOOP(
     "RunControl", "Exit status 0 after only {seconds:.0f} s, and the log shows no training step "
     "(no step, epoch, batch or loss line): the script may have done nothing. Read its log.")
@@ -86,7 +108,7 @@ class RunForm:
     script: str
     args: str = ""
     identity: str = ""
-    nproc: int = 1
+    nproc: int = 1  # 0: a CPU run
     nodes: list[str] = field(default_factory=list)
     amp: str = ""
     checkpoint_every_min: float = 0.0  # 0: the script's own interval
@@ -107,7 +129,7 @@ class RunForm:
             raise RunControlError(MSG_BAD_ARGS, error=str(exc)) from None
         runs.script_in_project(project, self.script.strip())
         return RunRequest(project=project, script=self.script.strip(), args=args,
-                          nproc=max(1, self.nproc), amp=self.amp or None,
+                          nproc=max(0, self.nproc), amp=self.amp or None,
                           checkpoint_every_min=self.checkpoint_every_min or None,
                           python=self.python or runs.DEFAULT_PYTHON,
                           root=self.root or runs.DEFAULT_ROOT)
@@ -207,48 +229,87 @@ def missing_requirements(conn: SshConnection, python: str, project: Path) -> lis
     return [str(m) for m in missing] if isinstance(missing, list) else []
 
 
+GPU_CHECKS = ("driver", "gpus")  # a GPU run cannot start when one of these is an error
+
+
+def _finding(check: bootstrap.Check) -> runs.Said:
+    message = runs.Said("Bootstrap", check.template, **check.values)
+    return runs.Said("RunControl", MSG_PREFLIGHT_ERROR if check.level == "error"
+                     else MSG_PREFLIGHT_WARNING, message=message)
+
+
 def preflight(conn: SshConnection, request: RunRequest, report: runs.Report) -> None:
-    """The bootstrap checks before anything is copied: a missing Python or torch (the run
-    would die at its first import) or too few GPUs refuse the run with the fix in words;
-    the other findings (no driver, a CUDA mismatch, packages requirements.txt lists that
-    the machine lacks, little disk) go into the log, each with its fix."""
+    """The bootstrap checks before anything is copied. An error refuses the run with the
+    fix in words: a missing Python or torch (it would die at its first import) and, for a
+    GPU run, no working driver, no GPU or too few GPUs. A CPU run (GPUs per machine 0)
+    needs no driver; the GPU findings are left out for it. Warnings (a CUDA toolkit,
+    packages requirements.txt lists that the machine lacks, little disk) go into the log."""
     found = bootstrap.check_machine(conn, python=request.python)
+    cpu = request.nproc <= 0
+    target = str(conn.target)
     for check in found.checks:
-        if check.level == "error" and check.name in BLOCKING_CHECKS:
-            raise bootstrap.BootstrapError(check.template, **check.values)
+        if check.level != "error" or check.name not in BLOCKING_CHECKS:
+            continue
+        if cpu and check.name == "torch" and check.template != bootstrap.MSG_NO_TORCH:
+            continue  # torch cannot use the GPUs: a CPU run does not ask it to
+        raise bootstrap.BootstrapError(check.template, **check.values)
     gpus = len(found.facts.gpu_names)
-    driver = found.check("driver")
-    if driver is not None and driver.level == "ok" and gpus < request.nproc:
-        raise RunControlError(MSG_TOO_FEW_GPUS, nproc=request.nproc, target=str(conn.target),
-                              gpus=gpus)
+    if not cpu:
+        for check in found.checks:
+            if check.level == "error" and check.name in GPU_CHECKS:
+                raise RunControlError(MSG_NO_GPU_HERE, problem=check.message, target=target)
+        if gpus < request.nproc:
+            raise RunControlError(MSG_TOO_FEW_GPUS, nproc=request.nproc, target=target,
+                                  gpus=gpus)
+    else:
+        report(runs.Said("RunControl", MSG_PREFLIGHT_CPU, target=target))
     for check in found.checks:
-        if check.level != "ok":
-            report(f"preflight ({check.level}): {check.message}")
+        if check.level == "ok" or (cpu and check.name in (*GPU_CHECKS, "torch", "nvcc")):
+            continue
+        report(_finding(check))
     missing = missing_requirements(conn, found.python, Path(request.project))
     if missing:
-        report(f"preflight (warning): {found.python} on {conn.target} lacks what "
-               f"requirements.txt lists: {', '.join(missing)}. Install them there "
-               f"({found.python} -m pip install -r requirements.txt), or make a venv with "
-               f"`gpudesk bootstrap --on TARGET --project DIR` and set Python to its python.")
+        report(runs.Said("RunControl", MSG_PREFLIGHT_WARNING, message=runs.Said(
+            "RunControl", MSG_MISSING_REQUIREMENTS, python=found.python, target=target,
+            missing=", ".join(missing))))
     free = free_gib(conn, request.root)
     if free is not None and free < MIN_FREE_GIB:
-        report("preflight (warning): " + MSG_LOW_DISK.format(
-            free=free, target=str(conn.target), folder=request.root))
-    report(f"preflight on {conn.target}: {found.python} can run the script"
-           + (f", {free:.0f} GiB free" if free is not None else ""))
+        report(runs.Said("RunControl", MSG_PREFLIGHT_WARNING, message=runs.Said(
+            "RunControl", MSG_LOW_DISK, free=free, target=target, folder=request.root)))
+    if free is not None:
+        report(runs.Said("RunControl", MSG_PREFLIGHT_OK_DISK, target=target,
+                         python=found.python, free=free))
+    else:
+        report(runs.Said("RunControl", MSG_PREFLIGHT_OK, target=target, python=found.python))
+
+
+class _Keeper:
+    """Passes each line on and keeps it, so the record can show them again later."""
+
+    def __init__(self, report: runs.Report) -> None:
+        self.report = report
+        self.lines: list[str] = []
+
+    def __call__(self, line: str) -> None:
+        self.lines.append(line)
+        self.report(line)
 
 
 def start_run(form: RunForm, policy: HostKeyPolicy, report: runs.Report, *,
               pusher: runs.Pusher = runs.push_here, check: bool = True) -> RunRecord:
     request = form.check()
+    kept = _Keeper(report)
     conns = connect_all(form.refs(), policy)
     try:
         if check:
             for conn in conns:
-                preflight(conn, request, report)
-        return runs.launch(conns, form.refs(), request, report=report, pusher=pusher)
+                preflight(conn, request, kept)
+        record = runs.launch(conns, form.refs(), request, report=kept, pusher=pusher)
     finally:
         close_all(conns)
+    record.keep_notes(kept.lines)
+    record.save()
+    return record
 
 
 def run_status(record: RunRecord, policy: HostKeyPolicy) -> RunStatus:
@@ -272,13 +333,21 @@ class Doubt:
         return self.template.format(**self.values)
 
 
-def doubtful_success(status: RunStatus, nproc: int, log_text: str) -> Doubt | None:
-    """Exit status 0 is not success when ranks said they found no GPU, or when the script
-    ended within its first seconds without printing a single training step."""
+def doubtful_success(status: RunStatus, nproc: int, log_text: str,
+                     notes: list[str] | None = None) -> Doubt | None:
+    """Exit status 0 is not success when a GPU run started on a machine whose driver did
+    not work, when ranks said they found no GPU, or when the script ended within its first
+    seconds without printing a single training step. A CPU run (nproc 0) uses no GPU."""
     if status.state != "exited" or status.code != 0 or status.cancelled:
         return None
+    if nproc > 0 and any(getattr(n, "template", "") == MSG_PREFLIGHT_ERROR
+                         and "driver" in str(n) for n in notes or ()):
+        return Doubt(MSG_DRIVER_BROKEN, {})
     lines = log_text.splitlines()
-    no_gpu = [line for line in lines if _NO_GPU.search(line)]
+    no_gpu = [line for line in lines if _NO_GPU.search(line)
+              and not line.startswith("gpudesk:")]
+    if no_gpu and nproc <= 0:
+        return Doubt(MSG_CPU_WANTS_GPU, {"line": _RANK_PREFIX.sub("", no_gpu[-1]).strip()[:160]})
     if no_gpu:
         ranks = {m.group(1) for line in no_gpu if (m := _RANK_PREFIX.match(line))}
         total = max(1, nproc)
@@ -293,11 +362,15 @@ def doubtful_success(status: RunStatus, nproc: int, log_text: str) -> Doubt | No
 
 def resume_run(record: RunRecord, policy: HostKeyPolicy, report: runs.Report, *,
                pusher: runs.Pusher = runs.push_here) -> RunRecord:
+    kept = _Keeper(report)
     conns = connect_all(record_refs(record), policy)
     try:
-        return runs.resume(conns, record, report=report, pusher=pusher)
+        record = runs.resume(conns, record, report=kept, pusher=pusher)
     finally:
         close_all(conns)
+    record.keep_notes(kept.lines)
+    record.save()
+    return record
 
 
 def stop_run(record: RunRecord, policy: HostKeyPolicy) -> RunStatus:

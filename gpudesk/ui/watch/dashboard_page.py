@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpudesk.services.remote.telemetry import NO_GPU_SRC
 from gpudesk.ui.watch.gpu_plots import MIB_PER_GIB, GpuPlots, SpendPlot, gpu_colour
 from gpudesk.ui.watch.ring_buffer import SERIES, History, Values, as_samples, record_values
 from gpudesk.ui.widgets.retranslate import Retranslating
@@ -189,6 +190,7 @@ class DashboardPage(Retranslating, QWidget):
         self.hover_t: float | None = None
         self.redraws = 0
         self._dirty = False
+        self.no_gpu = False  # the agent said: no NVIDIA GPU or driver on this machine
         self._backlog: list[Mapping[str, Any]] = []
         self._parsed: list[tuple[float, Values]] = []
         self._backfill_latest: Mapping[str, Any] | None = None
@@ -327,8 +329,21 @@ class DashboardPage(Retranslating, QWidget):
         procs = record.get("procs")
         self.procs = [p for p in procs if isinstance(p, Mapping)] if isinstance(procs, list) else []
 
+    def _note_no_gpu(self, records: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """The agent's "no GPU here" record (no GPUs, src "no-gpu"); a GPU sample undoes it.
+        Returns the records that hold GPUs (the others have nothing to plot)."""
+        for rec in records:
+            if rec.get("src") == NO_GPU_SRC and not rec.get("gpus"):
+                self.no_gpu, self._dirty = True, True
+            elif rec.get("gpus") and self.no_gpu:
+                self.no_gpu, self._dirty = False, True
+        self.plots.setVisible(not self.no_gpu)
+        return [rec for rec in records if rec.get("gpus")]
+
     def feed(self, record: Mapping[str, Any]) -> None:
         """One live record. Stored now, drawn at the next tick."""
+        if not self._note_no_gpu([record]):
+            return
         sample = record_values(record)
         if sample is None:
             return
@@ -346,7 +361,7 @@ class DashboardPage(Retranslating, QWidget):
         end, so an hour of catching up never stalls the window. ``backfilling``
         is True until then; ``backfilled`` is emitted after.
         """
-        self._backlog.extend(records)
+        self._backlog.extend(self._note_no_gpu(list(records)))
         if len(self._backlog) <= BACKFILL_CHUNK and not self._parsed:
             self._drain()
         elif not self._drainer.isActive():
@@ -415,6 +430,9 @@ class DashboardPage(Retranslating, QWidget):
 
     def _show_status(self) -> None:
         last = self.history.last_time
+        if self.no_gpu:
+            self.status.setText(self.tr("No NVIDIA GPU or driver on this machine"))
+            return
         if last is None:
             self.status.setText(self.tr("no data yet"))
             return
@@ -556,9 +574,12 @@ class DashboardPage(Retranslating, QWidget):
         elif f.cap_at is not None:
             self.cap_label.setText(self.tr("Cap {cap} at {time}").format(
                 cap=amount(cap, currency), time=clock_text(f.cap_at, now)))
-        else:
+        elif run_end is not None:
             self.cap_label.setText(self.tr("Cap {cap} not reached by the end").format(
                 cap=amount(cap, currency)))
+        else:  # no end time: say what is left, not when an end it does not know comes
+            self.cap_label.setText(self.tr("Cap {cap}: {left} left").format(
+                cap=amount(cap, currency), left=amount(max(0.0, cap - f.so_far), currency)))
         self.spend_plot.setLabel("left", CURRENCY_SYMBOLS.get(currency, currency))
         self.spend_plot.draw(points, f.projection, cap, f.cap_at)
 

@@ -32,7 +32,7 @@ from gpudesk.services.money import spend
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.remote import targets
 from gpudesk.services.remote.host_keys import HostKeyPolicy
-from gpudesk.services.remote.telemetry import TelemetrySample
+from gpudesk.services.remote.telemetry import NO_GPU_SRC, TelemetrySample
 from gpudesk.ui.watch.dashboard_page import DashboardPage, OverviewPage
 from gpudesk.ui.watch.record_batcher import RecordBatcher
 from gpudesk.ui.widgets.allow_me_offer import AllowMeOffer
@@ -76,14 +76,16 @@ def describe_guard(rules: Any) -> str:
             currency=budget.currency))
     if getattr(rules, "spot_provider", "none") not in ("none", ""):
         parts.append(QCoreApplication.translate("WatchPage", "watch for a spot interruption"))
-    return "; ".join(parts) or QCoreApplication.translate("WatchPage", "warnings only")
+    separator = QCoreApplication.translate("WatchPage", "; ")  # between the rules
+    return separator.join(parts) or QCoreApplication.translate("WatchPage", "warnings only")
 
 
 class TelemetryFeed(QObject):
     """One machine: connect, deploy the agent, stream; signals arrive on the GUI thread."""
 
     record = Signal(object)  # a record dict
-    state = Signal(str)  # "connecting", "streaming", "disconnected", "stopped", "failed"
+    state = Signal(str)  # "connecting", "streaming", "resuming", "disconnected", "stopped",
+    # "failed"
     failed = Signal(str)  # the message, in words
     hole = Signal(str)
 
@@ -100,6 +102,9 @@ class TelemetryFeed(QObject):
         self.nvidia_smi = nvidia_smi
         self.stream: Any = None
         self.site: Any = None
+        self.state_now = "stopped"
+        self.no_gpu = False  # the agent said the machine has no NVIDIA GPU or driver
+        self.state.connect(self._keep_state)  # first: the page's slots read it
         self._conn: Any = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._main, daemon=True,
@@ -109,6 +114,9 @@ class TelemetryFeed(QObject):
         self.state.emit("connecting")
         self._thread.start()
         return self
+
+    def _keep_state(self, state: str) -> None:
+        self.state_now = state
 
     def _main(self) -> None:
         from gpudesk.services.remote import agent_deploy
@@ -125,13 +133,17 @@ class TelemetryFeed(QObject):
                 conn.close()
                 return
             self.stream = TelemetryStream(
-                conn, site.follow_command, lambda s: self.record.emit(sample_record(s)),
+                conn, site.follow_command, self._sample,
                 on_hole=lambda h: self.hole.emit(h.message()),
                 on_state=lambda st, *_: self.state.emit(str(st)),
                 keeper=lambda: agent_deploy.ensure_running(conn, site)).start()
         except Exception as exc:  # noqa: BLE001 - reported in words
             self.failed.emit(error_text(exc)[0])
             self.state.emit("failed")
+
+    def _sample(self, s: TelemetrySample) -> None:
+        self.no_gpu = s.no_gpu if (s.no_gpu or s.gpus) else self.no_gpu
+        self.record.emit(sample_record(s))
 
     def stop(self) -> None:
         self._stop.set()
@@ -302,6 +314,15 @@ class WatchPage(Retranslating, QWidget):
             self.stop_agent_button.setVisible(False)
             return
         name = self._name(key)
+        if feed is None or feed.site is None:
+            # Not reached (yet): whether an agent runs there, and what it guards, is unknown.
+            self.stop_agent_button.setVisible(False)
+            self.agent.setText(self.tr("gpudesk has not reached {machine} yet, so whether its "
+                                       "agent runs there is not known.").format(machine=name)
+                               if feed is not None and feed.state_now in ("failed",
+                                                                          "disconnected")
+                               else "")
+            return
         if self._is_cloud(key):
             self.stop_agent_button.setVisible(False)
             rules = feed.rules if feed is not None else None
@@ -378,8 +399,11 @@ class WatchPage(Retranslating, QWidget):
         feed.failed.connect(lambda _text, r=ref: self.allow_me_offer.ssh_failed(r),
                             Qt.ConnectionType.QueuedConnection)
         feed.hole.connect(self.status.setText, Qt.ConnectionType.QueuedConnection)
-        feed.state.connect(lambda st, n=name: self._show_state(n, st),
+        feed.state.connect(lambda st, n=name, f=feed: self._show_state(n, st, f),
                            Qt.ConnectionType.QueuedConnection)
+        feed.record.connect(lambda rec, n=name, f=feed: self._show_state(n, "streaming", f)
+                            if rec.get("src") == NO_GPU_SRC else None,
+                            Qt.ConnectionType.QueuedConnection)
         feed.state.connect(lambda _st: self._show_agent(), Qt.ConnectionType.QueuedConnection)
         self.feeds[ref] = feed
         feed.start()
@@ -388,12 +412,19 @@ class WatchPage(Retranslating, QWidget):
         self.refresh_spend()
         return page
 
-    def _show_state(self, name: str, state: str) -> None:
+    def _show_state(self, name: str, state: str, feed: TelemetryFeed | None = None) -> None:
+        """The connection in words. Reopening the agent's stream over a connection that
+        held ("resuming": rules pushed, the agent restarted) says nothing: nothing dropped."""
         texts = {"connecting": self.tr("{machine}: connecting and starting the agent…"),
                  "streaming": self.tr("{machine}: live."),
                  "disconnected": self.tr("{machine}: connection lost, reconnecting (the gap "
                                          "is filled from the machine)…"),
                  "stopped": self.tr("{machine}: not watched.")}
+        if state == "streaming" and feed is not None and feed.no_gpu:
+            self.status.setText(self.tr("{machine}: connected. No NVIDIA GPU or driver on this "
+                                        "machine (nvidia-smi was not found), so there is "
+                                        "nothing to sample.").format(machine=name))
+            return
         if state in texts:
             self.status.setText(texts[state].format(machine=name))
 
