@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from local_get import serve_get
 
-from gpudesk import hf_hub
+from gpudesk.calc import hf_hub
 
 DATA = Path(__file__).parent / "data" / "hf_configs"
 

@@ -131,7 +131,7 @@ LEAVES = {"gpudesk", "gpudesk.i18n_marks", "gpudesk.resources"}
 # Old names of moved modules: thin re-exports, judged as the module they stand for.
 # gpudesk.sizing stays for good; the others go once nothing imports them.
 MOVED = {f"gpudesk.{name}": f"gpudesk.calc.{name}"
-         for name in ("sizing", "finetune", "hf_config", "hf_hub", "tracing")}
+         for name in ("sizing",)}  # the old name kept importable
 ROOM_RULES: dict[str, set[str]] = {
     "gpudesk.calc": {"gpudesk.services.core"},
     "gpudesk.services.core": set(),

@@ -1,4 +1,4 @@
 """The Plan page: model form, memory bar, offers table, trace dialog.
 
-May import: ``ui.widgets``, services, ``gpudesk.sizing``, ``gpudesk.tracing``.
+May import: ``ui.widgets``, services, ``gpudesk.calc``.
 """

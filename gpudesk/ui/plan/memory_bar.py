@@ -15,7 +15,7 @@ from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen, QResizeEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from gpudesk.services.plan.planner import format_bytes
-from gpudesk.sizing import Estimate
+from gpudesk.calc.sizing import Estimate
 
 OVER = QColor("#d32f2f")
 

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpudesk import finetune, hf_hub, sizing
+from gpudesk.calc import finetune, hf_hub, sizing
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.plan.planner import Job
 from gpudesk.ui.widgets.retranslate import Retranslating

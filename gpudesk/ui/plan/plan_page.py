@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpudesk import hf_config, sizing
+from gpudesk.calc import hf_config, sizing
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.catalog import Catalog, provider_title
 from gpudesk.services.cloud.price_cache import load_catalog_with_cache
@@ -574,7 +574,7 @@ class PlanPage(Retranslating, QWidget):
 
     def fetch_hub_config(self, model_id: str) -> None:
         """A Hub model's config.json, fetched once and cached, read in a worker thread."""
-        from gpudesk import hf_hub
+        from gpudesk.calc import hf_hub
 
         self.runner.run_blocking(hf_hub.model_from_hub, model_id,
                                  on_success=self.form.set_config_model,

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpudesk import sizing, tracing
+from gpudesk.calc import sizing, tracing
 from gpudesk.services.plan.planner import format_bytes
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner

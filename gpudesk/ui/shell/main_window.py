@@ -690,7 +690,7 @@ class MainWindow(Retranslating, QMainWindow):
 
     def show_trace_dialog(self) -> QDialog:
         """Trace with the Plan page's batch, precision and optimizer (if they parse)."""
-        from gpudesk.sizing import Setup
+        from gpudesk.calc.sizing import Setup
         from gpudesk.ui.plan.trace_dialog import TraceDialog  # only when asked: keeps start-up lean
 
         job, errors = self.plan.form.build_job()
