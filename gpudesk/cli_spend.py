@@ -58,8 +58,10 @@ def report(month: str | None, now: float) -> dict[str, Any]:
     rows = spend.month_rows(hs, now, month=key)
     by_id = {h.machine_id: h for h in hs}
     current = key == spend.month_key(now)
+    # each machine held to its own budget (the ledger's), as the window and the agent do
     status: list[Status] = budgets.statuses(
-        hs, billing, budgets.BudgetConfig.from_settings(settings), now) if current else []
+        hs, billing, budgets.BudgetConfig.from_settings(settings), now,
+        machines={m.id: m for m in machines}) if current else []
     return {
         "month": key, "at": now,
         "machines": [{

@@ -121,3 +121,25 @@ def test_csv_has_a_row_per_machine_per_month(ledger: None, tmp_path: Path,
     assert _run(["spend", "--csv", "-", "--month", "2026-11"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and lines[1].startswith("2026-11,m-a,big,aws,p3.2xlarge,on-demand,")
+
+
+def test_a_machines_budget_is_its_own_not_preferences_default(
+        ledger: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """`gpudesk spend` holds each machine to the budget in its ledger row (what the window,
+    the agent and `gpudesk budget` set), Preferences' machine budget only to those without."""
+    save_settings(Settings(monthly_budget_usd=100.0, cny_per_usd=7.2, machine_budget_usd=40.0,
+                           budget_action="warn"))
+    with Ledger() as led:  # ¥144, then terminate: $20 at ¥7.2/$
+        led.update("m-t", budget=144.0, on_budget="terminate", step="budget")
+    assert _run(["spend", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    machine = {b["key"]: b for b in data["budgets"] if b["scope"] == "machine"}
+    assert set(machine) == {"m-t"}  # m-a is stopped: it bills no more
+    own = machine["m-t"]
+    assert (own["cap"], own["currency"], own["action"]) == (20.0, "USD", "terminate")
+    assert own["spent"] == pytest.approx(10.0, abs=1e-6)  # ¥72 of ¥144
+    assert own["percent"] == pytest.approx(50.0, abs=0.01)
+    assert _run(["spend"]) == 0
+    out = capsys.readouterr().out
+    assert "Budget for machine m-t: 10.00 of 20.00 USD (50%)" in out
+    assert "at 100%: terminate" in out.split("Budget for machine m-t")[1].splitlines()[0]

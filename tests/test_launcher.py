@@ -69,7 +69,11 @@ def test_launch_writes_intent_first_and_reaches_ssh(cloud, ledger, banner_port) 
     ingress = [r for p in rules for r in p["SecurityGroupPolicySet"].get("Ingress", [])]
     assert ingress and all(r["CidrBlock"] == ADDRESS and str(r["Port"]) == "22"
                            for r in ingress)
-    assert m.running_since is not None and m.price_per_hour == 1.209
+    # the price is the cloud's own quote (InquiryPriceRunInstances: 8.68 CNY/h at 7.2 CNY/USD),
+    # recorded with its source, not the catalog's 1.209
+    assert m.running_since is not None and m.price_per_hour == round(8.68 / 7.2, 6)
+    assert "price-quote" in steps and steps.index("price-quote") < steps.index("request")
+    assert cloud.params("InquiryPriceRunInstances")[0]["Placement"]["Zone"] == m.zone
 
 
 def test_sold_out_fails_over_to_the_next_region(cloud, ledger, banner_port) -> None:  # type: ignore[no-untyped-def]

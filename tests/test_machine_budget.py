@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+import aliyun_standin
 from aliyun_standin import AliyunStandin
 from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
@@ -149,8 +150,10 @@ def test_an_aliyun_budget_moves_the_auto_release_time(
         change = change_budget(ledger, m.id, 20.0, "terminate", settings=Settings(),
                                providers=lambda _n: provider, now=now)
         released = aliyun.state.instances[m.cloud_id]["AutoReleaseTime"]
-        # $20 at $2/h: ECS releases it ten hours on, by itself
-        assert _at(released) == pytest.approx(now + 10 * HOUR, abs=60.0)
+        # $20 (in CNY at the launch's rate) at the cloud's own quote, not the plan's $2/h:
+        # ECS releases it by itself when that money is spent
+        quoted_cny = aliyun_standin.TYPES["ecs.gn7i-c8g1.2xlarge"][4]
+        assert _at(released) == pytest.approx(now + 20 * 7.2 / quoted_cny * HOUR, abs=60.0)
         assert change.ok and change.guard is not None
         assert "cloud-timer" in change.guard.enforced_by
         # back to "stop": ECS's release time is cancelled (it could only delete the machine)

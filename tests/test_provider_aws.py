@@ -304,7 +304,9 @@ def test_on_demand_launch_is_tagged_imdsv2_and_sized(aws: MotoAws) -> None:  # n
     assert raw["ImageId"] == image
     assert raw["KeyName"] == "gpudesk-test"
     assert [g["GroupId"] for g in raw["SecurityGroups"]] == [req.security_group]
+    # IMDSv2 only, one hop: a container or forwarded process on it cannot read user data
     assert raw["MetadataOptions"]["HttpTokens"] == "required"
+    assert raw["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
     assert "InstanceLifecycle" not in raw
     tags = {t["Key"]: t["Value"] for t in raw["Tags"]}
     assert tags == {TAG_MANAGED: "1", TAG_LEDGER: "m-0001", "Name": "gpudesk-m-0001"}
@@ -317,6 +319,35 @@ def test_on_demand_launch_is_tagged_imdsv2_and_sized(aws: MotoAws) -> None:  # n
     root_mapping = [m for m in raw["BlockDeviceMappings"] if m["DeviceName"] == "/dev/sda1"]
     assert root_mapping[0]["Ebs"]["DeleteOnTermination"] is True
     assert {t["Key"]: t["Value"] for t in root[0]["Tags"]} == tags
+
+
+def test_the_metadata_service_is_imdsv2_and_one_hop_on_the_wire(aws: MotoAws) -> None:  # noqa: F811
+    """moto answers hop limit 1 when none is sent, so the request itself is read: a pass-
+    through proxy in front of moto keeps every form RunInstances sent."""
+    from urllib.parse import parse_qs
+
+    from ec2_linger_proxy import LingerProxy
+
+    class Recording(LingerProxy):
+        def __init__(self, upstream: str) -> None:
+            super().__init__(upstream, linger=0)
+            self.forms: list[dict[str, list[str]]] = []
+
+        def refusal_for(self, body: bytes) -> str:
+            self.forms.append(parse_qs(body.decode("utf-8", "replace")))
+            return ""
+
+    aws.publish_dlami()
+    proxy = Recording(aws.endpoint).start()
+    try:
+        p = aws.provider(endpoint_url=proxy.url)
+        inst = p.run_instance(_launch(aws, p))
+    finally:
+        proxy.stop()
+    (sent,) = [f for f in proxy.forms if f.get("Action") == ["RunInstances"]]
+    assert sent["MetadataOptions.HttpTokens"] == ["required"]
+    assert sent["MetadataOptions.HttpPutResponseHopLimit"] == ["1"]
+    assert _ec2_instance(aws, inst.cloud_id)["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
 
 
 def test_spot_launch_asks_for_a_one_time_spot_at_the_max_price(aws: MotoAws) -> None:  # noqa: F811

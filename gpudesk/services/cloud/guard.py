@@ -9,7 +9,9 @@ guard of a machine is a set of enforcers:
 * ``shutdown-behavior`` — EC2 turns the agent's shutdown into the chosen action;
 * ``cloud-timer`` — the cloud itself terminates the machine at a time set from
   budget ÷ price (CVM ``ActionTimer``, ECS ``AutoReleaseTime``), even with
-  gpudesk and the agent gone;
+  gpudesk and the agent gone. The price is the cloud's own quote at launch
+  (:class:`Quote`, recorded in the ledger with its source), in the cloud's
+  currency, never a catalog estimate;
 * ``instance-role`` — a role lets the agent call the cloud's stop itself.
 
 :func:`plan` decides them at launch (and again when the budget or price
@@ -20,6 +22,7 @@ Preferences and ``gpudesk show``.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
@@ -35,27 +38,29 @@ ACTIONS = ("stop", "terminate")
 # for the clock and the request's own trip.
 TIMER_MIN_AHEAD_S = 6 * 60.0
 
-CONTEXT = "Guard"
-MSG_NONE = QT_TRANSLATE_NOOP(CONTEXT, "No budget: nothing stops this machine's bill but you.")
+CONTEXT = "Guard"  # spelled out in each mark below: lupdate reads only a literal there
+MSG_NONE = QT_TRANSLATE_NOOP("Guard", "No budget: nothing stops this machine's bill but you.")
 MSG_TIMER = QT_TRANSLATE_NOOP(
-    CONTEXT, "At {budget} {cloud} itself terminates this machine at {time} UTC, even if gpudesk "
+    "Guard", "At {budget} {cloud} itself terminates this machine at {time} UTC, even if gpudesk "
     "and the machine's agent are gone.")
 MSG_AWS_TERMINATE = QT_TRANSLATE_NOOP(
-    CONTEXT, "At {budget} the machine's agent shuts it down and EC2 terminates it (shutdown "
+    "Guard", "At {budget} the machine's agent shuts it down and EC2 terminates it (shutdown "
     "behaviour: terminate), even with gpudesk closed; nothing bills after that.")
 MSG_AWS_STOP = QT_TRANSLATE_NOOP(
-    CONTEXT, "At {budget} the machine's agent shuts it down and EC2 stops it (shutdown "
+    "Guard", "At {budget} the machine's agent shuts it down and EC2 stops it (shutdown "
     "behaviour: stop). A stopped EC2 machine still bills its disk ({disk} GB) until you "
     "terminate it.")
 MSG_TENCENT_STOP = QT_TRANSLATE_NOOP(
-    CONTEXT, "At {budget} gpudesk stops this machine with StopInstances (no charge while "
+    "Guard", "At {budget} gpudesk stops this machine with StopInstances (no charge while "
     "stopped) when the app is running. A stop from inside a Tencent Cloud machine keeps "
     "charging, so with the laptop shut nothing stops the bill: choose terminate for a cap "
     "Tencent Cloud enforces itself.")
 MSG_AGENT_ONLY = QT_TRANSLATE_NOOP(
-    CONTEXT, "At {budget} the machine's agent shuts it down ({action}).")
+    "Guard", "At {budget} the machine's agent shuts it down ({action}).")
+# The {action} of the sentences, translated as a value of the sentence's context.
+ACTION_WORDS = (QT_TRANSLATE_NOOP("Guard", "stop"), QT_TRANSLATE_NOOP("Guard", "terminate"))
 MSG_DESKTOP = QT_TRANSLATE_NOOP(
-    CONTEXT, "While gpudesk runs, it also {action}s the machine through the cloud's API at "
+    "Guard", "While gpudesk runs, it also {action}s the machine through the cloud's API at "
     "{budget}.")
 
 
@@ -72,6 +77,77 @@ class Guard:
         return {"budget": self.budget, "action": self.action,
                 "enforced_by": list(self.enforced_by),
                 "cloud_timer_at": iso_utc(self.cloud_timer_at)}
+
+
+QUOTE_STEP = "price-quote"  # the ledger event that records the cloud's quote at launch
+_QUOTE_RE = re.compile(r"^(?P<price>[0-9.]+) (?P<currency>USD|CNY)/h from (?P<source>.+?) "
+                       r"in (?P<where>\S*) at (?P<rate>[0-9.]+) CNY/USD$")
+
+
+@dataclass(frozen=True)
+class Quote:
+    """The price per hour the cloud itself quoted at launch, in the cloud's currency.
+
+    ``source`` names the answer (``InquiryPriceRunInstances``, ``DescribePrice``, the AWS
+    price list file and its date, ``DescribeSpotPriceHistory``); ``cny_per_usd`` is the
+    rate the launch converted the USD budget and ledger price with, so the cloud's cap is
+    budget ÷ quote in the cloud's own currency, whatever the rate in Preferences becomes.
+    """
+
+    price: float
+    currency: str  # USD or CNY
+    source: str
+    cny_per_usd: float = 7.2
+    region: str = ""
+    zone: str = ""
+
+    @property
+    def usd(self) -> float:
+        """The quote in USD per hour (the ledger's currency of machines gpudesk launches)."""
+        if self.currency == "CNY":
+            return round(self.price / self.cny_per_usd, 6) if self.cny_per_usd > 0 else 0.0
+        return round(self.price, 6)
+
+    def convert(self, amount: float, currency: str) -> float:
+        """``amount`` in ``currency`` (the ledger's), in the quote's currency."""
+        if currency == self.currency or self.cny_per_usd <= 0:
+            return amount
+        return amount * self.cny_per_usd if self.currency == "CNY" else amount / self.cny_per_usd
+
+    def detail(self) -> str:
+        """The ledger event's words, e.g. ``7.43 CNY/h from InquiryPriceRunInstances in
+        ap-guangzhou-3 at 7.2 CNY/USD`` (read back by :meth:`parse`)."""
+        where = self.zone or self.region or "-"
+        return (f"{self.price:g} {self.currency}/h from {self.source} in {where} at "
+                f"{self.cny_per_usd:g} CNY/USD")
+
+    @classmethod
+    def parse(cls, detail: str) -> Quote | None:
+        found = _QUOTE_RE.match(detail.strip())
+        if found is None:
+            return None
+        where = found["where"] if found["where"] != "-" else ""
+        try:
+            return cls(float(found["price"]), found["currency"], found["source"],
+                       float(found["rate"]), zone=where)
+        except ValueError:
+            return None
+
+
+def record_quote(ledger: Ledger, machine_id: str, quote: Quote) -> None:
+    """Write the cloud's quote into the machine's history (the cap is counted from it)."""
+    ledger.log(machine_id, QUOTE_STEP, quote.detail())
+
+
+def launch_quote(ledger: Ledger, m: Machine) -> Quote | None:
+    """The last quote the cloud gave for ``m`` at launch; None for a machine without one
+    (adopted, launched before quotes were recorded, or an own machine)."""
+    for event in reversed(ledger.events(m.id)):
+        if event.step == QUOTE_STEP:
+            quote = Quote.parse(event.detail)
+            if quote is not None and quote.price > 0:
+                return quote
+    return None
 
 
 def iso_utc(t: float | None) -> str | None:
@@ -93,8 +169,14 @@ def timer_at(budget: float, spent: float, price_per_hour: float, now: float) -> 
 
 
 def plan(provider: str, budget: float | None, action: str, price_per_hour: float,
-         spent: float, now: float, *, agent: bool = True) -> Guard:
-    """The guard a machine gets: which enforcers, and the cloud timer's moment if any."""
+         spent: float, now: float, *, agent: bool = True, quote: Quote | None = None,
+         currency: str = "USD") -> Guard:
+    """The guard a machine gets: which enforcers, and the cloud timer's moment if any.
+
+    ``budget``, ``spent`` and ``price_per_hour`` are in ``currency`` (the ledger's). With
+    the cloud's ``quote`` the timer is budget ÷ the quoted price in the cloud's currency
+    (the budget and spend converted at the quote's rate), never a catalog estimate.
+    """
     action = action if action in ACTIONS else "stop"
     if budget is None or budget <= 0 or provider == "own":
         return Guard(None, action, ("agent",) if agent and provider != "own" else ())
@@ -103,7 +185,11 @@ def plan(provider: str, budget: float | None, action: str, price_per_hour: float
     if provider == "aws":
         by.append("shutdown-behavior")
     elif provider in ("tencent", "aliyun") and action == "terminate":
-        when = timer_at(budget, spent, price_per_hour, now)
+        if quote is not None and quote.price > 0:
+            when = timer_at(quote.convert(budget, currency), quote.convert(spent, currency),
+                            quote.price, now)
+        else:
+            when = timer_at(budget, spent, price_per_hour, now)
         if when is not None:
             by.append("cloud-timer")
     return Guard(budget, action, tuple(by), when)
@@ -155,12 +241,14 @@ def apply(ledger: Ledger, m: Machine, provider: object, budget: float | None, ac
     """Blocking: give a running machine a new budget/action, in the cloud and the ledger.
 
     The ledger is written before the cloud call (the guard asked for) and after it,
-    like every call that can change a bill. Budget and price are both in the ledger's
-    currency: the timer only needs budget ÷ price.
+    like every call that can change a bill. Budget and spend are in the ledger's
+    currency; the timer is counted from the price the cloud quoted at launch, in the
+    cloud's currency, where the ledger recorded one (else from the ledger's price).
     """
     spent = machine_spend(ledger, m, now).total
     g = plan(m.provider, budget, action, m.price_per_hour, spent, now,
-             agent="agent" in of(m).enforced_by)
+             agent="agent" in of(m).enforced_by, quote=launch_quote(ledger, m),
+             currency=m.currency or "USD")
     ledger.update(m.id, budget=g.budget, on_budget=g.action if g.budget else "",
                   enforced_by=",".join(g.enforced_by), cloud_timer_at=g.cloud_timer_at,
                   step="guard-requested", detail=",".join(g.enforced_by) or "none")

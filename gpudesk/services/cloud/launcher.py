@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import cleanup, credentials
+from gpudesk.services.cloud import aws_price_list, cleanup, credentials
 from gpudesk.services.cloud import guard as guards
 from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring, title
 from gpudesk.services.cloud.catalog import load_catalog
@@ -40,6 +40,7 @@ from gpudesk.services.cloud.providers.base import (
     validate_request,
 )
 from gpudesk.services.cloud.public_ip import detect_public_address
+from gpudesk.services.core.paths import cache_dir
 from gpudesk.services.money.ledger import STATE_FAILED, STATE_INTENT, Ledger, Machine, new_ledger_id
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,11 @@ MSG_NO_QUOTE = QT_TRANSLATE_NOOP(
     "ProviderError", "The cloud gave no price for {instance_type} in {region} ({detail}), so "
     "nothing was started: gpudesk does not start a machine whose spend it cannot count. Try "
     "again in a moment, or choose an offer that shows a price.")
+# Clouds whose quote is asked at every launch: they bill in their own currency and
+# enforce the budget themselves (CVM ActionTimer, ECS AutoReleaseTime) from budget ÷ it.
+QUOTED_AT_LAUNCH = ("tencent", "aliyun")
+# How old a cached AWS price list may be and still quote a launch.
+PRICE_LIST_MAX_AGE_S = 7 * 24 * 3600.0
 MSG_ZONE_REFUSED = QT_TRANSLATE_NOOP(
     "ProviderError", "{provider} does not sell {instance_type} in {zone} now: {reason}")
 
@@ -102,8 +108,10 @@ class LaunchPlan:
     fallback_regions: tuple[str, ...] = ()
     gpu: str = ""
     gpus: int = 0
-    price_per_hour: float = 0.0  # USD/hour, the catalog's (or the live); 0: ask the cloud
-    ssh_user: str = "ubuntu"
+    # USD/hour, the catalog's (or the live). 0: ask the cloud. Tencent and Alibaba Cloud are
+    # always asked at launch, and their quote replaces it (QUOTED_AT_LAUNCH).
+    price_per_hour: float = 0.0
+    ssh_user: str = ""  # "": the image's login user (the provider's login_user)
     wait_ssh: bool = True
     budget: float | None = None  # USD like price_per_hour (the ledger's currency); None: none
     on_budget: str = "stop"  # "stop" or "terminate"
@@ -191,8 +199,11 @@ class Launcher:
                 validate_request(plan.provider, LaunchRequest("check", region, plan.instance_type),
                                  regions, known)
         allow_from = plan.allow_from or await asyncio.to_thread(detect_public_address)
-        if not plan.price_per_hour:  # no bundled price (0.0, or None from a catalog row)
-            plan = replace(plan, price_per_hour=await asyncio.to_thread(quote, provider, plan))
+        # The cloud's own price, before anything is written or made: no answer, no launch.
+        quoted: guards.Quote | None = None
+        if not plan.price_per_hour or plan.provider in QUOTED_AT_LAUNCH:
+            quoted = await asyncio.to_thread(_first_quote, provider, plan)
+            plan = replace(plan, price_per_hour=quoted.usd)
 
         ledger_id = new_ledger_id()
         machine = self.ledger.add(Machine(
@@ -202,8 +213,10 @@ class Launcher:
             client_token=f"{ledger_id}-1", ssh_user=plan.ssh_user, name=ledger_id,
             disk_gb=plan.disk_gb, state=STATE_INTENT, budget=plan.budget,
             on_budget=plan.on_budget if plan.budget else ""))
+        if quoted is not None:
+            guards.record_quote(self.ledger, ledger_id, quoted)
         _fault("intent")
-        run = _Run(self, plan, provider, machine, allow_from, on_progress)
+        run = _Run(self, plan, provider, machine, allow_from, on_progress, quoted)
         try:
             return await run.go()
         except asyncio.CancelledError:
@@ -226,42 +239,134 @@ class Launcher:
         run = _Run(self, plan, provider, m, "", on_progress)
         await run._wait_running()
         await run._wait_ssh()
+        await run._first_login()
         return LaunchResult(run.machine)
 
 
 def quote(provider: Provider, plan: LaunchPlan) -> float:
-    """The pay-as-you-go USD/hour the cloud itself quotes, for an offer with no bundled price
-    (Alibaba Cloud's DescribePrice), so that spend and budget count from a real number.
+    """The USD/hour the cloud itself quotes for ``plan`` (:func:`cloud_quote`)."""
+    return cloud_quote(provider, plan).usd
 
-    0.0 for a provider that has no such call (the ledger's "no price"). A provider that
-    has one but gives no price refuses the launch: a machine whose spend cannot be counted
-    would bill past every budget unseen."""
-    ask = getattr(provider, "on_demand_price", None)
-    if ask is None:
-        return 0.0
+
+def cloud_quote(provider: Provider, plan: LaunchPlan, region: str = "",
+                zone: str = "") -> guards.Quote:
+    """What the cloud itself asks per hour for ``plan`` in ``region``/``zone`` (default: the
+    plan's), in its own currency: Tencent Cloud's InquiryPriceRunInstances, Alibaba Cloud's
+    DescribePrice (spot: DescribeSpotPriceHistory), the AWS price list (spot:
+    DescribeSpotPriceHistory). Blocking; makes nothing.
+
+    No usable answer refuses the launch (``ProviderError`` of kind "price", in words): a
+    machine whose spend cannot be counted would bill past every budget unseen."""
+    region, zone = region or plan.region, zone or plan.zone
     why = ""
     try:
-        quoted = ask(plan.region, plan.instance_type)
+        found = _ask_price(provider, plan, region, zone)
     except ProviderError as error:
         if error.kind in ("auth", "clock"):
             raise
-        quoted, why = None, error.detail or error.kind
-    if quoted is not None:
-        price, currency = quoted
-        rate = plan.cny_per_usd if currency == "CNY" else 1.0
-        if price > 0 and rate > 0:
-            return round(float(price) / rate, 6)
-    log.warning("no price quote for %s in %s: %s", plan.instance_type, plan.region, why)
+        found, why = None, error.detail or error.message() or error.kind
+    except (OSError, ValueError) as error:  # the AWS price list did not answer
+        found, why = None, f"AWS price list: {type(error).__name__}"
+    if found is not None and found.price > 0 and found.usd > 0:
+        return found
+    log.warning("no price quote for %s in %s: %s", plan.instance_type, region, why)
     raise ProviderError("price", MSG_NO_QUOTE, detail=why or "no price in the answer",
-                        instance_type=plan.instance_type, region=plan.region)
+                        instance_type=plan.instance_type, region=region)
+
+
+def _first_quote(provider: Provider, plan: LaunchPlan) -> guards.Quote:
+    """The quote of the plan's region, else of the first fallback region that answers (the
+    launch may go there; a launch that lands elsewhere is quoted again where it lands)."""
+    first: ProviderError | None = None
+    for region in (plan.region, *(r for r in plan.fallback_regions if r != plan.region)):
+        try:
+            return cloud_quote(provider, plan, region, plan.zone if region == plan.region
+                               else "")
+        except ProviderError as error:
+            if error.kind != "price":
+                raise
+            first = first or error
+    assert first is not None
+    raise first
+
+
+def _first_zone(provider: Provider, region: str, plan: LaunchPlan) -> str:
+    choose = getattr(provider, "zone_choices", None)
+    if choose is None:
+        return ""
+    choices: list[ZoneChoice] = choose(region, plan.instance_type, plan.market)
+    # a zone sold out now still has its price: the first that sells, else the first listed
+    return next((c.zone for c in choices if c.sells), choices[0].zone if choices else "")
+
+
+def _latest_spot(provider: Provider, region: str, zone: str, plan: LaunchPlan
+                 ) -> tuple[float, str] | None:
+    zone = zone or _first_zone(provider, region, plan)
+    if not zone:
+        return None
+    points = provider.spot_price_history(region, zone, plan.instance_type,
+                                         time.time() - 6 * 3600)
+    return (points[-1].price, points[-1].currency) if points else None
+
+
+def _aws_list_price(plan: LaunchPlan, region: str,
+                    made: Callable[[float, str, str], guards.Quote]) -> guards.Quote | None:
+    """EC2 quotes no on-demand price itself; AWS publishes it in the price list. In order:
+    the region's file read lately (cached), the bundled catalog's row (read from that file,
+    with its date), else the region's file fetched now."""
+    prices = aws_price_list.load(cache_dir(), region)
+    fetched = aws_price_list.cache_file(cache_dir(), region)
+    if prices is not None and plan.instance_type in prices.ondemand and fetched.is_file() \
+            and time.time() - fetched.stat().st_mtime < PRICE_LIST_MAX_AGE_S:
+        return made(prices.ondemand[plan.instance_type], "USD",
+                    f"AWS Price List published {prices.published}")
+    for offer in load_catalog().filter(provider="aws", region=region):
+        if offer.instance_type == plan.instance_type and offer.ondemand_price:
+            return made(offer.ondemand_price, "USD",
+                        f"AWS Price List published {offer.price_date.isoformat()} (bundled)")
+    prices = aws_price_list.fetch_region(region, {plan.instance_type})
+    aws_price_list.save(cache_dir(), prices)
+    price = prices.ondemand.get(plan.instance_type)
+    return None if price is None else made(price, "USD",
+                                           f"AWS Price List published {prices.published}")
+
+
+def _ask_price(provider: Provider, plan: LaunchPlan, region: str, zone: str
+               ) -> guards.Quote | None:
+    def made(price: float, currency: str, source: str) -> guards.Quote:
+        return guards.Quote(float(price), currency, source, plan.cny_per_usd, region, zone)
+
+    inquiry = getattr(provider, "inquiry_price", None)
+    if plan.provider == "tencent" and inquiry is not None:
+        zone = zone or _first_zone(provider, region, plan)  # CVM prices per zone
+        request = LaunchRequest("quote", region, plan.instance_type, plan.market, zone,
+                                plan.max_price, plan.image_id, plan.disk_gb)
+        return made(inquiry(request), "CNY", "InquiryPriceRunInstances")
+    if plan.market == "spot" and plan.provider in ("aws", "aliyun"):
+        spot = _latest_spot(provider, region, zone, plan)
+        if spot is not None:
+            return made(spot[0], spot[1], "DescribeSpotPriceHistory")
+        if plan.provider == "aws":
+            return None  # EC2 quoted no spot price: nothing to count a spot machine by
+    if plan.provider == "aws":
+        return _aws_list_price(plan, region, made)
+    ask = getattr(provider, "on_demand_price", None)
+    if ask is None:
+        return None
+    quoted = ask(region, plan.instance_type)
+    if quoted is None:
+        return None
+    return made(quoted[0], quoted[1], "DescribePrice")
 
 
 class _Run:
     """The state of one launch, so cancellation knows what to undo."""
 
     def __init__(self, launcher: Launcher, plan: LaunchPlan, provider: Provider,
-                 machine: Machine, allow_from: str, on_progress: Callable[[Progress], None]):
+                 machine: Machine, allow_from: str, on_progress: Callable[[Progress], None],
+                 quoted: guards.Quote | None = None):
         self.l = launcher
+        self.quoted = quoted  # the cloud's price at launch (its currency), in the ledger
         self.plan = plan
         self.provider = provider
         self.machine = machine
@@ -282,6 +387,7 @@ class _Run:
         kind = credentials.key_kind_for(self.plan.provider)
         key = await asyncio.to_thread(credentials.ensure_ssh_key,
                                       credentials.KEY_KINDS[kind], kind)
+        await self._login_user()
         user_data = await self._first_boot()
         candidates = await self._candidates()
         if not candidates and not self.refusals:
@@ -316,6 +422,7 @@ class _Run:
                     self.provider.find_image, region, self.plan.instance_type)
                 _fault("image")
                 token = f"{self.machine.id}-{attempt}"
+                await self._requote(region, zone)
                 self.machine = ledger.update(
                     self.machine.id, region=region, zone=zone, client_token=token,
                     key_name=key_name, security_group=group, state=STATE_INTENT, cloud_id="",
@@ -360,7 +467,42 @@ class _Run:
         if self.plan.wait_ssh:
             await self._wait_ssh()
             _fault("ssh")
+            await self._first_login()
         return LaunchResult(self.machine, self.refusals)
+
+    async def _login_user(self) -> None:
+        """Who logs in: the plan's user, else the image's (root on Alibaba Cloud's and most
+        Tencent images, ubuntu on Ubuntu ones), in the ledger before the first-boot script
+        that installs the guard for that user is made."""
+        user = self.plan.ssh_user
+        ask = getattr(self.provider, "login_user", None)
+        if not user and ask is not None:
+            try:
+                user = await asyncio.to_thread(ask, self.plan.region, self.plan.image_id)
+            except ProviderError as error:
+                if error.kind in ("auth", "clock"):
+                    raise
+                log.info("login user of %s unknown (%s)", self.plan.image_id, error)
+                user = await asyncio.to_thread(ask, self.plan.region, "")
+        user = user or "ubuntu"
+        if user != self.machine.ssh_user:
+            self.machine = self.l.ledger.update(self.machine.id, ssh_user=user,
+                                                step="login-user", detail=user)
+
+    async def _first_login(self) -> None:
+        """The first login once SSH answers (``first_boot.FirstBoot.first_login``): whether
+        the guard installed, and a host key of the machine's own. A failure is recorded;
+        the machine stays launched."""
+        hook = getattr(self.l.first_boot, "first_login", None)
+        if hook is None:
+            return
+        try:
+            await asyncio.to_thread(hook, self.machine)
+        except Exception as exc:
+            log.warning("first login to %s failed: %s", self.machine.id, type(exc).__name__)
+            self.l.ledger.log(self.machine.id, "first-login-failed",
+                              f"{type(exc).__name__}: {exc}"[:300])
+        self.machine = self.l.ledger.get(self.machine.id) or self.machine
 
     async def _first_boot(self) -> str:
         """The machine's user data, its host key pinned and recorded before any cloud call."""
@@ -377,16 +519,39 @@ class _Run:
                                             step="host-key", detail=fingerprint)
         return user_data
 
+    async def _requote(self, region: str, zone: str) -> None:
+        """A Tencent price is per zone: where the launch goes elsewhere than the quote was
+        asked for, ask again there. No answer there keeps the region's first quote."""
+        q = self.quoted
+        if q is None or self.plan.provider != "tencent" or (
+                region == q.region and (not zone or zone == q.zone)):
+            return
+        try:
+            again = await asyncio.to_thread(cloud_quote, self.provider, self.plan, region, zone)
+        except ProviderError as error:
+            if error.kind in ("auth", "clock"):
+                raise
+            return
+        self.quoted = again
+        self.plan = replace(self.plan, price_per_hour=again.usd)
+        self.machine = self.l.ledger.update(self.machine.id, price_per_hour=again.usd,
+                                            step=guards.QUOTE_STEP, detail=again.detail())
+
     def _with_guard(self, request: LaunchRequest) -> LaunchRequest:
-        """The budget in the cloud's own terms, written to the ledger before the call."""
-        p = self.plan
+        """The budget in the cloud's own terms, written to the ledger before the call: with
+        the cloud's quote, its cap is budget ÷ that quote, in the cloud's currency."""
+        p, q = self.plan, self.quoted
         rate = p.cny_per_usd if p.provider in ("tencent", "aliyun") else 1.0
         g = guards.plan(p.provider, p.budget, p.on_budget, p.price_per_hour, 0.0, time.time(),
-                        agent=bool(request.user_data))
+                        agent=bool(request.user_data), quote=q, currency="USD")
         self.machine = self.l.ledger.update(
             self.machine.id, budget=g.budget, on_budget=g.action if g.budget else "",
             enforced_by=",".join(g.enforced_by), cloud_timer_at=g.cloud_timer_at,
             step="guard", detail=",".join(g.enforced_by) or "none")
+        if q is not None:
+            return replace(request, budget=None if g.budget is None else
+                           q.convert(g.budget, "USD"), on_budget=g.action,
+                           price_per_hour=q.price, cloud_timer_at=g.cloud_timer_at)
         return replace(request, budget=None if g.budget is None else g.budget * rate,
                        on_budget=g.action, price_per_hour=p.price_per_hour * rate,
                        cloud_timer_at=g.cloud_timer_at)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -38,8 +38,12 @@ from gpudesk.services.cloud.reconcile import (
     ReconcileReport,
     reconcile,
 )
+from gpudesk.services.core.settings import Settings
 from gpudesk.services.money import budgets, spend
 from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.remote import guard_push
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.ui.machines.budget_dialog import BudgetDialog
 from gpudesk.ui.machines.instances_model import InstancesModel, state_text
 from gpudesk.ui.widgets.money import Money
 from gpudesk.ui.widgets.retranslate import Retranslating
@@ -62,6 +66,11 @@ class InstancesPage(Retranslating, QWidget):
         # the monthly budget in USD (Preferences; 0: none): the window sets where it comes from
         self.monthly_budget: Callable[[], float] = lambda: 0.0
         self.settle_poll_s = 3.0  # how often a stopping or starting machine is asked about
+        # Preferences for a budget change (rate, default action); None: the saved settings
+        self.settings: Callable[[], Settings | None] = lambda: None
+        # how a budget change reaches the machine's agent (pinned host key only)
+        self.connect_agent: Callable[[Machine], SshConnection] = guard_push._connect
+        self.budget_dialog: BudgetDialog | None = None
         self.banner = QLabel(self)
         self.banner.setObjectName("billingBanner")
         self.banner.setWordWrap(True)
@@ -90,6 +99,12 @@ class InstancesPage(Retranslating, QWidget):
         self.allow_me_button.setObjectName("allowMe")
         self.remove_button = QPushButton(self)
         self.remove_button.setObjectName("forget")
+        self.budget_button = QPushButton(self)  # the selected machine's own budget
+        self.budget_button.setObjectName("changeBudget")
+        self.budget_action = QAction(self)  # the same, from the table's context menu
+        self.budget_action.setObjectName("changeBudgetAction")
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+        self.table.addAction(self.budget_action)
         self.progress = QProgressBar(self)
         self.progress.setMaximumWidth(120)
         self.status = QLabel(self)
@@ -97,8 +112,8 @@ class InstancesPage(Retranslating, QWidget):
         self.status.setWordWrap(True)
         bar = QHBoxLayout()
         for w in (self.refresh_button, self.stop_button, self.start_button,
-                  self.terminate_button, self.ssh_button, self.allow_me_button,
-                  self.remove_button):
+                  self.terminate_button, self.budget_button, self.ssh_button,
+                  self.allow_me_button, self.remove_button):
             bar.addWidget(w)
         bar.addStretch(1)
         bar.addWidget(self.show_ended)
@@ -127,6 +142,8 @@ class InstancesPage(Retranslating, QWidget):
         self.ssh_button.clicked.connect(self.copy_ssh_command)
         self.allow_me_button.clicked.connect(self.allow_my_address)
         self.remove_button.clicked.connect(self.forget_selected)
+        self.budget_button.clicked.connect(self.change_budget)
+        self.budget_action.triggered.connect(self.change_budget)
         self.show_ended.toggled.connect(self.reload)
         self.table.selectionModel().selectionChanged.connect(self._update_buttons)
         self.ticker = QTimer(self)
@@ -154,6 +171,11 @@ class InstancesPage(Retranslating, QWidget):
             "SSH does not answer? If this computer's public address changed, open SSH to the "
             "new one (and close it to the old); rules you added yourself are kept."))
         self.remove_button.setText(self.tr("Remove from list"))
+        self.budget_button.setText(self.tr("Change budget…"))
+        self.budget_action.setText(self.tr("Change budget…"))
+        self.budget_button.setToolTip(self.tr(
+            "The selected machine's own budget and what happens at it: the ledger, the "
+            "cloud's own cap and the machine's agent all move to it."))
         self.model.refresh_all()
         self._show_banner()
 
@@ -259,6 +281,9 @@ class InstancesPage(Retranslating, QWidget):
         self.ssh_button.setEnabled(m is not None and bool(m.public_ip))
         self.allow_me_button.setEnabled(cloud and m is not None and bool(m.security_group))
         self.remove_button.setEnabled(m is not None and not m.billing)
+        budget = m is not None and m.provider != "own" and not m.ended
+        self.budget_button.setEnabled(budget)
+        self.budget_action.setEnabled(budget)
 
     def run_action(self, action: str) -> None:
         m = self.selected()
@@ -376,6 +401,29 @@ class InstancesPage(Retranslating, QWidget):
         self.action_runner.run(asyncio.to_thread(allow_me_if_moved, self.ledger, m.id,
                                                  self.providers),
                                on_success=done, title=self.tr("The SSH rule was not changed"))
+
+    def change_budget(self) -> BudgetDialog | None:
+        """Open the budget dialog for the selected machine (one at a time)."""
+        m = self.selected()
+        if m is None or m.provider == "own" or m.ended:
+            return None
+        if self.budget_dialog is not None:
+            self.budget_dialog.close()
+        dialog = BudgetDialog(self.ledger, m, self.providers, self.model.money,
+                              settings=self.settings, connect=self.connect_agent, parent=self)
+        dialog.changed.connect(self._budget_changed)
+        dialog.destroyed.connect(lambda _o=None: setattr(self, "budget_dialog", None))
+        self.budget_dialog = dialog
+        dialog.setWindowModality(Qt.WindowModality.WindowModal)
+        dialog.open()
+        return dialog
+
+    def _budget_changed(self, ledger_id: str) -> None:
+        self.reload()
+        m = self.ledger.get(ledger_id)
+        if m is not None:
+            self.status.setText(self.tr("{name}: budget now {budget}.").format(
+                name=m.name or m.id, budget=self.model.budget_text(m)))
 
     def forget_selected(self) -> None:
         m = self.selected()

@@ -404,6 +404,11 @@ class AliyunProvider(SdkProvider[CallContext], MachineGroups):
             "InstanceType": instance_type, "Status": "Available"}, ("Images", "Image")))
         return self._gpu_image(ap.newest_gpu_image(images), region)
 
+    def login_user(self, region: str, image_id: str = "") -> str:
+        """Who logs in: ``root`` on every Alibaba Cloud public Linux image (Ubuntu too),
+        unless the instance is made with another login name, which gpudesk does not ask."""
+        return "root"
+
     def zone_choices(self, region: str, instance_type: str,
                      market: base.Market = "on-demand") -> list[base.ZoneChoice]:
         """Every zone and whether it has ``instance_type`` in stock (DescribeAvailableResource)."""

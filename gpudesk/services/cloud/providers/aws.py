@@ -74,6 +74,19 @@ def shutdown_behavior(action: str, market: str) -> str:
     return "terminate" if action == "terminate" or market == "spot" else "stop"
 
 
+# The default login user of an AMI by what its name says, first match wins (AWS's list:
+# "Default user names" in the EC2 user guide). Amazon Linux, RHEL and SUSE: ec2-user.
+_IMAGE_USERS = (("ubuntu", "ubuntu"), ("debian", "admin"), ("centos", "centos"),
+                ("rocky", "rocky"), ("fedora", "fedora"), ("almalinux", "ec2-user"),
+                ("bitnami", "bitnami"))
+
+
+def image_login_user(description: str) -> str:
+    """The login user of an AMI from its name/description/platform text."""
+    text = description.lower()
+    return next((user for word, user in _IMAGE_USERS if word in text), "ec2-user")
+
+
 def group_name(address: str) -> str:
     """``gpudesk-ssh-203-0-113-7`` for 203.0.113.7/32: one group per allowed address."""
     host = address.split("/", 1)[0]
@@ -322,6 +335,20 @@ class AwsProvider(MachineGroups):
                                      name=offers.DLAMI_TITLE, region=region)
         return found
 
+    def login_user(self, region: str, image_id: str = "") -> str:
+        """Who logs in on ``image_id`` (""; the image :meth:`find_image` picks, a DLAMI on
+        Ubuntu): read from the image's name and platform (DescribeImages)."""
+        if not image_id:
+            return "ubuntu"
+        images = self._call(self._ec2("DescribeImages", region, resource=image_id),
+                            lambda c: c.describe_images(ImageIds=[image_id])).get("Images", [])
+        if not images:
+            raise base.ProviderError("not-found", base.MSG_NOT_FOUND, provider=PROVIDER_LABEL,
+                                     what="image", name=image_id, region=region)
+        image = images[0]
+        return image_login_user(" ".join(str(image.get(k) or "") for k in (
+            "Name", "Description", "PlatformDetails", "ImageLocation")))
+
     def _root_device(self, region: str, image_id: str) -> tuple[str, int]:
         """The image's root device name and its snapshot size (GB, 0 when unknown)."""
         images = self._call(self._ec2("DescribeImages", region, resource=image_id),
@@ -365,7 +392,10 @@ class AwsProvider(MachineGroups):
                 "DeleteOnTermination": True}}],
             "TagSpecifications": [{"ResourceType": "instance", "Tags": tags},
                                   {"ResourceType": "volume", "Tags": tags}],
-            "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled"},
+            # IMDSv2 only, and its token only one hop away: no container or forwarded
+            # process on the machine reaches the metadata service (and its user data).
+            "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled",
+                                "HttpPutResponseHopLimit": 1},
         }
         if request.key_name:
             params["KeyName"] = request.key_name
