@@ -14,7 +14,7 @@ from fixtures_agent import pid_gone, sim_clock, wait_for  # noqa: F401
 
 from gpudesk.agent.clock import SimClock
 from gpudesk.agent.events import EventLog, read_events
-from gpudesk.agent.guard import Guard
+from gpudesk.agent.guard import GONE_WAIT_S, Guard
 from gpudesk.agent.rules import DEFAULT_POWEROFF, Rules, RulesError, parse_rules
 from gpudesk.agent.runs import active_runs
 from gpudesk.agent.smi import GpuSample
@@ -75,9 +75,16 @@ def test_idle_stop_fires_after_exactly_n_minutes(tmp_path: Path, sim_clock: SimC
     assert events[0]["idle_s"] == 120.0 and events[0]["action"] == "stop"
     assert events[1]["rc"] == 0
     assert out.read_text() == "idle stop\n"
-    # never twice: an hour more of idleness fires nothing
-    assert run_seconds(guard, sim_clock, 3600, gpus(0, 0)) is None
+    # never twice while the machine goes down: GONE_WAIT_S more idleness runs nothing
+    assert run_seconds(guard, sim_clock, int(GONE_WAIT_S), gpus(0, 0)) is None
     assert out.read_text() == "idle stop\n"
+    assert kinds(tmp_path).count("rule-fired") == 1
+    # still up GONE_WAIT_S after a "successful" stop: it did not take, so it runs again
+    sim_clock.advance(1)
+    guard.observe(gpus(0, 0))
+    assert [(e["kind"], e.get("attempt")) for e in guard.tick()] == [
+        ("action-no-effect", None), ("action-run", 2)]
+    assert out.read_text() == "idle stop\nidle stop\n"
     assert kinds(tmp_path).count("rule-fired") == 1
 
 
@@ -144,7 +151,7 @@ def test_a_restarted_agent_does_not_fire_again_but_a_new_boot_does(
     guard, out = make_guard(tmp_path, sim_clock, IDLE)
     assert run_seconds(guard, sim_clock, 121, gpus(0)) == 120
     again, _ = make_guard(tmp_path, sim_clock, IDLE)
-    assert run_seconds(again, sim_clock, 600, gpus(0)) is None
+    assert run_seconds(again, sim_clock, int(GONE_WAIT_S), gpus(0)) is None
     rebooted, _ = make_guard(tmp_path, sim_clock, IDLE, boot="boot-2")
     assert run_seconds(rebooted, sim_clock, 121, gpus(0)) == 120
     assert out.read_text() == "idle stop\nidle stop\n"
@@ -162,7 +169,7 @@ def test_budget_thresholds_once_each_then_the_action(tmp_path: Path,
     # spend = 1 + 6 USD/h × hours: 5 USD (50 %) at 40 min, 8 (80 %) at 70 min, 10 at 90 min
     guard, out = make_guard(tmp_path, sim_clock, budget())
     seen: list[tuple[float, str, object]] = []
-    for minute in range(0, 181):
+    for minute in range(0, 95):
         for e in guard.tick():
             seen.append((minute, e["kind"], e.get("pct", e.get("rc"))))
         sim_clock.advance(60)
@@ -170,6 +177,7 @@ def test_budget_thresholds_once_each_then_the_action(tmp_path: Path,
                     (90, "budget-threshold", 100.0), (90, "rule-fired", None),
                     (90, "action-run", 0)]
     assert out.read_text() == "budget terminate\n"
+    sim_clock.advance(60 * 86)  # minute 180
     fired = [e for e in read_events(tmp_path / "agent") if e["kind"] == "rule-fired"][0]
     assert fired["spend"] == pytest.approx(10.0) and fired["cap"] == 10.0
     # restarting the agent, or the app rewriting the spend bookkeeping, repeats nothing

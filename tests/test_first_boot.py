@@ -28,6 +28,12 @@ from fixtures_telemetry import PYTHON, connect
 
 from gpudesk.services.remote import first_boot
 from gpudesk.services.remote.agent_deploy import AgentRules, BudgetStop, IdleStop
+from gpudesk.services.remote.host_key_rotation import (
+    GUARD_STATUS_NAME,
+    GuardStatus,
+    parse_guard_status,
+    read_guard_status,
+)
 from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
 from gpudesk.services.remote.ssh import SshConnection, SshTarget
 
@@ -82,7 +88,8 @@ def test_the_user_data_guard_terminates_the_machine_at_its_budget_with_no_deskto
     for d in (home, units):
         d.mkdir()
     env = {"GPUDESK_BOOT_HOME": home, "GPUDESK_BOOT_UNIT_DIR": units,
-           "GPUDESK_BOOT_SYSTEMCTL": systemctl, "GPUDESK_BOOT_PYTHON": PYTHON}
+           "GPUDESK_BOOT_SYSTEMCTL": systemctl, "GPUDESK_BOOT_PYTHON": PYTHON,
+           "GPUDESK_BOOT_STATE_DIR": tmp_path / "state"}
     command = "env " + " ".join(f"{k}={shlex.quote(str(v))}" for k, v in env.items()) + \
         " bash -s"
     pid = 0
@@ -96,10 +103,13 @@ def test_the_user_data_guard_terminates_the_machine_at_its_budget_with_no_deskto
 
         # the unit: restarted on failure, started on boot, the same guard and rules
         unit = (units / first_boot.UNIT).read_text()
-        assert "Restart=on-failure" in unit and "WantedBy=multi-user.target" in unit
-        assert f"ExecStart={PYTHON} {home}/gpudesk/agent/boot/agent --dir " in unit
+        assert "Restart=always" in unit and "WantedBy=multi-user.target" in unit
+        assert f"ExecStart={PYTHON} {home}/gpudesk/agent/current/agent --dir " in unit
         calls = (fake / "systemctl.log").read_text().splitlines()
         assert calls == ["daemon-reload", f"enable --now {first_boot.UNIT}"]
+        # what the desktop reads at its first login: the guard is in place
+        marker = tmp_path / "state" / GUARD_STATUS_NAME
+        assert marker.read_text() == "installed\n" and marker.stat().st_mode & 0o777 == 0o644
         rules = json.loads((home / "gpudesk/agent/rules.json").read_text())
         assert rules["budget"]["cap"] == 10.0 and rules["budget"]["action"] == "terminate"
         assert rules["idle"]["minutes"] == 30.0 and rules["runs_dir"] == f"{home}/gpudesk/runs"
@@ -147,44 +157,57 @@ def test_the_desktop_pins_the_host_key_before_the_first_connection(
     assert key.fingerprint.startswith("SHA256:")
 
 
-def test_the_full_agent_takes_over_from_the_first_boot_guard(
-        sshd: SshdServer, tmp_path: Path) -> None:
-    """Watch's deploy finds the boot guard holding the lock, replaces it, keeps the rules."""
-    from gpudesk.services.remote import agent_deploy
+# The full agent taking over from the first-boot guard (the deploy upgrading the unit in
+# place through the service manager): tests/test_guard_supervised.py.
 
+
+def test_a_login_user_the_image_lacks_leaves_a_not_installed_marker_not_silence(
+        sshd: SshdServer, tmp_path: Path) -> None:
+    """The script made for ``ubuntu`` on an image that logs in as root (Alibaba Cloud's):
+    it stops before touching anything, says why on stderr and in the marker the desktop
+    reads at its first login, and the desktop records "not installed"."""
     rules = AgentRules(budget=BudgetStop(cap=10.0, price_per_hour=3.6, since=time.time()),
                        commands={"terminate": (PYTHON, "-c", "pass"),
-                                 "stop": (PYTHON, "-c", "pass")})  # hours from its cap
-    text = first_boot.script(rules, user=getpass.getuser())
-    fake = tmp_path / "sysbin"
-    fake.mkdir()
+                                 "stop": (PYTHON, "-c", "pass")})
+    text = first_boot.script(rules, user="gpudesk-no-such-user")
+    fake, units, state = tmp_path / "sysbin", tmp_path / "units", tmp_path / "state"
+    for d in (fake, units):
+        d.mkdir()
     (fake / "systemctl").write_text(FAKE_SYSTEMCTL.format(python=PYTHON))
     (fake / "systemctl").chmod(0o755)
-    home, units = tmp_path / "home", tmp_path / "units"
-    home.mkdir()
-    units.mkdir()
-    env = {"GPUDESK_BOOT_HOME": home, "GPUDESK_BOOT_UNIT_DIR": units,
-           "GPUDESK_BOOT_SYSTEMCTL": fake / "systemctl", "GPUDESK_BOOT_PYTHON": PYTHON}
+    env = {"GPUDESK_BOOT_UNIT_DIR": units, "GPUDESK_BOOT_SYSTEMCTL": fake / "systemctl",
+           "GPUDESK_BOOT_PYTHON": PYTHON, "GPUDESK_BOOT_STATE_DIR": state}
     command = "env " + " ".join(f"{k}={shlex.quote(str(v))}" for k, v in env.items()) + \
         " bash -s"
-    boot_pid = full_pid = 0
-    try:
-        with connect(sshd) as conn:
-            assert conn.exec(command, input=text.encode(), timeout=WAIT_S).ok
-            boot_pid = int(wait_for(lambda: (fake / "unit.pid").exists() and
-                                    (fake / "unit.pid").read_text(), WAIT_S, "the unit"))
-            data = home / "gpudesk/agent/data"
-            wait_for(lambda: (data / "agent.pid").exists() and
-                     int((data / "agent.pid").read_text()) == boot_pid, WAIT_S, "the guard")
-            site = agent_deploy.deploy(conn, None, root=str(home / "gpudesk"), python=PYTHON)
-            full_pid = site.pid
-        assert site.replaced and full_pid != boot_pid
-        wait_for(lambda: pid_gone(boot_pid), WAIT_S, "the boot guard to hand over")
-        assert not pid_gone(full_pid)
-        rules = json.loads((home / "gpudesk/agent/rules.json").read_text())
-        assert rules["budget"]["cap"] == 10.0  # None: the machine's own rules are kept
-    finally:
-        for pid in (boot_pid, full_pid):
-            if pid and not pid_gone(pid):
-                os.kill(pid, signal.SIGTERM)
-                wait_for(lambda p=pid: pid_gone(p), WAIT_S, "an agent to stop")
+    with connect(sshd) as conn:
+        done = conn.exec(command, input=text.encode(), timeout=WAIT_S)
+        assert not done.ok  # cloud-init logs the failure ...
+        assert b"the guard did not install: no user gpudesk-no-such-user" in done.stderr
+        # ... and the desktop reads it over SSH
+        status = read_guard_status(conn, first_boot.RotationConfig(
+            guard_status_path=str(state / GUARD_STATUS_NAME), guard_wait_s=0))
+    assert status == GuardStatus("not-installed", "no user gpudesk-no-such-user on this "
+                                 "machine")
+    assert not any(units.iterdir()) and not (fake / "systemctl.log").exists()  # nothing made
+
+
+def test_a_failing_step_is_named_in_the_marker(sshd: SshdServer, tmp_path: Path) -> None:
+    """systemd refusing the unit (set -e stops the script): the marker names the step."""
+    rules = AgentRules(budget=BudgetStop(cap=10.0, price_per_hour=3.6, since=time.time()),
+                       commands={"terminate": (PYTHON, "-c", "pass"),
+                                 "stop": (PYTHON, "-c", "pass")})
+    text = first_boot.script(rules, user=getpass.getuser())
+    home, units, state = tmp_path / "home", tmp_path / "units", tmp_path / "state"
+    for d in (home, units):
+        d.mkdir()
+    env = {"GPUDESK_BOOT_HOME": home, "GPUDESK_BOOT_UNIT_DIR": units,
+           "GPUDESK_BOOT_SYSTEMCTL": "false", "GPUDESK_BOOT_PYTHON": PYTHON,
+           "GPUDESK_BOOT_STATE_DIR": state}
+    command = "env " + " ".join(f"{k}={shlex.quote(str(v))}" for k, v in env.items()) + \
+        " bash -s"
+    with connect(sshd) as conn:
+        assert not conn.exec(command, input=text.encode(), timeout=WAIT_S).ok
+    marker = (state / GUARD_STATUS_NAME).read_text()
+    assert parse_guard_status(marker) == GuardStatus("not-installed",
+                                                     "systemd failed (exit 1)")
+    assert parse_guard_status("") == GuardStatus("unknown")  # no marker yet

@@ -2,10 +2,14 @@
 
 Also runs as a bare uploaded folder: ``python3 path/to/agent --dir RUNDIR``.
 In RUNDIR it keeps ``metrics.jsonl`` (+ rotated files), ``events.jsonl``,
-``actions.log``, ``agent.pid`` and ``agent.lock`` (one agent per folder).
+``actions.log``, ``spend.json`` (the budget's billable seconds), ``agent.pid``,
+``agent.code`` (pid and code folder) and ``agent.lock`` (one agent per folder).
 ``--since SEQ [--follow]`` prints the records after SEQ as JSON lines (what
-the desktop runs over SSH to backfill and then stream) instead of sampling.
-SIGTERM or SIGINT stops it cleanly, nvidia-smi child included; exit 0.
+the desktop runs over SSH to backfill and then stream) instead of sampling;
+a follower ends on SIGTERM or when the process that started it is gone.
+SIGTERM or SIGINT stops it cleanly, nvidia-smi child included; exit 0 (on a
+machine gpudesk launched, its unit starts it again: stop the unit to end it).
+``--nvidia-smi`` defaults to ``$GPUDESK_NVIDIA_SMI`` (the unit's agent.env).
 Exit 2: invalid rules; 3: another agent holds the folder; 1: no GPU reading
 (``--once`` only).
 """
@@ -37,7 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple  # noqa:
 from . import AGENT_VERSION  # noqa: E402
 from .clock import SYSTEM_CLOCK, Clock  # noqa: E402
 from .events import EventLog  # noqa: E402
-from .guard import Guard  # noqa: E402
+from .guard import Guard, mark_running  # noqa: E402
 from .metrics import Follower, MetricsWriter, read_since  # noqa: E402
 from .rules import Rules, RulesError, load_rules  # noqa: E402
 from .smi import (  # noqa: E402
@@ -66,7 +70,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--once", action="store_true", help="one sample, one check, then exit")
     p.add_argument("--interval-ms", type=int, help="sampling interval (default: rules, 1000)")
     p.add_argument("--runs-dir", type=Path, help="run folders (default: rules, DIR/runs)")
-    p.add_argument("--nvidia-smi", default="nvidia-smi", help="the nvidia-smi executable")
+    p.add_argument("--nvidia-smi", default=os.environ.get("GPUDESK_NVIDIA_SMI") or "nvidia-smi",
+                   help="the nvidia-smi executable (default: $GPUDESK_NVIDIA_SMI, nvidia-smi)")
     p.add_argument("--sampler", choices=("auto", "nvml", "smi"), default="auto")
     p.add_argument("--since", type=int, help="print records after this seq and exit")
     p.add_argument("--follow", action="store_true", help="with --since: keep printing")
@@ -260,8 +265,11 @@ def _print_records(recs: List[Dict[str, Any]]) -> None:
 
 def follow(folder: Path, since: int, stop: threading.Event, clock: Clock = SYSTEM_CLOCK,
            every_s: float = 0.2) -> None:
+    """Print records as they come until told to stop, or until the process that started
+    this one (the desktop's SSH wrapper) is gone: nobody reads then."""
     f = Follower(folder, since)
-    while not stop.is_set():
+    parent = os.getppid()
+    while not stop.is_set() and os.getppid() == parent:
         _print_records(f.poll())
         clock.wait(stop, every_s)
 
@@ -299,7 +307,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         log.error("another agent is running in %s", folder)
         return 3
     try:
-        (folder / PID_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
+        mark_running(folder, PID_FILE)
         agent = Agent(folder, rules, exe=args.nvidia_smi, sampler=args.sampler,
                       interval_ms=args.interval_ms, runs_dir=args.runs_dir,
                       rules_path=args.rules)

@@ -1,11 +1,13 @@
 """The first-boot guard: rules.json's budget and idle rules from the machine's first second.
 
 Cloud user data installs this (with ``rules``, ``guard``, ``events``, ``clock``
-and ``runs``) and a systemd unit that starts it on every boot and restarts it
-on failure, so a machine nobody ever watched still stops itself at its budget.
-It holds the same ``agent.lock`` as the full agent: when the desktop deploys
-the full agent (Watch), that one replaces this one and enforces the same rules
-file; exit 3 says the full agent already runs (the unit does not restart it then).
+and ``runs``) as the code of the machine's one systemd unit
+(``agent_deploy.unit_template``: ``Restart=always``), which starts it on every
+boot and again whenever it ends, so a machine nobody ever watched still stops
+itself at its budget. It holds the same ``agent.lock`` as the full agent and
+keeps the same ``spend.json``: when the desktop deploys the full agent (Watch),
+the deploy points the unit at the new code and restarts the unit, and the full
+agent goes on from the same spend. Exit 3: another agent holds the folder.
 
 ``python3 path/to/boot --dir DATA --rules rules.json [--nvidia-smi EXE] [--every S]``.
 The action commands are the rules' (default: power off; EC2's shutdown behaviour
@@ -27,7 +29,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from .clock import SYSTEM_CLOCK, Clock
 from .events import EventLog
-from .guard import Guard
+from .guard import Guard, mark_running
 from .rules import Rules, RulesError, load_rules
 from .smi import GpuSample, sample_once
 
@@ -115,7 +117,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="gpudesk-boot-guard")
     p.add_argument("--dir", required=True, type=Path)
     p.add_argument("--rules", required=True, type=Path)
-    p.add_argument("--nvidia-smi", default="nvidia-smi")
+    p.add_argument("--nvidia-smi", default=os.environ.get("GPUDESK_NVIDIA_SMI") or "nvidia-smi")
     p.add_argument("--every", type=float, default=5.0)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
@@ -134,7 +136,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except RulesError as exc:
             EventLog(folder).record("rules-error", error=str(exc))
             return 2
-        (folder / PID_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
+        mark_running(folder, PID_FILE)
         guard.run(stop)
         return 0
     finally:

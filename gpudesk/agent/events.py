@@ -6,9 +6,11 @@ must happen at most once carries a ``key``; keys already on disk are loaded at
 start, so a restarted agent never repeats a threshold, a stop or a notice.
 
 Kinds: ``budget-threshold`` (pct, spend, cap), ``rule-fired`` (rule, action,
-and the numbers behind it), ``action-run`` (rc) / ``action-failed`` (error),
-``spot-notice`` (provider, action, time, runs, signalled), ``rules-error``,
-``agent-start`` / ``agent-stop``.
+and the numbers behind it), ``action-run`` (rc, attempt; the rule's key when
+rc is 0) / ``action-failed`` (error, attempt), ``action-no-effect`` (a power
+action that succeeded while the machine stayed up), ``spot-notice`` (provider,
+action, time, runs, signalled), ``rules-error``, ``agent-start`` /
+``agent-stop``, ``boot-guard-start``.
 """
 
 from __future__ import annotations

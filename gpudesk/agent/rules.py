@@ -14,7 +14,9 @@ budget or the spot price changes)::
                   "terminate": ["sudo", "-n", "shutdown", "-h", "now"], "warn": []},
      "spot": {"provider": "aws", "base_url": "http://169.254.169.254", "every_s": 5}}
 
-Budget spend = ``spent_before + price_per_hour × (now − since) / 3600``.
+Budget spend = ``spent_before + price_per_hour × billable hours since ``since```, the
+billable seconds being those the machine was up (``guard.SpendMeter``, kept in the
+agent folder's ``spend.json``): a stopped machine's hours are not counted.
 A rule's identity (``id``, else a hash of what defines it: the cap, currency,
 thresholds and action; the idle threshold, minutes and action) decides what
 "already fired" means: rewriting ``price_per_hour``/``since``/``spent_before``

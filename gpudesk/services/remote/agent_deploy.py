@@ -3,7 +3,10 @@
 Layout on the machine (``root`` is ``~/gpudesk`` unless chosen)::
 
     <root>/agent/v<AGENT_VERSION>-<hash>/agent/   the uploaded package (one per content hash)
-    <root>/agent/data/                            its folder: metrics.jsonl, agent.pid, ...
+    <root>/agent/boot/agent/                      the first-boot guard (user data)
+    <root>/agent/current -> v<...> or boot        what the unit runs
+    <root>/agent/service.json                     the unit and how to reach the service manager
+    <root>/agent/data/                            its folder: metrics.jsonl, spend.json, ...
     <root>/agent/rules.json                       what the app told it to enforce
     <root>/runs/                                  run folders (the idle rule looks there)
 
@@ -11,10 +14,23 @@ The code folder is named by a hash of the agent's sources, so an unchanged
 agent is never uploaded twice and a changed one never mixes with the old one.
 Everything happens in one small stdlib helper run with ``python3 -c`` (one
 round trip when nothing needs uploading, two when it does): it writes
-rules.json atomically (the agent re-reads it when it changes), and when no
-agent holds ``agent.lock`` it starts one in its own session with stdio on
-files, so it outlives the SSH connection and the app. An agent still running
-older code is stopped and replaced.
+rules.json atomically (the agent re-reads it when it changes) and makes sure
+the agent of this code runs:
+
+* Supervised (a machine gpudesk launched: its first boot installed the one
+  unit, :func:`unit_template`, ``Restart=always``, and ``service.json``; a unit
+  an older gpudesk installed; or ``install_unit``): the
+  helper points ``current`` at the new code, installs or upgrades the same unit
+  text when it differs, and restarts the unit through the service manager
+  command recorded in ``service.json`` (``sudo -n systemctl``). systemd brings
+  the agent back after a kill, an OOM kill or a reboot, and the spend goes on
+  from ``spend.json``.
+* Unsupervised (the user's own machine without the unit, or without systemd or
+  root): when no agent holds ``agent.lock`` it starts one in its own session
+  with stdio on files, so it outlives the SSH connection and the app; an agent
+  still running older code is stopped and replaced. Nothing restarts it if it
+  dies but the desktop's ``ensure_running`` while Watch is open
+  (``AgentSite.supervisor`` is "none", ``supervisor_note`` says why).
 
 Blocking (paramiko); the window calls it through ``asyncio.to_thread``.
 """
@@ -48,6 +64,48 @@ MSG_RULES = QT_TRANSLATE_NOOP("Agent", "The agent rules are not valid: {detail}"
 
 class AgentDeployError(TemplatedError):
     translation_context = "Agent"
+
+
+# --------------------------------------------------------------------------- the unit
+
+UNIT = "gpudesk-agent.service"
+RESTART_SEC = 2
+
+
+def unit_template() -> str:
+    """The machine's one systemd unit for its guard, from first boot to terminate.
+
+    The first-boot script and the deploy helper both install exactly this text,
+    with ``@USER@`` (the login user), ``@PY@`` (an absolute python) and ``@BASE@``
+    (``<root>/agent``) filled in on the machine. It runs whatever ``current``
+    points at (the boot guard, later the full agent), restarts it whatever its
+    exit (``Restart=always``: a SIGTERM'd agent exits 0, a killed one dies by a
+    signal), without a start limit (systemd gives up after 5 quick starts by
+    default), and starts it on every boot.
+    """
+    return ("[Unit]\n"
+            "Description=gpudesk agent: the machine's budget and idle guard\n"
+            "After=network-online.target\n"
+            "StartLimitIntervalSec=0\n"
+            "[Service]\n"
+            "User=@USER@\n"
+            "EnvironmentFile=-@BASE@/agent.env\n"
+            "ExecStart=@PY@ @BASE@/current/agent --dir @BASE@/data --rules @BASE@/rules.json\n"
+            "Restart=always\n"
+            f"RestartSec={RESTART_SEC}\n"
+            "StartLimitInterval=0\n"
+            "OOMScoreAdjust=-500\n"
+            "[Install]\n"
+            "WantedBy=multi-user.target\n")
+
+
+@dataclass(frozen=True)
+class ServiceManager:
+    """How the deploy step reaches the service manager when it installs the unit itself
+    (``install_unit``); a machine whose first boot installed it says so in service.json."""
+
+    systemctl: str = "sudo -n systemctl"
+    unit_dir: str = "/etc/systemd/system"
 
 
 # --------------------------------------------------------------------------- rules
@@ -167,7 +225,8 @@ data = os.path.join(base, "data")
 rules_path = os.path.join(base, "rules.json")
 log_path = os.path.join(data, "agent.log")
 out = {"root": root, "entry": entry, "data_dir": data, "rules_path": rules_path,
-       "log": log_path, "started": False, "replaced": False, "uploaded": False}
+       "log": log_path, "started": False, "replaced": False, "uploaded": False,
+       "supervisor": "none", "supervisor_note": ""}
 def say(**kw):
     out.update(kw); sys.stdout.write(json.dumps(out)); sys.stdout.flush(); sys.exit(0)
 def atomic(path, blob):
@@ -202,6 +261,129 @@ if rules is not None or not os.path.isfile(rules_path):
     rules = dict(rules or {})
     rules.setdefault("runs_dir", os.path.join(root, "runs"))
     atomic(rules_path, (json.dumps(rules, indent=1) + "\n").encode())
+def wait(cond, seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+def sh(argv, blob=None):
+    try:
+        p = subprocess.run(argv, input=blob, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return -1, str(exc)
+    return p.returncode, p.stdout.decode("utf-8", "replace").strip()[-600:]
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        pass
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+def code_running():
+    """(pid, real code folder) of the agent that last took the folder, if it still runs."""
+    try:
+        with open(os.path.join(data, "agent.code")) as f:
+            info = json.load(f)
+        pid = int(info["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0, ""
+    return (pid, str(info.get("code"))) if pid > 0 and alive(pid) else (0, "")
+def log_tail():
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(max(0, os.path.getsize(log_path) - 1500))
+            return f.read().decode("utf-8", "replace").strip()[-600:]
+    except OSError:
+        return ""
+svc_path = os.path.join(base, "service.json")
+try:
+    with open(svc_path) as f:
+        svc = json.load(f)
+    fresh = False
+except (OSError, ValueError):
+    svc, fresh = None, True
+old_unit = os.path.join("/etc/systemd/system", spec["unit"])  # an older gpudesk's first boot
+if svc is None and (spec.get("install_unit") or os.path.isfile(old_unit)):
+    svc = dict(spec.get("service") or {})
+    if not svc and not os.path.isdir("/run/systemd/system"):
+        svc, out["supervisor_note"] = None, "no systemd on this machine"
+    else:
+        svc.setdefault("systemctl", "sudo -n systemctl")
+        svc.setdefault("unit_dir", "/etc/systemd/system")
+        svc["python"] = sys.executable
+elif svc is None:
+    out["supervisor_note"] = "no gpudesk unit here (only machines gpudesk launches get one)"
+if svc is not None:  # the unit runs <base>/current: point it at this code, restart the unit
+    import pwd, shlex
+    ctl, unit = shlex.split(svc["systemctl"]), spec["unit"]
+    unit_path = os.path.join(svc["unit_dir"], unit)
+    real = os.path.realpath(entry)
+    text = (spec["unit_template"].replace("@USER@", pwd.getpwuid(os.getuid()).pw_name)
+            .replace("@PY@", svc.get("python") or sys.executable).replace("@BASE@", base))
+    cur = os.path.join(base, "current")
+    if os.path.realpath(cur) != os.path.realpath(vdir):
+        tmp = "%s.tmp-%d" % (cur, os.getpid())
+        os.symlink(os.path.basename(vdir), tmp)
+        os.replace(tmp, cur)
+    env_path = os.path.join(base, "agent.env")
+    env = ("GPUDESK_NVIDIA_SMI=%s\n" % spec["nvidia_smi"]) if spec.get("nvidia_smi") else ""
+    try:
+        with open(env_path) as f:
+            env_changed = f.read() != env
+    except OSError:
+        env_changed = bool(env)
+    if env_changed:
+        atomic(env_path, env.encode())
+    try:
+        with open(unit_path) as f:
+            unit_changed = f.read() != text
+    except OSError:
+        unit_changed = True
+    rc, msg = 0, ""
+    if unit_changed:
+        if os.access(svc["unit_dir"], os.W_OK):
+            atomic(unit_path, text.encode())
+        else:
+            rc, msg = sh(ctl[:-1] + ["tee", unit_path], text.encode())
+        for verb in (["daemon-reload"], ["enable", unit]):
+            if rc == 0:
+                rc, msg = sh(ctl + verb)
+    if rc != 0 and fresh:
+        out["supervisor_note"] = "could not install the unit: " + msg
+        svc = None
+    elif rc != 0:
+        say(failed=True, code=rc, detail="the service manager refused the unit: " + msg)
+if svc is not None:
+    if fresh:
+        atomic(svc_path, json.dumps(svc).encode())
+    pid, code = code_running()
+    if pid and code != real:
+        out["replaced"] = True
+    if unit_changed or env_changed or code != real:
+        rc, msg = sh(ctl + ["restart", unit])
+        if rc != 0 and not (pid and not unit_changed and not env_changed):
+            say(failed=True, code=rc, detail="restarting %s failed: %s" % (unit, msg))
+        if rc != 0:  # no sudo now: end the old code, the unit starts `current` again
+            out["supervisor_note"] = "restarted by its unit (%s: %s)" % (" ".join(ctl), msg)
+            os.kill(pid, signal.SIGTERM)
+        out["started"] = True
+        if not wait(lambda: code_running()[1] == real, 20):
+            stray = code_running()[0]  # not the unit's (restarted): an agent from before it
+            if stray:
+                os.kill(stray, signal.SIGTERM)
+            if not wait(lambda: code_running()[1] == real, 20):
+                say(failed=True, code=None, detail=(sh(ctl + ["status", unit])[1] + "\n"
+                                                    + log_tail())[-600:])
+    pid = code_running()[0]
+    out["supervisor"] = "systemd"
 def holder():
     """The pid holding agent.lock, 0 when none does."""
     fd = os.open(os.path.join(data, "agent.lock"), os.O_RDWR | os.O_CREAT, 0o644)
@@ -224,15 +406,8 @@ def cmdline(pid):
             return f.read().split(b"\0")
     except OSError:
         return []
-def wait(cond, seconds):
-    end = time.time() + seconds
-    while time.time() < end:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return cond()
-pid = holder()
-args = cmdline(pid) if pid > 0 else []
+pid = holder() if svc is None else pid
+args = cmdline(pid) if pid > 0 and svc is None else []
 if pid > 0 and args and entry.encode() not in args:
     os.kill(pid, signal.SIGTERM)
     if not wait(lambda: holder() == 0, 20):
@@ -240,7 +415,7 @@ if pid > 0 and args and entry.encode() not in args:
         wait(lambda: holder() == 0, 5)
     out["replaced"] = True
     pid = 0
-if pid == 0:
+if pid == 0 and svc is None:  # nothing supervises it: a detached process
     argv = [spec["python"], entry, "--dir", data, "--rules", rules_path, "--log-level", "WARNING"]
     if spec.get("nvidia_smi"):
         argv += ["--nvidia-smi", spec["nvidia_smi"]]
@@ -258,13 +433,7 @@ if pid == 0:
     if proc.poll() == 3 and holder() > 0:  # another desktop started one meanwhile
         pid = holder()
     elif proc.poll() is not None or pid_file() != proc.pid:
-        try:
-            with open(log_path, "rb") as f:
-                f.seek(max(0, os.path.getsize(log_path) - 1500))
-                tail = f.read().decode("utf-8", "replace").strip()
-        except OSError:
-            tail = ""
-        say(failed=True, code=proc.poll(), detail=tail[-600:])
+        say(failed=True, code=proc.poll(), detail=log_tail())
     else:
         pid = proc.pid
         out["started"] = True
@@ -278,14 +447,24 @@ say(pid=pid, last_seq=last_seq(Path(data)))
 '''
 
 
+# Ends the follower when the channel's stdin closes, passes a SIGTERM/SIGHUP/SIGINT on to
+# it (else the follower outlives the wrapper and holds the channel open: the stream never
+# ends), ends cleanly (0: the desktop reopens) when the follower was told to end, and
+# leaves through os._exit: a normal interpreter exit with the
+# reading thread inside stdin's buffered reader aborts (3.8+: exit-signal, which the
+# desktop reads as a dead link) or deadlocks (older: the stream never ends).
 _FOLLOW_WRAPPER = (
-    "import subprocess,sys,threading\n"
+    "import os,signal,subprocess,sys,threading\n"
     "p=subprocess.Popen(sys.argv[1:],stdin=subprocess.DEVNULL)\n"
+    "for s in(signal.SIGTERM,signal.SIGHUP,signal.SIGINT):signal.signal(s,lambda*a:p.terminate())\n"
     "def w():\n"
-    "    sys.stdin.buffer.read()\n"
+    "    try:\n"
+    "        while os.read(0,65536):pass\n"
+    "    except OSError:pass\n"
     "    p.terminate()\n"
     "threading.Thread(target=w,daemon=True).start()\n"
-    "sys.exit(p.wait())\n")
+    "r=p.wait()\n"
+    "os._exit(r if r>=0 else 0 if -r in(1,2,15) else 128-r)\n")
 
 
 def helper_command(python: str) -> str:
@@ -315,6 +494,8 @@ class AgentSite:
     replaced: bool = False  # an agent with other code was running and was replaced
     uploaded: bool = False  # this call uploaded the code
     last_seq: int = 0  # the newest record on the machine when this call returned
+    supervisor: str = "none"  # "systemd": the unit restarts it; "none": nothing does
+    supervisor_note: str = ""  # why nothing supervises it
 
     def follow_command(self, since: int) -> str:
         """What the desktop runs over SSH to backfill after ``since`` and then stream.
@@ -329,19 +510,27 @@ class AgentSite:
 
 def deploy(conn: SshConnection, rules: AgentRules | None = None, *, root: str = DEFAULT_ROOT,
            python: str = DEFAULT_PYTHON, nvidia_smi: str | None = None,
-           timeout: float = 120.0) -> AgentSite:
+           timeout: float = 120.0, install_unit: bool = False,
+           service: ServiceManager | None = None) -> AgentSite:
     """Upload the agent if this version is not there, write ``rules`` (None keeps the
     machine's rules.json, or writes empty rules if it has none) and make sure it runs.
 
-    ``nvidia_smi`` (and ``python``) apply when this call starts the agent; a running
-    agent of the same code is left as it is.
+    Where the machine has the unit (first boot) it is upgraded in place; with
+    ``install_unit`` it is installed where it is not (through ``service``, by default
+    ``sudo -n systemctl``; without systemd or sudo the agent runs unsupervised and the
+    site says why). ``nvidia_smi`` (and, unsupervised, ``python``) apply when this call
+    starts the agent; a running agent of the same code is left as it is.
     """
     if rules is not None:
         rules.validate()
     bundle = agent_bundle()
     spec: dict[str, Any] = {"root": root, "version": bundle.version, "python": python,
                             "nvidia_smi": nvidia_smi,
-                            "rules": None if rules is None else rules.to_json()}
+                            "rules": None if rules is None else rules.to_json(),
+                            "unit": UNIT, "unit_template": unit_template(),
+                            "install_unit": install_unit,
+                            "service": None if service is None else
+                            {"systemctl": service.systemctl, "unit_dir": service.unit_dir}}
     answer = _run_helper(conn, python, spec, timeout)
     if answer.get("need_bundle"):
         spec["bundle"] = base64.b64encode(bundle.archive).decode("ascii")
@@ -357,7 +546,9 @@ def deploy(conn: SshConnection, rules: AgentRules | None = None, *, root: str = 
                      pid=int(answer.get("pid") or 0), started=bool(answer.get("started")),
                      replaced=bool(answer.get("replaced")),
                      uploaded=bool(answer.get("uploaded")),
-                     last_seq=int(answer.get("last_seq") or 0))
+                     last_seq=int(answer.get("last_seq") or 0),
+                     supervisor=str(answer.get("supervisor") or "none"),
+                     supervisor_note=str(answer.get("supervisor_note") or ""))
 
 
 def ensure_running(conn: SshConnection, site: AgentSite) -> AgentSite:
@@ -366,11 +557,20 @@ def ensure_running(conn: SshConnection, site: AgentSite) -> AgentSite:
     return deploy(conn, None, root=root, python=site.python, nvidia_smi=site.nvidia_smi)
 
 
+
 def stop_agent(conn: SshConnection, data_dir: str, timeout: float = 30.0) -> bool:
     """End the agent on the user's own machine (it would outlive gpudesk there); True when
-    one was running. Cloud machines keep theirs: it enforces the idle and budget guard."""
-    pid_file = shlex.quote(f"{data_dir.rstrip('/')}/agent.pid")
-    script = (f"pid=$(cat {pid_file} 2>/dev/null); "
+    one was running. Cloud machines keep theirs: it enforces the idle and budget guard.
+    Where the unit supervises it (``install_unit``), the unit is stopped and disabled
+    through its service manager: killing the process would only restart it."""
+    data = data_dir.rstrip("/")
+    pid_file = shlex.quote(f"{data}/agent.pid")
+    service = shlex.quote(f"{data.rsplit('/', 1)[0]}/service.json")
+    script = (f"if [ -f {service} ]; then "
+              rf"""c=$(sed -n 's/.*"systemctl": *"\([^"]*\)".*/\1/p' {service}); """
+              f"$c stop {UNIT} && $c disable {UNIT} && rm -f {service} && echo stopped "
+              "&& exit 0; exit 1; fi; "
+              f"pid=$(cat {pid_file} 2>/dev/null); "
               'if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then echo none; exit 0; fi; '
               'kill -TERM "$pid"; i=0; while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; '
               'do sleep 0.1; i=$((i+1)); done; kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"; '

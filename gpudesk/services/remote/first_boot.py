@@ -10,12 +10,17 @@ reads it on first boot) that
 2. runs a shell script (``runcmd``) that installs the first-boot guard
    (``gpudesk/agent/boot.py`` with the agent's rules, guard, events, clock and
    runs modules), its ``rules.json`` (price per hour, spend at launch, budget
-   and action, idle rule) and a systemd unit that starts it on every boot and
-   restarts it on failure.
+   and action, idle rule) and the machine's one systemd unit
+   (``agent_deploy.unit_template``: ``Restart=always``) that runs
+   ``<root>/agent/current`` (here the boot guard) on every boot and again
+   whenever it ends; ``service.json`` records how the login user reaches the
+   service manager (``sudo -n systemctl``).
 
-The full agent, deployed on the first Watch, takes the guard's lock and
-enforces the same ``rules.json``; ``guard_push.push_all`` rewrites it on every
-reachable machine when a budget, Preferences or a price change.
+The full agent, deployed on the first Watch, upgrades that unit in place: the
+deploy points ``current`` at the new code and restarts the unit through the
+service manager; it enforces the same ``rules.json`` and goes on from the same
+``spend.json``. ``guard_push.push_all`` rewrites the rules on every reachable
+machine when a budget, Preferences or a price change.
 
 Tests run the same script with the service manager, the folders and the power
 action replaced (``GPUDESK_BOOT_*`` variables, the rules' commands); nothing
@@ -26,12 +31,10 @@ from __future__ import annotations
 
 import ast
 import base64
-import gzip
 import hashlib
 import importlib.resources
-import io
 import json
-import tarfile
+import lzma
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -41,11 +44,17 @@ from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.services.remote.agent_deploy import AgentRules
+from gpudesk.services.remote.agent_deploy import UNIT, AgentRules, unit_template
+from gpudesk.services.remote.host_key_rotation import (
+    GUARD_STATUS_NAME,
+    STATE_DIR,
+    RotationConfig,
+    first_login,
+)
+from gpudesk.services.remote.host_key_rotation import host_key_entry as host_key_entry
 
 # EC2 takes 16 KB of user data before base64, CVM 16 KB after it: stay under both.
 MAX_USER_DATA = 12 * 1024
-UNIT = "gpudesk-agent.service"
 BOOT_MODULES = ("__init__.py", "clock.py", "events.py", "rules.py", "runs.py", "guard.py",
                 "boot.py")
 MSG_TOO_BIG = QT_TRANSLATE_NOOP(
@@ -82,7 +91,8 @@ def new_host_key() -> HostKey:
 # --------------------------------------------------------------------------- the bundle
 
 class _Shrink(ast.NodeTransformer):
-    """Docstrings and annotations out (user data is small); the code is unchanged."""
+    """Docstrings, annotations and log calls out (user data is small; the guard's events
+    file says what it did); the code is otherwise unchanged."""
 
     def _doc(self, node: ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
              ) -> None:
@@ -99,10 +109,27 @@ class _Shrink(ast.NodeTransformer):
         self.generic_visit(node)
         return node
 
+    def __init__(self) -> None:
+        self._where: list[str] = []  # "def" or "class", innermost last
+
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.ClassDef:  # noqa: N802
         self._doc(node)
+        self._where.append("class")
         self.generic_visit(node)
+        self._where.pop()
         return node
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:  # noqa: N802 - log.x(...) out
+        call = node.value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
+                isinstance(call.func.value, ast.Name) and call.func.value.id == "log":
+            return ast.copy_location(ast.Pass(), node)
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:  # noqa: N802
+        if node.value is not None and (self._where or ["module"])[-1] == "def":
+            return ast.copy_location(ast.Assign([node.target], node.value), node)
+        return node  # a dataclass field stays
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:  # noqa: N802
         self._doc(node)
@@ -111,7 +138,9 @@ class _Shrink(ast.NodeTransformer):
         for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
             if arg is not None:
                 arg.annotation = None
+        self._where.append("def")
         self.generic_visit(node)
+        self._where.pop()
         return node
 
 
@@ -152,28 +181,66 @@ sys.exit(main())
 '''
 
 
+def _unused_out(trees: list[ast.Module], others: list[ast.Module]) -> None:
+    """Drop what no module of the bundle uses at run time: top-level functions and classes
+    (the full agent's spot and run-signalling helpers, the test clock), names imported only
+    for annotations, and ``__all__``: user data is small."""
+    while True:
+        used: set[str] = set()
+        for tree in [*trees, *others]:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Name):
+                    used.add(node.id)
+                elif isinstance(node, ast.Attribute):
+                    used.add(node.attr)
+        dropped = False
+        for tree in trees:
+            keep: list[ast.stmt] = []
+            for n in tree.body:
+                if isinstance(n, ast.ImportFrom) and n.module != "__future__":
+                    names = [a for a in n.names if (a.asname or a.name) in used]
+                    dropped |= len(names) != len(n.names)
+                    n.names = names
+                    if not names:
+                        continue
+                elif isinstance(n, ast.FunctionDef | ast.ClassDef) and n.name not in used or \
+                        isinstance(n, ast.Assign) and any(
+                            isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets):
+                    dropped = True
+                    continue
+                keep.append(n)
+            tree.body = keep
+        if not dropped:
+            return
+
+
 def boot_bundle() -> bytes:
-    """The first-boot guard as a deterministic tar.gz of a package folder ``agent/``."""
+    """The first-boot guard's files (a package folder ``agent/``), deterministic: xz of
+    ``\\0name\\0text`` for each file. No tar: its headers cost some 400 bytes of user data,
+    and python3, which the guard needs anyway, unpacks this in one line (the script)."""
     from gpudesk.agent.metrics import DEFAULT_KEEP, DEFAULT_MAX_BYTES
 
     files: dict[str, str] = {}
     package = importlib.resources.files("gpudesk.agent")
-    for name in BOOT_MODULES:
-        tree = _Shrink().visit(ast.parse(package.joinpath(name).read_text(encoding="utf-8")))
+    trees = {name: _Shrink().visit(ast.parse(package.joinpath(name).read_text(encoding="utf-8")))
+             for name in BOOT_MODULES}
+    _unused_out(list(trees.values()), [ast.parse(_SMI_STUB), ast.parse(_MAIN)])
+    for name, tree in trees.items():
         files[name] = ast.unparse(tree) + "\n"
     files["smi.py"] = _SMI_STUB
     files["metrics.py"] = (f"DEFAULT_MAX_BYTES = {DEFAULT_MAX_BYTES}\n"
                            f"DEFAULT_KEEP = {DEFAULT_KEEP}\n")
     files["__main__.py"] = _MAIN
-    raw = io.BytesIO()
-    with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as gz, \
-            tarfile.open(fileobj=gz, mode="w") as tar:
-        for name in sorted(files):
-            data = files[name].encode()
-            info = tarfile.TarInfo(f"agent/{name}")
-            info.size, info.mode, info.mtime = len(data), 0o644, 0
-            tar.addfile(info, io.BytesIO(data))
-    return raw.getvalue()
+    files[UNIT + ".in"] = unit_template()  # the unit, filled in on the machine
+    packed = "".join(f"\0{name}\0{files[name]}" for name in sorted(files))
+    return lzma.compress(packed.encode(), check=lzma.CHECK_CRC32,
+                         preset=9 | lzma.PRESET_EXTREME)
+
+
+def bundle_files(bundle: bytes) -> dict[str, str]:
+    """What :func:`boot_bundle` packed: file name -> text (as the script unpacks it)."""
+    parts = lzma.decompress(bundle).decode().split("\0")
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
 
 
 # --------------------------------------------------------------------------- the script
@@ -182,34 +249,42 @@ _SCRIPT = """#!/bin/bash
 # gpudesk first boot: the budget/idle guard and its systemd unit (root, from cloud-init).
 set -eu
 umask 022
+S=${{GPUDESK_BOOT_STATE_DIR:-{state}}};M=$S/{status};E=;P=start
+mkdir -p "$S";rm -f "$M"
+mark(){{ echo "$1">"$M.t";chmod 644 "$M.t";mv -f "$M.t" "$M";}}
+fail(){{ E=$1;exit 2;}}
+trap 'R=$?;[ $R = 0 ]||{{ W=${{E:-$P failed (exit $R)}};mark "not-installed: $W"
+echo "gpudesk: the guard did not install: $W">&2;}}' EXIT
 U="${{GPUDESK_BOOT_USER:-{user}}}"
+getent passwd "$U" >/dev/null || fail "no user $U on this machine"
 H="${{GPUDESK_BOOT_HOME:-$(getent passwd "$U" | cut -d: -f6)}}"
+[ -n "$H" ] || fail "no home folder for $U"
 UNIT_DIR="${{GPUDESK_BOOT_UNIT_DIR:-/etc/systemd/system}}"
 SYSTEMCTL="${{GPUDESK_BOOT_SYSTEMCTL:-systemctl}}"
 PY="${{GPUDESK_BOOT_PYTHON:-python3}}"
-ROOT="$H/{root}"
-mkdir -p "$ROOT/agent/boot" "$ROOT/agent/data" "$ROOT/runs"
-echo '{bundle}' | base64 -d | tar -xz -C "$ROOT/agent/boot"
+ROOT="$H/{root}";P=unpack
+PY=$(command -v "$PY") || fail "no $PY on this machine"
+mkdir -p "$ROOT/agent/boot/agent" "$ROOT/agent/data" "$ROOT/runs"
+echo '{bundle}' | base64 -d | "$PY" -c 'import lzma,sys
+d=sys.argv[1];p=lzma.decompress(sys.stdin.buffer.read()).decode().split("\\0")
+for n,t in zip(p[1::2],p[2::2]):open(d+n,"w").write(t)' "$ROOT/agent/boot/agent/"
+ln -sfn boot "$ROOT/agent/current"
+P=rules
 cat > "$ROOT/agent/rules.json" <<'GPUDESK_RULES'
 {rules}
 GPUDESK_RULES
 sed -i "s#@RUNS@#$ROOT/runs#" "$ROOT/agent/rules.json"
+C="${{GPUDESK_BOOT_USER_SYSTEMCTL:-sudo -n systemctl}}"
+printf '{{"systemctl":"%s","unit_dir":"%s","python":"%s"}}\\n' "$C" "$UNIT_DIR" "$PY" \\
+  >"$ROOT/agent/service.json"
 chown -R "$U" "$ROOT"
-cat > "$UNIT_DIR/{unit}" <<GPUDESK_UNIT
-[Unit]
-Description=gpudesk guard: the machine's budget and idle rules
-After=network-online.target
-[Service]
-User=$U
-ExecStart=$PY $ROOT/agent/boot/agent --dir $ROOT/agent/data --rules $ROOT/agent/rules.json
-Restart=on-failure
-RestartSec=5
-RestartPreventExitStatus=3
-[Install]
-WantedBy=multi-user.target
-GPUDESK_UNIT
+P=unit
+sed -e "s#@USER@#$U#g" -e "s#@PY@#$PY#g" -e "s#@BASE@#$ROOT/agent#g" \\
+  "$ROOT/agent/boot/agent/{unit}.in" >"$UNIT_DIR/{unit}"
+P=systemd
 $SYSTEMCTL daemon-reload
 $SYSTEMCTL enable --now {unit}
+mark installed
 """
 
 
@@ -218,9 +293,10 @@ def script(rules: AgentRules, *, user: str = "ubuntu", root: str = "gpudesk") ->
     rules.validate()
     data = rules.to_json()
     data.setdefault("runs_dir", "@RUNS@")  # <home>/<root>/runs: the script knows the home
-    return _SCRIPT.format(user=user, root=root.strip("/") or "gpudesk",
+    return _SCRIPT.format(user=user, root=root.strip("/") or "gpudesk", state=STATE_DIR,
+                          status=GUARD_STATUS_NAME,
                           bundle=base64.b64encode(boot_bundle()).decode("ascii"),
-                          rules=json.dumps(data, indent=1), unit=UNIT)
+                          rules=json.dumps(data, separators=(",", ":")), unit=UNIT)
 
 
 SCRIPT_PATH = "/var/lib/gpudesk/first-boot.sh"
@@ -260,32 +336,51 @@ def user_data(rules: AgentRules, host_key: HostKey, *, user: str = "ubuntu",
 FirstBootFn = Callable[[Machine], tuple[str, str]]
 
 
-def host_key_entry(ledger_id: str) -> str:
-    """The keyring entry of a machine's host private key."""
-    return f"host-key-{ledger_id}"
+class FirstBoot:
+    """The launcher's hooks for one kind of launch (``for_launch``).
 
-
-def for_launch(settings: Callable[[], Settings], ledger: Ledger | None = None) -> FirstBootFn:
-    """The launcher's hook: (user data, host key fingerprint) for a machine about to launch.
-
-    The key's private half goes to the keyring and its public half is pinned
-    under the machine's SSH name, both before the cloud is asked for anything.
+    Called with a machine about to launch: (user data, host key fingerprint); the key's
+    private half goes to the keyring and its public half is pinned under the machine's SSH
+    name, both before the cloud is asked to make anything. ``first_login`` runs once SSH
+    answers: the guard's marker into the ledger, the launch host key replaced
+    (``host_key_rotation``); ``None`` when ``rotation`` is False.
     """
 
-    def build(machine: Machine) -> tuple[str, str]:
+    def __init__(self, settings: Callable[[], Settings], ledger: Ledger | None = None,
+                 rotation: RotationConfig | bool = True) -> None:
+        self.settings = settings
+        self.ledger = ledger
+        self.rotation = rotation if isinstance(rotation, RotationConfig) else (
+            RotationConfig() if rotation else None)
+        self.first_login: Callable[[Machine], None] | None = (
+            self._first_login if self.rotation is not None else None)
+
+    def __call__(self, machine: Machine) -> tuple[str, str]:
         from gpudesk.services.cloud import credentials
         from gpudesk.services.remote.host_keys import PinStore
         from gpudesk.services.remote.machine_rules import agent_rules
         from gpudesk.services.remote.ssh_config import host_alias
 
         key = new_host_key()
-        text = user_data(agent_rules(machine, settings(), ledger), key,
+        text = user_data(agent_rules(machine, self.settings(), self.ledger), key,
                          user=machine.ssh_user or "ubuntu")
         credentials.save_private_key(host_key_entry(machine.id), key.private_pem)
         PinStore().pin(host_alias(machine), _paramiko_key(key.public_line))
         return text, key.fingerprint
 
-    return build
+    def _first_login(self, machine: Machine) -> None:
+        """Blocking: the first login to ``machine`` once its SSH answers (see above)."""
+        if self.ledger is not None:
+            first_login(self.ledger, machine, config=self.rotation)
+            return
+        with Ledger() as ledger:
+            first_login(ledger, machine, config=self.rotation)
+
+
+def for_launch(settings: Callable[[], Settings], ledger: Ledger | None = None, *,
+               rotation: RotationConfig | bool = True) -> FirstBoot:
+    """The launcher's first-boot hook (see :class:`FirstBoot`)."""
+    return FirstBoot(settings, ledger, rotation)
 
 
 def _paramiko_key(public_line: str) -> paramiko.PKey:
