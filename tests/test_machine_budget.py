@@ -10,8 +10,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
 import aliyun_standin
+import pytest
 from aliyun_standin import AliyunStandin
 from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401

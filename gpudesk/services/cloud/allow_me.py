@@ -17,12 +17,11 @@ from dataclasses import dataclass
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring, title
+from gpudesk.services.cloud.machines import resolve
 from gpudesk.services.cloud.providers.base import Provider, ProviderError, single_address
 from gpudesk.services.cloud.public_ip import detect_public_address
 from gpudesk.services.money.ledger import Ledger, Machine
 
-MSG_NO_MACHINE = QT_TRANSLATE_NOOP(
-    "ProviderError", "No machine '{ref}' in the ledger; `gpudesk ls` lists them.")
 MSG_NO_GROUP = QT_TRANSLATE_NOOP(
     "ProviderError", "{name} has no gpudesk security group to change (it is your own machine, "
     "or it was adopted without one).")
@@ -38,9 +37,7 @@ class AllowResult:
 
 
 def _machine(ledger: Ledger, ref: str) -> Machine:
-    machine = ledger.find(ref)
-    if machine is None:
-        raise ProviderError("not-found", MSG_NO_MACHINE, ref=ref)
+    machine = resolve(ledger, ref)  # refused in the same words as every verb on a machine
     if machine.provider == "own" or not machine.security_group:
         raise ProviderError("invalid", MSG_NO_GROUP, name=machine.name or machine.id)
     return machine

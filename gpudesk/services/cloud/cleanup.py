@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpudesk.services.cloud.providers.base import Provider, ProviderError, ProviderName
-from gpudesk.services.money.ledger import STATE_INTENT, Ledger, Machine
+from gpudesk.services.money.ledger import STATE_INTENT, Event, Ledger, Machine
 
 log = logging.getLogger(__name__)
 
@@ -120,18 +120,25 @@ def _own(m: Machine, region: str) -> list[str]:
     return [r for r in (m.security_group, m.key_name) if r]
 
 
-def _settle(ledger: Ledger, m: Machine, region: str, left: set[str], in_use: set[str],
-            refusals: dict[str, str]) -> bool:
-    """Record what became of each of ``m``'s own resources; True while one still waits."""
-    events = ledger.events(m.id)
+def _answers(events: list[Event], region: str) -> tuple[set[str], dict[str, str]]:
+    """What the ledger says the cloud answered: the ``"region resource"`` pairs deleted,
+    and the last refusal in words per resource of ``region``."""
     gone = {e.detail for e in events if e.step == STEP_GONE}
-    last: dict[str, str] = {}
+    refused: dict[str, str] = {}
     for e in events:
         if e.step == STEP_REFUSED:
             where, _, rest = e.detail.partition(" ")
             resource, _, words = rest.partition(" ")
             if where == region:
-                last[resource] = words
+                refused[resource] = words
+    return gone, refused
+
+
+def _settle(ledger: Ledger, m: Machine, region: str, left: set[str], in_use: set[str],
+            refusals: dict[str, str]) -> bool:
+    """Record what became of each of ``m``'s own resources; True while one still waits."""
+    events = ledger.events(m.id)
+    gone, last = _answers(events, region)
     waiting = False
     for resource in _own(m, region):
         if resource in in_use:
@@ -166,14 +173,7 @@ def status(ledger: Ledger, m: Machine) -> list[ResourceCleanup]:
         return []
     events = ledger.events(m.id)
     done = any(e.step == STEP_DONE and e.detail == m.region for e in events)
-    gone = {e.detail for e in events if e.step == STEP_GONE}
-    refused: dict[str, str] = {}
-    for e in events:
-        if e.step == STEP_REFUSED:
-            where, _, rest = e.detail.partition(" ")
-            resource, _, words = rest.partition(" ")
-            if where == m.region:
-                refused[resource] = words
+    gone, refused = _answers(events, m.region)
     out: list[ResourceCleanup] = []
     for kind, resource in (("security group", m.security_group), ("key pair", m.key_name)):
         if not resource:

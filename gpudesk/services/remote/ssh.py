@@ -480,6 +480,22 @@ class LocalForward:
         self.close()
 
 
+def _pass_on(source: socket.socket | paramiko.Channel, dest: socket.socket | paramiko.Channel,
+             half_close: Callable[[], object]) -> bool:
+    """One read of ``source`` sent on to ``dest``; at its end, ``half_close`` and False."""
+    data = source.recv(1 << 16)
+    if data:
+        dest.sendall(data)
+        return True
+    half_close()
+    return False
+
+
+def _shutdown_write(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_WR)
+
+
 def _pump(sock: socket.socket, chan: paramiko.Channel, stop: threading.Event) -> None:
     """Copy both ways, passing half-closes on, until both sides are done."""
     local_open = remote_open = True
@@ -488,20 +504,9 @@ def _pump(sock: socket.socket, chan: paramiko.Channel, stop: threading.Event) ->
             watch: list[Any] = ([sock] if local_open else []) + ([chan] if remote_open else [])
             ready, _, _ = select.select(watch, [], [], 0.5)
             if sock in ready:
-                data = sock.recv(1 << 16)
-                if data:
-                    chan.sendall(data)
-                else:
-                    local_open = False
-                    chan.shutdown_write()
+                local_open = _pass_on(sock, chan, chan.shutdown_write)
             if chan in ready:
-                data = chan.recv(1 << 16)
-                if data:
-                    sock.sendall(data)
-                else:
-                    remote_open = False
-                    with contextlib.suppress(OSError):
-                        sock.shutdown(socket.SHUT_WR)
+                remote_open = _pass_on(chan, sock, lambda: _shutdown_write(sock))
             if chan.closed and not remote_open:
                 break  # the machine's side is gone and all it sent has been passed on
     except (OSError, EOFError, paramiko.SSHException):

@@ -17,7 +17,7 @@ import secrets
 import shlex
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -163,6 +163,17 @@ def close_all(conns: list[SshConnection]) -> None:
             conn.close()
 
 
+@contextlib.contextmanager
+def connected(refs: list[tuple[str, str | None]], policy: HostKeyPolicy
+              ) -> Iterator[list[SshConnection]]:
+    """:func:`connect_all` for the block, every connection closed however it ends."""
+    conns = connect_all(refs, policy)
+    try:
+        yield conns
+    finally:
+        close_all(conns)
+
+
 def record_refs(record: RunRecord) -> list[tuple[str, str | None]]:
     return [(n.target, n.identity) for n in record.nodes]
 
@@ -294,31 +305,29 @@ class _Keeper:
         self.lines.append(line)
         self.report(line)
 
+    def keep_in(self, record: RunRecord) -> RunRecord:
+        """``record`` with the lines kept among its notes, saved."""
+        record.keep_notes(self.lines)
+        record.save()
+        return record
+
 
 def start_run(form: RunForm, policy: HostKeyPolicy, report: runs.Report, *,
               pusher: runs.Pusher = runs.push_here, check: bool = True) -> RunRecord:
     request = form.check()
     kept = _Keeper(report)
-    conns = connect_all(form.refs(), policy)
-    try:
+    with connected(form.refs(), policy) as conns:
         if check:
             for conn in conns:
                 preflight(conn, request, kept)
         record = runs.launch(conns, form.refs(), request, report=kept, pusher=pusher)
-    finally:
-        close_all(conns)
-    record.keep_notes(kept.lines)
-    record.save()
-    return record
+    return kept.keep_in(record)
 
 
 def run_status(record: RunRecord, policy: HostKeyPolicy) -> RunStatus:
     """The first node's status now (running, exited, lost...), with its checkpoints."""
-    conns = connect_all(record_refs(record)[:1], policy)
-    try:
+    with connected(record_refs(record)[:1], policy) as conns:
         return runs.status(conns[0], record.main.run_dir, record.python)
-    finally:
-        close_all(conns)
 
 
 @dataclass(frozen=True)
@@ -363,25 +372,17 @@ def doubtful_success(status: RunStatus, nproc: int, log_text: str,
 def resume_run(record: RunRecord, policy: HostKeyPolicy, report: runs.Report, *,
                pusher: runs.Pusher = runs.push_here) -> RunRecord:
     kept = _Keeper(report)
-    conns = connect_all(record_refs(record), policy)
-    try:
+    with connected(record_refs(record), policy) as conns:
         record = runs.resume(conns, record, report=kept, pusher=pusher)
-    finally:
-        close_all(conns)
-    record.keep_notes(kept.lines)
-    record.save()
-    return record
+    return kept.keep_in(record)
 
 
 def stop_run(record: RunRecord, policy: HostKeyPolicy) -> RunStatus:
     """SIGTERM every node (torchrun passes it on), then the first node's status."""
-    conns = connect_all(record_refs(record), policy)
-    try:
+    with connected(record_refs(record), policy) as conns:
         for conn, node in zip(conns, record.nodes, strict=True):
             runs.stop(conn, node.run_dir, record.python)
         return runs.status(conns[0], record.main.run_dir, record.python)
-    finally:
-        close_all(conns)
 
 
 def recorded_runs() -> list[RunRecord]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QCoreApplication, QModelIndex, Qt
+from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QBrush, QColor
 
 from gpudesk.services.cloud import accounts, guard
 from gpudesk.services.money import spend
 from gpudesk.services.money.ledger import Machine
-from gpudesk.ui.widgets.models import Index
+from gpudesk.ui.widgets.models import Index, NamedColumnsModel
 from gpudesk.ui.widgets.money import DISPLAY, Money
 from gpudesk.ui.widgets.task_runner import format_template
 
@@ -60,7 +60,9 @@ def duration_text(seconds: float) -> str:
     return translate("InstancesModel", "{h} h {m:02d} min").format(h=s // 3600, m=s % 3600 // 60)
 
 
-class InstancesModel(QAbstractTableModel):
+class InstancesModel(NamedColumnsModel):
+    columns = COLUMNS
+
     def __init__(self, parent: Any = None, money: Money | None = None) -> None:
         super().__init__(parent)
         self.machines: list[Machine] = []
@@ -79,28 +81,17 @@ class InstancesModel(QAbstractTableModel):
         self.machines = list(machines)
         self.endResetModel()
 
-    def refresh_all(self) -> None:
-        if self.machines:
-            self.dataChanged.emit(self.index(0, 0),
-                                  self.index(len(self.machines) - 1, len(COLUMNS) - 1))
-
     def tick(self) -> None:
         """Uptime and spend move every second for running machines."""
         for col in TICKING:
             if self.machines:
                 self.dataChanged.emit(self.index(0, col), self.index(len(self.machines) - 1, col))
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
-        return 0 if parent.isValid() else len(self.machines)
+    def row_total(self) -> int:
+        return len(self.machines)
 
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return header_text(COLUMNS[section])
-        return None
+    def header_text(self, column: str) -> str:
+        return header_text(column)
 
     def machine(self, row: int) -> Machine | None:
         return self.machines[row] if 0 <= row < len(self.machines) else None

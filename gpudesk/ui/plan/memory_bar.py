@@ -14,8 +14,8 @@ from PySide6.QtCore import QCoreApplication, QEvent, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen, QResizeEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from gpudesk.services.plan.planner import format_bytes
 from gpudesk.calc.sizing import Estimate
+from gpudesk.services.plan.planner import format_bytes
 
 OVER = QColor("#d32f2f")
 

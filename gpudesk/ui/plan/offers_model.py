@@ -12,18 +12,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from PySide6.QtCore import (
-    QAbstractTableModel,
-    QCoreApplication,
-    QModelIndex,
-    QSortFilterProxyModel,
-    Qt,
-)
+from PySide6.QtCore import QCoreApplication, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from gpudesk.services.cloud.catalog import provider_title
+from gpudesk.services.cloud.catalog import Offer, provider_title
 from gpudesk.services.plan.planner import RankedOffer, format_bytes
-from gpudesk.ui.widgets.models import Index
+from gpudesk.ui.widgets.models import Index, NamedColumnsModel
 from gpudesk.ui.widgets.money import DISPLAY
 
 # Cost to finish sits right after $/h so it stays in view in a 1280-px window.
@@ -106,6 +100,13 @@ def price_kind_text(kind: str) -> str:
     return words.get(kind, kind)
 
 
+def price_status_text(o: Offer) -> str:
+    """``Offer.price_status`` in words of the window's language: the kind and its date."""
+    if o.price_kind == "live":
+        return translate("OffersModel", "live")
+    return f"{price_kind_text(o.price_kind)} {o.price_date.isoformat()}"
+
+
 def no_price_text(r: RankedOffer) -> str:
     """Why an offer shows no price, and what gets one (the tooltip of its price cell)."""
     return translate("OffersModel", "No bundled price: {cloud} publishes no list price gpudesk "
@@ -114,8 +115,10 @@ def no_price_text(r: RankedOffer) -> str:
                      "offers by cost.").format(cloud=provider_title(r.offer.provider))
 
 
-class OffersModel(QAbstractTableModel):
+class OffersModel(NamedColumnsModel):
     """Read-only view of one ranking; ``set_ranked`` swaps it in one reset."""
+
+    columns = COLUMNS
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
@@ -141,21 +144,13 @@ class OffersModel(QAbstractTableModel):
         """Texts depend on the language; tell views to re-read them."""
         self._build_texts()
         self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, len(COLUMNS) - 1)
-        if self._ranked:
-            self.dataChanged.emit(self.index(0, 0),
-                                  self.index(len(self._ranked) - 1, len(COLUMNS) - 1))
+        self.refresh_all()
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
-        return 0 if parent.isValid() else len(self._ranked)
+    def row_total(self) -> int:
+        return len(self._ranked)
 
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return header_text(COLUMNS[section])
-        return None
+    def header_text(self, column: str) -> str:
+        return header_text(column)
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if role not in _ROLES:
@@ -171,7 +166,7 @@ class OffersModel(QAbstractTableModel):
             if name == "price" and not r.priced:
                 return f"{no_price_text(r)}\n\n{r.offer.price_source}"
             if name == "price":  # the kind's date and where the number comes from
-                return f"{r.offer.price_status}: {r.offer.price_source}"
+                return f"{price_status_text(r.offer)}: {r.offer.price_source}"
             return gpus_text(r) if name == "gpus" else reason_text(r) if name == "why" else None
         if role == Qt.ItemDataRole.ForegroundRole:
             return None if r.fits else _GREY
@@ -183,7 +178,7 @@ class OffersModel(QAbstractTableModel):
     def _display(r: RankedOffer, column: str) -> str:
         o = r.offer
         if column == "provider":
-            return o.provider
+            return provider_title(o.provider)
         if column == "instance":
             return o.instance_type
         if column == "region":

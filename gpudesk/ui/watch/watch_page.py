@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,20 @@ def describe_guard(rules: Any) -> str:
     return separator.join(parts) or QCoreApplication.translate("WatchPage", "warnings only")
 
 
+@dataclass(frozen=True)
+class FeedSource:
+    """Where a feed logs in and what agent it puts there: the machine's address and key,
+    the host-key policy, the agent's rules and the machine profile's python and folder."""
+
+    ref: str
+    identity: str | None
+    policy: HostKeyPolicy
+    rules: Any
+    python: str = "python3"
+    root: str = "~/gpudesk"
+    nvidia_smi: str | None = None  # tests point this at the stand-in
+
+
 class TelemetryFeed(QObject):
     """One machine: connect, deploy the agent, stream; signals arrive on the GUI thread."""
 
@@ -89,17 +104,9 @@ class TelemetryFeed(QObject):
     failed = Signal(str)  # the message, in words
     hole = Signal(str)
 
-    def __init__(self, ref: str, identity: str | None, policy: HostKeyPolicy, rules: Any, *,
-                 python: str = "python3", root: str = "~/gpudesk",
-                 nvidia_smi: str | None = None, parent: QObject | None = None) -> None:
+    def __init__(self, source: FeedSource, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.ref = ref
-        self.identity = identity
-        self.policy = policy
-        self.rules = rules
-        self.python = python
-        self.root = root
-        self.nvidia_smi = nvidia_smi
+        self.source = source
         self.stream: Any = None
         self.site: Any = None
         self.state_now = "stopped"
@@ -108,7 +115,7 @@ class TelemetryFeed(QObject):
         self._conn: Any = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._main, daemon=True,
-                                        name=f"gpudesk-feed-{ref}")
+                                        name=f"gpudesk-feed-{source.ref}")
 
     def start(self) -> TelemetryFeed:
         self.state.emit("connecting")
@@ -122,12 +129,13 @@ class TelemetryFeed(QObject):
         from gpudesk.services.remote import agent_deploy
         from gpudesk.services.remote.telemetry import TelemetryStream
 
+        src = self.source
         try:
-            conn = targets.open_connection(self.ref, Path(self.identity) if self.identity
-                                           else None, self.policy)
+            conn = targets.open_connection(src.ref, Path(src.identity) if src.identity
+                                           else None, src.policy)
             self._conn = conn
-            site = agent_deploy.deploy(conn, self.rules, root=self.root, python=self.python,
-                                       nvidia_smi=self.nvidia_smi)
+            site = agent_deploy.deploy(conn, src.rules, root=src.root, python=src.python,
+                                       nvidia_smi=src.nvidia_smi)
             self.site = site
             if self._stop.is_set():
                 conn.close()
@@ -325,7 +333,7 @@ class WatchPage(Retranslating, QWidget):
             return
         if self._is_cloud(key):
             self.stop_agent_button.setVisible(False)
-            rules = feed.rules if feed is not None else None
+            rules = feed.source.rules if feed is not None else None
             guard = describe_guard(rules)
             self.agent.setText(self.tr("The gpudesk agent keeps running on {machine} after "
                                        "gpudesk closes and enforces: {guard}.").format(
@@ -348,7 +356,7 @@ class WatchPage(Retranslating, QWidget):
         feed = self.feeds.get(key)
         if not key or feed is None or feed.site is None or self._is_cloud(key):
             return
-        data_dir, identity, name = feed.site.data_dir, feed.identity, self._name(key)
+        data_dir, identity, name = feed.site.data_dir, feed.source.identity, self._name(key)
         policy = self.question.policy()
 
         def work() -> bool:
@@ -388,9 +396,9 @@ class WatchPage(Retranslating, QWidget):
             else self.python  # the machine profile's python and folder
         root = machine.remote_root if machine is not None and machine.remote_root \
             else self.remote_root
-        feed = TelemetryFeed(ref, self.identity.text().strip() or None, self.question.policy(),
-                             rules, python=python, root=root,
-                             nvidia_smi=self.nvidia_smi, parent=self)
+        feed = TelemetryFeed(FeedSource(ref, self.identity.text().strip() or None,
+                                        self.question.policy(), rules, python=python, root=root,
+                                        nvidia_smi=self.nvidia_smi), parent=self)
         batcher = RecordBatcher(page.feed_many, page)
         feed.record.connect(batcher.put, Qt.ConnectionType.DirectConnection)  # any thread
         feed.failed.connect(lambda text, n=name: self.status.setText(

@@ -2,7 +2,44 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
 # The index type Qt passes to a model's methods.
 Index = QModelIndex | QPersistentModelIndex
+
+
+class NamedColumnsModel(QAbstractTableModel):
+    """A flat table whose columns are the names in ``columns``.
+
+    A subclass sets ``columns``, says how many rows it holds (``row_total``)
+    and how a column is titled (``header_text``); the row and column counts,
+    the horizontal header and "repaint every cell" are the same for all.
+    """
+
+    columns: tuple[str, ...] = ()
+
+    def row_total(self) -> int:
+        raise NotImplementedError
+
+    def header_text(self, column: str) -> str:
+        raise NotImplementedError
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else self.row_total()
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(self.columns)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return self.header_text(self.columns[section])
+        return None
+
+    def refresh_all(self) -> None:
+        """Tell views to re-read every cell (the rows are the same, their texts are not)."""
+        rows = self.row_total()
+        if rows:
+            self.dataChanged.emit(self.index(0, 0), self.index(rows - 1, len(self.columns) - 1))

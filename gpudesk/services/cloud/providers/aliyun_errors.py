@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.providers import base
+from gpudesk.services.cloud.providers.base import MSG_NEED_GROUP as MSG_NEED_GROUP
 from gpudesk.services.cloud.providers.base import detail_of as detail_of
 from gpudesk.services.cloud.providers.base import error_with_detail
 
@@ -34,9 +35,6 @@ MSG_RAM_VPC = QT_TRANSLATE_NOOP(
     "ProviderError", "The keys are valid but the RAM user may not {action}. Ask the account "
     "owner to grant {permission} (for example the AliyunVPCFullAccess policy): gpudesk keeps "
     "its machines in a VPC of its own.")
-MSG_NEED_GROUP = QT_TRANSLATE_NOOP(
-    "ProviderError", "gpudesk launches only behind its own security group, which opens SSH to "
-    "your address alone; give the address (--allow-from) so it can make one.")
 MSG_NO_BALANCE = QT_TRANSLATE_NOOP(
     "ProviderError", "Alibaba Cloud refused to bill a new machine: the account balance is too "
     "low or the account is not verified ({detail}). Top up or finish real-name verification "
@@ -168,22 +166,14 @@ def map_error(code: str, message: str, ctx: CallContext) -> base.ProviderError:
         return error("network", base.MSG_NETWORK, detail, provider=provider)
     if code in _PRICE:
         price = "?" if ctx.max_price is None else f"{ctx.max_price:g} CNY/h"
-        return base.ProviderError("price", base.MSG_PRICE, detail, max_price=price,
-                                  where=ctx.where)
+        return base.price_error(detail, price, ctx)
     if code in _QUOTA_NAMES or code.startswith(("QuotaExceed.", "QuotaExceeded.")):
         quota = _QUOTA_NAMES.get(code, code.split(".", 1)[-1])
-        return base.ProviderError("quota", base.MSG_QUOTA, detail, provider=provider,
-                                  quota=quota, region=ctx.region,
-                                  instance_type=ctx.instance_type or "this machine",
-                                  how=HOW_QUOTA_ALIYUN)
+        return base.quota_error(detail, provider, ctx, quota, HOW_QUOTA_ALIYUN)
     if code in CAPACITY_CODES:
-        return base.ProviderError("capacity", base.MSG_CAPACITY, detail, provider=provider,
-                                  instance_type=ctx.instance_type or "such machine",
-                                  where=ctx.where)
+        return base.capacity_error(detail, provider, ctx)
     if code in _NOT_FOUND_WHAT:
-        return base.ProviderError("not-found", base.MSG_NOT_FOUND, detail, provider=provider,
-                                  what=_NOT_FOUND_WHAT[code], name=ctx.resource or "?",
-                                  region=ctx.region)
+        return base.not_found_error(detail, provider, ctx, _NOT_FOUND_WHAT[code], ctx.resource)
     if code.startswith(_INVALID_PREFIXES):
         return error("invalid", base.MSG_OTHER, detail, provider=provider)
     return error("other", base.MSG_OTHER, detail, provider=provider)

@@ -249,12 +249,8 @@ class AwsProvider(MachineGroups):
         address = base.single_address(allow_from)  # refuses 0.0.0.0/0, /24, ... before any call
         name = group_name(address)
         vpc = self._default_vpc(region)
-        found = self._call(self._ec2("DescribeSecurityGroups", region, resource=name),
-                           lambda c: c.describe_security_groups(Filters=[
-                               {"Name": "group-name", "Values": [name]},
-                               {"Name": "vpc-id", "Values": [vpc]}])).get("SecurityGroups", [])
-        if found:
-            group = found[0]
+        group = self._group_named(region, name, vpc)
+        if group is not None:
             group_id = str(group["GroupId"])
         else:
             tags = [{"Key": base.TAG_MANAGED, "Value": "1"}]
@@ -340,23 +336,22 @@ class AwsProvider(MachineGroups):
         Ubuntu): read from the image's name and platform (DescribeImages)."""
         if not image_id:
             return "ubuntu"
-        images = self._call(self._ec2("DescribeImages", region, resource=image_id),
-                            lambda c: c.describe_images(ImageIds=[image_id])).get("Images", [])
-        if not images:
-            raise base.ProviderError("not-found", base.MSG_NOT_FOUND, provider=PROVIDER_LABEL,
-                                     what="image", name=image_id, region=region)
-        image = images[0]
+        image = self._image(region, image_id)
         return image_login_user(" ".join(str(image.get(k) or "") for k in (
             "Name", "Description", "PlatformDetails", "ImageLocation")))
 
-    def _root_device(self, region: str, image_id: str) -> tuple[str, int]:
-        """The image's root device name and its snapshot size (GB, 0 when unknown)."""
+    def _image(self, region: str, image_id: str) -> dict[str, Any]:
+        """The image ``image_id`` as DescribeImages answers it; not-found if it has none."""
         images = self._call(self._ec2("DescribeImages", region, resource=image_id),
                             lambda c: c.describe_images(ImageIds=[image_id])).get("Images", [])
         if not images:
             raise base.ProviderError("not-found", base.MSG_NOT_FOUND, provider=PROVIDER_LABEL,
                                      what="image", name=image_id, region=region)
-        image = images[0]
+        return dict(images[0])
+
+    def _root_device(self, region: str, image_id: str) -> tuple[str, int]:
+        """The image's root device name and its snapshot size (GB, 0 when unknown)."""
+        image = self._image(region, image_id)
         device = str(image.get("RootDeviceName") or "/dev/sda1")
         size = 0
         for mapping in image.get("BlockDeviceMappings", []):

@@ -29,14 +29,12 @@ from botocore.exceptions import (
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.providers import base
+from gpudesk.services.cloud.providers.base import MSG_NEED_GROUP as MSG_NEED_GROUP
 from gpudesk.services.core.redact import redact
 
 PROVIDER_LABEL = "AWS"
 DETAIL_MAX = 300  # characters of a transport failure worth keeping
 
-MSG_NEED_GROUP = QT_TRANSLATE_NOOP(
-    "ProviderError", "gpudesk launches only behind its own security group, which opens SSH to "
-    "your address alone; give the address (--allow-from) so it can make one.")
 MSG_DISK_BELOW_IMAGE = QT_TRANSLATE_NOOP(
     "ProviderError", "The image {image} needs a disk of at least {minimum} GB; {disk_gb} GB "
     "is too small.")
@@ -144,17 +142,7 @@ def detail_of(code: str, message: str) -> str:
     return f"{redact(code)}: {redact(message)}" if message else redact(code)
 
 
-def error(kind: base.ErrorKind, template: str, detail: str, **values: object) -> base.ProviderError:
-    """A ProviderError whose template may name ``{detail}`` too.
-
-    ``ProviderError(kind, template, detail, **values)`` binds ``detail`` to its
-    own parameter, so MSG_NETWORK's and MSG_OTHER's ``{detail}`` is filled here.
-    """
-    err = base.ProviderError(kind, template, detail, **values)
-    if "{detail}" in template:
-        err.values["detail"] = detail
-        err.args = (err.message(),)
-    return err
+error = base.error_with_detail  # the name the provider calls it by
 
 
 def is_clock(code: str, message: str) -> bool:
@@ -178,31 +166,21 @@ def map_error(code: str, message: str, ctx: CallContext) -> base.ProviderError:
         return base.ProviderError("throttled", base.MSG_THROTTLED, detail, provider=provider)
     if code in _PRICE:
         price = "(none)" if ctx.max_price is None else f"{ctx.max_price:g} USD/h"
-        return base.ProviderError("price", base.MSG_PRICE, detail, max_price=price,
-                                  where=ctx.where)
-    if code in _QUOTA_INSTANCES or code in _QUOTA_SPOT:
-        market: base.Market = "spot" if code in _QUOTA_SPOT else ctx.market
-        quota, quota_code = quota_for(ctx.instance_type, market)
-        return base.ProviderError("quota", base.MSG_QUOTA, detail, provider=provider,
-                                  quota=quota, code=quota_code, region=ctx.region,
-                                  instance_type=ctx.instance_type or "this machine",
-                                  how=base.HOW_QUOTA_AWS)
-    if code in _QUOTA_OTHER:
-        quota, quota_code = _QUOTA_OTHER[code]
-        return base.ProviderError("quota", base.MSG_QUOTA, detail, provider=provider,
-                                  quota=quota, code=quota_code, region=ctx.region,
-                                  instance_type=ctx.instance_type or "this machine",
-                                  how=base.HOW_QUOTA_AWS)
+        return base.price_error(detail, price, ctx)
+    if code in _QUOTA_INSTANCES or code in _QUOTA_SPOT or code in _QUOTA_OTHER:
+        if code in _QUOTA_OTHER:
+            quota, quota_code = _QUOTA_OTHER[code]
+        else:
+            market: base.Market = "spot" if code in _QUOTA_SPOT else ctx.market
+            quota, quota_code = quota_for(ctx.instance_type, market)
+        return base.quota_error(detail, provider, ctx, quota, base.HOW_QUOTA_AWS,
+                                code=quota_code)
     if code in _CAPACITY or (code == "Unsupported" and _about_placement(message)):
-        return base.ProviderError("capacity", base.MSG_CAPACITY, detail, provider=provider,
-                                  instance_type=ctx.instance_type or "such machine",
-                                  where=ctx.where)
+        return base.capacity_error(detail, provider, ctx)
     if code in _NOT_FOUND_WHAT:
-        return base.ProviderError("not-found", base.MSG_NOT_FOUND, detail, provider=provider,
-                                  what=_NOT_FOUND_WHAT[code],
-                                  name=dict(ctx.names).get(_NOT_FOUND_WHAT[code])
-                                  or ctx.resource or "?",
-                                  region=ctx.region)
+        what = _NOT_FOUND_WHAT[code]
+        return base.not_found_error(detail, provider, ctx, what,
+                                    dict(ctx.names).get(what) or ctx.resource)
     if code.startswith(_INVALID_PREFIXES):
         return error("invalid", base.MSG_OTHER, detail, provider=provider)
     return error("other", base.MSG_OTHER, detail, provider=provider)

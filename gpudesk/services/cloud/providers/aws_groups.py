@@ -39,6 +39,14 @@ class MachineGroups:
                        permissions: list[dict[str, Any]]) -> None:
         raise NotImplementedError
 
+    def _group_named(self, region: str, name: str, vpc: str) -> dict[str, Any] | None:
+        """The security group called ``name`` in the VPC ``vpc``, or None."""
+        found = self._call(self._ec2("DescribeSecurityGroups", region, resource=name),
+                           lambda c: c.describe_security_groups(Filters=[
+                               {"Name": "group-name", "Values": [name]},
+                               {"Name": "vpc-id", "Values": [vpc]}])).get("SecurityGroups", [])
+        return dict(found[0]) if found else None
+
     def ensure_machine_group(self, region: str, ledger_id: str, allow_from: str) -> str:
         """A group for one machine (tagged with its ledger id), SSH from ``allow_from``.
 
@@ -48,12 +56,9 @@ class MachineGroups:
         address = base.single_address(allow_from)
         name = MACHINE_GROUP_PREFIX + ledger_id
         vpc = self._default_vpc(region)
-        found = self._call(self._ec2("DescribeSecurityGroups", region, resource=name),
-                           lambda c: c.describe_security_groups(Filters=[
-                               {"Name": "group-name", "Values": [name]},
-                               {"Name": "vpc-id", "Values": [vpc]}])).get("SecurityGroups", [])
-        if found:
-            group_id = str(found[0]["GroupId"])
+        found = self._group_named(region, name, vpc)
+        if found is not None:
+            group_id = str(found["GroupId"])
         else:
             tags = [{"Key": base.TAG_MANAGED, "Value": "1"},
                     {"Key": base.TAG_LEDGER, "Value": ledger_id}]

@@ -116,6 +116,12 @@ class CloudInstance:
     tags: dict[str, str] = field(default_factory=dict)
     reason: str = ""  # the cloud's own words on why it ended (LatestOperationErrorMsg, StateReason)
     state_since: float | None = None  # when the cloud says this state began (unix s); None: ?
+    # The cloud's own word on what the machine bills while stopped: CVM StopChargingMode
+    # (KEEP_CHARGING / STOP_CHARGING / NOT_APPLICABLE), ECS StoppedMode (KeepCharging /
+    # StopCharging / Not-applicable); "" where the cloud has none (EC2: disk only).
+    # machine_states.bills_compute reads it: a stopped machine bills its compute price
+    # unless this word says it does not.
+    stopped_mode: str = ""
 
     @property
     def ledger_id(self) -> str:
@@ -240,6 +246,10 @@ MSG_THROTTLED = QT_TRANSLATE_NOOP(
 MSG_NOT_FOUND = QT_TRANSLATE_NOOP(
     "ProviderError", "{provider} has no {what} called {name} in {region}.")
 MSG_OTHER = QT_TRANSLATE_NOOP("ProviderError", "{provider} refused the request: {detail}")
+
+MSG_NEED_GROUP = QT_TRANSLATE_NOOP(
+    "ProviderError", "gpudesk launches only behind its own security group, which opens SSH to "
+    "your address alone; give the address (--allow-from) so it can make one.")
 
 HOW_QUOTA_AWS = QT_TRANSLATE_NOOP(
     "ProviderError", "Request more in the AWS console under Service Quotas → Amazon EC2 "
@@ -367,3 +377,46 @@ def error_with_detail(kind: ErrorKind, template: str, detail: str, **values: obj
         err.values["detail"] = detail
         err.args = (err.message(),)
     return err
+
+
+# --------------------------------------------------------------------------- refusals
+# The answers every cloud's error table words alike (aws_errors, tencent_errors,
+# aliyun_errors): only the codes that lead to them differ.
+
+class CallPlace(Protocol):
+    """Where a refused call was aimed: each cloud's ``CallContext`` has these."""
+
+    @property
+    def region(self) -> str: ...
+
+    @property
+    def instance_type(self) -> str: ...
+
+    @property
+    def where(self) -> str: ...
+
+
+def price_error(detail: str, max_price: str, ctx: CallPlace) -> ProviderError:
+    """The spot market is above the maximum price (``max_price`` in words, with its unit)."""
+    return ProviderError("price", MSG_PRICE, detail, max_price=max_price, where=ctx.where)
+
+
+def quota_error(detail: str, provider: str, ctx: CallPlace, quota: str, how: str,
+                **values: object) -> ProviderError:
+    """A quota too small for the machine; ``how`` says where to ask for more."""
+    return ProviderError("quota", MSG_QUOTA, detail, provider=provider, quota=quota,
+                         region=ctx.region, instance_type=ctx.instance_type or "this machine",
+                         how=how, **values)
+
+
+def capacity_error(detail: str, provider: str, ctx: CallPlace) -> ProviderError:
+    """No such machine free where it was asked for (the launcher fails over)."""
+    return ProviderError("capacity", MSG_CAPACITY, detail, provider=provider,
+                         instance_type=ctx.instance_type or "such machine", where=ctx.where)
+
+
+def not_found_error(detail: str, provider: str, ctx: CallPlace, what: str,
+                    name: str) -> ProviderError:
+    """The cloud has no ``what`` called ``name`` in the call's region."""
+    return ProviderError("not-found", MSG_NOT_FOUND, detail, provider=provider, what=what,
+                         name=name or "?", region=ctx.region)
