@@ -49,12 +49,14 @@ import string
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
 import cloud_limits
+from cloud_bill import Bill, Seen, aliyun_state
 from standin_http import ApiError, StandinServer
 
 VERSION = "2014-05-26"  # ECS
@@ -66,6 +68,9 @@ TOKEN_PAGED = frozenset({"DescribeSecurityGroups", "DescribeInstances"})
 ACCESS_KEY_ID = "LTAI5tGpudeskStandin0123"  # LTAI + 20, shaped like a real one
 ACCESS_KEY_SECRET = "Gk7pQ2xVb9Lm4Nc8Rt1Yw6Zs3Hd5Jf"  # 30 characters
 MAX_SKEW_S = 15 * 60
+# The SDK dates its signature with the real clock (datetime.utcnow), whatever clock a test
+# gives the cloud's own state: the skew is checked against the real one.
+_real_time = time.time
 
 REGIONS: dict[str, tuple[str, list[str]]] = {
     "cn-hangzhou": ("China (Hangzhou)", ["cn-hangzhou-h", "cn-hangzhou-i", "cn-hangzhou-j"]),
@@ -221,6 +226,9 @@ class AliyunStandin(StandinServer):
             self.currency = "CNY"  # DescribePrice's: the international site answers in USD
             self.secrets = {}
             self._ips = itertools.count(10)
+            # The cloud's clock for its own state (AutoReleaseTime, the bill); None: real time
+            self.clock: Callable[[], float] | None = None
+            self.bill: Bill | None = None  # set by a test: what ECS would bill (cloud_bill)
 
     def sells_spot(self, zone: str, instance_type: str) -> bool:
         """Whether spot is sold for ``instance_type`` in ``zone`` at all (stock aside)."""
@@ -237,6 +245,39 @@ class AliyunStandin(StandinServer):
             raw["Status"] = "Stopped"
             raw["OperationLocks"] = {"LockReason": [{"LockReason": "Recycling",
                                                      "LockMsg": "spot recycling"}]}
+            self._bill_sync()
+
+    def shutdown_inside(self, instance_id: str) -> None:
+        """The machine's OS powered itself off (the agent's ``shutdown``): ECS shows it
+        Stopped in standard mode (KeepCharging); economical mode comes only from
+        StopInstances (console or API), never from inside."""
+        with self._lock:
+            raw = self.state.instances[instance_id]
+            raw.update(Status="Stopped", StoppedMode="KeepCharging", _seen=0)
+            self._bill_sync()
+
+    def release_due(self) -> list[str]:
+        """Let the cloud's clock act with nobody calling: AutoReleaseTime releases."""
+        with self._lock:
+            before = len(self.state.released)
+            self._release_due()
+            self._bill_sync()
+            return [iid for iid, _at in self.state.released[before:]]
+
+    def billing_view(self) -> dict[str, Seen]:
+        """Every machine in its billing state, at the stand-in's own prices (lock held)."""
+        out: dict[str, Seen] = {}
+        for iid, raw in self.state.instances.items():
+            itype = str(raw["InstanceType"])
+            price = TYPES[itype][4] if itype in TYPES else 0.0
+            if raw.get("SpotStrategy", "NoSpot") != "NoSpot":
+                price = round(price * SPOT_FACTOR, 3)
+            out[iid] = Seen(aliyun_state(raw), float(price), float(raw.get("_disk_gb", 0)))
+        return out
+
+    def _bill_sync(self) -> None:
+        if self.bill is not None:
+            self.bill.sync(self.billing_view())
 
     def add_vpc(self, region: str, name: str = "", tags: dict[str, str] | None = None,
                 cidr: str = "192.168.0.0/16") -> str:
@@ -273,7 +314,8 @@ class AliyunStandin(StandinServer):
 
     def now(self) -> float:
         """The cloud's time for its own state (AutoReleaseTime, timestamps)."""
-        return time.time() + self.clock_offset + self.elapsed
+        base = self.clock() if self.clock is not None else time.time()
+        return base + self.clock_offset + self.elapsed
 
     def advance(self, seconds: float) -> None:
         """Let the cloud live ``seconds`` ahead, as if that time had passed."""
@@ -311,6 +353,7 @@ class AliyunStandin(StandinServer):
                     raise ApiError("InvalidRegionId.NotFound",
                                    "The specified RegionId does not exist.")
                 answer = handler(region, query)
+                self._bill_sync()  # the one place a request changes machines
         except Exception as exc:  # noqa: BLE001 - a stand-in bug answers as ECS's own would
             if not isinstance(exc, ApiError):
                 self.internal_errors.append(f"{action}: {type(exc).__name__}: {exc}")
@@ -338,7 +381,7 @@ class AliyunStandin(StandinServer):
         stamp = _parse_iso(headers.get("x-acs-date", ""))
         if stamp is None:
             raise ApiError("InvalidTimeStamp.Format", "Specified time stamp is not valid.")
-        if abs(time.time() + self.clock_offset - stamp) > MAX_SKEW_S:
+        if abs(_real_time() + self.clock_offset - stamp) > MAX_SKEW_S:
             raise ApiError("InvalidTimeStamp.Expired",
                            "Specified time stamp or date value is expired.")
         payload_hash = headers.get("x-acs-content-sha256", "")
@@ -749,7 +792,7 @@ class AliyunStandin(StandinServer):
             "PublicIpAddress": {"IpAddress": []}, "EipAddress": {"IpAddress": ""},
             "OperationLocks": {"LockReason": []},
             "Tags": _tags_view({t["Key"]: t.get("Value", "") for t in _objects(q, "Tag")}),
-            "_seen": 0}
+            "_seen": 0, "_disk_gb": int(q.get("SystemDisk.Size") or 40)}
         if q.get("ClientToken"):
             self.state.tokens[token] = [iid]
         return {"InstanceIdSets": {"InstanceIdSet": [iid]}, "TradePrice": TYPES[itype][4]}

@@ -1,0 +1,900 @@
+"""The runaway-bill matrix: each cloud × budget action × fault, measured by the cloud's bill.
+
+Every row launches one machine with a budget through gpudesk's own launcher (the same
+``Launcher`` + ``first_boot.for_launch`` that ``gpudesk launch --budget`` and the Launch
+dialog run) against the cloud stand-ins (moto for AWS, ``tencent_standin``,
+``aliyun_standin``), lets a clock the matrix controls run past the budget with one fault
+injected, and reads the stand-in's bill (``cloud_bill``; ``ec2_bill`` over moto). A row
+ends in exactly one of:
+
+* ``capped`` — the bill, 30 days after the launch, is at most the budget + one billing
+  step (one minute of compute: EC2's minimum, and the matrix's clock step);
+* ``refused`` — the launch was refused with a reason, and nothing was billed;
+* ``said`` — the bill goes past that, and what remains is said word for word (``SAID``)
+  both in the Launch dialog's guard text and in ``gpudesk show --json``'s ``guard_says``;
+* ``OVER`` — none of these: a runaway bill gpudesk neither stops nor says. Not an
+  outcome the suite accepts; the matrix prints it so it is seen.
+
+What runs for real: the launcher, first-boot user data and the rules in it, the clouds'
+own timers (CVM ``ActionTimer`` fired by the stand-in at its time, ECS
+``AutoReleaseTime`` released at its time, EC2 ``InstanceInitiatedShutdownBehavior``
+applied to an OS shutdown), the agent's ``Guard`` (gpudesk/agent/guard.py, rules.py) on
+the rules gpudesk put in the machine's user data, the desktop's ``BudgetChecker`` and its
+owed actions run through ``machines.act`` (what ``BudgetAlerts`` does each check),
+``reconcile_provider`` every five minutes, ``machine_budget.change_budget`` (what
+``gpudesk budget`` calls), ``spot_recovery.relaunch_like`` and ``gpudesk show``.
+
+What is simulated, and why: the machine itself. 72 rows of real sshd + real agent
+processes for an hour of budget each do not fit a 2-core box in minutes, so the agent's
+guard runs in-process on the matrix's clock (one tick a minute, busy GPUs), with its
+power action replaced by a shell command that writes the action to a file; the matrix,
+playing the machine's OS, turns that into "OS shutdown from inside" on the stand-in,
+which then does what that cloud does (EC2: the shutdown behaviour; CVM: stopped, keeps
+charging; ECS: stopped in standard mode, keeps charging). systemd's ``Restart=on-failure``
+is played the same way: a killed agent comes back one step later with the same events
+file; a reboot brings it back with a new boot id. The SSH push of new rules after
+``gpudesk budget`` is replaced by handing the agent the rules gpudesk computes for it
+(``machine_rules.agent_rules``) when the desktop is open and online. The desktop's
+"network lost" is a provider factory that answers every call with a network error.
+``time.time`` is the matrix's clock for the whole run (gpudesk, the stand-ins and the
+SDKs' signatures read it; the ECS SDK signs with the real clock and its stand-in checks
+that one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import io
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+T0 = 1_796_083_200.0  # 2026-12-01T00:00:00Z: the launch moment of every row
+STEP_S = 5.0  # the clock's step: the first-boot guard's own period (boot.py --every 5)
+DESKTOP_EVERY_S = 30.0  # BudgetAlerts.CHECK_EVERY_MS
+HORIZON_S = 30 * 24 * 3600.0  # the bill is read 30 days after the launch
+RECONCILE_EVERY_S = 300.0
+FAULT_AT = 0.25  # faults happen a quarter of the way to the budget
+STOPPED_FOR_S = 3600.0  # "user stop then start": stopped an hour
+ADDRESS = "203.0.113.7/32"
+
+CLOUDS = ("aws", "tencent", "aliyun")
+ACTIONS = ("stop", "terminate")
+FAULTS: tuple[tuple[str, str], ...] = (
+    ("app-closed", "app closed right after launch"),
+    ("agent-sigkill", "agent SIGKILLed"),
+    ("agent-oom", "agent OOM-killed"),
+    ("reboot", "machine rebooted"),
+    ("stop-start", "user stop then start"),
+    ("no-price", "no price at launch"),
+    ("timer-refused", "the cloud refuses the timer change"),
+    ("network-lost", "the desktop loses the network"),
+    ("budget-lowered", "budget lowered while running"),
+    ("budget-raised", "budget raised while running"),
+    ("no-guard", "guard failed to install"),
+    ("spot-replaced", "a spot replacement"),
+)
+OUTCOMES = ("capped", "refused", "said")
+
+PRICE_LIST_ENV = "GPUDESK_AWS_PRICE_LIST_URL"
+CNY_PER_USD = 7.2  # Preferences' default rate: the launch converts budgets with it
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What each row launches on a cloud, and the cloud's own price (its currency)."""
+
+    instance_type: str
+    region: str
+    zone: str
+    price: float  # per hour, the cloud's currency (the stand-in's table)
+    spot_price: float
+    currency: str
+
+
+OFFERS = {
+    "aws": Offer("g5.xlarge", "us-east-1", "", 1.006, 0.45, "USD"),
+    "tencent": Offer("GN7.2XLARGE32", "ap-guangzhou", "ap-guangzhou-3", 8.68,
+                     round(8.68 * 0.3, 2), "CNY"),
+    "aliyun": Offer("ecs.gn7i-c8g1.2xlarge", "cn-hangzhou", "", 16.0,
+                    round(16.0 * 0.2, 3), "CNY"),
+}
+DISK_GB = 100
+
+@dataclass(frozen=True)
+class Said:
+    """Words that say a risk a row leaves, as gpudesk says them (services/cloud/guard.py);
+    which parts of the bill they cover ("running": compute while running past the budget,
+    "keep": compute while stopped but charged, "disk"), and in which rows (``faults``;
+    empty: all)."""
+
+    words: str
+    covers: frozenset[str]
+    faults: frozenset[str] = frozenset()
+
+
+SAID: dict[tuple[str, str], Said] = {
+    ("aws", "stop"): Said("A stopped EC2 machine still bills its disk ({disk} GB) until you "
+                          "terminate it.", frozenset({"disk"})),
+    # it promises a stop with no charge while the app runs: it covers the laptop shut only
+    ("tencent", "stop"): Said("A stop from inside a Tencent Cloud machine keeps charging, so "
+                              "with the laptop shut nothing stops the bill: choose terminate "
+                              "for a cap Tencent Cloud enforces itself.",
+                              frozenset({"running", "keep", "disk"}),
+                              frozenset({"app-closed"})),
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    cloud: str
+    action: str
+    fault: str
+    bill: str
+    budget: str
+    outcome: str
+    why: str = ""  # not in the table: what happened, for the report
+
+    def as_json(self) -> dict[str, str]:
+        return {"cloud": self.cloud, "action": self.action, "fault": self.fault,
+                "bill": self.bill, "budget": self.budget, "outcome": self.outcome}
+
+
+# ---------------------------------------------------------------------------- the clock
+
+class MatrixClock:
+    """The one clock of a row: the clouds', gpudesk's (``time.time``) and the agent's."""
+
+    def __init__(self, start: float = T0) -> None:
+        self.now = float(start)
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self.now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self.now += seconds
+
+    # the agent's Clock protocol (gpudesk/agent/clock.py)
+    def time(self) -> float:
+        return self()
+
+    def monotonic(self) -> float:
+        return self() - T0 + 1000.0
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        return event.is_set()
+
+
+@contextlib.contextmanager
+def clock_as_time(clock: MatrixClock) -> Iterator[None]:
+    real = time.time
+    time.time = clock  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        time.time = real  # type: ignore[assignment]
+
+
+# ---------------------------------------------------------------------------- the clouds
+
+class World:
+    """The three clouds, started once for the whole matrix; reset per row."""
+
+    def __init__(self) -> None:
+        from aliyun_standin import ACCESS_KEY_ID, ACCESS_KEY_SECRET, AliyunStandin
+        from fixtures_aws import KEY_ID, SECRET, MotoAws
+        from moto.server import ThreadedMotoServer
+        from tencent_standin import SECRET_ID, SECRET_KEY, TencentStandin
+
+        from gpudesk.services.cloud.providers.base import Credentials
+
+        self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self.moto.start()
+        host, port = self.moto.get_host_and_port()
+        self.aws = MotoAws(f"http://{host}:{port}", Credentials("aws", KEY_ID, SECRET))
+        self.tencent = TencentStandin().start()
+        self.aliyun = AliyunStandin().start()
+        self.creds = {
+            "aws": self.aws.credentials,
+            "tencent": Credentials("tencent", SECRET_ID, SECRET_KEY),
+            "aliyun": Credentials("aliyun", ACCESS_KEY_ID, ACCESS_KEY_SECRET),  # type: ignore[arg-type]
+        }
+        self._keys = {"tencent": (SECRET_ID, SECRET_KEY),
+                      "aliyun": (ACCESS_KEY_ID, ACCESS_KEY_SECRET)}
+
+    def close(self) -> None:
+        self.tencent.stop()
+        self.aliyun.stop()
+        self.moto.stop()
+
+    def env(self) -> dict[str, str]:
+        hosts = f"127.0.0.1,localhost,{self.tencent.endpoint},{self.aliyun.endpoint}"
+        return {"AWS_ENDPOINT_URL": self.aws.endpoint, "AWS_EC2_METADATA_DISABLED": "true",
+                "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+                "NO_PROXY": hosts, "no_proxy": hosts,
+                "GPUDESK_TENCENT_ENDPOINT": f"http://{self.tencent.endpoint}",
+                "GPUDESK_ALIYUN_ENDPOINT": f"http://{self.aliyun.endpoint}"}
+
+    def reset(self) -> None:
+        self.aws.post("/moto-api/reset")
+        self.aws.publish_dlami("us-east-1")
+        for name, server in (("tencent", self.tencent), ("aliyun", self.aliyun)):
+            server.reset()
+            server.add_secret(*self._keys[name])
+
+
+def _provider(world: World, cloud: str, aws_endpoint: str = "") -> Any:
+    """The app's own provider for ``cloud`` (``accounts.provider_from_keyring``: the keys
+    from the keyring, the endpoint from GPUDESK_*_ENDPOINT / AWS_ENDPOINT_URL), or for AWS
+    one pointed at ``aws_endpoint`` (the refusing proxy)."""
+    from gpudesk.services.cloud.accounts import provider_from_keyring
+    from gpudesk.services.cloud.providers.aliyun import AliyunProvider
+
+    if cloud == "aws" and aws_endpoint:
+        return world.aws.provider(endpoint_url=aws_endpoint)
+    if cloud == "aliyun":  # as accounts.py makes it; its backoff waits not slept (the
+        # stand-in's new VPC is Available at the next look, whatever the clock)
+        return AliyunProvider(world.creds["aliyun"], endpoint=world.aliyun.endpoint,
+                              protocol="http", sleep=lambda _s: None)
+    return provider_from_keyring(cloud)  # type: ignore[arg-type]
+
+
+class Offline:
+    """The desktop with no network: every cloud call fails as a lost connection does."""
+
+    def __call__(self, name: str) -> Any:
+        from gpudesk.services.cloud.providers.base import ProviderError
+
+        raise ProviderError("network", "The network is unreachable (the desktop is "
+                            "offline).")
+
+
+# ---------------------------------------------------------------------------- the machine
+
+POWER_LOG = "power-actions.log"
+
+
+def rules_from_user_data(user_data: str) -> dict[str, Any]:
+    """The agent's rules.json exactly as gpudesk's first-boot script writes it."""
+    config = yaml.safe_load(user_data)
+    script = str(config["write_files"][0]["content"])
+    text = script.split("<<'GPUDESK_RULES'\n", 1)[1].split("\nGPUDESK_RULES", 1)[0]
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+class Machine:
+    """One rented machine's OS: the first-boot guard (in-process), its systemd unit's
+    restarts, and a power-off that reaches the cloud as an OS shutdown."""
+
+    def __init__(self, row: RowRun, cloud_id: str, user_data: str, installed: bool) -> None:
+        self.row = row
+        self.cloud_id = cloud_id
+        self.folder = row.folder / f"machine-{cloud_id}"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.installed = installed and bool(user_data)
+        self.rules_json = rules_from_user_data(user_data) if self.installed else {}
+        self.boot = 1
+        self.guard: Any = None
+        self.agent_down_until: float | None = None
+        self.power_seen = 0
+        self.was_running = False
+        self.started = False
+
+    def _commands(self) -> dict[str, list[str]]:
+        # the power action: tell "the OS" (this class) to shut down, as `shutdown -h` would
+        cmd = ["/bin/sh", "-c", f'echo "$GPUDESK_ACTION" >> "{self.folder / POWER_LOG}"']
+        return {"stop": cmd, "terminate": cmd}
+
+    def load_rules(self, data: dict[str, Any]) -> Any:
+        from gpudesk.agent.rules import parse_rules
+
+        data = dict(data)
+        data["runs_dir"] = str(self.folder / "runs")
+        data["commands"] = self._commands()
+        return parse_rules(data)
+
+    def start_agent(self) -> None:
+        from gpudesk.agent.events import EventLog
+        from gpudesk.agent.guard import Guard
+
+        if not self.installed:
+            return
+        clock = self.row.clock
+        self.guard = Guard(self.load_rules(self.rules_json), EventLog(self.folder / "agent",
+                                                                      clock),
+                           runs_dir=self.folder / "runs", log_dir=self.folder, clock=clock,
+                           boot=f"boot-{self.boot}")
+
+    def kill_agent(self, restart_after: float | None) -> None:
+        self.guard = None
+        self.agent_down_until = (self.row.clock() + restart_after
+                                 if restart_after is not None else None)
+
+    def new_rules(self, data: dict[str, Any]) -> None:
+        self.rules_json = data
+        if self.guard is not None:
+            self.guard.rules = self.load_rules(data)
+
+    def tick(self) -> None:
+        from gpudesk.agent.smi import GpuSample
+
+        now = self.row.clock()
+        if self.row.billing_state(self.cloud_id) != "compute":
+            self.guard = None  # off (or gone): nothing runs on it
+            self.was_running = False
+            return
+        if not self.was_running:  # it booted: systemd starts the guard
+            if self.started:
+                self.boot += 1
+            self.started = self.was_running = True
+            self.agent_down_until = None
+            self.start_agent()
+        if self.guard is None and self.agent_down_until is not None and \
+                now >= self.agent_down_until:
+            self.agent_down_until = None
+            self.start_agent()  # systemd: Restart=on-failure (or the boot after a reboot)
+        if self.guard is None:
+            return
+        self.guard.observe([GpuSample(index=0, uuid="GPU-0", util=95.0)])  # training
+        self.guard.tick()
+        log = self.folder / POWER_LOG
+        lines = log.read_text().split() if log.exists() else []
+        if len(lines) > self.power_seen:
+            self.power_seen = len(lines)
+            self.guard = None
+            self.row.os_shutdown(self.cloud_id)
+
+
+# ---------------------------------------------------------------------------- one row
+
+@dataclass
+class RowRun:
+    world: World
+    cloud: str
+    action: str
+    fault: str
+    folder: Path
+    clock: MatrixClock = field(default_factory=MatrixClock)
+    launched_at: float = T0
+    machines: dict[str, Machine] = field(default_factory=dict)
+    budget_usd: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    # -- the cloud's side
+
+    def setup(self) -> None:
+        from cloud_bill import Bill
+        from ec2_bill import Ec2Bill, RefusingProxy
+
+        self.offer = OFFERS[self.cloud]
+        self.spot = self.fault == "spot-replaced"
+        self.proxy: RefusingProxy | None = None
+        if self.cloud == "aws":
+            self.ec2 = Ec2Bill(self.clock, self.offer.region)
+            self.bill = self.ec2.bill
+            if self.fault == "timer-refused":
+                self.proxy = RefusingProxy(self.world.aws.endpoint).start()
+        elif self.cloud == "tencent":
+            self.bill = Bill("tencent", self.clock)
+            self.world.tencent.bill = self.bill
+        else:
+            self.bill = Bill("aliyun", self.clock)
+            self.world.aliyun.bill = self.bill
+            self.world.aliyun.clock = self.clock
+        self.providers: dict[str, Any] = {}
+        self.desktop_open = self.fault != "app-closed"
+        self.online = self.fault != "network-lost"
+
+    def teardown(self) -> None:
+        self.world.tencent.bill = None
+        self.world.aliyun.bill = None
+        self.world.aliyun.clock = None
+        if self.proxy is not None:
+            self.proxy.stop()
+        for p in self.providers.values():
+            close = getattr(p, "close", None)
+            if callable(close):
+                with contextlib.suppress(Exception):
+                    close()
+
+    def provider(self, name: str) -> Any:
+        if name not in self.providers:
+            endpoint = self.proxy.url if (self.proxy is not None and name == "aws") else ""
+            self.providers[name] = _provider(self.world, name, endpoint)
+        return self.providers[name]
+
+    def desktop_providers(self, name: str) -> Any:
+        if not self.online:
+            return Offline()(name)
+        return self.provider(name)
+
+    def sync_bill(self) -> None:
+        if self.cloud == "aws":
+            self.ec2.sample()
+        elif self.cloud == "tencent":
+            from cloud_bill import tencent_view
+
+            with self.world.tencent._lock:
+                self.bill.sync(tencent_view(self.world.tencent))
+        else:
+            self.world.aliyun.release_due()
+
+    def billing_state(self, cloud_id: str) -> str:
+        self.sync_bill()
+        return self.bill.state_of(cloud_id)
+
+    def cloud_timers(self) -> None:
+        now = self.clock()
+        if self.cloud == "tencent":
+            fired = self.world.tencent.fire_timers(now)
+            for iid in fired:
+                self.notes.append(f"CVM ActionTimer terminated {iid}")
+        elif self.cloud == "aliyun":
+            for iid in self.world.aliyun.release_due():
+                self.notes.append(f"ECS AutoReleaseTime released {iid}")
+        self.sync_bill()
+
+    def os_shutdown(self, cloud_id: str) -> None:
+        if self.cloud == "aws":
+            did = self.ec2.os_shutdown(cloud_id)
+            self.notes.append(f"agent shut down the OS; EC2 did: {did}")
+        elif self.cloud == "tencent":
+            self.world.tencent.shutdown_inside(cloud_id)
+            self.notes.append("agent shut down the OS; CVM keeps charging")
+        else:
+            self.world.aliyun.shutdown_inside(cloud_id)
+            self.notes.append("agent shut down the OS; ECS keeps charging (standard mode)")
+        self.sync_bill()
+
+    def user_data_of(self, cloud_id: str) -> str:
+        if self.cloud == "aws":
+            got = self.world.aws.client("ec2", self.offer.region).describe_instance_attribute(
+                InstanceId=cloud_id, Attribute="userData")
+            return base64.b64decode(got["UserData"].get("Value", "")).decode()
+        if self.cloud == "tencent":
+            server: Any = self.world.tencent
+            key = "UserData"
+        else:
+            server = self.world.aliyun
+            key = "UserData"
+        for params in reversed(server.params("RunInstances")):
+            if params.get(key):
+                encoded = params[key]
+                return base64.b64decode(encoded).decode()
+        return ""
+
+    # -- gpudesk's side
+
+    def plan(self, market: str = "on-demand") -> Any:
+        from gpudesk.services.cloud.launcher import LaunchPlan
+
+        o = self.offer
+        price_usd = o.price if o.currency == "USD" else 0.0
+        if market == "spot":
+            price_usd = o.spot_price if o.currency == "USD" else 0.0
+        if self.fault == "no-price":
+            price_usd = 0.0
+        return LaunchPlan(provider=self.cloud, instance_type=o.instance_type,  # type: ignore[arg-type]
+                          region=o.region, zone=o.zone, market=market,  # type: ignore[arg-type]
+                          max_price=0.9 if (market == "spot" and self.cloud == "aws") else None,
+                          allow_from=ADDRESS, price_per_hour=price_usd, wait_ssh=False,
+                          disk_gb=DISK_GB, budget=self.budget_usd, on_budget=self.action,
+                          cny_per_usd=CNY_PER_USD)
+
+    def launcher(self) -> Any:
+        from gpudesk.services.cloud.launcher import Launcher
+        from gpudesk.services.core.settings import load_settings
+        from gpudesk.services.remote import first_boot
+
+        async def sshd_answers(_address: str) -> bool:
+            return True  # the simulated machine's sshd is up once it runs
+
+        try:  # no first login over SSH: the machine is simulated, its address is moto's
+            hooks = first_boot.for_launch(load_settings, self.ledger, rotation=False)
+        except TypeError:
+            hooks = first_boot.for_launch(load_settings, self.ledger)
+        return Launcher(self.ledger, self.provider, poll_s=0.0, ssh_probe=sshd_answers,
+                        first_boot=hooks)
+
+    def launch(self) -> Any:
+        plan = self.plan("spot" if self.spot else "on-demand")
+        if self.fault == "no-price":  # the cloud answers no price (the launch's own quote)
+            if self.cloud == "tencent":
+                self.world.tencent.fail_next("InquiryPriceRunInstances", "InternalError",
+                                             "An internal error has occurred.", times=50)
+            elif self.cloud == "aliyun":
+                self.world.aliyun.fail_next("DescribePrice", "InternalError", "The request "
+                                            "processing has failed due to some unknown error.",
+                                            times=50)
+        result = asyncio.run(self.launcher().launch(plan))
+        self.sync_bill()
+        return result.machine
+
+    def boot_machine(self, m: Any) -> None:
+        machine = Machine(self, m.cloud_id, self.user_data_of(m.cloud_id),
+                          installed=self.fault != "no-guard")
+        self.machines[m.cloud_id] = machine
+        self.ledger_ids[m.cloud_id] = m.id
+        machine.tick()
+
+    def desktop_check(self) -> None:
+        from gpudesk.services.cloud import machines as machine_actions
+        from gpudesk.services.cloud import reconcile
+
+        if not self.desktop_open:
+            return
+        now = self.clock()
+        if self.online and now - self.last_reconcile >= RECONCILE_EVERY_S:
+            self.last_reconcile = now
+            with contextlib.suppress(Exception):
+                reconcile.reconcile_provider(self.ledger, self.cloud,  # type: ignore[arg-type]
+                                             self.provider(self.cloud), [self.offer.region],
+                                             reconcile.ReconcileReport(), now=now)
+        self.checker.check(now)
+        state = self.checker.state
+        for owed in state.owed_actions():  # BudgetAlerts._run_owed, without Qt
+            row = self.ledger.get(owed.machine)
+            if row is None or not row.billing:
+                state.settle(owed.key)
+                continue
+            try:
+                asyncio.run(machine_actions.act(self.ledger, owed.machine, owed.action,
+                                                self.desktop_providers))  # type: ignore[arg-type]
+            except Exception as exc:  # noqa: BLE001 - kept and retried, as the window does
+                state.failed(owed.key, str(exc))
+                self.note_once(f"desktop {owed.action} failed: {type(exc).__name__}")
+            else:
+                state.settle(owed.key)
+                self.note_once(f"desktop {owed.action} done")
+            state.save()
+        self.sync_bill()
+
+    def note_once(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def change_budget(self, amount_usd: float) -> None:
+        from gpudesk.services.core.settings import load_settings
+        from gpudesk.services.remote import machine_budget
+        from gpudesk.services.remote.machine_rules import agent_rules
+
+        def no_ssh(_m: Any) -> Any:
+            raise OSError("the matrix hands the agent its rules without SSH")
+
+        ledger_id = self.ledger_ids[self.first_cloud_id]
+        change = machine_budget.change_budget(
+            self.ledger, ledger_id, amount_usd, self.action, currency="USD",
+            settings=load_settings(), providers=self.desktop_providers,  # type: ignore[arg-type]
+            connect=no_ssh, now=self.clock())
+        if change.cloud_error:
+            self.notes.append(f"budget change: cloud kept its cap ({change.cloud_error})")
+        self.sync_bill()
+        row = self.ledger.get(ledger_id)
+        machine = self.machines.get(self.first_cloud_id)
+        if self.desktop_open and self.online and row is not None and machine is not None \
+                and machine.installed:
+            rules = agent_rules(row, load_settings(), self.ledger, self.clock())
+            machine.new_rules(rules.to_json())  # what push_agent writes over SSH
+        self.budget_usd = amount_usd
+
+    def reclaim_spot(self, cloud_id: str) -> None:
+        if self.cloud == "aws":
+            self.ec2.reclaim(cloud_id)
+        elif self.cloud == "tencent":
+            with self.world.tencent._lock:
+                inst = self.world.tencent.state.instances[cloud_id]
+                inst["InstanceState"] = "TERMINATING"
+                inst["LatestOperation"] = "SpotReclaimed"
+        else:
+            self.world.aliyun.reclaim(cloud_id)
+        self.sync_bill()
+        self.notes.append("the cloud reclaimed the spot machine")
+
+    def relaunch(self, lost_cloud_id: str) -> None:
+        from gpudesk.services.runs import spot_recovery
+
+        lost = self.ledger_ids[lost_cloud_id]
+        try:
+            new_id = asyncio.run(spot_recovery.relaunch_like(self.launcher(), lost,
+                                                             allow_from=ADDRESS))
+        except Exception as exc:  # noqa: BLE001 - said in the row's notes
+            self.notes.append(f"replacement failed: {exc}")
+            return
+        m = self.ledger.get(new_id)
+        assert m is not None
+        self.sync_bill()
+        self.notes.append(f"replacement launched (budget {m.budget})")
+        self.boot_machine(m)
+
+    # -- the run
+
+    def run(self) -> Row:
+        from gpudesk.services.cloud import credentials
+        from gpudesk.services.core.settings import load_settings
+        from gpudesk.services.money.budgets import BudgetChecker, BudgetConfig
+        from gpudesk.services.money.ledger import Ledger
+
+        self.setup()
+        o = self.offer
+        price = o.spot_price if self.spot else o.price
+        rate = CNY_PER_USD if o.currency == "CNY" else 1.0
+        self.budget_usd = round(price / rate, 2)  # about an hour of compute
+        start_budget = self.budget_usd
+        for creds in self.world.creds.values():
+            credentials.save_credentials(creds)
+        self.ledger_ids: dict[str, str] = {}
+        self.last_reconcile = -1e18
+        self.last_check = T0
+        with Ledger() as ledger:
+            self.ledger = ledger
+            self.checker = BudgetChecker.for_ledger(
+                ledger, lambda: BudgetConfig.from_settings(load_settings()))
+            try:
+                m = self.launch()
+            except Exception as exc:  # noqa: BLE001 - a refusal is an outcome
+                self.sync_bill()
+                return self.result(refused=exc, price=price)
+            self.first_cloud_id = m.cloud_id
+            self.ledger_id = m.id
+            self.boot_machine(m)
+            self.show = self.shown(m.id)
+            self.dialog = self.dialog_words(m)
+            cap_s = start_budget / (price / rate) * 3600.0
+            fault_at = T0 + round(cap_s * FAULT_AT / 60.0) * 60.0
+            end = T0 + cap_s * (2 if self.fault == "budget-raised" else 1) + 2 * 3600.0
+            if self.fault == "stop-start":
+                end += STOPPED_FOR_S
+            first = self.machines[m.cloud_id]
+            done: set[str] = set()
+            while self.clock() < end:
+                self.clock.advance(STEP_S)
+                now = self.clock()
+                self.cloud_timers()
+                if now >= fault_at and "fault" not in done:
+                    done.add("fault")
+                    self.inject(first)
+                if self.fault == "stop-start" and "start" not in done and \
+                        now >= fault_at + STOPPED_FOR_S:
+                    done.add("start")
+                    self.user_act("start")
+                if self.fault == "spot-replaced" and "relaunch" not in done and \
+                        now >= fault_at + 60.0 and self.desktop_open and self.online:
+                    done.add("relaunch")
+                    self.relaunch(first.cloud_id)
+                for machine in list(self.machines.values()):
+                    machine.tick()
+                if now - self.last_check >= DESKTOP_EVERY_S:
+                    self.last_check = now
+                    self.desktop_check()
+            self.sync_bill()
+            return self.result(price=price)
+
+    def user_act(self, action: str) -> None:
+        from gpudesk.services.cloud import machines as machine_actions
+
+        try:
+            asyncio.run(machine_actions.act(self.ledger, self.ledger_id, action,
+                                            self.desktop_providers))  # type: ignore[arg-type]
+            self.notes.append(f"user {action} done")
+        except Exception as exc:  # noqa: BLE001
+            self.notes.append(f"user {action} failed: {exc}")
+        self.sync_bill()
+
+    def inject(self, first: Machine) -> None:
+        f = self.fault
+        if f in ("agent-sigkill", "agent-oom"):
+            first.kill_agent(restart_after=5.0)  # Restart=on-failure, RestartSec=5
+            self.notes.append("agent killed; systemd restarts it")
+        elif f == "reboot":
+            first.kill_agent(restart_after=60.0)  # back, with the unit, after the boot
+            first.boot += 1
+            self.notes.append("machine rebooted (new boot id)")
+        elif f == "stop-start":
+            self.user_act("stop")
+        elif f == "timer-refused":
+            self.refuse_cloud_cap()
+            self.change_budget(round(self.budget_usd / 2, 2))
+        elif f == "budget-lowered":
+            self.change_budget(round(self.budget_usd / 2, 2))
+        elif f == "budget-raised":
+            self.change_budget(round(self.budget_usd * 2, 2))
+        elif f == "spot-replaced":
+            self.reclaim_spot(first.cloud_id)
+
+    def refuse_cloud_cap(self) -> None:
+        if self.cloud == "aws":
+            assert self.proxy is not None
+            self.proxy.refuse["ModifyInstanceAttribute"] = (
+                "RequestLimitExceeded", "Request limit exceeded.")
+        elif self.cloud == "tencent":
+            for action in ("DeleteInstancesActionTimer", "ImportInstancesActionTimer"):
+                self.world.tencent.fail_next(action, "RequestLimitExceeded",
+                                             "Your request is too frequent.", times=50)
+        else:
+            self.world.aliyun.fail_next("ModifyInstanceAutoReleaseTime", "Throttling",
+                                        "Request was denied due to request throttling.",
+                                        times=50)
+
+    # -- what gpudesk says
+
+    def shown(self, ledger_id: str) -> list[str]:
+        from gpudesk.cli import main
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = main(["show", ledger_id, "--json"])
+        if rc != 0:
+            return []
+        return list(json.loads(out.getvalue()).get("guard_says") or [])
+
+    def dialog_words(self, m: Any) -> list[str]:
+        """The Launch dialog's guard text for this plan, as ``LaunchDialog._update_guard``
+        builds it (``guard.plan`` + ``guard.sentences``), without a window."""
+        from gpudesk.services.cloud import guard as guards
+        from gpudesk.services.money.ledger import Machine as Row_
+
+        o = self.offer
+        price = (o.spot_price if self.spot else o.price) if o.currency == "USD" else 0.0
+        g = guards.plan(self.cloud, self.budget_usd, self.action, price, 0.0, T0)
+        dm = Row_(id="", provider=self.cloud, disk_gb=float(DISK_GB),
+                  market="spot" if self.spot else "on-demand")
+        return guards.english(dm, g)
+
+    def result(self, *, price: float, refused: Exception | None = None) -> Row:
+        o = self.offer
+        rate = CNY_PER_USD if o.currency == "CNY" else 1.0
+        cap = round(self.budget_usd * rate, 2)
+        parts = self.bill.parts(T0 + HORIZON_S)
+        bill = f"{parts.total:.2f} {o.currency}"
+        budget = f"{cap:.2f} {o.currency}"
+        step = self.bill.step_cost(price)
+        if refused is not None:
+            reason = getattr(refused, "message", lambda: str(refused))()
+            ok = bool(reason) and parts.total == 0.0
+            return Row(self.cloud, self.action, self.fault, bill, budget,
+                       "refused" if ok else "OVER", f"launch refused: {reason}")
+        why = "; ".join([*self.notes, f"running {parts.running:.2f}, stopped-charging "
+                         f"{parts.keep:.2f}, disk {parts.disk:.2f} {o.currency}"])
+        if parts.total <= cap + step + 1e-9:
+            return Row(self.cloud, self.action, self.fault, bill, budget, "capped", why)
+        said = SAID.get((self.cloud, self.action))
+        if said is not None and (not said.faults or self.fault in said.faults):
+            words = said.words.format(disk=DISK_GB)
+            over = {"running": parts.running, "keep": parts.keep, "disk": parts.disk}
+            unsaid = sum(v for k, v in over.items() if k not in said.covers)
+            in_show = any(words in line for line in self.show)
+            in_dialog = any(words in line for line in self.dialog)
+            if unsaid <= cap + step + 1e-9 and in_show and in_dialog:
+                return Row(self.cloud, self.action, self.fault, bill, budget, "said",
+                           f"{why}; said: {words}")
+        return Row(self.cloud, self.action, self.fault, bill, budget, "OVER", why)
+
+
+# ---------------------------------------------------------------------------- the matrix
+
+@contextlib.contextmanager
+def _environment(world: World, home: Path) -> Iterator[None]:
+    import keyring
+    from fixtures_keyring import MemoryKeyring
+
+    saved = {k: os.environ.get(k) for k in [*world.env(), "GPUDESK_HOME", PRICE_LIST_ENV,
+                                            "AWS_PROFILE", "AWS_ACCESS_KEY_ID",
+                                            "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION"]}
+    before = keyring.get_keyring()
+    keyring.set_keyring(MemoryKeyring())
+    os.environ.update(world.env())
+    os.environ["GPUDESK_HOME"] = str(home)
+    # the AWS price list is on the internet: the matrix has none (nothing listens there)
+    os.environ[PRICE_LIST_ENV] = "http://127.0.0.1:9"
+    for k in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+              "AWS_DEFAULT_REGION"):
+        os.environ.pop(k, None)
+    try:
+        yield
+    finally:
+        keyring.set_keyring(before)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def run_row(world: World, cloud: str, action: str, fault: str, folder: Path) -> Row:
+    folder.mkdir(parents=True, exist_ok=True)
+    world.reset()
+    run = RowRun(world, cloud, action, fault, folder)
+    with _environment(world, folder / "home"), clock_as_time(run.clock):
+        try:
+            return run.run()
+        finally:
+            run.teardown()
+
+
+def cases() -> list[tuple[str, str, str]]:
+    return [(c, a, f) for c in CLOUDS for a in ACTIONS for f, _ in FAULTS]
+
+
+def run_matrix(only: Callable[[tuple[str, str, str]], bool] = lambda _c: True,
+               world: World | None = None) -> list[Row]:
+    """Every row, in order; starts (and stops) the clouds unless ``world`` is given."""
+    import logging
+
+    for name in ("gpudesk", "werkzeug", "moto"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    own = world is None
+    world = world or World()
+    tmp = Path(tempfile.mkdtemp(prefix="guard-matrix-"))
+    rows: list[Row] = []
+    try:
+        for i, case in enumerate(cases()):
+            if only(case):
+                rows.append(run_row(world, *case, tmp / f"row-{i:02d}"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if own:
+            world.close()
+    return rows
+
+
+FAULT_WORDS = dict(FAULTS)
+HEADER = ("| cloud | action | fault | bill | budget | outcome |\n"
+          "| --- | --- | --- | --- | --- | --- |\n")
+DOC_INTRO = """# The guard matrix: what a runaway bill comes to
+
+Made by `python scripts/guard_matrix.py` (do not edit by hand); `tests/test_guard_matrix.py`
+runs the matrix and holds this table to it.
+
+Each row launches one machine with a budget of about one hour of compute through gpudesk's
+launcher against the cloud stand-ins, injects one fault, runs a controlled clock past the
+budget and reads the **stand-in's own bill** 30 days after the launch (`tests/cloud_bill.py`:
+each cloud's billing rules for running, stopped, stopped-but-charging and ended machines and
+EC2's 60-second minimum; `tests/ec2_bill.py` over moto). Outcomes:
+
+* **capped** — the bill is at most the budget + one billing step (one minute of compute);
+* **refused** — the launch was refused with a reason and nothing was billed;
+* **said** — the risk that remains is said word for word in the Launch dialog and in
+  `gpudesk show`;
+* **OVER** — none of these: a defect, reported, and the test fails for it.
+
+*bill* is in the cloud's currency; *budget* is the machine's budget (USD in gpudesk's ledger)
+in the cloud's currency at 7.2 CNY/USD, after the row's change where the fault changes it.
+The clock steps 5 s (the first-boot guard's period); the desktop checks every 30 s.
+
+How each part runs (real or simulated, and why) is written at the top of
+`tests/guard_matrix_cases.py`.
+
+"""
+
+
+def table(rows: list[Row]) -> str:
+    lines = [f"| {r.cloud} | {r.action} | {FAULT_WORDS.get(r.fault, r.fault)} | {r.bill} | "
+             f"{r.budget} | {r.outcome} |" for r in rows]
+    return HEADER + "\n".join(lines) + "\n"
+
+
+def document(rows: list[Row]) -> str:
+    return DOC_INTRO + table(rows)
+
+
+def as_json(rows: list[Row]) -> str:
+    return json.dumps({"rows": [r.as_json() for r in rows]}, indent=1)
+
+
+__all__ = ["ACTIONS", "CLOUDS", "FAULTS", "OUTCOMES", "Row", "World", "as_json", "cases",
+           "document", "run_matrix", "run_row", "table"]
