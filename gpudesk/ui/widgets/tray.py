@@ -9,13 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QCoreApplication, QObject
 from PySide6.QtGui import QAction, QIcon
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon, QWidget
 
 from gpudesk.services.cloud.accounts import title
 from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.widgets.money import DISPLAY
+
+
+def state_word(state: str) -> str:
+    """A billing machine's ledger state in the window's language."""
+    words = {"pending": QCoreApplication.translate("BillingTray", "starting"),
+             "running": QCoreApplication.translate("BillingTray", "running"),
+             "stopping": QCoreApplication.translate("BillingTray", "stopping"),
+             "stopped": QCoreApplication.translate("BillingTray", "stopped")}
+    return words.get(state, state)
 
 
 class BillingTray(QObject):
@@ -57,7 +66,8 @@ class BillingTray(QObject):
                 action = self.menu.addAction(self.tr("{name} — {provider} {type}, {state}, "
                                                      "spent {spent}").format(
                     name=m.name or m.id, provider=title(m.provider), type=m.instance_type,
-                    state=m.state, spent=DISPLAY(spent(m) if spent is not None else 0.0)))
+                    state=state_word(m.state),
+                    spent=DISPLAY(spent(m) if spent is not None else 0.0)))
                 action.triggered.connect(self.show_window)
                 self.machine_actions.append(action)
             self.menu.addSeparator()
