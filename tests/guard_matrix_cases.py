@@ -117,22 +117,39 @@ class Said:
     """Words that say a risk a row leaves, as gpudesk says them (services/cloud/guard.py);
     which parts of the bill they cover ("running": compute while running past the budget,
     "keep": compute while stopped but charged, "disk"), and in which rows (``faults``;
-    empty: all)."""
+    empty: all). ``also``: further sentences of the same guard text, each judged alone
+    (a row is said when one sentence that applies to it covers all of its overrun)."""
 
     words: str
     covers: frozenset[str]
     faults: frozenset[str] = frozenset()
+    also: tuple[Said, ...] = ()
 
 
+EVERYTHING = frozenset({"running", "keep", "disk"})
+# Tencent Cloud and Alibaba Cloud with "stop": the desktop's stop-charging stop is the only
+# one that ends the compute's bill (an OS shutdown there keeps charging, so the agent does
+# not power off); with the app closed or offline nothing stops it, and that is said.
+OFFLINE = Said("This stop needs gpudesk running and online: while the desktop has no "
+               "network, nothing stops the bill.", EVERYTHING, frozenset({"network-lost"}))
 SAID: dict[tuple[str, str], Said] = {
     ("aws", "stop"): Said("A stopped EC2 machine still bills its disk ({disk} GB) until you "
                           "terminate it.", frozenset({"disk"})),
-    # it promises a stop with no charge while the app runs: it covers the laptop shut only
-    ("tencent", "stop"): Said("A stop from inside a Tencent Cloud machine keeps charging, so "
-                              "with the laptop shut nothing stops the bill: choose terminate "
-                              "for a cap Tencent Cloud enforces itself.",
-                              frozenset({"running", "keep", "disk"}),
-                              frozenset({"app-closed"})),
+    ("tencent", "stop"): Said(
+        "a stopped Tencent Cloud machine still bills its disk ({disk} GB) until you "
+        "terminate it.", frozenset({"disk"}),
+        also=(Said("A stop from inside a Tencent Cloud machine keeps charging, so with the "
+                   "laptop shut nothing stops the bill: choose terminate for a cap Tencent "
+                   "Cloud enforces itself.", EVERYTHING, frozenset({"app-closed"})),
+              OFFLINE)),
+    ("aliyun", "stop"): Said(
+        "a stopped Alibaba Cloud machine still bills its disk ({disk} GB) until you release "
+        "it.", frozenset({"disk"}),
+        also=(Said("A stop from inside an Alibaba Cloud machine keeps charging, so with the "
+                   "laptop shut nothing stops the bill: only the cloud's release timer ends it "
+                   "on its own, and that comes with terminate only.", EVERYTHING,
+                   frozenset({"app-closed"})),
+              OFFLINE)),
 }
 
 
@@ -772,8 +789,10 @@ class RowRun:
                          f"{parts.keep:.2f}, disk {parts.disk:.2f} {o.currency}"])
         if parts.total <= cap + step + 1e-9:
             return Row(self.cloud, self.action, self.fault, bill, budget, "capped", why)
-        said = SAID.get((self.cloud, self.action))
-        if said is not None and (not said.faults or self.fault in said.faults):
+        first = SAID.get((self.cloud, self.action))
+        for said in ([first, *first.also] if first is not None else []):
+            if said.faults and self.fault not in said.faults:
+                continue
             words = said.words.format(disk=DISK_GB)
             over = {"running": parts.running, "keep": parts.keep, "disk": parts.disk}
             unsaid = sum(v for k, v in over.items() if k not in said.covers)

@@ -171,3 +171,26 @@ def test_each_cloud_is_held_to_its_own_budget_and_preferences_only_give_the_defa
     assert budgets.machine_budget(ledger.get("m-tc"), prefs) == budgets.MachineBudget(
         72.0, "CNY", "stop", True)
     assert budgets.machine_budget(Machine(id="x", provider="aws"), BudgetConfig()) is None
+
+
+def test_a_machine_started_again_past_its_budget_is_owed_the_stop_again(
+        ledger: Ledger, tmp_path: Path) -> None:
+    """The budget's stop was done; the user (or anyone) starts the machine while it is still
+    over its cap: the stop is owed again (no second alert), as often as it is started."""
+    ledger.add(Machine(id="m-1", provider="aliyun", price_per_hour=3.6, budget=10.0,
+                       on_budget="stop"))
+    ledger.update("m-1", state="running")
+    checker = BudgetChecker.for_ledger(ledger, lambda: BudgetConfig(),
+                                       FiredState.load(tmp_path / "a.json"))
+    assert [c.threshold for c in checker.check(11_000.0)] == [50.0, 80.0, 100.0]
+    (owed,) = checker.state.owed_actions()
+    assert (owed.action, owed.machine) == ("stop", "m-1")
+    checker.state.settle(owed.key)  # the desktop's stop was done
+    ledger.update("m-1", state="stopped")
+    assert checker.check(11_100.0) == [] and checker.state.owed_actions() == []
+    ledger.update("m-1", state="running")  # started again, still over the cap
+    assert checker.check(11_200.0) == []  # no new alert ...
+    (again,) = checker.state.owed_actions()  # ... but the stop is owed again
+    assert (again.action, again.machine) == ("stop", "m-1")
+    # and kept on the books across a restart of the app
+    assert [o.machine for o in FiredState.load(tmp_path / "a.json").owed_actions()] == ["m-1"]

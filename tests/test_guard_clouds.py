@@ -64,7 +64,8 @@ def test_aws_launch_carries_guard_user_data_and_terminates_on_shutdown(
         assert text.startswith("#!/bin/bash") and first_boot.UNIT in text
         rules = json.loads(text.split("<<'GPUDESK_RULES'\n")[1].split("\nGPUDESK_RULES")[0])
         assert rules["budget"]["cap"] == 25.0 and rules["budget"]["action"] == "terminate"
-        assert rules["budget"]["price_per_hour"] == pytest.approx(1.006)
+        # compute + the 100 GB gp3 system disk (0.08 USD per GB-month, 730 h): both bill
+        assert rules["budget"]["price_per_hour"] == pytest.approx(1.006 + 100 * 0.08 / 730)
         # the host key: known (pinned, recorded, its private half in the keyring) before SSH
         assert m.host_key_fingerprint.startswith("SHA256:")
         assert PinStore().fingerprints(f"gpudesk-{m.name}") == [m.host_key_fingerprint]
@@ -217,10 +218,12 @@ def test_tencent_launch_records_the_cloud_timer_and_show_says_it(
                             first_boot=first_boot.for_launch(lambda: Settings(), ledger))
         m = asyncio.run(launcher.launch(plan)).machine
     (sent,) = [p for a, _r, p in tencent.requests if a == "RunInstances"]
-    # $12 at ¥7/$ is ¥84, at the quoted ¥8.4/h: ten hours from the launch
+    # $12 at ¥7/$ is ¥84, at the quoted ¥8.4/h plus the 100 GB Premium disk's ¥0.35 per
+    # GB-month (it bills while the machine runs): just under ten hours from the launch
+    hours = 84.0 / (8.4 + 100 * 0.35 / 730)
     at = datetime.strptime(sent["ActionTimer"]["ActionTime"], "%Y-%m-%dT%H:%M:%SZ").replace(
         tzinfo=UTC).timestamp()
-    assert before + 36_000 - 2 <= at <= time.time() + 36_000
+    assert before + hours * 3600 - 2 <= at <= time.time() + hours * 3600
     assert sent["UserData"]  # the guard and the host key ride along
     assert main(["show", m.id, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
@@ -288,3 +291,93 @@ def test_spot_recoverys_replacement_is_pinned_before_its_first_connection(
     assert PinStore().fingerprints(f"gpudesk-{new.name}") == [new.host_key_fingerprint]
     policy = spot_recovery.replacement_policy(new_id)
     assert (policy.mode, policy.fingerprints) == ("fingerprints", (new.host_key_fingerprint,))
+
+
+# ---------------------------------------------------------------- stop where a shutdown bills
+
+
+@pytest.mark.parametrize("provider", ["tencent", "aliyun"])
+def test_an_os_shutdown_is_not_the_agents_stop_where_it_keeps_charging(provider: str) -> None:
+    """CVM and ECS keep charging a machine shut down from inside, and a machine already
+    stopped that way refuses the desktop's stop-charging stop: with "stop" the agent only
+    records the budget; terminate still powers off (the cloud's timer ends those)."""
+    from gpudesk.services.money.ledger import Machine
+    from gpudesk.services.remote.machine_rules import agent_rules
+
+    for action, agent_does in (("stop", "warn"), ("terminate", "terminate")):
+        m = Machine(id="m-1", provider=provider, price_per_hour=1.0, budget=5.0,
+                    on_budget=action, disk_gb=100.0, region="r")
+        rules = agent_rules(m, Settings(), None, 0.0)
+        assert rules.budget is not None and rules.budget.action == agent_does
+    aws = Machine(id="m-2", provider="aws", price_per_hour=1.0, budget=5.0, on_budget="stop")
+    got = agent_rules(aws, Settings(), None, 0.0).budget
+    assert got is not None and got.action == "stop"  # EC2: the shutdown behaviour stops it
+
+
+def test_the_stop_sentences_say_the_disk_and_that_the_desktop_must_be_online() -> None:
+    from gpudesk.services.money.ledger import Machine
+
+    for provider, cloud, end in (("tencent", "Tencent Cloud", "terminate it."),
+                                 ("aliyun", "Alibaba Cloud", "release it.")):
+        m = Machine(id="", provider=provider, disk_gb=100.0)
+        text = " ".join(guard.english(m, guard.plan(provider, 2.0, "stop", 1.0, 0.0, 0.0)))
+        assert f"a stopped {cloud} machine still bills its disk (100 GB) until you {end}" \
+            in text
+        assert "no charge while stopped" not in text
+        assert "This stop needs gpudesk running and online" in text
+        assert "with the laptop shut nothing stops the bill" in text
+    aliyun = " ".join(guard.english(Machine(id="", provider="aliyun", disk_gb=100.0),
+                                    guard.plan("aliyun", 2.0, "stop", 1.0, 0.0, 0.0)))
+    assert "KeepCharging" in aliyun and "release timer" in aliyun
+
+
+def test_a_tencent_spot_machine_is_terminated_at_its_budget_not_stopped() -> None:
+    """CVM refuses STOP_CHARGING for spot machines: a "stop" could not end the bill."""
+    from gpudesk.services.money.ledger import Machine
+
+    g = guard.plan("tencent", 2.0, "stop", 1.0, 0.0, 0.0, market="spot")
+    assert g.action == "terminate" and "cloud-timer" in g.enforced_by
+    assert guard.plan("tencent", 2.0, "stop", 1.0, 0.0, 0.0).action == "stop"
+    assert guard.plan("aliyun", 2.0, "stop", 1.0, 0.0, 0.0, market="spot").action == "stop"
+    m = Machine(id="", provider="tencent", market="spot", disk_gb=100.0)
+    assert any("cannot be stopped without charging" in s for s in guard.english(m, g))
+
+
+def test_the_cloud_timer_counts_the_system_disk_with_the_compute() -> None:
+    # ECS ESSD 1.0 CNY per GB-month: 100 GB is 0.137 CNY/h on top of 16 CNY/h
+    q = guard.Quote(16.0, "CNY", "DescribePrice", 7.2)
+    g = guard.plan("aliyun", 16.0 / 7.2, "terminate", 16.0 / 7.2, 0.0, 0.0, quote=q,
+                   disk_gb=100.0, region="cn-hangzhou")
+    assert g.cloud_timer_at == pytest.approx(3600.0 * 16.0 / (16.0 + 100 / 730), abs=1.0)
+    assert guard.disk_per_hour("aws", "us-east-1", 100.0, "USD") == pytest.approx(8.0 / 730)
+    assert guard.disk_per_hour("tencent", "", 100.0, "USD", 7.0) == pytest.approx(
+        35.0 / 730 / 7.0)
+    assert guard.disk_per_hour("own", "", 100.0, "USD") == 0.0
+
+
+def test_a_cvm_shut_down_from_inside_is_started_and_stopped_without_charge(
+        tencent: TencentStandin, tencent_creds: Credentials, memory_keyring: Any) -> None:
+    """Stopped from inside, CVM keeps charging and refuses a STOP_CHARGING stop (already
+    stopped): the budget's stop starts it and stops it again, and the ledger says so."""
+    from gpudesk.services.cloud import stop_charging
+    from gpudesk.services.cloud.providers.tencent import STOP_CHARGING
+
+    def providers(_name: str) -> Any:  # as accounts.py makes it: stops stop charging
+        return TencentProvider(tencent_creds, endpoint=tencent.endpoint, protocol="http",
+                               stopped_mode=STOP_CHARGING)
+
+    plan = LaunchPlan(provider="tencent", instance_type="GN7.2XLARGE32", region="ap-guangzhou",
+                      zone="ap-guangzhou-3", allow_from="203.0.113.7/32", wait_ssh=False,
+                      budget=5.0, on_budget="stop")
+    with Ledger() as ledger:
+        m = asyncio.run(Launcher(ledger, providers, poll_s=0.0).launch(plan)).machine  # type: ignore[arg-type]
+        tencent.shutdown_inside(m.cloud_id)
+        row = ledger.update(m.id, state="stopped", stopped_mode="KEEP_CHARGING")
+        assert stop_charging.keeps_charging(row)
+        done = asyncio.run(stop_charging.act_for_budget(ledger, m.id, "stop", providers))
+        raw = tencent.state.instances[m.cloud_id]
+        assert raw["InstanceState"] in ("STOPPING", "STOPPED")
+        assert raw["StopChargingMode"] == "STOP_CHARGING"
+        assert not stop_charging.keeps_charging(done)
+        steps = [e.step for e in ledger.events(m.id)]
+        assert "start" in steps and steps.count(stop_charging.STEP) == 2

@@ -78,8 +78,11 @@ def test_a_cvm_timer_is_the_budget_over_the_clouds_own_quote_in_cny(
         assert timer["TimerAction"] == "TerminateInstances"
         launched = m.launched_at
         assert launched is not None
-        assert _at(timer["ActionTime"]) == pytest.approx(launched + 100.0 / QUOTED_CNY * HOUR,
-                                                         abs=5.0)
+        # the cloud's quote for compute, plus the system disk, which bills while it runs
+        disk = guard.disk_per_hour("tencent", m.region, m.disk_gb, "CNY")
+        assert disk > 0
+        assert _at(timer["ActionTime"]) == pytest.approx(
+            launched + 100.0 / (QUOTED_CNY + disk) * HOUR, abs=5.0)
         # the quote is in the ledger with its source, before the machine was asked for
         steps = [e.step for e in ledger.events(m.id)]
         assert steps.index(guard.QUOTE_STEP) < steps.index("request")
@@ -101,7 +104,7 @@ def test_a_cvm_timer_is_the_budget_over_the_clouds_own_quote_in_cny(
         spent_cny = machine_spend(ledger, row, now).total * RATE
         (timer,) = _timers(tencent, m.cloud_id)
         assert _at(timer["ActionTime"]) == pytest.approx(
-            now + (200.0 - spent_cny) / QUOTED_CNY * HOUR, abs=2.0)
+            now + (200.0 - spent_cny) / (QUOTED_CNY + disk) * HOUR, abs=2.0)
 
 
 def test_the_cap_follows_the_quote_even_when_preferences_rate_moves() -> None:
@@ -148,8 +151,11 @@ def test_an_aliyun_launch_with_a_catalog_price_still_asks_describe_price(
         m = asyncio.run(launcher.launch(plan)).machine  # the next answer has a price
         assert m.price_per_hour == 2.0  # the stand-in's 16 CNY/h at 8 CNY/USD, not 9.99
         released = aliyun.state.instances[m.cloud_id]["AutoReleaseTime"]
-        # $20 is 160 CNY, at 16 CNY/h: ECS releases it ten hours on
-        assert _at(released) == pytest.approx((m.launched_at or 0) + 10 * HOUR, abs=60.0)
+        # $20 is 160 CNY, at 16 CNY/h plus the disk: ECS releases it a little before ten hours
+        disk = guard.disk_per_hour("aliyun", m.region, m.disk_gb, "CNY")
+        assert disk > 0
+        assert _at(released) == pytest.approx((m.launched_at or 0) + 160 / (16 + disk) * HOUR,
+                                              abs=60.0)
 
 
 @pytest.fixture

@@ -151,8 +151,9 @@ def test_an_aliyun_budget_moves_the_auto_release_time(
                                providers=lambda _n: provider, now=now)
         released = aliyun.state.instances[m.cloud_id]["AutoReleaseTime"]
         # $20 (in CNY at the launch's rate) at the cloud's own quote, not the plan's $2/h:
-        # ECS releases it by itself when that money is spent
-        quoted_cny = aliyun_standin.TYPES["ecs.gn7i-c8g1.2xlarge"][4]
+        # ECS releases it by itself when that money is spent (compute + the 100 GB ESSD's
+        # ¥1.0 per GB-month, which bills while it runs)
+        quoted_cny = aliyun_standin.TYPES["ecs.gn7i-c8g1.2xlarge"][4] + 100 * 1.0 / 730
         assert _at(released) == pytest.approx(now + 20 * 7.2 / quoted_cny * HOUR, abs=60.0)
         assert change.ok and change.guard is not None
         assert "cloud-timer" in change.guard.enforced_by

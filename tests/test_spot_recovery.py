@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import torch
@@ -107,3 +109,70 @@ def test_multi_node_runs_are_not_recovered_silently() -> None:
                                             runs.NodeRun("b", None, "/r2")])
     with pytest.raises(spot_recovery.RecoveryError, match="2 machines"):
         spot_recovery.recover(record, "ssh://x@127.0.0.1:1", None, HostKeyPolicy.refuse())
+
+
+class _Launches:
+    """A launcher that records the plan it is given and books a machine for it."""
+
+    def __init__(self, ledger: Any) -> None:
+        self.ledger = ledger
+        self.plans: list[Any] = []
+
+    async def launch(self, plan: Any, _on_progress: Any = None) -> Any:
+        self.plans.append(plan)
+        m = self.ledger.add(Machine(id=f"m-new{len(self.plans):07d}", provider=plan.provider,
+                                    instance_type=plan.instance_type, region=plan.region,
+                                    market=plan.market, budget=plan.budget,
+                                    on_budget=plan.on_budget))
+        return SimpleNamespace(machine=m)
+
+
+def _spent(amount: float) -> Any:
+    return lambda *_a, **_k: SimpleNamespace(total=amount)
+
+
+def test_a_replacement_is_held_to_the_budget_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lost machine spent 0.12 of its 0.45 USD: the replacement gets 0.33, the same
+    action, and the ledger says where the figure came from (the runaway-bill matrix's spot
+    rows: a replacement with no budget billed for 30 days)."""
+    from gpudesk.services.money import spend
+
+    monkeypatch.setattr(spend, "machine_spend", _spent(0.12))
+    with Ledger() as ledger:
+        ledger.add(Machine(id="m-old0000001", provider="aws", instance_type="g5.xlarge",
+                           region="us-east-1", zone="us-east-1a", market="spot",
+                           price_per_hour=0.45, budget=0.45, on_budget="terminate",
+                           cloud_id="i-1"))
+        launcher = _Launches(ledger)
+        new = asyncio.run(spot_recovery.relaunch_like(launcher, "m-old0000001",  # type: ignore[arg-type]
+                                                      allow_from="203.0.113.7/32"))
+        (plan,) = launcher.plans
+        assert plan.budget == pytest.approx(0.33) and plan.on_budget == "terminate"
+        assert plan.market == "spot" and plan.zone == "us-east-1a"
+        assert any(e.step == "replaces" and "m-old0000001" in e.detail
+                   for e in ledger.events(new))
+
+
+def test_no_replacement_once_the_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpudesk.services.money import spend
+
+    monkeypatch.setattr(spend, "machine_spend", _spent(0.50))
+    with Ledger() as ledger:
+        ledger.add(Machine(id="m-old0000002", provider="tencent", instance_type="GN7.2XLARGE32",
+                           region="ap-guangzhou", market="spot", price_per_hour=0.36,
+                           budget=0.45, on_budget="stop", cloud_id="ins-1"))
+        launcher = _Launches(ledger)
+        with pytest.raises(spot_recovery.RecoveryError, match="budget"):
+            asyncio.run(spot_recovery.relaunch_like(launcher, "m-old0000002"))  # type: ignore[arg-type]
+        assert launcher.plans == []
+
+
+def test_a_machine_without_its_own_budget_is_replaced_without_one() -> None:
+    with Ledger() as ledger:
+        ledger.add(Machine(id="m-old0000003", provider="aliyun",
+                           instance_type="ecs.gn7i-c8g1.2xlarge", region="cn-hangzhou",
+                           market="spot", price_per_hour=0.44, cloud_id="i-x"))
+        launcher = _Launches(ledger)
+        asyncio.run(spot_recovery.relaunch_like(launcher, "m-old0000003",  # type: ignore[arg-type]
+                                                allow_from="203.0.113.7/32"))
+        assert launcher.plans[0].budget is None

@@ -51,10 +51,27 @@ MSG_AWS_STOP = QT_TRANSLATE_NOOP(
     "behaviour: stop). A stopped EC2 machine still bills its disk ({disk} GB) until you "
     "terminate it.")
 MSG_TENCENT_STOP = QT_TRANSLATE_NOOP(
-    "Guard", "At {budget} gpudesk stops this machine with StopInstances (no charge while "
-    "stopped) when the app is running. A stop from inside a Tencent Cloud machine keeps "
-    "charging, so with the laptop shut nothing stops the bill: choose terminate for a cap "
-    "Tencent Cloud enforces itself.")
+    "Guard", "At {budget} gpudesk stops this machine with StopInstances in STOP_CHARGING mode "
+    "when the app is running: the compute stops billing, but a stopped Tencent Cloud machine "
+    "still bills its disk ({disk} GB) until you terminate it. A stop from inside a Tencent "
+    "Cloud machine keeps charging, so with the laptop shut nothing stops the bill: choose "
+    "terminate for a cap Tencent Cloud enforces itself.")
+MSG_ALIYUN_STOP = QT_TRANSLATE_NOOP(
+    "Guard", "At {budget} gpudesk stops this machine with StopInstances in StopCharging mode "
+    "when the app is running: the compute stops billing, but a stopped Alibaba Cloud machine "
+    "still bills its disk ({disk} GB) until you release it. Where the instance type does not "
+    "allow StopCharging, a stopped machine keeps charging in full (KeepCharging). A stop from "
+    "inside an Alibaba Cloud machine keeps charging, so with the laptop shut nothing stops the "
+    "bill: only the cloud's release timer ends it on its own, and that comes with terminate "
+    "only.")
+MSG_TENCENT_SPOT_STOP = QT_TRANSLATE_NOOP(
+    "Guard", "A Tencent Cloud spot machine cannot be stopped without charging, so at "
+    "{budget} it is terminated, not stopped.")
+# Tencent Cloud and Alibaba Cloud with "stop": the desktop's stop is the only one that ends
+# the bill (the agent does not power off: an OS shutdown there keeps charging).
+MSG_DESKTOP_ONLY = QT_TRANSLATE_NOOP(
+    "Guard", "This stop needs gpudesk running and online: while the desktop has no network, "
+    "nothing stops the bill.")
 MSG_AGENT_ONLY = QT_TRANSLATE_NOOP(
     "Guard", "At {budget} the machine's agent shuts it down ({action}).")
 # The {action} of the sentences, translated as a value of the sentence's context.
@@ -62,6 +79,34 @@ ACTION_WORDS = (QT_TRANSLATE_NOOP("Guard", "stop"), QT_TRANSLATE_NOOP("Guard", "
 MSG_DESKTOP = QT_TRANSLATE_NOOP(
     "Guard", "While gpudesk runs, it also {action}s the machine through the cloud's API at "
     "{budget}.")
+# Clouds where an OS shutdown keeps charging: at the budget, "stop" is the desktop's
+# stop-charging StopInstances only, and the agent just records that the budget was reached.
+STOP_BY_DESKTOP = {"tencent": MSG_TENCENT_STOP, "aliyun": MSG_ALIYUN_STOP}
+
+# The system disk bills while the machine runs too, so every cap counts it with the compute.
+# List prices per GB-month, pay-as-you-go, of the disk gpudesk launches with, in the cloud's
+# currency: CVM Premium Cloud Disk (CLOUD_PREMIUM) 0.35 CNY, ECS ESSD PL1 (cloud_essd)
+# 1.0 CNY; EC2 gp3 from the bundled per-region rates (region_rates.csv), else 0.08 USD.
+DISK_PER_GB_MONTH = {"aws": (0.08, "USD"), "tencent": (0.35, "CNY"), "aliyun": (1.0, "CNY")}
+DISK_MONTH_H = 730.0  # the clouds' own proration of a monthly disk price
+
+
+def disk_per_hour(provider: str, region: str, disk_gb: float, currency: str,
+                  cny_per_usd: float = 7.2) -> float:
+    """What the machine's system disk bills per hour, in ``currency`` (0 when unknown)."""
+    if disk_gb <= 0 or provider not in DISK_PER_GB_MONTH:
+        return 0.0
+    per_month, own = DISK_PER_GB_MONTH[provider]
+    if provider == "aws":
+        from gpudesk.services.money import region_rates
+
+        found = region_rates.bundled().get((provider, region))
+        if found is not None:
+            per_month, own = found.storage_per_gb_month, "USD"
+    hourly = disk_gb * per_month / DISK_MONTH_H
+    if own == currency or cny_per_usd <= 0:
+        return hourly
+    return hourly * cny_per_usd if currency == "CNY" else hourly / cny_per_usd
 
 
 @dataclass(frozen=True)
@@ -170,14 +215,21 @@ def timer_at(budget: float, spent: float, price_per_hour: float, now: float) -> 
 
 def plan(provider: str, budget: float | None, action: str, price_per_hour: float,
          spent: float, now: float, *, agent: bool = True, quote: Quote | None = None,
-         currency: str = "USD") -> Guard:
+         currency: str = "USD", disk_gb: float = 0.0, region: str = "",
+         cny_per_usd: float = 7.2, market: str = "on-demand") -> Guard:
     """The guard a machine gets: which enforcers, and the cloud timer's moment if any.
 
     ``budget``, ``spent`` and ``price_per_hour`` are in ``currency`` (the ledger's). With
     the cloud's ``quote`` the timer is budget ÷ the quoted price in the cloud's currency
-    (the budget and spend converted at the quote's rate), never a catalog estimate.
+    (the budget and spend converted at the quote's rate), never a catalog estimate. The
+    system disk (``disk_gb`` in ``region``) bills while the machine runs, so its price per
+    hour is added to the compute's: the cap covers both. A Tencent Cloud spot machine
+    cannot stop charging (STOP_CHARGING is for pay-as-you-go machines), so its "stop" is a
+    terminate (:data:`MSG_TENCENT_SPOT_STOP` says so).
     """
     action = action if action in ACTIONS else "stop"
+    if action == "stop" and spot_cannot_stop(provider, market):
+        action = "terminate"
     if budget is None or budget <= 0 or provider == "own":
         return Guard(None, action, ("agent",) if agent and provider != "own" else ())
     by: list[str] = ["agent"] if agent else []
@@ -186,13 +238,21 @@ def plan(provider: str, budget: float | None, action: str, price_per_hour: float
         by.append("shutdown-behavior")
     elif provider in ("tencent", "aliyun") and action == "terminate":
         if quote is not None and quote.price > 0:
+            disk = disk_per_hour(provider, region, disk_gb, quote.currency, quote.cny_per_usd)
             when = timer_at(quote.convert(budget, currency), quote.convert(spent, currency),
-                            quote.price, now)
-        else:
-            when = timer_at(budget, spent, price_per_hour, now)
+                            quote.price + disk, now)
+        elif price_per_hour > 0:
+            disk = disk_per_hour(provider, region, disk_gb, currency, cny_per_usd)
+            when = timer_at(budget, spent, price_per_hour + disk, now)
         if when is not None:
             by.append("cloud-timer")
     return Guard(budget, action, tuple(by), when)
+
+
+def spot_cannot_stop(provider: str, market: str) -> bool:
+    """A stop of this machine cannot end its compute bill (CVM refuses STOP_CHARGING for
+    spot machines: UnsupportedOperation.StoppedModeStopCharging)."""
+    return provider == "tencent" and market == "spot"
 
 
 def of(m: Machine) -> Guard:
@@ -208,6 +268,10 @@ def sentences(m: Machine, g: Guard | None = None) -> list[tuple[str, dict[str, o
         return [(MSG_NONE, {})]
     budget = f"{g.budget:.2f} {m.currency}"
     out: list[tuple[str, dict[str, object]]] = []
+    if g.action == "stop" and spot_cannot_stop(m.provider, m.market):
+        g = Guard(g.budget, "terminate", g.enforced_by, g.cloud_timer_at)
+    if g.action == "terminate" and spot_cannot_stop(m.provider, m.market):
+        out.append((MSG_TENCENT_SPOT_STOP, {"budget": budget}))
     if "cloud-timer" in g.enforced_by and g.cloud_timer_at is not None:
         clock = datetime.fromtimestamp(g.cloud_timer_at, UTC).strftime("%Y-%m-%d %H:%M")
         out.append((MSG_TIMER, {"budget": budget, "cloud": provider_title(m.provider),
@@ -215,8 +279,11 @@ def sentences(m: Machine, g: Guard | None = None) -> list[tuple[str, dict[str, o
     if m.provider == "aws" and "shutdown-behavior" in g.enforced_by:
         out.append((MSG_AWS_TERMINATE if g.action == "terminate" else MSG_AWS_STOP,
                     {"budget": budget, "disk": f"{m.disk_gb:g}"}))
-    elif m.provider == "tencent" and g.action == "stop":
-        out.append((MSG_TENCENT_STOP, {"budget": budget}))
+    elif m.provider in STOP_BY_DESKTOP and g.action == "stop":
+        out.append((STOP_BY_DESKTOP[m.provider], {"budget": budget,
+                                                  "disk": f"{m.disk_gb:g}"}))
+        out.append((MSG_DESKTOP_ONLY, {}))
+        return out
     elif "agent" in g.enforced_by and "cloud-timer" not in g.enforced_by:
         out.append((MSG_AGENT_ONLY, {"budget": budget, "action": g.action}))
     out.append((MSG_DESKTOP, {"budget": budget, "action": g.action}))
@@ -248,7 +315,8 @@ def apply(ledger: Ledger, m: Machine, provider: object, budget: float | None, ac
     spent = machine_spend(ledger, m, now).total
     g = plan(m.provider, budget, action, m.price_per_hour, spent, now,
              agent="agent" in of(m).enforced_by, quote=launch_quote(ledger, m),
-             currency=m.currency or "USD")
+             currency=m.currency or "USD", disk_gb=m.disk_gb, region=m.region,
+             market=m.market)
     ledger.update(m.id, budget=g.budget, on_budget=g.action if g.budget else "",
                   enforced_by=",".join(g.enforced_by), cloud_timer_at=g.cloud_timer_at,
                   step="guard-requested", detail=",".join(g.enforced_by) or "none")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import aws_price_list, cleanup, credentials
+from gpudesk.services.cloud import aws_price_list, cleanup, credentials, instance_role
 from gpudesk.services.cloud import guard as guards
 from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring, title
 from gpudesk.services.cloud.catalog import load_catalog
@@ -116,6 +116,8 @@ class LaunchPlan:
     budget: float | None = None  # USD like price_per_hour (the ledger's currency); None: none
     on_budget: str = "stop"  # "stop" or "terminate"
     cny_per_usd: float = 7.2  # to hand CNY-billing clouds their own currency
+    # a role that may only stop/terminate the machine itself (services.cloud.instance_role)
+    instance_role: bool = True
 
 
 @dataclass(frozen=True)
@@ -464,6 +466,8 @@ class _Run:
                 raise
         assert instance is not None
         _fault("running")
+        self.machine = await asyncio.to_thread(instance_role.at_launch, ledger, self.machine,
+                                               self.provider, self.plan.instance_role)
         if self.plan.wait_ssh:
             await self._wait_ssh()
             _fault("ssh")
@@ -543,7 +547,9 @@ class _Run:
         p, q = self.plan, self.quoted
         rate = p.cny_per_usd if p.provider in ("tencent", "aliyun") else 1.0
         g = guards.plan(p.provider, p.budget, p.on_budget, p.price_per_hour, 0.0, time.time(),
-                        agent=bool(request.user_data), quote=q, currency="USD")
+                        agent=bool(request.user_data), quote=q, currency="USD",
+                        disk_gb=p.disk_gb, region=request.region or p.region,
+                        cny_per_usd=p.cny_per_usd, market=p.market)
         self.machine = self.l.ledger.update(
             self.machine.id, budget=g.budget, on_budget=g.action if g.budget else "",
             enforced_by=",".join(g.enforced_by), cloud_timer_at=g.cloud_timer_at,

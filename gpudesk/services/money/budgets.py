@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpudesk.services.core import paths
 from gpudesk.services.core.files import atomic_write_text
+from gpudesk.services.core.machine_states import STATE_PENDING, STATE_RUNNING
 from gpudesk.services.money import spend
 
 if TYPE_CHECKING:
@@ -353,11 +354,17 @@ class BudgetChecker:
         """New crossings at ``now`` (already-fired thresholds are not repeated)."""
         hs, billing, rows = _books(self.source())
         found: list[Crossing] = []
+        again = False
         for st in statuses(hs, billing, self.config(), now, rates=self.rates, tz=self.tz,
                            machines=rows):
             b = st.budget
             new = crossed(b, st.spent, self.state.fired.get(b.id, []))
             if not new:
+                if self._runs_again(b, st, rows):
+                    # over its cap and running again (started after the budget's stop): the
+                    # action is owed anew, without a second alert
+                    self.state.owe(Crossing(b, 100.0, st.spent, now, b.action, (b.key,)))
+                    again = True
                 continue
             targets = (b.key,) if b.scope == SCOPE_MACHINE else tuple(sorted(billing))
             for t in new:
@@ -372,9 +379,22 @@ class BudgetChecker:
         gone = [o.key for o in self.state.owed_actions() if o.machine not in live]
         for key in gone:
             self.state.settle(key)
-        if found or gone:
+        if found or gone or again:
             self.state.save()
         return found
+
+    def _runs_again(self, b: Budget, st: Status, rows: Mapping[str, Machine] | None) -> bool:
+        """A machine whose budget's 100 % fired, still over it, running again with nothing
+        owed: a stop that was done once does not hold a machine that was started since."""
+        if b.scope != SCOPE_MACHINE or b.action not in ("stop", "terminate") or rows is None:
+            return False
+        row = rows.get(b.key)
+        if row is None or row.state not in (STATE_PENDING, STATE_RUNNING):
+            return False
+        if st.spent * 100.0 < 100.0 * b.cap - 1e-9 or \
+                100.0 not in self.state.fired.get(b.id, []):
+            return False
+        return f"{b.id}/{b.key}" not in self.state.owed
 
 
 def agent_budget(status: Status, price_per_hour: float, now: float) -> dict[str, Any]:

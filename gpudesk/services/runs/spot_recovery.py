@@ -12,7 +12,9 @@ mirror's interval when the notice came too late for a final copy).
 
 ``relaunch_like`` asks the cloud for a machine like the lost one through the
 Launcher (so intent is in the ledger before the call): the same zone first,
-then any zone of the region. Multi-node runs are
+then any zone of the region, held to what is left of the lost machine's budget
+(same action), so the replacement's agent, cloud timer and the desktop's cap count
+from the spend so far. Multi-node runs are
 recovered on their first node only when they ran on one; a lost node of a
 multi-node run is reported, not replaced.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,7 +31,10 @@ from typing import TYPE_CHECKING
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError
+from gpudesk.services.core.settings import load_settings
 from gpudesk.services.core.worker import StoppableWorker
+from gpudesk.services.money import spend
+from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.remote import sync as sync_service
 from gpudesk.services.remote import targets
 from gpudesk.services.remote.host_keys import HostKeyPolicy
@@ -45,6 +51,19 @@ MSG_MULTI_NODE = QT_TRANSLATE_NOOP(
 MSG_NOT_CLOUD = QT_TRANSLATE_NOOP(
     "SpotRecovery", "The machine {machine} is not a cloud machine gpudesk launched, so "
     "gpudesk cannot launch another like it. Choose a machine to resume on.")
+
+MSG_BUDGET_SPENT = QT_TRANSLATE_NOOP(
+    "SpotRecovery", "The machine {machine} has spent {spent} USD of its {budget} USD budget, "
+    "so gpudesk does not launch another like it: a replacement is held to what is left of "
+    "the budget. Raise the budget (gpudesk budget) to go on.")
+
+# The gpudesk: lines of a recovery in the run's log (runs.Said: translated where shown).
+MSG_LAUNCHING = QT_TRANSLATE_NOOP("SpotRecovery", "launching a machine like {machine}")
+MSG_COPIED = QT_TRANSLATE_NOOP(
+    "SpotRecovery", "copied {n} checkpoint files to {target}; the run resumes from {checkpoint}")
+MSG_NO_CHECKPOINT = QT_TRANSLATE_NOOP(
+    "SpotRecovery", "no checkpoint of run {run} was copied off the lost machine; it starts "
+    "again from the beginning")
 
 CHECKPOINT_PATTERNS = ("checkpoints/", "!*.tmp-*")
 MIRROR_EVERY_S = 30.0
@@ -131,9 +150,6 @@ def mirror_once(conn: SshConnection, record: RunRecord, *, keep: int = KEEP_CHEC
 def data_out_cost(record: RunRecord, nbytes: int) -> tuple[float | None, str]:
     """What copying ``nbytes`` off the run's machine costs as data out (None: not known,
     "" currency: the user's own machine, free)."""
-    from gpudesk.services.money import spend
-    from gpudesk.services.money.ledger import Ledger
-
     if record.main.target.startswith("ssh://"):
         return 0.0, ""
     with Ledger() as ledger:
@@ -235,11 +251,10 @@ def recover(record: RunRecord, ref: str, identity: str | None, policy: HostKeyPo
         if saved:
             pushed = sync_service.push(conn, mirror_dir(record) / "checkpoints",
                                        f"{run_dir}/checkpoints")
-            report(f"copied {pushed.files_sent} checkpoint files to {conn.target}; the run "
-                   f"resumes from {saved[-1].name}")
+            report(runs.Said("SpotRecovery", MSG_COPIED, n=pushed.files_sent,
+                             target=str(conn.target), checkpoint=saved[-1].name))
         else:
-            report(f"no checkpoint of run {record.id} was copied off the lost machine; "
-                   "it starts again from the beginning")
+            report(runs.Said("SpotRecovery", MSG_NO_CHECKPOINT, run=record.id))
         record.nodes = [NodeRun(ref, identity, run_dir, conn.target.host)]
         return runs.resume([conn], record, report=report, pusher=pusher)
     finally:
@@ -258,16 +273,23 @@ async def relaunch_like(launcher: Launcher, machine_id: str,
     old = launcher.ledger.get(machine_id)
     if old is None or old.provider not in ("aws", "tencent", "aliyun"):
         raise RecoveryError(MSG_NOT_CLOUD, machine=machine_id)
+    rate = load_settings().cny_per_usd
+    budget, spent = budget_left(launcher.ledger, old, rate)
     base = LaunchPlan(provider=old.provider, instance_type=old.instance_type,  # type: ignore[arg-type]
                       region=old.region, zone=old.zone, market=old.market,  # type: ignore[arg-type]
                       max_price=old.max_price, gpu=old.gpu, gpus=old.gpus,
                       price_per_hour=old.price_per_hour, ssh_user=old.ssh_user or "ubuntu",
-                      disk_gb=int(old.disk_gb or 100), allow_from=allow_from)
+                      disk_gb=int(old.disk_gb or 100), allow_from=allow_from,
+                      budget=budget, on_budget=old.on_budget or "stop", cny_per_usd=rate)
     plans = [base] + ([replace(base, zone="")] if old.zone else [])
     last: ProviderError | None = None
     for plan in plans:
         try:
             result = await launcher.launch(plan, on_progress)
+            if budget is not None:
+                launcher.ledger.log(result.machine.id, "replaces",
+                                    f"{old.id}: {spent:.4f} USD spent there, budget left "
+                                    f"{budget:.4f} USD ({plan.on_budget})")
             return result.machine.id
         except ProviderError as exc:
             if not exc.failover:
@@ -275,6 +297,26 @@ async def relaunch_like(launcher: Launcher, machine_id: str,
             last = exc
     assert last is not None
     raise last
+
+
+def budget_left(ledger: Ledger, old: Machine, cny_per_usd: float
+                ) -> tuple[float | None, float]:
+    """(the budget a replacement of ``old`` gets, what ``old`` and the machines it replaced
+    have spent), in USD like every machine gpudesk launches. A replacement is held to what
+    is left of the lost machine's own budget, not to a fresh one: a chain of replacements
+    never spends past the budget the user set. None: ``old`` had no budget of its own.
+    Raises ``RecoveryError`` when nothing is left."""
+    if old.budget is None or old.budget <= 0:
+        return None, 0.0
+    now = time.time()
+    spent = spend.to_usd(spend.machine_spend(ledger, old, now).total, old.currency or "USD",
+                         cny_per_usd)
+    budget = spend.to_usd(old.budget, old.currency or "USD", cny_per_usd)
+    left = round(budget - spent, 6)
+    if left <= 0:
+        raise RecoveryError(MSG_BUDGET_SPENT, machine=old.id, budget=f"{budget:.2f}",
+                            spent=f"{spent:.2f}")
+    return left, spent
 
 
 def unattended_policy(fingerprint: str = "") -> HostKeyPolicy:
@@ -291,8 +333,6 @@ def unattended_policy(fingerprint: str = "") -> HostKeyPolicy:
 
 def replacement_policy(ledger_id: str) -> HostKeyPolicy:
     """:func:`unattended_policy` for the ledger row of the replacement machine."""
-    from gpudesk.services.money.ledger import Ledger
-
     with Ledger() as ledger:
         row = ledger.get(ledger_id)
     return unattended_policy(row.host_key_fingerprint if row is not None else "")
