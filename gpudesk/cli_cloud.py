@@ -169,7 +169,7 @@ def _cmd_launch(a: argparse.Namespace) -> int:
         fallback_regions=tuple(a.fallback_region or ()),
         gpu=offer.gpu.name if offer is not None else "",
         gpus=offer.gpu_count if offer is not None else 0, price_per_hour=price,
-        wait_ssh=not a.no_wait_ssh)
+        wait_ssh=not a.no_wait_ssh, instance_role=not a.no_instance_role)
 
     def show(p: Progress) -> None:
         mark = {"started": "…", "done": "done", "failed": "FAILED", "retry": "refused"}[p.status]
@@ -195,6 +195,7 @@ def _cmd_launch(a: argparse.Namespace) -> int:
 
 
 def _machine_json(m: Machine, ledger: Ledger, now: float | None = None) -> dict[str, Any]:
+    from gpudesk.services.core.machine_states import billing_state
     from gpudesk.services.money.spend import machine_spend
 
     return {"id": m.id, "provider": m.provider, "cloud_id": m.cloud_id,
@@ -202,7 +203,10 @@ def _machine_json(m: Machine, ledger: Ledger, now: float | None = None) -> dict[
             "zone": m.zone, "public_address": m.public_ip, "gpus": m.gpus, "gpu": m.gpu,
             "price_per_hour": m.price_per_hour, "currency": m.currency,
             "spend": round(machine_spend(ledger, m, now).total, 4),
-            "billing": m.billing, "name": m.name}
+            "billing": m.billing, "name": m.name,
+            # the cloud's word on what it bills now: KEEP_CHARGING (a stopped Tencent machine
+            # billed in full), StopCharging, "stopped (disk only)" (EC2), or the state
+            "billing_state": billing_state(m.provider, m.state, m.stopped_mode)}
 
 
 def _cmd_ls(a: argparse.Namespace) -> int:
@@ -243,21 +247,26 @@ def _cmd_ls(a: argparse.Namespace) -> int:
 def _cmd_show(a: argparse.Namespace) -> int:
     from gpudesk.services.cloud import cleanup, guard
     from gpudesk.services.cloud.machines import resolve
+    from gpudesk.services.remote import host_key_rotation as first_login
 
     with Ledger() as ledger:
         m = resolve(ledger, a.id)
         data = _machine_json(m, ledger)
         leftovers = cleanup.status(ledger, m)
+        rotated, installed = first_login.login_facts(ledger, m.id)
     data["cleanup"] = [r.as_json() for r in leftovers]
     g = guard.of(m)
     data.update(host_key_fingerprint=m.host_key_fingerprint or None, guard=g.as_json(),
-                guard_says=guard.english(m, g))
+                guard_says=guard.english(m, g), host_key_rotated=rotated)
+    data["guard"]["installed"] = installed
     if a.json:
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
-    print(f"{m.id} {m.name}: {m.provider} {m.cloud_id or '-'} {m.instance_type} {m.state}")
+    print(f"{m.id} {m.name}: {m.provider} {m.cloud_id or '-'} {m.instance_type} "
+          f"{m.billing_label}")
     print(f"  spent {data['spend']:.2f} {m.currency} at {m.price_per_hour:g}/h")
     print(f"  host key {m.host_key_fingerprint or 'not known yet (asked on first connect)'}")
+    print(f"  guard: {first_login.GUARD_WORDS[installed]}")
     print(f"  enforced by: {', '.join(g.enforced_by) or 'nobody'}")
     for line in data["guard_says"]:
         print(f"  {line}")
@@ -268,7 +277,7 @@ def _cmd_show(a: argparse.Namespace) -> int:
 
 
 def _cmd_action(a: argparse.Namespace) -> int:
-    from gpudesk.services.cloud.machines import act, resolve
+    from gpudesk.services.cloud.machines import act, resolve, stop_warning
 
     with Ledger() as ledger:
         machine = resolve(ledger, a.id)
@@ -276,9 +285,13 @@ def _cmd_action(a: argparse.Namespace) -> int:
                 a, f"Terminate {machine.id} ({machine.cloud_id}, {machine.instance_type})? "
                    "Its disk is deleted."):
             return _fail("not confirmed (pass --yes)")
+        if a.verb == "stop":
+            warning = asyncio.run(stop_warning(ledger, a.id))
+            if warning:  # this stop cannot end the compute bill: say so before it
+                print(f"gpudesk: warning: {warning}", file=sys.stderr)
         updated = asyncio.run(act(ledger, a.id, a.verb))
         notes = [e.detail for e in ledger.events(updated.id) if e.step == "stop-billing"]
-    print(f"{updated.id} {updated.cloud_id}: {updated.state}")
+    print(f"{updated.id} {updated.cloud_id}: {updated.billing_label}")
     if a.verb == "stop" and notes:
         print(notes[-1])  # what still bills while it is stopped
     return 0
@@ -359,6 +372,9 @@ def add_parsers(sub: Any) -> None:
                         "CNY); default: the Preferences machine budget")
     p.add_argument("--on-budget", choices=("stop", "terminate"),
                    help="what happens at the budget (default: the Preferences action)")
+    p.add_argument("--no-instance-role", action="store_true",
+                   help="give the machine no role to stop itself (AWS: an instance profile "
+                        "that may only stop or terminate that machine)")
     p.add_argument("--poll", type=float, default=3.0, help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_launch)

@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import cloud_limits
+from cloud_bill import tencent_view
 from standin_http import ApiError, StandinServer
 
 VERSION = "2017-03-12"
@@ -211,6 +212,7 @@ class TencentStandin(StandinServer):
             self.lingering: dict[str, int] = {}
             self.secrets = {}
             self._ips = itertools.count(10)
+            self.bill: Any = None  # a cloud_bill.Bill a test sets: what CVM would bill
 
     def sell_out(self, zone: str, instance_type: str, charge_type: str | None = None,
                  reason: str = "The instance type is sold out in this zone.") -> None:
@@ -230,6 +232,14 @@ class TencentStandin(StandinServer):
         listed = TYPES[instance_type][5]
         default = round(listed * SPOT_FACTOR, 2) if charge == "SPOTPAID" else listed
         return self.zone_prices.get((zone, instance_type, charge), default)
+
+    def shutdown_inside(self, instance_id: str) -> None:
+        """The machine's OS shut itself down (the agent's ``shutdown``, a user's
+        ``poweroff``): CVM shows it STOPPED and keeps charging it (KEEP_CHARGING)."""
+        with self._lock:
+            instance = self.state.instances[instance_id]
+            instance.update(InstanceState="STOPPED", StopChargingMode="KEEP_CHARGING",
+                            LatestOperation="", LatestOperationState="SUCCESS")
 
     def add_rule(self, group_id: str, direction: str, rule: dict[str, Any]) -> None:
         """Put a rule straight into a group (as another tool or a person might)."""
@@ -270,6 +280,8 @@ class TencentStandin(StandinServer):
                 if broken:
                     raise ApiError(*cloud_limits.split(broken[0]))
                 answer = getattr(self, "_" + action)(region, params)
+                if self.bill is not None:  # the bill follows every change a request makes
+                    self.bill.sync(tencent_view(self))
         except ApiError as err:
             return {"Error": {"Code": err.code, "Message": err.message},
                     "RequestId": str(uuid.uuid4())}
@@ -644,6 +656,7 @@ class TencentStandin(StandinServer):
             "ExpiredTime": None, "OsName": "Ubuntu Server 22.04 LTS 64bit",
             "SecurityGroupIds": groups, "LoginSettings": {"KeyIds": keys},
             "InstanceState": "PENDING", "Tags": _tag_spec(params, "instance"),
+            # NOT_APPLICABLE while not stopped; StopInstances sets the mode it stopped with
             "StopChargingMode": "NOT_APPLICABLE", "Uuid": str(uuid.uuid4()),
             "LatestOperation": "RunInstances", "LatestOperationState": "OPERATING",
             "GPUInfo": {"GPUCount": float(gpus), "GPUType": gpu} if gpus else None,
@@ -733,6 +746,15 @@ class TencentStandin(StandinServer):
         mode = params.get("StoppedMode", "KEEP_CHARGING")
         if mode not in ("KEEP_CHARGING", "STOP_CHARGING"):
             raise ApiError("InvalidParameterValue", f"StoppedMode {mode} is not valid.")
+        if mode == "STOP_CHARGING":
+            # "No charge when shut down": pay-as-you-go machines on cloud disks only
+            for instance in self._instances(region, params):
+                disks = [instance["SystemDisk"], *(instance.get("DataDisks") or [])]
+                if instance["InstanceChargeType"] != "POSTPAID_BY_HOUR" or any(
+                        str(d.get("DiskType", "")).startswith("LOCAL_") for d in disks):
+                    raise ApiError("UnsupportedOperation.StoppedModeStopCharging",
+                                   f"The instance {instance['InstanceId']} does not support "
+                                   "STOP_CHARGING.")
         for instance in self._transition(region, params, "RUNNING", "STOPPING"):
             instance["StopChargingMode"] = mode
         return {}

@@ -118,3 +118,29 @@ def test_ledger_ids_are_unique_and_tag_safe() -> None:
     ids = {new_ledger_id() for _ in range(1000)}
     assert len(ids) == 1000
     assert all(len(i) == 12 and i.startswith("m-") and i[2:].isalnum() for i in ids)
+
+
+def test_a_stop_that_keeps_charging_keeps_the_billed_interval_open(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CVM KEEP_CHARGING / ECS KeepCharging: stopped, billed in full; STOP_CHARGING and
+    StopCharging: the interval closes at the stop."""
+    clock = [0.0]
+    monkeypatch.setattr("gpudesk.services.money.ledger.time.time", lambda: clock[0])
+    with Ledger(tmp_path / "l.sqlite3") as ledger:
+        for ledger_id, provider, keep, free in (("m-t", "tencent", "KEEP_CHARGING",
+                                                 "STOP_CHARGING"),
+                                                ("m-a", "aliyun", "KeepCharging",
+                                                 "StopCharging")):
+            clock[0] = 0.0
+            ledger.add(Machine(id=ledger_id, provider=provider, price_per_hour=36.0))
+            ledger.update(ledger_id, state="running")
+            clock[0] = 100.0
+            ledger.update(ledger_id, state="stopped", stopped_mode=keep)
+            clock[0] = 200.0
+            m = ledger.get(ledger_id)
+            assert m is not None and m.billing and m.running_since == 0.0
+            assert _spent(ledger, m) == pytest.approx(2.0)  # 200 s at 36/h: still counting
+            m = ledger.update(ledger_id, stopped_mode=free)  # started & stopped free since
+            clock[0] = 1000.0
+            assert not m.billing and m.billed_seconds == 200.0
+            assert _spent(ledger, m) == pytest.approx(2.0)

@@ -103,10 +103,43 @@ def test_the_issue_example_is_4_02_everywhere(machine: str, qapp: Any,
 def test_show_json_has_the_documented_fields(machine: str,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     shown = _cli_json(capsys, "show", "i-0abc", "--json")
-    for key in ("id", "provider", "cloud_id", "state", "spend", "host_key_fingerprint", "guard"):
+    for key in ("id", "provider", "cloud_id", "state", "spend", "host_key_fingerprint", "guard",
+                "billing_state"):
         assert key in shown
+    assert shown["billing_state"] == "running"  # the cloud's word once stopped
     assert (shown["id"], shown["provider"], shown["cloud_id"], shown["state"]) == \
         (machine, "aws", "i-0abc", "running")
-    assert shown["guard"] == {"budget": None, "action": "stop", "enforced_by": [],
-                              "cloud_timer_at": None}
+    assert {k: shown["guard"][k] for k in ("budget", "action", "enforced_by",
+                                           "cloud_timer_at")} == {
+        "budget": None, "action": "stop", "enforced_by": [], "cloud_timer_at": None}
     assert shown["host_key_fingerprint"] is None  # never connected, nothing pinned yet
+
+
+def test_a_stopped_machine_its_cloud_still_charges_keeps_one_growing_figure(
+        clock: list[float], qapp: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """An hour running, then an hour stopped with KEEP_CHARGING: CVM bills both hours, so
+    does every face (¥7.2 × 2), and each counts the machine as billing."""
+    from gpudesk.ui.machines.instances_model import InstancesModel
+
+    with Ledger() as ledger:
+        ledger.add(Machine(id="m-cvm", provider="tencent", region="ap-guangzhou",
+                           cloud_id="ins-abcdefgh", instance_type="GN7.2XLARGE32",
+                           price_per_hour=7.2, currency="CNY", created_at=T0))
+        ledger.update("m-cvm", state="running")
+        clock[0] = T0 + 3600
+        ledger.update("m-cvm", state="stopped", stopped_mode="KEEP_CHARGING")
+        clock[0] = NOW
+        m = ledger.get("m-cvm")
+        assert m is not None
+        one = spend.machine_spend(ledger, m).total
+        model = InstancesModel()
+        model.now = lambda: NOW
+        model.set_machines([m], {m.id: spend.history(ledger, m)})
+    assert one == pytest.approx(14.4)
+    assert model.spent(m) == pytest.approx(one)
+    assert model.billing_summary()[0] == 1  # the banner's count: not "Nothing is billing"
+    save_settings(Settings())
+    ls = _cli_json(capsys, "ls", "--json", "--no-reconcile")
+    shown = _cli_json(capsys, "show", "m-cvm", "--json")
+    assert [(r["spend"], r["billing"]) for r in ls] == [(round(one, 4), True)]
+    assert (shown["spend"], shown["billing_state"]) == (round(one, 4), "KEEP_CHARGING")

@@ -604,3 +604,54 @@ def test_zone_choices_cheapest_first_with_cvms_reasons(provider: TencentProvider
               and o.market == "on-demand" and o.available]
     assert sorted((o.zone, o.price_per_hour) for o in offers) == [
         ("ap-guangzhou-3", 8.68), ("ap-guangzhou-6", 8.1)]  # per zone; -4 is sold out
+
+
+# --------------------------------------------------------------------------- billing words
+
+
+def test_describe_reads_the_charging_mode_of_a_stopped_machine(
+        provider: TencentProvider, cloud: TencentStandin) -> None:
+    machine = provider.run_instance(_prepared(provider))
+    (running,) = provider.describe(REGION, [machine.cloud_id])
+    assert running.stopped_mode == "NOT_APPLICABLE"  # CVM's word while it runs
+    cloud.shutdown_inside(machine.cloud_id)  # the agent's shutdown: CVM keeps charging
+    (stopped,) = provider.describe(REGION, [machine.cloud_id])
+    assert (stopped.state, stopped.stopped_mode) == ("stopped", "KEEP_CHARGING")
+    assert provider.stop_note(REGION, machine.cloud_id).startswith("stopped with KEEP_CHARGING")
+
+
+def test_already_stopped_is_done_only_when_the_charge_stopped(
+        cloud: TencentStandin, creds: Credentials) -> None:
+    provider = TencentProvider(creds, endpoint=cloud.endpoint, protocol="http",
+                               stopped_mode="STOP_CHARGING")
+    machine = provider.run_instance(_prepared(provider))
+    provider.describe(REGION, [machine.cloud_id])
+    cloud.shutdown_inside(machine.cloud_id)
+    err = _raises("invalid", lambda: provider.stop(REGION, machine.cloud_id))
+    assert err.detail == ("[UnsupportedOperation.InstanceStateStopped] "
+                          "StopChargingMode=KEEP_CHARGING")
+    assert "still charges it" in err.message() and machine.cloud_id in err.message()
+    provider.start(REGION, machine.cloud_id)
+    provider.describe(REGION, [machine.cloud_id])  # STARTING → RUNNING
+    provider.stop(REGION, machine.cloud_id)
+    provider.stop(REGION, machine.cloud_id)  # stopping without charge: a retry is fine
+    provider.describe(REGION, [machine.cloud_id])
+    provider.stop(REGION, machine.cloud_id)  # stopped without charge: fine
+    assert provider.stop_note(REGION, machine.cloud_id).startswith("stopped with STOP_CHARGING")
+    provider.close()
+
+
+def test_stop_charging_refused_is_said_in_words() -> None:
+    err = map_error("UnsupportedOperation.StoppedModeStopCharging", "not supported",
+                    CallContext("cvm", "StopInstances", REGION, resource="ins-abcdefgh"))
+    assert err.kind == "invalid"
+    assert err.message().startswith("Tencent Cloud cannot stop charging ins-abcdefgh")
+    assert "full price" in err.message()
+    raw = {"InstanceChargeType": "POSTPAID_BY_HOUR", "SystemDisk": {"DiskType": "CLOUD_PREMIUM"}}
+    assert tp.stop_charging_refusal(raw) == ""
+    assert tp.stop_charging_refusal(dict(raw, InstanceChargeType="SPOTPAID")) == \
+        "spot (SPOTPAID)"
+    assert tp.stop_charging_refusal(dict(raw, InstanceChargeType="PREPAID")) == \
+        "charge type PREPAID"
+    assert tp.stop_charging_refusal(dict(raw, DataDisks=[{"DiskType": "LOCAL_BASIC"}])) == \
+        "local disk (LOCAL_BASIC)"

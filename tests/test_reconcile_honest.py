@@ -12,9 +12,12 @@ import keyring
 import keyring.errors
 import pytest
 from fixtures_keyring import MemoryKeyring, memory_keyring  # noqa: F401
+from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from tencent_standin import TencentStandin
 
 from gpudesk.services.cloud.providers.aws import AwsProvider
-from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
+from gpudesk.services.cloud.providers.tencent import TencentProvider
 from gpudesk.services.cloud.reconcile import reconcile
 from gpudesk.services.money.ledger import Account, Ledger, Machine
 from gpudesk.ui.machines.instances_page import InstancesPage
@@ -86,3 +89,23 @@ def test_instances_page_never_says_up_to_date_when_a_cloud_did_not_answer(
     assert "Up to date" not in status.text()
     assert status.text().startswith("AWS account 123456789012 (AKIA…0001) not checked:")
     assert status.property("warning") is True
+
+
+def test_a_machine_stopped_but_still_charged_is_reported_billing(
+        tmp_path: Path, tencent: TencentStandin,  # noqa: F811
+        tencent_creds: Credentials) -> None:  # noqa: F811
+    """A tagged CVM machine the ledger never heard of, shut down from inside (the agent):
+    CVM keeps charging it, so reconcile adopts it as billing, not as a free stopped one."""
+    provider = TencentProvider(tencent_creds, endpoint=tencent.endpoint, protocol="http")
+    group = provider.ensure_security_group("ap-guangzhou", "203.0.113.7")
+    inst = provider.run_instance(LaunchRequest(
+        ledger_id="m-lost000001", region="ap-guangzhou", instance_type="GN7.2XLARGE32",
+        zone="ap-guangzhou-3", security_group=group))
+    tencent.shutdown_inside(inst.cloud_id)
+    with Ledger(tmp_path / "l.sqlite3") as led:
+        report = asyncio.run(reconcile(led, lambda _n: provider, names=["tencent"]))
+        assert report.adopted == ["m-lost000001"] and not report.errors
+        (row,) = report.billing
+        assert (row.state, row.stopped_mode, row.billing) == ("stopped", "KEEP_CHARGING", True)
+        assert row.running_since is not None  # billed on: the spend keeps counting
+    provider.close()

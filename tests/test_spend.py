@@ -197,3 +197,32 @@ def test_disk_and_data_out_are_priced_in_the_machines_own_region() -> None:
     assert costs["eu-west-1"].storage == pytest.approx(4.4)
     assert costs["ap-south-2"].storage == pytest.approx(4.0)  # the default, as before
     assert {round(c.transfer, 6) for c in costs.values()} == {0.9}  # 10 GiB × $0.09
+
+
+def test_a_stopped_machine_still_charged_costs_compute_and_disk_by_the_hour(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tencent ¥36/h with 30 GB at ¥0.72/GB-month, stopped KEEP_CHARGING at 1 h: the
+    next hour costs 36 + 30 × 0.72 × 3600 / (31 days) ≈ 36.029; stopped STOP_CHARGING
+    (its twin): the disk part only."""
+    dec1 = datetime(2026, 12, 1, tzinfo=SHANGHAI).timestamp()  # December: 31 days
+    rates = {"tencent": Rates(storage_per_gb_month=0.72, currency="CNY", known=True)}
+    disk_hour = 30 * 0.72 * 3600 / (31 * 86_400)
+    ledger, clock = _clocked_ledger(tmp_path, monkeypatch)
+    with ledger:
+        for ledger_id, word in (("m-keep", "KEEP_CHARGING"), ("m-free", "STOP_CHARGING")):
+            clock[0] = dec1
+            ledger.add(Machine(id=ledger_id, provider="tencent", currency="CNY",
+                               price_per_hour=36.0, disk_gb=30, created_at=dec1))
+            ledger.update(ledger_id, state="running")
+            clock[0] = dec1 + 3600
+            ledger.update(ledger_id, state="stopped", stopped_mode=word)
+        keep, free = (spend.history(ledger, m) for m in ledger.machines())
+        at = dec1 + 3600
+        assert spend.running(keep) and not spend.running(free)
+        assert spend.rate_per_hour(keep, at, rates=rates, tz=SHANGHAI) == \
+            pytest.approx(36.0 + disk_hour)
+        assert spend.rate_per_hour(free, at, rates=rates, tz=SHANGHAI) == \
+            pytest.approx(disk_hour)
+        two = at + 3600
+        assert spend.cost(keep, two, rates=rates, tz=SHANGHAI).compute == pytest.approx(72.0)
+        assert spend.cost(free, two, rates=rates, tz=SHANGHAI).compute == pytest.approx(36.0)

@@ -60,10 +60,30 @@ async def act(ledger: Ledger, ref: str, action: str,
     provider = await asyncio.to_thread(providers, name)
     ledger.log(machine.id, f"{action}-requested", machine.cloud_id)
     call = {"stop": provider.stop, "start": provider.start, "terminate": provider.terminate}
-    await asyncio.to_thread(call[action], machine.region, machine.cloud_id)
-    updated = ledger.update(machine.id, state=_AFTER[action], step=action,
-                            detail=machine.cloud_id)
-    found = await asyncio.to_thread(provider.describe, machine.region, [machine.cloud_id])
+    try:
+        await asyncio.to_thread(call[action], machine.region, machine.cloud_id)
+    except ProviderError as error:
+        # Refused, e.g. "already stopped" while the cloud still charges it: record what the
+        # cloud says it is (a stopped machine billing at full price) before saying why.
+        ledger.log(machine.id, f"{action}-refused", error.message())
+        try:
+            seen = await asyncio.to_thread(provider.describe, machine.region,
+                                           [machine.cloud_id])
+        except ProviderError:
+            seen = []
+        if seen:
+            _follow(ledger, machine, seen[0])
+        raise
+    found: list[CloudInstance] = []
+    try:
+        found = await asyncio.to_thread(provider.describe, machine.region, [machine.cloud_id])
+    finally:
+        # The stop's charging mode goes in with the stop, so a stop that keeps charging
+        # never closes the billed interval (not even for a moment).
+        word: dict[str, Any] = ({"stopped_mode": found[0].stopped_mode}
+                                if found and action == "stop" else {})
+        updated = ledger.update(machine.id, state=_AFTER[action], step=action,
+                                detail=machine.cloud_id, **word)
     if found:
         updated = _follow(ledger, updated, found[0])
     note = getattr(provider, "stop_note", None)  # what still bills, in the cloud's terms
@@ -84,13 +104,36 @@ def _follow(ledger: Ledger, machine: Machine, inst: CloudInstance) -> Machine:
     changes: dict[str, Any] = {}
     if inst.state != machine.state:
         changes["state"] = inst.state
+    if inst.stopped_mode != machine.stopped_mode:
+        changes["stopped_mode"] = inst.stopped_mode  # a stop that keeps charging bills on
     if inst.public_ip and inst.public_ip != machine.public_ip:
         changes["public_ip"] = inst.public_ip
     elif inst.state == STATE_STOPPED and not inst.public_ip and machine.public_ip:
         changes["public_ip"] = ""
     if not changes:
         return machine
-    return ledger.update(machine.id, step="state", detail=inst.state, **changes)
+    detail = inst.state if not inst.stopped_mode else f"{inst.state} ({inst.stopped_mode})"
+    return ledger.update(machine.id, step="state", detail=detail, **changes)
+
+
+async def stop_warning(ledger: Ledger, ref: str,
+                       providers: ProviderFactory = provider_from_keyring) -> str:
+    """Before a stop: why it cannot end the compute bill, in words; "" when it can.
+
+    The cloud's own rule (a Tencent spot, prepaid or local-disk machine, or one set to
+    stop with KEEP_CHARGING; Aliyun where economical mode cannot apply), asked of the
+    provider when it knows how (``stop_warning``); EC2's stop always ends it.
+    """
+    machine = resolve(ledger, ref)
+    if machine.provider in ("own", "aws") or not machine.cloud_id:
+        return ""
+    name: ProviderName = "aliyun" if machine.provider == "aliyun" else "tencent"
+    provider = await asyncio.to_thread(providers, name)
+    warn = getattr(provider, "stop_warning", None)
+    if not callable(warn):
+        return ""
+    words = await asyncio.to_thread(warn, machine.region, machine.cloud_id)
+    return str(words or "")
 
 
 async def settle(ledger: Ledger, ref: str, providers: ProviderFactory = provider_from_keyring,

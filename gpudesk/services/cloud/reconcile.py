@@ -5,7 +5,9 @@ Run at start-up and periodically. Three repairs:
   and the ledger write, or a launch from another computer) is adopted;
 - a ledger row the provider no longer has is marked gone;
 - an intent with no instance after a grace period is closed as failed.
-Anything still billing is returned so the window and the tray can show it.
+Anything still billing is returned so the window and the tray can show it,
+including a stopped machine its cloud still charges for (CVM KEEP_CHARGING, ECS
+KeepCharging: ``Machine.billing``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from gpudesk.services.cloud.providers.base import (
     ProviderError,
     ProviderName,
 )
+from gpudesk.services.core.machine_states import bills_compute
 from gpudesk.services.money.ledger import (
     INTENT_GRACE_S,
     STATE_FAILED,
@@ -165,8 +168,11 @@ def _merge(ledger: Ledger, name: ProviderName, inst: CloudInstance,
             cloud_id=inst.cloud_id,
             state=inst.state, public_ip=inst.public_ip, name=ledger_id, origin="adopted",
             price_per_hour=_catalog_price(name, inst), launched_at=inst.launched_at,
-            running_since=inst.launched_at if inst.state == "running" else None,
-            ssh_user="ubuntu",
+            # running, or stopped but still charged: billed since the launch (as far as
+            # gpudesk can know)
+            running_since=inst.launched_at if bills_compute(name, inst.state,
+                                                            inst.stopped_mode) else None,
+            stopped_mode=inst.stopped_mode, ssh_user="ubuntu",
         ), step="adopted", detail=f"found {inst.cloud_id} tagged {TAG_LEDGER}={inst.ledger_id}")
         report.adopted.append(ledger_id)
         return
@@ -175,6 +181,9 @@ def _merge(ledger: Ledger, name: ProviderName, inst: CloudInstance,
         changes["cloud_id"] = inst.cloud_id
     if known.state != inst.state:
         changes["state"] = inst.state
+    if known.stopped_mode != inst.stopped_mode:
+        # the cloud's word on a stopped machine's bill (KEEP_CHARGING bills on, in full)
+        changes["stopped_mode"] = inst.stopped_mode
     if inst.public_ip and inst.public_ip != known.public_ip:
         changes["public_ip"] = inst.public_ip
     if inst.zone and inst.zone != known.zone:

@@ -24,9 +24,11 @@ from typing import Any
 
 from gpudesk.services.core import paths
 from gpudesk.services.core.machine_states import (
-    BILLING_STATES,
     STATE_RUNNING,
     STATE_TERMINATED,
+    billing_label,
+    bills_compute,
+    is_billing,
 )
 from gpudesk.services.money.billing import rule_for
 
@@ -90,13 +92,30 @@ class Machine:
     enforced_by: str = ""
     cloud_timer_at: float | None = None
     host_key_fingerprint: str = ""  # SHA256:… of the host key pinned before the first login
+    # The cloud's word on what the machine bills while stopped (CloudInstance.stopped_mode:
+    # CVM StopChargingMode, ECS StoppedMode; "" for EC2, whose stop bills the disk only).
+    # A stopped machine whose word does not say "stop charging" bills at its full price.
+    stopped_mode: str = ""
 
     @property
     def billing(self) -> bool:
-        """Could this machine be costing money now (as far as the ledger knows)?"""
+        """Could this machine be costing money now (as far as the ledger knows)? A stopped
+        machine its cloud still charges for (KEEP_CHARGING, KeepCharging) is."""
         if self.provider == "own":
             return False
-        return self.state in BILLING_STATES or (self.state == STATE_INTENT and not self.ended_at)
+        return (is_billing(self.provider, self.state, self.stopped_mode)
+                or (self.state == STATE_INTENT and not self.ended_at))
+
+    @property
+    def compute_billing(self) -> bool:
+        """Is the machine's compute price counting now (running, or stopped but charged)?"""
+        return bills_compute(self.provider, self.state, self.stopped_mode)
+
+    @property
+    def billing_label(self) -> str:
+        """``stopped (still billing)`` for a stopped machine charged as if running, else
+        the state: what a face shows where it counts machines by state."""
+        return billing_label(self.provider, self.state, self.stopped_mode)
 
     @property
     def ended(self) -> bool:
@@ -438,15 +457,19 @@ def _record_history(db: sqlite3.Connection, current: Machine, changes: dict[str,
 
 def _billing_changes(current: Machine, new_state: str, now: float,
                      changes: dict[str, Any]) -> dict[str, Any]:
-    """Open a billed interval on entering running, close it on leaving it.
+    """Open a billed interval when the compute starts billing, close it when it stops.
 
-    Clouds bill from "running" (not "pending") until the machine stops.
+    Clouds bill from "running" (not "pending") until the machine stops, and a stopped
+    machine its cloud keeps charging (``stopped_mode`` KEEP_CHARGING / KeepCharging /
+    NOT_APPLICABLE) on: its interval stays open at the compute price.
     """
     out: dict[str, Any] = {}
-    bills = new_state == STATE_RUNNING
+    word = changes.get("stopped_mode", current.stopped_mode)
+    bills = bills_compute(current.provider, new_state, word)
     if bills and current.running_since is None and "running_since" not in changes:
         out["running_since"] = now
-        if current.launched_at is None and "launched_at" not in changes:
+        if (new_state == STATE_RUNNING and current.launched_at is None
+                and "launched_at" not in changes):
             out["launched_at"] = now
     elif not bills and current.running_since is not None and "running_since" not in changes:
         out["billed_seconds"] = current.billed_s(now)

@@ -14,6 +14,10 @@ The model:
   price in force at each moment comes from the price history (spot moves), so a
   change mid-stretch splits its cost; before the first known price the first
   one applies.
+  A stretch is time the cloud bills the compute: running, and also stopped where
+  the cloud keeps charging (CVM ``KEEP_CHARGING``, ECS ``KeepCharging``: the
+  ledger keeps the stretch open, see ``machine_states.bills_compute``); a machine
+  stopped without charge (EC2, ``STOP_CHARGING``, ``StopCharging``) pays its disk only.
 * **Storage.** The root disk bills from the first start until the machine ends,
   stopped or not, at a price per GB-month prorated by the second over the
   calendar month it falls in.
@@ -71,7 +75,8 @@ DEFAULT_RATES: dict[str, Rates] = {
 
 @dataclass(frozen=True)
 class Stretch:
-    """Time in state running: ``end`` None means still running."""
+    """Time the compute bills (running, or stopped but still charged): ``end`` None means
+    it still does."""
 
     start: float
     end: float | None = None

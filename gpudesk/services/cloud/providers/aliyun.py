@@ -59,7 +59,9 @@ from darabonba.runtime import RuntimeOptions
 from gpudesk.services.cloud.providers import aliyun_parse as ap
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.aliyun_errors import (
+    MSG_ALREADY_STOPPED_CHARGING,
     MSG_NEED_GROUP,
+    MSG_STOP_CANNOT_STOP_CHARGING,
     MSG_STOPPED_KEEP_CHARGING,
     MSG_STOPPED_STOP_CHARGING,
     MSG_VPC_NOT_READY,
@@ -517,10 +519,36 @@ class AliyunProvider(SdkProvider[CallContext], MachineGroups):
         return [ap.parse_instance(raw, region) for raw in self._managed_raw(region)]
 
     def stop(self, region: str, cloud_id: str, *, stopped_mode: str | None = None) -> None:
-        """Stop; StopCharging (the default here) ends the compute bill but may lose the GPU."""
+        """Stop; StopCharging (the default here) ends the compute bill but may lose the GPU.
+
+        Already stopped is done only when the machine's own StoppedMode is what was asked:
+        a machine shut down from inside keeps charging (KeepCharging), and is said so."""
+        mode = stopped_mode or self._stopped_mode
+        self._check_region(region)
+        raw = next(iter(self.describe_raw(region, [cloud_id])), {})
+        word = str(raw.get("StoppedMode") or "")
+        if (raw.get("Status") in ("Stopped", "Stopping") and mode == ap.STOP_CHARGING
+                and word != ap.STOP_CHARGING):
+            raise base.ProviderError("invalid", MSG_ALREADY_STOPPED_CHARGING,
+                                     f"Status={raw.get('Status')} StoppedMode={word or '?'}",
+                                     name=cloud_id, mode=word or "?")
         self._instance_action(region, cloud_id, "StopInstances", {
-            "StoppedMode": stopped_mode or self._stopped_mode, "ForceStop": False},
-            ("Stopped", "Stopping"))
+            "StoppedMode": mode, "ForceStop": False}, ("Stopped", "Stopping"))
+
+    def stop_warning(self, region: str, cloud_id: str) -> str:
+        """Before a stop: why it cannot end the compute bill, in words ("" when ECS's
+        rules allow StopCharging; a type that does not is only known after the stop)."""
+        self._check_region(region)
+        raw = next(iter(self.describe_raw(region, [cloud_id])), {})
+        if self._stopped_mode == ap.KEEP_CHARGING:
+            why = WHY_KEEP_ASKED
+        elif raw.get("InstanceChargeType") == "PrePaid":
+            why = WHY_KEEP_SUBSCRIPTION
+        elif raw.get("InstanceNetworkType") == "classic":
+            why = WHY_KEEP_CLASSIC
+        else:
+            return ""
+        return MSG_STOP_CANNOT_STOP_CHARGING.format(name=cloud_id, why=why)
 
     def stop_note(self, region: str, cloud_id: str) -> str:
         """What still bills after a stop, from the machine's own StoppedMode, and why ECS did

@@ -56,6 +56,14 @@ MSG_STOPPED_STOP_CHARGING = QT_TRANSLATE_NOOP(
 MSG_STOPPED_KEEP_CHARGING = QT_TRANSLATE_NOOP(
     "ProviderError", "stopped with KeepCharging ({why}): the machine bills as if running until "
     "it is terminated")
+# Said before a stop that cannot end the bill, and when one is already stopped but charged.
+MSG_STOP_CANNOT_STOP_CHARGING = QT_TRANSLATE_NOOP(
+    "ProviderError", "Alibaba Cloud cannot stop charging {name} while it is stopped ({why}): "
+    "a stop keeps billing it at its full price. Terminate it to end the bill.")
+MSG_ALREADY_STOPPED_CHARGING = QT_TRANSLATE_NOOP(
+    "ProviderError", "{name} is already stopped, but Alibaba Cloud still charges it as if it "
+    "were running ({mode}): a shutdown from inside the machine does not stop the charge. "
+    "Start it and stop it from gpudesk, or terminate it, to end the bill.")
 WHY_KEEP_ASKED = QT_TRANSLATE_NOOP("ProviderError", "as asked")
 WHY_KEEP_SUBSCRIPTION = QT_TRANSLATE_NOOP(
     "ProviderError", "a subscription machine does not get StopCharging")

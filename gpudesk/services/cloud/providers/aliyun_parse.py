@@ -103,6 +103,7 @@ def parse_instance(raw: dict[str, Any], region: str) -> base.CloudInstance:
         launched_at=parse_time(raw.get("CreationTime")),
         tags=tags_of(raw.get("Tags")),
         reason=recycling_reason(raw),
+        stopped_mode=str(raw.get("StoppedMode") or ""),  # KeepCharging bills when stopped
     )
 
 

@@ -18,7 +18,11 @@ Choices worth knowing:
 * ``max_price`` is CNY/hour. A spot request without one bids the zone's
   on-demand price (Tencent never charges spot above it).
 * ``stop`` keeps billing the machine by default (``KEEP_CHARGING``): a GPU
-  released with ``STOP_CHARGING`` may not be there to start again.
+  released with ``STOP_CHARGING`` may not be there to start again. Each machine's
+  ``StopChargingMode`` is read back (``CloudInstance.stopped_mode``): the ledger
+  counts a stopped machine that keeps charging at its full price. ``stop_warning``
+  says before a stop when it cannot end the bill (spot, prepaid, local disks);
+  ``stop_note`` says after it what still bills.
 * Key pairs are returned by KeyId (``skey-…``), which RunInstances needs.
 """
 
@@ -43,8 +47,12 @@ from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers import tencent_parse as tp
 from gpudesk.services.cloud.providers.sdk_provider import Refused, SdkProvider, ssh_group_name
 from gpudesk.services.cloud.providers.tencent_errors import (
+    MSG_ALREADY_STOPPED_CHARGING,
     MSG_NEED_GROUP,
     MSG_NEED_SPOT_PRICE,
+    MSG_STOP_CANNOT_STOP_CHARGING,
+    MSG_STOPPED_KEEPS_CHARGING,
+    MSG_STOPPED_NO_CHARGE,
     PROVIDER_LABEL,
     CallContext,
     error,
@@ -266,6 +274,17 @@ class TencentProvider(SdkProvider[CallContext], MachineGroups):
             "InstanceType": instance_type, "Limit": PAGE}, instance_type=instance_type)
         return self._gpu_image(tp.newest_gpu_image(answer.get("ImageSet") or []), region)
 
+    def login_user(self, region: str, image_id: str = "") -> str:
+        """Who logs in on ``image_id`` ("": the Ubuntu image :meth:`find_image` picks): CVM's
+        Ubuntu images log in as ``ubuntu``, its other Linux images as ``root``."""
+        if not image_id:
+            return "ubuntu"
+        self._check_region(region)
+        found = self._cvm(region, "DescribeImages", {"ImageIds": [image_id]},
+                          resource=image_id).get("ImageSet") or []
+        text = " ".join(str(i.get(k) or "") for i in found for k in ("Platform", "OsName"))
+        return "ubuntu" if "ubuntu" in text.lower() else "root"
+
     def zone_choices(self, region: str, instance_type: str,
                      market: base.Market = "on-demand") -> list[base.ZoneChoice]:
         """Every zone of ``region`` and whether it sells ``instance_type`` now, in CVM's words.
@@ -394,10 +413,51 @@ class TencentProvider(SdkProvider[CallContext], MachineGroups):
                 resource=cloud_id)
 
     def stop(self, region: str, cloud_id: str, *, stopped_mode: str | None = None) -> None:
-        """Stop; ``stopped_mode=STOP_CHARGING`` stops the bill too but may lose the GPU."""
-        self._instance_action(region, cloud_id, "StopInstances", {
-            "StopType": "SOFT_FIRST", "StoppedMode": stopped_mode or self._stopped_mode},
-            ("Stopped", "Stopping"))
+        """Stop; ``stopped_mode=STOP_CHARGING`` stops the bill too but may lose the GPU.
+
+        "Already stopped" (or stopping) is done only when the machine's own
+        StopChargingMode is what was asked: a machine shut down from inside keeps
+        charging, and answering that stop with success would hide the bill.
+        """
+        self._check_region(region)
+        mode = stopped_mode or self._stopped_mode
+        answer = self._call(CallContext("cvm", "StopInstances", region, resource=cloud_id), {
+            "InstanceIds": [cloud_id], "StopType": "SOFT_FIRST", "StoppedMode": mode},
+            ok_codes=frozenset({"UnsupportedOperation.InstanceStateStopped",
+                                "UnsupportedOperation.InstanceStateStopping"}))
+        code = str(answer.get("Code") or "")
+        if not code or mode != STOP_CHARGING:
+            return
+        word = str(self._raw(region, cloud_id).get("StopChargingMode") or "")
+        if word != STOP_CHARGING:
+            raise base.ProviderError("invalid", MSG_ALREADY_STOPPED_CHARGING,
+                                     f"[{code}] StopChargingMode={word or '?'}",
+                                     name=cloud_id, mode=word or "?")
+
+    def _raw(self, region: str, cloud_id: str) -> dict[str, Any]:
+        """The machine as DescribeInstances lists it ({} when CVM no longer has it)."""
+        answer = self._cvm(region, "DescribeInstances", {"InstanceIds": [cloud_id],
+                                                          "Limit": PAGE}, resource=cloud_id)
+        return next(iter(answer.get("InstanceSet") or []), {})
+
+    def stop_warning(self, region: str, cloud_id: str) -> str:
+        """Before a stop: why it cannot end the compute bill, in words ("" when it can)."""
+        self._check_region(region)
+        if self._stopped_mode != STOP_CHARGING:
+            why = f"StoppedMode {self._stopped_mode}"
+        else:
+            why = tp.stop_charging_refusal(self._raw(region, cloud_id))
+        if not why:
+            return ""
+        return MSG_STOP_CANNOT_STOP_CHARGING.format(name=cloud_id, why=why)
+
+    def stop_note(self, region: str, cloud_id: str) -> str:
+        """After a stop: what still bills, from the machine's own StopChargingMode."""
+        self._check_region(region)
+        word = str(self._raw(region, cloud_id).get("StopChargingMode") or "")
+        if word == STOP_CHARGING:
+            return MSG_STOPPED_NO_CHARGE
+        return MSG_STOPPED_KEEPS_CHARGING.format(mode=word or STOP_KEEP_CHARGING)
 
     def start(self, region: str, cloud_id: str) -> None:
         self._instance_action(region, cloud_id, "StartInstances", {}, ("Running", "Starting"))

@@ -16,7 +16,7 @@ from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.base import detail_of as detail_of
 from gpudesk.services.cloud.providers.base import error_with_detail
 
-PROVIDER_LABEL = "Tencent Cloud"
+PROVIDER_LABEL = QT_TRANSLATE_NOOP("ProviderError", "Tencent Cloud")  # translated when shown
 
 MSG_NEED_GROUP = QT_TRANSLATE_NOOP(
     "ProviderError", "gpudesk launches only behind its own security group, which opens SSH to "
@@ -24,6 +24,24 @@ MSG_NEED_GROUP = QT_TRANSLATE_NOOP(
 MSG_NEED_SPOT_PRICE = QT_TRANSLATE_NOOP(
     "ProviderError", "Tencent Cloud quotes no on-demand price for {instance_type} in {where} to "
     "bid with; give a maximum spot price.")
+
+# What a stop leaves billing, in CVM's words (StopChargingMode); the ledger's "stop-billing".
+MSG_STOPPED_NO_CHARGE = QT_TRANSLATE_NOOP(
+    "ProviderError", "stopped with STOP_CHARGING: CPU, GPU and memory no longer bill; the "
+    "cloud disks, bandwidth and image still do.")
+MSG_STOPPED_KEEPS_CHARGING = QT_TRANSLATE_NOOP(
+    "ProviderError", "stopped with {mode}: Tencent Cloud bills the machine as if it were "
+    "running until it is started and stopped without charge, or terminated.")
+# Said before a stop (and when CVM refuses STOP_CHARGING): the stop cannot end the bill.
+MSG_STOP_CANNOT_STOP_CHARGING = QT_TRANSLATE_NOOP(
+    "ProviderError", "Tencent Cloud cannot stop charging {name} while it is stopped ({why}): "
+    "a stop keeps billing it at its full price. Terminate it to end the bill.")
+# A stop answered "already stopped" while the machine still charges (an OS shutdown).
+MSG_ALREADY_STOPPED_CHARGING = QT_TRANSLATE_NOOP(
+    "ProviderError", "{name} is already stopped, but Tencent Cloud still charges it as if it "
+    "were running ({mode}): a shutdown from inside the machine does not stop the charge. "
+    "Start it and stop it from gpudesk, or terminate it, to end the bill.")
+WHY_TYPE_REFUSES = QT_TRANSLATE_NOOP("ProviderError", "CVM does not offer it for this machine")
 
 _AUTH = frozenset({
     "AuthFailure.SecretIdNotFound", "AuthFailure.SignatureFailure", "AuthFailure.InvalidSecretId",
@@ -130,6 +148,9 @@ def map_error(code: str, message: str, ctx: CallContext) -> base.ProviderError:
         return base.ProviderError("not-found", base.MSG_NOT_FOUND, detail, provider=provider,
                                   what=_NOT_FOUND_WHAT[code], name=ctx.resource or "?",
                                   region=ctx.region)
+    if code == "UnsupportedOperation.StoppedModeStopCharging":
+        return base.ProviderError("invalid", MSG_STOP_CANNOT_STOP_CHARGING, detail,
+                                  name=ctx.resource or "the machine", why=WHY_TYPE_REFUSES)
     if code.startswith(_INVALID_PREFIXES):
         return error("invalid", base.MSG_OTHER, detail, provider=provider)
     return error("other", base.MSG_OTHER, detail, provider=provider)

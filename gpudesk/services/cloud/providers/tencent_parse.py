@@ -78,7 +78,30 @@ def parse_instance(raw: dict[str, Any], region: str) -> base.CloudInstance:
         launched_at=parse_time(raw.get("CreatedTime")),
         tags=tags_of(raw.get("Tags")),
         reason=failure_of(raw),
+        stopped_mode=str(raw.get("StopChargingMode") or ""),
     )
+
+
+# Why CVM cannot stop charging a stopped machine ("No charge when shut down" applies to
+# pay-as-you-go machines whose disks are all cloud disks): the charge type, or a local disk.
+CHARGE_PREPAID = "PREPAID"
+LOCAL_DISKS = frozenset({"LOCAL_BASIC", "LOCAL_SSD", "LOCAL_NVME", "LOCAL_PRO"})
+
+
+def stop_charging_refusal(raw: dict[str, Any]) -> str:
+    """Why ``STOP_CHARGING`` cannot apply to this DescribeInstances item, in CVM's terms
+    ("" when nothing in the description rules it out)."""
+    charge = str(raw.get("InstanceChargeType") or "")
+    if charge == CHARGE_SPOT:
+        return "spot (SPOTPAID)"
+    if charge and charge != CHARGE_ON_DEMAND:
+        return f"charge type {charge}"
+    disks = [raw.get("SystemDisk") or {}, *(raw.get("DataDisks") or [])]
+    local = sorted({str(d.get("DiskType")) for d in disks
+                    if isinstance(d, dict) and d.get("DiskType") in LOCAL_DISKS})
+    if local:
+        return f"local disk ({', '.join(local)})"
+    return ""
 
 
 def failure_of(raw: dict[str, Any]) -> str:
