@@ -14,7 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args:
         return main_gui()
     if args[0] == "sync":  # the quick path: only what a sync needs is imported
-        from gpudesk.cli_remote import main_sync
+        from gpudesk.cli.remote import main_sync
 
         return main_sync(args)
     from gpudesk.cli import main as cli_main

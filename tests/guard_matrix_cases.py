@@ -750,7 +750,7 @@ class RowRun:
     # -- what gpudesk says
 
     def shown(self, ledger_id: str) -> list[str]:
-        from gpudesk.cli import main
+        from gpudesk.cli.entry import main
 
         out = io.StringIO()
         with contextlib.redirect_stdout(out):

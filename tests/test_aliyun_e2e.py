@@ -80,7 +80,7 @@ def _ls() -> list[dict[str, Any]]:
     import contextlib
     import io
 
-    from gpudesk.cli import main
+    from gpudesk.cli.entry import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

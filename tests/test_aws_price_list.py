@@ -22,7 +22,7 @@ from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
 from local_get import serve_get
 
-from gpudesk.cli import main
+from gpudesk.cli.entry import main
 from gpudesk.services.cloud import aws_price_list, credentials
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
 from gpudesk.services.cloud.catalog import Catalog, load_catalog

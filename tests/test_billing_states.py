@@ -23,7 +23,7 @@ from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 
-from gpudesk.cli import main
+from gpudesk.cli.entry import main
 from gpudesk.services.cloud import credentials, machines
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider

@@ -21,7 +21,7 @@ from fixtures_aws import aws, moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
 
-from gpudesk.cli import main
+from gpudesk.cli.entry import main
 from gpudesk.services.cloud import cleanup, credentials
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV, provider_from_keyring
 from gpudesk.services.cloud.launcher import Launcher, LaunchPlan

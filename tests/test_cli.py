@@ -44,7 +44,7 @@ def test_size_preset_matches_library_and_never_imports_qt_or_torch() -> None:
         batch=2, seq=2048, precision="bf16", optimizer="adamw", grad_checkpointing=True))
     assert json.loads(proc.stdout)["total_bytes"] == expected.total_bytes
     probe = subprocess.run(
-        [sys.executable, "-c", "import sys; from gpudesk.cli import main; "
+        [sys.executable, "-c", "import sys; from gpudesk.cli.entry import main; "
          "main(['size','--model','gpt2','--json']); "
          "assert 'PySide6' not in sys.modules and 'torch' not in sys.modules"],
         capture_output=True, text=True, timeout=120)

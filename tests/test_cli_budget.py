@@ -22,7 +22,7 @@ from fixtures_telemetry import PYTHON
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 
-from gpudesk.cli import main
+from gpudesk.cli.entry import main
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
 from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest

@@ -1,7 +1,7 @@
 """``gpudesk bootstrap``, ``gpudesk ssh-config`` and ``gpudesk cancel`` against the real sshd.
 
 The verbs run through their own argparse sub-parsers and error handlers, as
-``gpudesk.cli.main`` wires them (tests/test_cli.py covers that wiring once the
+``gpudesk.cli.entry.main`` wires them (tests/test_cli.py covers that wiring once the
 lead adds them there).
 """
 
@@ -23,8 +23,11 @@ from fixtures_keyring import secret_service  # noqa: F401
 from fixtures_ssh_agent import agent  # noqa: F401
 from fixtures_sshd import SshdServer, sshd  # noqa: F401
 
-from gpudesk import cli_cloud, cli_machine, cli_remote, cli_runs
 from gpudesk.agent.runs import pid_alive, process_tree
+from gpudesk.cli import cloud as cli_cloud
+from gpudesk.cli import machine as cli_machine
+from gpudesk.cli import remote as cli_remote
+from gpudesk.cli import runs as cli_runs
 from gpudesk.services.cloud.credentials import ensure_ssh_key
 from gpudesk.services.cloud.machines import add_own_machine
 from gpudesk.services.cloud.providers.base import STATE_RUNNING
@@ -38,7 +41,7 @@ DEADLINE_S = 90.0
 
 
 def gpudesk(*argv: str) -> int:
-    """The verbs as ``gpudesk.cli.main`` runs them: parse, run, map errors to exit codes."""
+    """The verbs as ``gpudesk.cli.entry.main`` runs them: parse, run, map errors to exit codes."""
     parser = argparse.ArgumentParser(prog="gpudesk")
     sub = parser.add_subparsers(dest="verb", required=True)
     cli_machine.add_parsers(sub)

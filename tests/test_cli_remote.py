@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fixtures_sshd import SshdServer, sshd  # noqa: F401
 
-from gpudesk.cli import main
+from gpudesk.cli.entry import main
 
 
 @pytest.fixture(autouse=True)

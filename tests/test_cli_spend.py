@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from gpudesk import cli_spend
+from gpudesk.cli import spend as cli_spend
 from gpudesk.services.core.settings import Settings, save_settings
 from gpudesk.services.money.ledger import Ledger, Machine
 

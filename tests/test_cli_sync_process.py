@@ -37,7 +37,7 @@ def test_sync_process_syncs_and_skips_other_verbs_imports(
     imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
                 if line.startswith("import time:")}
     for heavy in ("keyring", "gpudesk.services.cloud.accounts", "gpudesk.calc.sizing",
-                  "gpudesk.cli_cloud", "PySide6", "invoke.collection"):
+                  "gpudesk.cli.cloud", "PySide6", "invoke.collection"):
         assert heavy not in imported, heavy
 
 

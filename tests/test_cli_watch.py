@@ -16,7 +16,8 @@ import pytest
 from fixtures_sshd import SshdServer, sshd  # noqa: F401
 from fixtures_telemetry import PYTHON, Roots, roots, smi_wrapper  # noqa: F401
 
-from gpudesk import cli_remote, cli_watch
+from gpudesk.cli import remote as cli_remote
+from gpudesk.cli import watch as cli_watch
 
 KEYS = ["time", "gpu", "name", "util_pct", "mem_used_mib", "mem_total_mib", "temp_c",
         "power_w"]

@@ -18,7 +18,7 @@ from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 
-from gpudesk.cli import main
+from gpudesk.cli.entry import main
 from gpudesk.services.cloud import credentials, guard
 from gpudesk.services.cloud.launcher import Launcher, LaunchPlan
 from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
@@ -237,7 +237,7 @@ def test_tencent_launch_records_the_cloud_timer_and_show_says_it(
 def test_launch_budget_flags_are_in_the_providers_currency() -> None:
     import argparse
 
-    from gpudesk.cli_cloud import _launch_budget
+    from gpudesk.cli.cloud import _launch_budget
     from gpudesk.services.cloud.providers.base import ProviderError
     from gpudesk.services.core.settings import save_settings
 

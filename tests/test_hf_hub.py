@@ -11,7 +11,7 @@ from fixtures_hf_hub import DATA, hub  # noqa: F401
 
 from gpudesk.calc import hf_hub
 from gpudesk.calc.sizing import SizingError
-from gpudesk.cli import main
+from gpudesk.cli.entry import main
 
 
 def test_model_id_is_fetched_once_then_read_from_the_cache(

@@ -19,7 +19,7 @@ import pytest
 from fixtures_keyring import memory_keyring, secret_service  # noqa: F401
 from fixtures_sshd import SshdServer, sshd  # noqa: F401
 
-from gpudesk.cli import main
+from gpudesk.cli.entry import main
 from gpudesk.services.cloud import credentials
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.ledger import Ledger, Machine

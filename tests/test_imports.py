@@ -69,7 +69,10 @@ IMPORT_CORE = textwrap.dedent(
         if package is not None:
             for info in pkgutil.walk_packages(package.__path__, room + ".", onerror=on_error):
                 try_import(info.name)
-    try_import("gpudesk.cli")
+    package = try_import("gpudesk.cli")
+    if package is not None:
+        for info in pkgutil.walk_packages(package.__path__, "gpudesk.cli.", onerror=on_error):
+            try_import(info.name)
     try_import("gpudesk.__main__")
     try_import("gpudesk.resources")
 
@@ -107,7 +110,7 @@ def test_core_imports_without_qt_and_without_torch() -> None:
     assert "gpudesk.services.core.paths" in services_modules
     assert "gpudesk.services.core.settings" in services_modules
     assert {"gpudesk.sizing", "gpudesk.calc.sizing", "gpudesk.calc.tracing",
-            "gpudesk.cli"} <= set(report["imported"])
+            "gpudesk.cli", "gpudesk.cli.entry", "gpudesk.cli.cloud"} <= set(report["imported"])
     assert report["qt"] == []
     assert report["torch"] == [], "torch must only be imported when tracing a model"
 
@@ -149,6 +152,7 @@ ROOM_RULES: dict[str, set[str]] = {
     "gpudesk.ui.run": {"gpudesk.services", "gpudesk.ui.widgets"},
     "gpudesk.ui.watch": {"gpudesk.services", "gpudesk.ui.widgets"},
     "gpudesk.ui.shell": {"gpudesk.services", "gpudesk.ui", "gpudesk.app", "gpudesk.calc"},
+    "gpudesk.cli": {"gpudesk.services", "gpudesk.calc", "gpudesk.agent", "gpudesk.logs"},
 }
 
 
@@ -178,6 +182,11 @@ def test_every_module_lives_in_a_room() -> None:
         loose = [p.name for p in (REPO / "gpudesk" / package).glob("*.py")
                  if p.name != "__init__.py"]
         assert loose == [], f"gpudesk/{package}/ holds modules outside any room: {loose}"
+    # gpudesk/ itself: the entry points and the leaves every room may use; the command
+    # line lives in gpudesk/cli, the calculator in gpudesk/calc (sizing.py is its old name)
+    top = sorted(p.stem for p in (REPO / "gpudesk").glob("*.py"))
+    assert top == ["__init__", "__main__", "app", "i18n_marks", "logs", "resources",
+                   "sizing"], top
 
 
 def test_rooms_import_only_what_their_docstring_allows() -> None:

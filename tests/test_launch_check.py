@@ -8,7 +8,7 @@ import json
 from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_tencent import SECRET_ID, SECRET_KEY, tencent, tencent_creds, tencent_server  # noqa: F401
 
-from gpudesk.cli import main
+from gpudesk.cli.entry import main
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
 from gpudesk.services.money.ledger import Account, Ledger
 from gpudesk.ui.machines.accounts_page import AccountsPage

@@ -21,7 +21,7 @@ from local_get import serve_get
 from tencent_standin import TencentStandin
 from test_aws_price_list import _offer_file
 
-from gpudesk.cli import main
+from gpudesk.cli.entry import main
 from gpudesk.services.cloud import aws_price_list, credentials, guard
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
 from gpudesk.services.cloud.launcher import Launcher, LaunchPlan

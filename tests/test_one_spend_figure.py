@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from gpudesk.cli import main
+from gpudesk.cli.entry import main
 from gpudesk.services.core.settings import Settings, save_settings
 from gpudesk.services.money import budgets, spend
 from gpudesk.services.money.ledger import Ledger, Machine

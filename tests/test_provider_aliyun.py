@@ -515,7 +515,7 @@ OFFERS = ["offers", "--model", "gpt2", "--batch", "1", "--seq", "512", "--precis
 
 def test_offers_without_a_bundled_price_say_so(gpudesk_home: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    from gpudesk.cli import main
+    from gpudesk.cli.entry import main
 
     assert main([*OFFERS, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["offers"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpudesk import logs
-from gpudesk.cli_args import number_of
+from gpudesk.cli.args import number_of
 from gpudesk.services.core import files
 from gpudesk.services.money.ledger import Ledger
 

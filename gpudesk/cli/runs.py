@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpudesk import cli_remote
-from gpudesk.cli_args import number_of
+from gpudesk.cli import remote as cli_remote
+from gpudesk.cli.args import number_of
 
 if TYPE_CHECKING:
     from gpudesk.services.remote.ssh import SshConnection

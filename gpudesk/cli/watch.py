@@ -19,8 +19,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from gpudesk import cli_remote
-from gpudesk.cli_args import number_of
+from gpudesk.cli import remote as cli_remote
+from gpudesk.cli.args import number_of
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 
 if TYPE_CHECKING:

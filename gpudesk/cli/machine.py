@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpudesk import cli_remote
-from gpudesk.cli_args import number_of
+from gpudesk.cli import remote as cli_remote
+from gpudesk.cli.args import number_of
 
 if TYPE_CHECKING:
     from gpudesk.services.remote.bootstrap import BootstrapReport, Note
@@ -178,7 +178,7 @@ def _cmd_ssh_config(a: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- cancel
 
 def _cmd_cancel(a: argparse.Namespace) -> int:
-    from gpudesk import cli_runs
+    from gpudesk.cli import runs as cli_runs
     from gpudesk.services.runs import detached as runs
 
     record = runs.RunRecord.load(a.run)

@@ -12,16 +12,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from gpudesk import (
-    cli_budget,
-    cli_cloud,
-    cli_machine,
-    cli_remote,
-    cli_runs,
-    cli_spend,
-    cli_watch,
-)
 from gpudesk.calc import finetune, hf_config, hf_hub, sizing
+from gpudesk.cli import budget as cli_budget
+from gpudesk.cli import cloud as cli_cloud
+from gpudesk.cli import machine as cli_machine
+from gpudesk.cli import remote as cli_remote
+from gpudesk.cli import runs as cli_runs
+from gpudesk.cli import spend as cli_spend
+from gpudesk.cli import watch as cli_watch
 from gpudesk.services.plan.planner import Job, RankedOffer, format_bytes, rank_catalog
 
 # Verb modules: each has VERBS, add_parsers(sub) and handle_error(err) -> exit code | None.
