@@ -1,0 +1,144 @@
+"""The main window's menus and shortcuts, and the language and theme they switch.
+
+Mixed into ``MainWindow`` (before ``QMainWindow``). Shortcuts wait for
+``finish_start``: the first ``setShortcut`` builds Qt's namespace enums (~20 ms),
+and no key reaches the frame before the window is painted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtWidgets import QApplication
+
+from gpudesk.ui.shell.i18n import install_translator
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QDialog, QMainWindow
+
+    from gpudesk.services.core.settings import Settings
+    from gpudesk.ui.plan.plan_page import PlanPage
+
+    _Base = QMainWindow
+else:
+    _Base = object
+
+LANGUAGE_NAMES = {"en": "English", "zh_CN": "简体中文"}  # each in its own language
+
+
+class WindowMenus(_Base):
+    """File, View, Tools and Help; mix in before ``QMainWindow``."""
+
+    settings: Settings
+    started: bool
+    page_actions: list[QAction]
+    _shortcuts: list[tuple[QAction, QKeySequence]]
+
+    if TYPE_CHECKING:  # the window's own, and its other parts'
+        @property
+        def plan(self) -> PlanPage: ...
+        def show_preferences(self) -> QDialog: ...
+        def show_trace_dialog(self) -> QDialog: ...
+        def show_about(self) -> QDialog: ...
+        def open_log_folder(self) -> bool: ...
+        def refresh_prices(self) -> None: ...
+
+    def _action(self, slot: Callable[[], object], shortcut: QKeySequence | None = None
+                ) -> QAction:
+        action = QAction(self)
+        action.triggered.connect(lambda _checked=False: slot())
+        if shortcut is not None:
+            self._set_shortcut(action, shortcut)
+        return action
+
+    def _set_shortcut(self, action: QAction, keys: QKeySequence) -> None:
+        """Now once started; before, kept for ``finish_start``: the first ``setShortcut``
+        builds Qt's namespace enums (~20 ms) and no key reaches the frame before then."""
+        if self.started:
+            action.setShortcut(keys)
+        else:
+            self._shortcuts.append((action, keys))
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        self.file_menu = bar.addMenu("")
+        self.open_action = self._action(lambda: self.plan.open_plan_dialog(),
+                                        QKeySequence(QKeySequence.StandardKey.Open))
+        self.save_action = self._action(lambda: self.plan.save_plan_dialog(),
+                                        QKeySequence(QKeySequence.StandardKey.Save))
+        self.export_action = self._action(lambda: self.plan.export_csv_dialog(),
+                                          QKeySequence("Ctrl+E"))
+        self.preferences_action = self._action(self.show_preferences, QKeySequence("Ctrl+,"))
+        self.preferences_action.setMenuRole(QAction.MenuRole.PreferencesRole)
+        self.quit_action = self._action(self.close, QKeySequence("Ctrl+Q"))
+        self.quit_action.setMenuRole(QAction.MenuRole.QuitRole)
+        for action in (self.open_action, self.save_action, self.export_action):
+            self.file_menu.addAction(action)
+        self.file_menu.addSeparator()
+        self.file_menu.addAction(self.preferences_action)
+        self.file_menu.addSeparator()
+        self.file_menu.addAction(self.quit_action)
+
+        self.view_menu = bar.addMenu("")
+        self.language_menu = self.view_menu.addMenu("")
+        self.language_group = QActionGroup(self)
+        self.language_actions: dict[str, QAction] = {}
+        for code in ("system", "en", "zh_CN"):
+            action = self._action(lambda c=code: self.set_language(c))  # type: ignore[misc]
+            action.setCheckable(True)
+            action.setChecked(code == self.settings.language)
+            self.language_group.addAction(action)
+            self.language_menu.addAction(action)
+            self.language_actions[code] = action
+        self.theme_menu = self.view_menu.addMenu("")
+        self.theme_group = QActionGroup(self)
+        self.theme_actions: dict[str, QAction] = {}
+        for code in ("system", "light", "dark"):
+            action = self._action(lambda c=code: self.set_theme(c))  # type: ignore[misc]
+            action.setCheckable(True)
+            action.setChecked(code == self.settings.theme)
+            self.theme_group.addAction(action)
+            self.theme_menu.addAction(action)
+            self.theme_actions[code] = action
+        self.pages_menu = self.view_menu.addMenu("")
+        for page_action in self.page_actions:
+            self.pages_menu.addAction(page_action)
+
+        self.tools_menu = bar.addMenu("")
+        self.trace_action = self._action(self.show_trace_dialog, QKeySequence("Ctrl+T"))
+        self.tools_menu.addAction(self.trace_action)
+        self.prices_action = self._action(self.refresh_prices)
+        self.tools_menu.addAction(self.prices_action)
+
+        self.help_menu = bar.addMenu("")
+        self.about_action = self._action(self.show_about, QKeySequence("F1"))
+        self.about_action.setMenuRole(QAction.MenuRole.AboutRole)
+        self.logs_action = self._action(self.open_log_folder)
+        self.help_menu.addAction(self.logs_action)
+        self.help_menu.addSeparator()
+        self.help_menu.addAction(self.about_action)
+
+    def set_language(self, language: str) -> str:
+        """Switch the UI language now; widgets retranslate on LanguageChange."""
+        app = QCoreApplication.instance()
+        assert app is not None
+        effective = install_translator(app, language)
+        self.settings.language = language
+        if language in self.language_actions:
+            self.language_actions[language].setChecked(True)
+        return effective
+
+    def set_theme(self, theme: str) -> str:
+        """Switch between the OS colours, light and dark now; return the scheme in effect."""
+        from gpudesk.ui.shell.theme import apply_theme
+
+        app = QApplication.instance()
+        assert isinstance(app, QApplication)
+        effective = apply_theme(app, theme)
+        self.settings.theme = theme
+        if theme in self.theme_actions:
+            self.theme_actions[theme].setChecked(True)
+        return effective
