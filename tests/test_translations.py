@@ -34,7 +34,8 @@ KNOWN_CONTEXTS = {"AboutDialog", "AccountsPage", "Answers", "BillingTray", "Clou
                   "BudgetBanner", "SpotRecovery", "SshConfig", "Telemetry", "DashboardPage",
                   "GpuPlots", "OverviewPage", "WatchPage",
                   "SettingsDialog", "SizingError", "SizingNote", "Ssh", "Sync", "TaskRunner",
-                  "TraceDialog", "WelcomeDialog"}
+                  "TraceDialog", "WelcomeDialog", "Guard", "Catalog", "MachineCombo",
+                  "BudgetDialog"}
 
 
 def qt_tool(name: str) -> str | None:
@@ -126,3 +127,26 @@ def test_switching_language_retranslates_window(qtbot, qapp) -> None:  # type: i
     window.set_language("en")
     qtbot.waitUntil(lambda: window.nav.item(0).text() == "Plan")
     assert label.text() == "Batch per GPU"
+
+
+def test_core_names_and_guard_sentences_follow_the_language(qapp) -> None:  # type: ignore[no-untyped-def]
+    """A cloud's title, put by the core into many messages, and the guard's sentences
+    (Qt-free, marked with QT_TRANSLATE_NOOP) show in the window's language."""
+    from gpudesk.services.cloud import guard
+    from gpudesk.services.cloud.accounts import title
+    from gpudesk.services.cloud.catalog import provider_title
+    from gpudesk.services.money.ledger import Machine
+    from gpudesk.ui.widgets.task_runner import format_template
+
+    m = Machine(id="m-1", provider="tencent", currency="CNY", budget=200.0,
+                on_budget="terminate", enforced_by="agent,cloud-timer",
+                cloud_timer_at=1_767_225_600.0)
+    assert install_translator(qapp, "zh_CN") == "zh_CN"
+    assert (provider_title("tencent"), title("aliyun"), title("aws")) == ("腾讯云", "阿里云", "AWS")
+    said = [format_template(guard.CONTEXT, t, v) for t, v in guard.sentences(m)]
+    assert said[0].startswith("花费达到 200.00 CNY 时，腾讯云会在 UTC 时间 2026-01-01 00:00 "
+                              "自行销毁")
+    assert "销毁这台机器" in said[-1] and "terminate" not in said[-1]
+    assert install_translator(qapp, "en") == "en"
+    assert provider_title("tencent") == "Tencent Cloud"
+    assert guard.english(m)[0].startswith("At 200.00 CNY Tencent Cloud itself terminates")

@@ -40,7 +40,9 @@ ProviderFactory = Callable[[ProviderName], Provider]
 
 
 def title(provider: str) -> str:
-    return PROVIDER_TITLES.get(provider, provider)
+    """A cloud's title (in the window's language: :func:`catalog.provider_title`), "SSH"
+    for an own machine, or the key itself."""
+    return PROVIDER_TITLES["own"] if provider == "own" else catalog.provider_title(provider)
 
 
 def build_provider(creds: Credentials) -> Provider:

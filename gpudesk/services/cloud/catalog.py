@@ -21,6 +21,9 @@ from datetime import date
 from pathlib import Path
 from typing import TypeVar
 
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.i18n_marks import name as translated_name
+
 __all__ = [
     "PRECISIONS",
     "PROVIDERS",
@@ -35,12 +38,15 @@ PRECISIONS: tuple[str, ...] = ("fp32", "amp-fp16", "amp-bf16", "fp16", "bf16", "
 PROVIDERS: tuple[str, ...] = ("aws", "tencent", "aliyun")
 # An offers.csv row with an empty on-demand price must say why, starting with this.
 NO_PRICE_MARK = "NO BUNDLED PRICE"
-PROVIDER_TITLES = {"aws": "AWS", "tencent": "Tencent Cloud", "aliyun": "Alibaba Cloud"}
+PROVIDER_TITLES = {"aws": "AWS", "tencent": QT_TRANSLATE_NOOP("Catalog", "Tencent Cloud"),
+                   "aliyun": QT_TRANSLATE_NOOP("Catalog", "Alibaba Cloud")}
 
 
 def provider_title(provider: str) -> str:
-    """A cloud's name as people write it ("Alibaba Cloud"), or the key itself."""
-    return PROVIDER_TITLES.get(provider, provider)
+    """A cloud's name as people write it ("Alibaba Cloud"; in the window, in its language),
+    or the key itself."""
+    title = PROVIDER_TITLES.get(provider)
+    return translated_name("Catalog", title) if title else provider
 
 
 GPUS_FILE = "gpus.csv"

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QMessageBox
 from gpudesk.services.cloud.launcher import Launcher
 from gpudesk.services.remote import targets
 from gpudesk.services.runs import run_control, spot_recovery
-from gpudesk.services.runs.detached import RunRecord, RunStatus
+from gpudesk.services.runs.detached import RunRecord, RunStatus, Said
 from gpudesk.services.runs.run_control import Tunnel, TunnelSpec
 from gpudesk.ui.widgets.task_runner import show_error
 
@@ -193,7 +193,7 @@ class RunActions(_Base):
         async def work() -> RunRecord:
             import asyncio
 
-            report(f"launching a machine like {record.main.target}")
+            report(Said("SpotRecovery", spot_recovery.MSG_LAUNCHING, machine=record.main.target))
             new_id = await spot_recovery.relaunch_like(launcher, record.main.target)
             policy = await asyncio.to_thread(spot_recovery.replacement_policy, new_id)
             return await asyncio.to_thread(spot_recovery.recover, record, new_id, None,

@@ -19,11 +19,12 @@ from PySide6.QtWidgets import (
 )
 
 import gpudesk
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.ui.widgets.retranslate import Retranslating
 
 # (shown name, distribution to read, licence when the metadata has none)
 COMPONENTS: tuple[tuple[str, str, str], ...] = (
-    ("gpudesk", "gpudesk", "see LICENSE"),
+    ("gpudesk", "gpudesk", QT_TRANSLATE_NOOP("AboutDialog", "see LICENSE")),
     ("PySide6", "PySide6_Essentials", "LGPL-3.0-only OR GPL-2.0-only OR GPL-3.0-only"),
     ("shiboken6", "shiboken6", "LGPL-3.0-only OR GPL-2.0-only OR GPL-3.0-only"),
     ("qasync", "qasync", "BSD-2-Clause"),
@@ -79,7 +80,8 @@ class AboutDialog(Retranslating, QDialog):
         for row, values in enumerate(components()):
             self.table.insertRow(row)
             for col, value in enumerate(values):
-                self.table.setItem(row, col, QTableWidgetItem(value))
+                self.table.setItem(row, col, QTableWidgetItem(
+                    self.tr(value) if col == 2 else value))  # a licence: "see LICENSE"
         self.note = QLabel(self)
         self.note.setWordWrap(True)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
 
+from gpudesk import i18n_marks
 from gpudesk.resources import resource_path
 
 LANGUAGES: tuple[str, ...] = ("system", "en", "zh_CN")
@@ -39,6 +40,8 @@ def install_translator(app: QCoreApplication, language: str) -> str:
     for old in _installed:
         app.removeTranslator(old)
     _installed.clear()
+    # names the core puts into its messages (a cloud's title) follow the window's language
+    i18n_marks.use_translate(QCoreApplication.translate)
     effective = resolve_language(language)
     if effective == "en":
         return effective

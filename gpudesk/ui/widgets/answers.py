@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication
 
-from gpudesk import sizing
-from gpudesk.services.cloud.catalog import GpuSpec
+from gpudesk.calc import sizing
+from gpudesk.services.cloud.catalog import GpuSpec, provider_title
 from gpudesk.services.plan.planner import Job, MethodSuggestion, format_bytes
 
 translate = QCoreApplication.translate  # the name lupdate looks for
@@ -46,7 +46,7 @@ def suggestion_text(s: MethodSuggestion, gpu: GpuSpec) -> str:
         capacity=format_bytes(target.usable_bytes))
     if s.offer is not None:
         text += " " + translate("Answers", "Cheapest such offer: {machine} ({provider}).").format(
-            machine=s.offer.instance_type, provider=s.offer.provider)
+            machine=s.offer.instance_type, provider=provider_title(s.offer.provider))
     return text
 
 

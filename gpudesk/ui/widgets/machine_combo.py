@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox, QWidget
 
-from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.cloud.accounts import title
+from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.ui.widgets.retranslate import Retranslating
 
 
-class MachineCombo(QComboBox):
+class MachineCombo(Retranslating, QComboBox):
     """Editable; lists the ledger's machines that have an address. A long label shows from
     its start (the name), not scrolled to its end as an editable combo would."""
 
@@ -28,11 +30,27 @@ class MachineCombo(QComboBox):
         self.clear()
         for m in self.ledger.machines(include_ended=False):
             if m.public_ip:
-                self.addItem(f"{m.name or m.id} — {m.instance_type or m.provider} "
-                             f"({m.public_ip})", m.id)
+                self.addItem(self.label(m), m.id)
         if typed and (typed not in listed or self.findText(typed) >= 0):
             self.setCurrentText(typed)
         self._show_start()
+
+    def label(self, m: Machine) -> str:
+        return self.tr("{name} — {kind} ({address})").format(
+            name=m.name or m.id, kind=self.kind(m), address=m.public_ip)
+
+    def kind(self, m: Machine) -> str:
+        """What the machine is, in words: its instance type, "own machine", or its cloud."""
+        if m.instance_type:
+            return m.instance_type
+        return self.tr("own machine") if m.provider == "own" else title(m.provider)
+
+    def retranslate(self) -> None:
+        """Re-label the listed machines in place (what is chosen stays chosen)."""
+        for i in range(self.count()):
+            m = self.ledger.get(str(self.itemData(i)))
+            if m is not None:
+                self.setItemText(i, self.label(m))
 
     def ref(self) -> str:
         """The ledger id of a listed machine, else the text as typed (an ssh:// address)."""
