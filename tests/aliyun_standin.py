@@ -871,6 +871,9 @@ class AliyunStandin(StandinServer):
             if at is None or at < self.now() + 30 * 60 - 5:
                 raise ApiError("InvalidAutoReleaseTime.Malformed",
                                "The specified parameter AutoReleaseTime is not valid.")
+            # "seconds other than 00 are taken as the start of that minute" (ECS API
+            # reference): ECS keeps whole minutes
+            release = release[:17] + "00Z" if len(release) == 20 else release
         raw["AutoReleaseTime"] = release
         return {}
 

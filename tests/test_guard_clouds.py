@@ -348,7 +348,9 @@ def test_the_cloud_timer_counts_the_system_disk_with_the_compute() -> None:
     q = guard.Quote(16.0, "CNY", "DescribePrice", 7.2)
     g = guard.plan("aliyun", 16.0 / 7.2, "terminate", 16.0 / 7.2, 0.0, 0.0, quote=q,
                    disk_gb=100.0, region="cn-hangzhou")
-    assert g.cloud_timer_at == pytest.approx(3600.0 * 16.0 / (16.0 + 100 / 730), abs=1.0)
+    # ECS keeps whole minutes (AutoReleaseTime): the plan says the minute ECS will hold
+    assert g.cloud_timer_at == pytest.approx(3600.0 * 16.0 / (16.0 + 100 / 730), abs=60.0)
+    assert g.cloud_timer_at is not None and g.cloud_timer_at % 60 == 0
     assert guard.disk_per_hour("aws", "us-east-1", 100.0, "USD") == pytest.approx(8.0 / 730)
     assert guard.disk_per_hour("tencent", "", 100.0, "USD", 7.0) == pytest.approx(
         35.0 / 730 / 7.0)

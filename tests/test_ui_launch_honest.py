@@ -275,7 +275,8 @@ def test_a_stop_is_followed_until_the_cloud_says_stopped(  # type: ignore[no-unt
     assert "1 stopping (billed until the cloud says stopped)" in stopping[0]
     row = next(r for r, x in enumerate(page.model.machines) if x.id == m.id)
     assert page.model.index(row, COL["state"]).data() == "stopped"
-    assert "is stopped. Tencent Cloud keeps billing a stopped machine" in page.status.text()
+    # the app's stop asks STOP_CHARGING: the settle message says the cloud's own word
+    assert "is stopped without charge (STOP_CHARGING)" in page.status.text()
     assert tencent.calls["StopInstances"] == 1
 
 

@@ -29,6 +29,7 @@ from typing import Protocol, runtime_checkable
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.catalog import provider_title
+from gpudesk.services.cloud.providers import aliyun_parse as ap
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.money.spend import machine_spend
 
@@ -37,6 +38,9 @@ ACTIONS = ("stop", "terminate")
 # CVM ActionTimer: ActionTime at least 5 minutes ahead (reference/clouds.md); a minute spare
 # for the clock and the request's own trip.
 TIMER_MIN_AHEAD_S = 6 * 60.0
+# Each cloud's own floor, the one its provider uses too: ECS AutoReleaseTime is at least
+# 30 minutes ahead, on a whole minute (aliyun_parse.RELEASE_FLOOR_S, from the API reference).
+TIMER_FLOOR_S = {"tencent": TIMER_MIN_AHEAD_S, "aliyun": float(ap.RELEASE_FLOOR_S)}
 
 CONTEXT = "Guard"  # spelled out in each mark below: lupdate reads only a literal there
 MSG_NONE = QT_TRANSLATE_NOOP("Guard", "No budget: nothing stops this machine's bill but you.")
@@ -202,15 +206,21 @@ def iso_utc(t: float | None) -> str | None:
     return datetime.fromtimestamp(math.floor(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def timer_at(budget: float, spent: float, price_per_hour: float, now: float) -> float | None:
+def timer_at(budget: float, spent: float, price_per_hour: float, now: float,
+             provider: str = "tencent") -> float | None:
     """When ``spent`` reaches ``budget`` at ``price_per_hour`` from ``now``.
 
-    Never sooner than the cloud accepts (5 minutes ahead); None without a price.
+    Never sooner than ``provider``'s cloud accepts (:data:`TIMER_FLOOR_S`: CVM 5 minutes
+    ahead, ECS 30 and on a whole minute, each with a minute spare), so the ledger says the
+    moment the cloud will hold; None without a price.
     """
     if price_per_hour <= 0:
         return None
     at = now + max(0.0, budget - spent) / price_per_hour * 3600.0
-    return max(math.floor(at), math.ceil(now + TIMER_MIN_AHEAD_S))
+    if provider == "aliyun":
+        return ap.release_at(at, now)
+    floor_s = TIMER_FLOOR_S.get(provider, TIMER_MIN_AHEAD_S)
+    return max(math.floor(at), math.ceil(now + floor_s))
 
 
 def plan(provider: str, budget: float | None, action: str, price_per_hour: float,
@@ -240,10 +250,10 @@ def plan(provider: str, budget: float | None, action: str, price_per_hour: float
         if quote is not None and quote.price > 0:
             disk = disk_per_hour(provider, region, disk_gb, quote.currency, quote.cny_per_usd)
             when = timer_at(quote.convert(budget, currency), quote.convert(spent, currency),
-                            quote.price + disk, now)
+                            quote.price + disk, now, provider)
         elif price_per_hour > 0:
             disk = disk_per_hour(provider, region, disk_gb, currency, cny_per_usd)
-            when = timer_at(budget, spent, price_per_hour + disk, now)
+            when = timer_at(budget, spent, price_per_hour + disk, now, provider)
         if when is not None:
             by.append("cloud-timer")
     return Guard(budget, action, tuple(by), when)
@@ -303,6 +313,32 @@ class GuardedProvider(Protocol):
                   timer_at: float | None = None) -> None: ...
 
 
+@runtime_checkable
+class TimerReader(Protocol):
+    """A provider that can say the cloud-side timer the cloud itself holds (CVM
+    DescribeInstancesActionTimer, ECS DescribeInstances AutoReleaseTime)."""
+
+    def guard_at(self, region: str, cloud_id: str) -> float | None: ...
+
+
+def read_timer(provider: object, region: str, cloud_id: str) -> tuple[bool, float | None]:
+    """(whether the cloud answered, the timer it holds or None)."""
+    if not isinstance(provider, TimerReader):
+        return False, None
+    try:
+        return True, provider.guard_at(region, cloud_id)
+    except Exception:  # noqa: BLE001 - no answer: the caller keeps what it knew
+        return False, None
+
+
+def with_timer(enforced_by: str, at: float | None) -> str:
+    """``enforced_by`` with ``cloud-timer`` in it exactly when the cloud holds a timer."""
+    by = [x for x in enforced_by.split(",") if x and x != "cloud-timer"]
+    if at is not None:
+        by.append("cloud-timer")
+    return ",".join(by)
+
+
 def apply(ledger: Ledger, m: Machine, provider: object, budget: float | None, action: str,
           now: float) -> Guard:
     """Blocking: give a running machine a new budget/action, in the cloud and the ledger.
@@ -324,10 +360,22 @@ def apply(ledger: Ledger, m: Machine, provider: object, budget: float | None, ac
         try:
             provider.set_guard(m.region, m.cloud_id, g.action, m.market, g.cloud_timer_at)
         except Exception:
-            # the cloud kept the guard it had: so does the ledger (gpudesk says what is true)
+            # the old guard stays, but the timer is what the cloud now holds (a CVM timer
+            # is deleted before the new one is imported: after a failed import there may be
+            # none): read back, and recorded only as the cloud says it
+            answered, held = read_timer(provider, m.region, m.cloud_id)
+            at = held if answered else m.cloud_timer_at
             ledger.update(m.id, budget=m.budget, on_budget=m.on_budget,
-                          enforced_by=m.enforced_by, cloud_timer_at=m.cloud_timer_at,
+                          enforced_by=with_timer(m.enforced_by, at) if answered
+                          else m.enforced_by, cloud_timer_at=at,
                           step="guard-failed", detail=",".join(g.enforced_by) or "none")
             raise
+        answered, held = read_timer(provider, m.region, m.cloud_id)
+        if answered and held != g.cloud_timer_at:
+            # the cloud's own moment (ECS keeps whole minutes, a floor may have moved it)
+            by = with_timer(",".join(g.enforced_by), held)
+            g = Guard(g.budget, g.action, tuple(x for x in by.split(",") if x), held)
+            ledger.update(m.id, enforced_by=",".join(g.enforced_by),
+                          cloud_timer_at=held, step="guard-read", detail=iso_utc(held) or "none")
         ledger.log(m.id, "guard", iso_utc(g.cloud_timer_at) or g.action)
     return g

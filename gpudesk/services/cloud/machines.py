@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.cloud import guard
 from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
 from gpudesk.services.cloud.providers.base import (
     STATE_PENDING,
@@ -35,6 +36,7 @@ MSG_BAD_HOST = QT_TRANSLATE_NOOP(
     "ProviderError", "'{host}' is not a host name or address, or port {port} is not 1-65535.")
 
 ACTIONS = ("stop", "start", "terminate")
+TIMER_CLOUDS = ("tencent", "aliyun")  # where the cloud holds a timer (ActionTimer, AutoRelease)
 _AFTER = {"stop": STATE_STOPPING, "start": STATE_PENDING, "terminate": STATE_TERMINATED}
 
 
@@ -95,7 +97,42 @@ async def act(ledger: Ledger, ref: str, action: str,
             ledger.log(machine.id, "stop-billing", error.message())
     if action == "terminate":
         await asyncio.to_thread(_cleanup_quietly, provider, machine.region, ledger, machine.id)
+    if machine.provider in TIMER_CLOUDS:
+        updated = await asyncio.to_thread(_timer_follows, ledger, updated, action, provider)
     return updated
+
+
+def _timer_follows(ledger: Ledger, m: Machine, action: str, provider: object) -> Machine:
+    """Blocking: the cloud's timer follows the machine. A stop that ends the compute bill
+    (STOP_CHARGING / StopCharging) removes it: the machine is not spending its budget, and
+    a timer left would terminate it (with its disk and data) for money it never spent. A
+    start sets it again from the budget left (guard.apply: left ÷ (quote + disk)). Each
+    change is read back, and the ledger records only what the cloud then holds."""
+    if action == "stop" and m.state in (STATE_STOPPING, STATE_STOPPED) \
+            and not m.compute_billing and (m.cloud_timer_at is not None
+                                          or "cloud-timer" in m.enforced_by.split(",")):
+        if not isinstance(provider, guard.GuardedProvider):
+            return m
+        ledger.log(m.id, "timer-requested", "none: stopped without charge")
+        try:
+            provider.set_guard(m.region, m.cloud_id, m.on_budget or "stop", m.market, None)
+        except ProviderError as error:
+            ledger.log(m.id, "timer-failed", error.message())
+        answered, held = guard.read_timer(provider, m.region, m.cloud_id)
+        if not answered:
+            return m
+        return ledger.update(m.id, cloud_timer_at=held,
+                             enforced_by=guard.with_timer(m.enforced_by, held), step="timer",
+                             detail=guard.iso_utc(held) or "none (stopped without charge)")
+    if action == "start" and m.budget and guard.plan(
+            m.provider, m.budget, m.on_budget or "stop", m.price_per_hour, 0.0, time.time(),
+            market=m.market).action == "terminate":  # only a terminate has a cloud timer
+        try:
+            guard.apply(ledger, m, provider, m.budget, m.on_budget or "stop", time.time())
+        except Exception as error:  # noqa: BLE001 - the start itself happened; say why
+            ledger.log(m.id, "timer-failed", str(error))
+        return ledger.get(m.id) or m
+    return m
 
 
 def _follow(ledger: Ledger, machine: Machine, inst: CloudInstance) -> Machine:

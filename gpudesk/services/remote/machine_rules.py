@@ -5,7 +5,8 @@ shut: idle stop (every GPU under the threshold, no run active, for N minutes)
 and the per-machine budget (the agent goes on from what the ledger says the
 machine has cost so far, at its price per hour). Never stop or terminate
 someone's own machine: for "own" machines every action is only a warning. On
-Tencent Cloud and Alibaba Cloud a budget "stop" is the desktop's (``budget_action``).
+Tencent Cloud and Alibaba Cloud a budget or idle "stop" is the desktop's (``budget_action``,
+``idle_action``): an OS shutdown there keeps charging.
 """
 
 from __future__ import annotations
@@ -35,13 +36,25 @@ def budget_action(provider: str, action: str) -> str:
     return action
 
 
+def idle_action(provider: str, action: str) -> str:
+    """What the agent itself does when ``provider``'s machine has been idle.
+
+    The same rule as :func:`budget_action`: on Tencent Cloud and Alibaba Cloud the agent's
+    OS shutdown keeps charging (KEEP_CHARGING / KeepCharging) and blocks the desktop's
+    stop-charging StopInstances, so an idle "stop" there is a ``warn`` (the desktop's
+    stop-charging stop then applies); "terminate" still powers off.
+    """
+    return budget_action(provider, action)
+
+
 def agent_rules(machine: Machine | None, settings: Settings, ledger: Ledger | None = None,
                 now: float | None = None) -> AgentRules:
     """Rules for ``machine`` (None: a bare ssh:// target, which gets warnings only)."""
     now = time.time() if now is None else now
     cloud = machine is not None and machine.provider in ("aws", "tencent", "aliyun")
     idle = IdleStop(minutes=float(settings.idle_minutes), below_pct=settings.idle_gpu_percent,
-                    action=settings.idle_action if cloud else "warn")
+                    action=idle_action(machine.provider, settings.idle_action)
+                    if cloud and machine is not None else "warn")
     budget = None
     # the machine's own budget (ledger) over the Preferences default: budgets.machine_budget,
     # the same figure the desktop's crossings and the cloud's cap use

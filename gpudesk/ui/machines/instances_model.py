@@ -46,6 +46,7 @@ def state_text(state: str) -> str:
         "running": translate("InstancesModel", "running"),
         "stopping": translate("InstancesModel", "stopping"),
         "stopped": translate("InstancesModel", "stopped"),
+        "stopped (still billing)": translate("InstancesModel", "stopped (still billing)"),
         "terminated": translate("InstancesModel", "terminated"),
         "failed": translate("InstancesModel", "not created"),
         "gone": translate("InstancesModel", "gone"),
@@ -131,7 +132,7 @@ class InstancesModel(NamedColumnsModel):
             return translate("InstancesModel", "spot") if m.market == "spot" else \
                 translate("InstancesModel", "on-demand")
         if column == "state":
-            return state_text(m.state)
+            return state_text(m.billing_label)  # a stopped machine charged in full says so
         if column == "uptime":
             return duration_text(m.uptime_s(self.now())) if m.running_since else ""
         if column == "price":
@@ -164,12 +165,15 @@ class InstancesModel(NamedColumnsModel):
     def billing_summary(self) -> tuple[int, float]:
         """(machines that may be billing, their price per hour in USD)."""
         billing = [m for m in self.machines if m.billing]
-        return len(billing), sum(m.price_per_hour for m in billing if m.state == "running")
+        # the compute's price for every machine whose compute bills: running, and stopped
+        # where the cloud keeps charging it (KEEP_CHARGING / KeepCharging)
+        return len(billing), sum(m.price_per_hour for m in billing if m.compute_billing)
 
     def billing_states(self) -> dict[str, int]:
-        """How many machines that may be billing are in each state (running, stopping…)."""
+        """How many machines that may be billing are in each state as the money sees it
+        (running, stopping, ``stopped (still billing)``…)."""
         out: dict[str, int] = {}
         for m in self.machines:
             if m.billing:
-                out[m.state] = out.get(m.state, 0) + 1
+                out[m.billing_label] = out.get(m.billing_label, 0) + 1
         return out

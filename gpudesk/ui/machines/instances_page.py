@@ -30,7 +30,8 @@ from PySide6.QtWidgets import (
 from gpudesk.services.cloud import accounts
 from gpudesk.services.cloud.accounts import ProviderFactory
 from gpudesk.services.cloud.allow_me import AllowResult, allow_me_if_moved
-from gpudesk.services.cloud.machines import act, settle
+from gpudesk.services.cloud.machines import act, settle, stop_warning
+from gpudesk.services.cloud.providers.base import ProviderError
 from gpudesk.services.cloud.reconcile import (
     MSG_KEYRING_LOCKED,
     MSG_KEYS_MISSING,
@@ -38,6 +39,7 @@ from gpudesk.services.cloud.reconcile import (
     ReconcileReport,
     reconcile,
 )
+from gpudesk.services.core.machine_states import STOPPED_STILL_BILLING
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money import budgets, spend
 from gpudesk.services.money.ledger import Ledger, Machine
@@ -127,6 +129,8 @@ class InstancesPage(Retranslating, QWidget):
         self.sync_runner = TaskRunner(self, button=self.refresh_button, progress=self.progress,
                                       show_dialog=False)
         self.action_runner = TaskRunner(self, progress=self.progress)
+        # before a stop: what the cloud says it cannot end (its own words, then a question)
+        self.warn_runner = TaskRunner(self, progress=self.progress, show_dialog=False)
         self.action_runner.finished.connect(lambda _ok: self.reload())
         # a stop or start goes on until the cloud says stopped or running, in the back
         self.settle_runner = TaskRunner(self, progress=self.progress, show_dialog=False)
@@ -136,7 +140,7 @@ class InstancesPage(Retranslating, QWidget):
         self.action_runner.finished.connect(lambda _ok: self._settle())
         self.sync_runner.failed.connect(self.status.setText)
         self.refresh_button.clicked.connect(self.refresh)
-        self.stop_button.clicked.connect(lambda: self.run_action("stop"))
+        self.stop_button.clicked.connect(self.ask_stop)
         self.start_button.clicked.connect(lambda: self.run_action("start"))
         self.terminate_button.clicked.connect(self.ask_terminate)
         self.ssh_button.clicked.connect(self.copy_ssh_command)
@@ -200,14 +204,18 @@ class InstancesPage(Retranslating, QWidget):
                                       " border-radius: 4px;")
             states = self.model.billing_states()
             parts = []
-            if states.get("running"):
+            if states.get("running") or states.get(STOPPED_STILL_BILLING):
                 parts.append(self.tr("{n} running ({rate} per hour)").format(
-                    n=states["running"], rate=self.model.money(per_hour)))
+                    n=states.get("running", 0), rate=self.model.money(per_hour)))
             if states.get("stopping"):
                 parts.append(self.tr("{n} stopping (billed until the cloud says stopped)")
                              .format(n=states["stopping"]))
-            starting = sum(n for state, n in states.items() if state not in ("running",
-                                                                             "stopping"))
+            if states.get(STOPPED_STILL_BILLING):
+                parts.append(self.tr("{n} stopped (still billing: its cloud charges a machine "
+                                     "stopped from inside in full)").format(
+                    n=states[STOPPED_STILL_BILLING]))
+            starting = sum(n for state, n in states.items() if state not in (
+                "running", "stopping", STOPPED_STILL_BILLING))
             if starting:
                 parts.append(self.tr("{n} starting").format(n=starting))
             text = self.tr("{n} machine(s) may be billing now: {parts}.").format(
@@ -307,13 +315,15 @@ class InstancesPage(Retranslating, QWidget):
                 s=int(time.monotonic() - started)))
 
         def settled(now: Machine) -> None:
-            if now.state == "stopped" and now.provider == "tencent":
-                text = self.tr("{name} is stopped. Tencent Cloud keeps billing a stopped "
-                               "machine (KEEP_CHARGING) until it is terminated.")
-            elif now.state == "stopped" and now.provider == "aliyun":
-                text = self.tr("{name} is stopped. Alibaba Cloud bills its disk, and the "
-                               "whole machine where the type cannot stop charging, until it "
-                               "is terminated.")
+            # the cloud's own word on this stop (StopChargingMode / StoppedMode), never a
+            # guess from the provider's name
+            if now.state == "stopped" and now.provider in ("tencent", "aliyun") \
+                    and now.compute_billing:
+                text = self.tr("{name} is stopped, but {cloud} keeps billing it in full "
+                               "({word}) until it is terminated.")
+            elif now.state == "stopped" and now.provider in ("tencent", "aliyun"):
+                text = self.tr("{name} is stopped without charge ({word}): the compute no "
+                               "longer bills; its disk does until it is terminated.")
             elif now.state == "stopped":
                 text = self.tr("{name} is stopped: the machine no longer bills; its disk "
                                "does until it is terminated.")
@@ -321,8 +331,10 @@ class InstancesPage(Retranslating, QWidget):
                 text = self.tr("{name} is running.")
             else:
                 text = self.tr("{name} is still {state}; Check clouds asks again.")
-            self.status.setText(text.format(name=now.name or now.id,
-                                            state=state_text(now.state)))
+            note = self._stop_note(now) if now.state == "stopped" else ""
+            self.status.setText(" ".join(x for x in (text.format(
+                name=now.name or now.id, state=state_text(now.state),
+                cloud=accounts.title(now.provider), word=now.stopped_mode or "?"), note) if x))
 
         if m.state not in ("stopping", "pending"):
             settled(m)
@@ -332,6 +344,51 @@ class InstancesPage(Retranslating, QWidget):
         self._settle_next = lambda: self.settle_runner.run(
             settle(self.ledger, m.id, self.providers, poll_s=self.settle_poll_s,
                    on_state=heard), on_success=settled)
+
+    def _stop_note(self, m: Machine) -> str:
+        """The ledger's last word from the cloud on what still bills after the stop."""
+        for event in reversed(self.ledger.events(m.id)):
+            if event.step == "stop-billing":
+                return event.detail
+            if event.step == "stop-requested":
+                break
+        return ""
+
+    def ask_stop(self) -> None:
+        """Stop the selected machine; where the stop cannot end its compute bill (the
+        cloud's own rule, ``machines.stop_warning``), say so and ask first."""
+        m = self.selected()
+        if m is None:
+            return
+        self.status.setText(self.tr("Asking {cloud} what a stop of {name} bills…").format(
+            cloud=accounts.title(m.provider), name=m.name or m.id))
+        self.warn_runner.run(self._stop_words(m.id),
+                             on_success=lambda words: self._confirm_stop(m, words))
+
+    async def _stop_words(self, ledger_id: str) -> str:
+        """The cloud's words on why the stop cannot end the bill; a question the cloud
+        does not answer never blocks the stop itself (which then says what went wrong)."""
+        try:
+            return await stop_warning(self.ledger, ledger_id, self.providers)
+        except ProviderError:
+            return ""
+
+    def _confirm_stop(self, m: Machine, words: str) -> None:
+        if not words:
+            self.run_action("stop")
+            return
+        box = QMessageBox(
+            QMessageBox.Icon.Warning, self.tr("Stop machine"),
+            self.tr("{words}\n\nStop {name} anyway?").format(words=words, name=m.name or m.id),
+            QMessageBox.StandardButton.Cancel, self)
+        box.setObjectName("confirmStop")
+        yes = box.addButton(self.tr("Stop"), QMessageBox.ButtonRole.AcceptRole)
+        yes.setObjectName("confirmStopYes")
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.buttonClicked.connect(lambda b: self.run_action("stop") if b is yes else None)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.open()
 
     def _settle(self) -> None:
         start, self._settle_next = self._settle_next, None

@@ -211,6 +211,7 @@ class LaunchDialog(Retranslating, QDialog):
         self.budget.valueChanged.connect(self._update_guard)
         self.on_budget.currentIndexChanged.connect(self._update_guard)
         self.spot.toggled.connect(self._update_guard)
+        self.disk.valueChanged.connect(self._update_guard)
         self.retranslate()
         self._update_cost()
         if detect:
@@ -288,9 +289,14 @@ class LaunchDialog(Retranslating, QDialog):
         o = self.offer
         budget = self.budget.value() or None
         action = str(self.on_budget.currentData() or "stop")
-        g = guards.plan(o.provider, budget, action, self.price(), 0.0, time.time())
-        m = Machine(id="", provider=o.provider, disk_gb=float(self.disk.value()),
-                    market="spot" if self.spot.isChecked() else "on-demand")
+        market = "spot" if self.spot.isChecked() else "on-demand"
+        disk_gb = float(self.disk.value())
+        # the same plan the launch makes: the disk bills with the compute, and a Tencent
+        # spot "stop" is a terminate with the cloud's timer
+        g = guards.plan(o.provider, budget, action, self.price(), 0.0, time.time(),
+                        market=market, disk_gb=disk_gb, region=o.region,
+                        cny_per_usd=self.money.rate)
+        m = Machine(id="", provider=o.provider, disk_gb=disk_gb, market=market)
         self.guard_text.setText(" ".join(
             format_template(guards.CONTEXT, t, v) for t, v in guards.sentences(m, g)))
 

@@ -136,7 +136,6 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
             return
         from gpudesk.services.cloud.accounts import provider_from_keyring
         from gpudesk.services.cloud.launcher import Launcher
-        from gpudesk.services.cloud.machines import act
         from gpudesk.services.money.ledger import Ledger
         from gpudesk.ui.watch.budget_alerts import BudgetAlerts, BudgetBanner
         from gpudesk.ui.widgets.money import DISPLAY
@@ -185,7 +184,7 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
         self._told_no_tray = False
         self.budget_alerts: BudgetAlerts = BudgetAlerts.for_ledger(
             self.ledger, lambda: self.settings, self.tray, parent=self,
-            act=lambda action, ledger_id: act(self.ledger, ledger_id, action, self.providers))
+            providers=self.providers)  # owed stops end the bill even after a shutdown inside
         self.budget_alerts.alert.connect(self.budget_banner.show_crossing)
         self.budget_alerts.alert.connect(lambda _c, h, t: self.statusBar().showMessage(
             f"{h} — {t}", 30000))

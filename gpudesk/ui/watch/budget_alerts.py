@@ -21,6 +21,8 @@ from typing import Any
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 
+from gpudesk.services.cloud import stop_charging
+from gpudesk.services.cloud.accounts import ProviderFactory
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.budgets import SCOPE_MONTH, BudgetChecker, BudgetConfig, Crossing
 from gpudesk.services.money.ledger import Ledger
@@ -61,8 +63,19 @@ class BudgetAlerts(QObject):
 
     @classmethod
     def for_ledger(cls, ledger: Ledger, settings: Callable[[], Settings],
-                   tray: BillingTray | None = None, **kw: Any) -> BudgetAlerts:
-        """Budgets from the live settings (Preferences may change them between checks)."""
+                   tray: BillingTray | None = None, *,
+                   providers: ProviderFactory | None = None, **kw: Any) -> BudgetAlerts:
+        """Budgets from the live settings (Preferences may change them between checks).
+
+        Given ``providers`` (and no ``act`` of its own), the owed actions are the budget's
+        (:func:`stop_charging.act_for_budget`): the stop of a Tencent Cloud or Alibaba Cloud
+        machine found stopped but charged in full (shut down from inside) starts it and
+        stops it again without charge, where a plain stop would be refused and the bill
+        run on."""
+        if providers is not None:
+            factory = providers
+            kw.setdefault("act", lambda action, ledger_id: stop_charging.act_for_budget(
+                ledger, ledger_id, action, factory))
         checker = BudgetChecker.for_ledger(ledger, lambda: BudgetConfig.from_settings(settings()))
 
         def name(ledger_id: str) -> str:

@@ -23,7 +23,9 @@ def state_word(state: str) -> str:
     words = {"pending": QCoreApplication.translate("BillingTray", "starting"),
              "running": QCoreApplication.translate("BillingTray", "running"),
              "stopping": QCoreApplication.translate("BillingTray", "stopping"),
-             "stopped": QCoreApplication.translate("BillingTray", "stopped")}
+             "stopped": QCoreApplication.translate("BillingTray", "stopped"),
+             "stopped (still billing)": QCoreApplication.translate(
+                 "BillingTray", "stopped (still billing)")}
     return words.get(state, state)
 
 
@@ -59,14 +61,14 @@ class BillingTray(QObject):
         self.menu.clear()
         self.machine_actions = []
         if billing:
-            rate = sum(m.price_per_hour for m in billing if m.state == "running")
+            rate = sum(m.price_per_hour for m in billing if m.compute_billing)
             tip = self.tr("gpudesk: {n} machine(s) may be billing ({rate}/h)").format(
                 n=len(billing), rate=DISPLAY(rate))
             for m in billing:
                 action = self.menu.addAction(self.tr("{name} — {provider} {type}, {state}, "
                                                      "spent {spent}").format(
                     name=m.name or m.id, provider=title(m.provider), type=m.instance_type,
-                    state=state_word(m.state),
+                    state=state_word(m.billing_label),
                     spent=DISPLAY(spent(m) if spent is not None else 0.0)))
                 action.triggered.connect(self.show_window)
                 self.machine_actions.append(action)

@@ -478,12 +478,9 @@ class AliyunProvider(SdkProvider[CallContext], MachineGroups):
 
     @staticmethod
     def _release_at(timer_at: float | None, now: float | None = None) -> float | None:
-        """``timer_at`` moved to ECS's accepted window (30 minutes to three years ahead)."""
-        if timer_at is None:
-            return None
-        now = time.time() if now is None else now
-        earliest = now + ap.MIN_RELEASE_AHEAD_S + 60  # a minute spare for the trip
-        return min(max(timer_at, earliest), now + ap.MAX_RELEASE_AHEAD_S)
+        """``timer_at`` moved to ECS's accepted window (:func:`aliyun_parse.release_at`:
+        the floor guard.plan uses too, on a whole minute as ECS keeps it)."""
+        return ap.release_at(timer_at, time.time() if now is None else now)
 
     def set_guard(self, region: str, cloud_id: str, action: str, market: str,
                   timer_at: float | None = None) -> None:
@@ -495,6 +492,12 @@ class AliyunProvider(SdkProvider[CallContext], MachineGroups):
             "InstanceId": cloud_id,
             "AutoReleaseTime": ap.format_time(release) if release is not None else ""},
             resource=cloud_id)
+
+    def guard_at(self, region: str, cloud_id: str) -> float | None:
+        """The release time ECS itself holds for the machine (DescribeInstances'
+        AutoReleaseTime), None when none: what the ledger records after each change."""
+        raw = next(iter(self.describe_raw(region, [cloud_id])), {})
+        return ap.parse_time(str(raw.get("AutoReleaseTime") or ""))
 
     def describe(self, region: str, cloud_ids: list[str]) -> list[base.CloudInstance]:
         return [ap.parse_instance(raw, region) for raw in self.describe_raw(region, cloud_ids)]

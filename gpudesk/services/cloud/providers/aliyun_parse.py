@@ -34,8 +34,23 @@ STATES: dict[str, str] = {
 
 INSTANCE_ID_RE = re.compile(r"^i-[a-z0-9]{8,30}$")
 # AutoReleaseTime: at least 30 minutes ahead and at most three years (ECS API reference).
+# ModifyInstanceAutoReleaseTime (ECS API reference, help.aliyun.com/document_detail/47576):
+# "at least half an hour after the current time, at most three years; seconds other than
+# 00 are taken as the start of that minute". gpudesk's floor is that half hour plus a minute
+# spare for the clock and the request's trip, and its times are whole minutes, so what is
+# sent is what ECS keeps. guard.plan floors at the same constant (one figure, not two).
 MIN_RELEASE_AHEAD_S = 30 * 60
 MAX_RELEASE_AHEAD_S = 3 * 365 * 24 * 3600
+RELEASE_FLOOR_S = MIN_RELEASE_AHEAD_S + 60
+
+
+def release_at(timer_at: float | None, now: float) -> float | None:
+    """``timer_at`` moved into ECS's window (:data:`RELEASE_FLOOR_S` to three years ahead),
+    on a whole minute as ECS keeps it; None stays None (no release time)."""
+    if timer_at is None:
+        return None
+    at = min(max(timer_at, now + RELEASE_FLOOR_S), now + MAX_RELEASE_AHEAD_S)
+    return math.floor(at / 60.0) * 60.0  # still over 30 minutes ahead: the floor's spare
 GPU_IMAGE_WORDS = ("GPU", "CUDA", "NVIDIA")
 VPC_NAME = base.RESOURCE_PREFIX + "vpc"
 VPC_CIDR = "172.16.0.0/16"

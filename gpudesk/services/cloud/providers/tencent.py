@@ -398,9 +398,24 @@ class TencentProvider(SdkProvider[CallContext], MachineGroups):
             "InstanceIds": [cloud_id], "StatusList": ["UNDO"]}, resource=cloud_id)
         return [t for t in answer.get("ActionTimers") or [] if isinstance(t, dict)]
 
+    def guard_at(self, region: str, cloud_id: str) -> float | None:
+        """The moment CVM itself will terminate the machine (its earliest pending
+        TerminateInstances ActionTimer, DescribeInstancesActionTimer), None when none: what
+        the ledger records after each change, never what was only asked for."""
+        times = [tp.parse_time(str(t.get("ActionTime") or ""))
+                 for t in self.action_timers(region, cloud_id)
+                 if t.get("TimerAction", "TerminateInstances") == "TerminateInstances"]
+        found = [t for t in times if t is not None]
+        return min(found) if found else None
+
     def set_guard(self, region: str, cloud_id: str, action: str, market: str,
                   timer_at: float | None = None) -> None:
-        """Keep the cloud-side cap current: drop the pending timers, import the new one."""
+        """Keep the cloud-side cap current: drop the pending timers, import the new one.
+
+        CVM refuses a second timer (FailedOperation.MutActionTimerExist), so the old one
+        goes first; if the import then fails the machine may have no timer at all, which
+        is why guard.apply reads the cloud's timers back (:meth:`guard_at`) after any
+        change, failed or not, and records only those."""
         del action, market  # CVM's timer only terminates; guard.plan decided whether to set it
         old = [str(t.get("ActionTimerId")) for t in self.action_timers(region, cloud_id)
                if t.get("ActionTimerId")]
