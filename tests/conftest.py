@@ -130,9 +130,25 @@ def _collect_qt_garbage_between_tests(request: pytest.FixtureRequest):  # type: 
     try:
         yield
     finally:
+        _delete_left_windows()
         gc.collect()
         if was_enabled:
             gc.enable()
+
+
+def _delete_left_windows() -> None:
+    """Delete the top-level widgets a test left behind (a window whose close was
+    answered by a question, a page never parented): alive, their timers and language
+    changes would reach a later test through a ledger that test already closed."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if not isinstance(app, QApplication):
+        return
+    for widget in app.topLevelWidgets():
+        widget.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 # A loopback port that answers like an SSH server's banner and nothing more: launch

@@ -661,10 +661,12 @@ class RowRun:
             self.ledger = ledger
             self.checker = BudgetChecker.for_ledger(
                 ledger, lambda: BudgetConfig.from_settings(load_settings()))
+            from gpudesk.services.cloud.providers.base import ProviderError
+
             try:
                 m = self.launch()
-            except Exception as exc:  # noqa: BLE001 - a refusal is an outcome
-                self.sync_bill()
+            except ProviderError as exc:  # the launcher's refusal, in words, is an outcome;
+                self.sync_bill()           # anything else is a broken harness, not "refused"
                 return self.result(refused=exc, price=price)
             self.first_cloud_id = m.cloud_id
             self.ledger_id = m.id

@@ -110,7 +110,7 @@ def test_cvm_bill_follows_the_stand_in_and_its_action_timer(
 
 def test_ecs_bill_stop_charging_keep_charging_and_auto_release(
         aliyun: AliyunStandin, aliyun_creds: Credentials) -> None:
-    clock = Clock(float(int(time.time())))
+    clock = Clock(float(int(time.time()) // 60 * 60))  # ECS release times are whole minutes
     aliyun.clock = clock
     aliyun.bill = bill = Bill("aliyun", clock)
     p = AliyunProvider(aliyun_creds, endpoint=aliyun.endpoint, protocol="http",

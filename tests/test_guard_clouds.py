@@ -78,14 +78,15 @@ def test_aws_launch_carries_guard_user_data_and_terminates_on_shutdown(
         g = guard.apply(ledger, row, provider, 25.0, "stop", time.time())
         assert _attr(cloud, m.cloud_id, "instanceInitiatedShutdownBehavior")[
             "InstanceInitiatedShutdownBehavior"]["Value"] == "stop"
-        assert g.enforced_by == ("agent", "shutdown-behavior")
+        # the launch gave it a role that may only stop or terminate itself (issue 21)
+        assert g.enforced_by == ("agent", "shutdown-behavior", "instance-role")
     assert main(["show", m.id, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["host_key_fingerprint"] == m.host_key_fingerprint
     # (``installed``: whether the agent's guard runs there, asked over SSH: not here)
     assert {k: v for k, v in shown["guard"].items() if k != "installed"} == {
-        "budget": 25.0, "action": "stop", "enforced_by": ["agent", "shutdown-behavior"],
-        "cloud_timer_at": None}
+        "budget": 25.0, "action": "stop",
+        "enforced_by": ["agent", "shutdown-behavior", "instance-role"], "cloud_timer_at": None}
     assert any("still bills its disk" in line for line in shown["guard_says"])
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .clock import SYSTEM_CLOCK, Clock
+from .cloud_stop import expand as expand_command
 from .events import Event, EventLog
 from .rules import BudgetRule, Rules, boot_id
 from .runs import ActiveRun, active_runs
@@ -240,7 +241,8 @@ class Guard:
                     attempt)
         try:
             with open(self.log_dir / ACTIONS_LOG, "ab") as out:
-                rc = subprocess.run(list(argv), stdin=subprocess.DEVNULL, stdout=out,
+                # gpudesk-cloud-stop: the instance-role enforcer (cloud_stop.py)
+                rc = subprocess.run(expand_command(argv), stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, env=env,
                                     timeout=ACTION_TIMEOUT_S, check=False).returncode
         except (OSError, subprocess.SubprocessError) as exc:

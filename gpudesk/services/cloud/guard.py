@@ -29,6 +29,7 @@ from typing import Protocol, runtime_checkable
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.catalog import provider_title
+from gpudesk.services.cloud.instance_role import MSG_ROLE
 from gpudesk.services.cloud.providers import aliyun_parse as ap
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.money.spend import machine_spend
@@ -296,6 +297,9 @@ def sentences(m: Machine, g: Guard | None = None) -> list[tuple[str, dict[str, o
         return out
     elif "agent" in g.enforced_by and "cloud-timer" not in g.enforced_by:
         out.append((MSG_AGENT_ONLY, {"budget": budget, "action": g.action}))
+    if "instance-role" in g.enforced_by:  # the agent asks the cloud itself (instance_role.py)
+        out.append((MSG_ROLE, {"budget": budget, "cloud": provider_title(m.provider),
+                               "action": g.action}))
     out.append((MSG_DESKTOP, {"budget": budget, "action": g.action}))
     return out
 
@@ -353,6 +357,8 @@ def apply(ledger: Ledger, m: Machine, provider: object, budget: float | None, ac
              agent="agent" in of(m).enforced_by, quote=launch_quote(ledger, m),
              currency=m.currency or "USD", disk_gb=m.disk_gb, region=m.region,
              market=m.market)
+    if "instance-role" in of(m).enforced_by:  # the machine keeps its role whatever the budget
+        g = Guard(g.budget, g.action, (*g.enforced_by, "instance-role"), g.cloud_timer_at)
     ledger.update(m.id, budget=g.budget, on_budget=g.action if g.budget else "",
                   enforced_by=",".join(g.enforced_by), cloud_timer_at=g.cloud_timer_at,
                   step="guard-requested", detail=",".join(g.enforced_by) or "none")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from gpudesk.services.cloud import guard
+from gpudesk.services.cloud import guard, instance_role
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money import spend
 from gpudesk.services.money.budgets import BudgetConfig, machine_budget
@@ -74,4 +74,6 @@ def agent_rules(machine: Machine | None, settings: Settings, ledger: Ledger | No
                                                                      mb.action))
     spot = machine.provider if cloud and machine is not None and machine.market == "spot" \
         else "none"
-    return AgentRules(idle=idle, budget=budget, spot_provider=spot)
+    # with a role, stop/terminate are the cloud's own call made by the agent (issue 21)
+    commands = instance_role.rules_commands(machine) if cloud else {}
+    return AgentRules(idle=idle, budget=budget, spot_provider=spot, commands=commands)
