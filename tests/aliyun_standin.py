@@ -219,6 +219,10 @@ class AliyunStandin(StandinServer):
             self.not_on_sale: set[str] = set()  # zones
             self.denied: set[str] = set()  # actions answered Forbidden.RAM
             self.keep_charging_types: set[str] = set()  # StopCharging not allowed
+            # DeleteSecurityGroup refused this many more times once no instance uses the
+            # group (DependencyViolation), as ECS does while it releases the network card
+            self.linger_deletes = 0
+            self.lingering: Counter[str] = Counter()  # group id -> refusals so far
             self.no_spot: set[tuple[str, str]] = set(NO_SPOT)  # (zone or "*", type)
             self.limit_refusals: list[tuple[str, str]] = []  # (action, cloud_limits violation)
             self.nonces: set[str] = set()
@@ -695,6 +699,10 @@ class AliyunStandin(StandinServer):
         group = self._group(q)
         if any(group["SecurityGroupId"] in i["SecurityGroupIds"]["SecurityGroupId"]
                for i in self.state.instances.values()):
+            raise ApiError("DependencyViolation", "There is still instance(s) in the specified "
+                           "security group.")
+        if self.lingering[group["SecurityGroupId"]] < self.linger_deletes:
+            self.lingering[group["SecurityGroupId"]] += 1
             raise ApiError("DependencyViolation", "There is still instance(s) in the specified "
                            "security group.")
         del self.state.groups[group["SecurityGroupId"]]

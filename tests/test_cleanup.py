@@ -1,11 +1,13 @@
 """Nothing left behind: 20 launch/terminate cycles per cloud end with only live machines'
-security groups and key pairs (Tencent stand-in with TERMINATING lasting; moto for EC2).
+security groups and key pairs (Tencent and ECS stand-ins, TERMINATING lasting on Tencent;
+moto for EC2).
 
 The app's own path each time: launcher → terminate (machines.act) → reconcile, whose
 cleanup retries until the cloud reports each machine gone. Each cloud also refuses every
 group's (and Tencent every key pair's) first two deletes after the machine is gone, as the
 clouds do while they release its network interface: the Tencent stand-in with
-``ResourceInUse``, EC2 (moto behind tests/ec2_linger_proxy.py) with ``DependencyViolation``.
+``ResourceInUse``, EC2 (moto behind tests/ec2_linger_proxy.py) and the ECS stand-in with
+``DependencyViolation``.
 """
 
 from __future__ import annotations
@@ -16,14 +18,20 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from aliyun_standin import AliyunStandin
 from ec2_linger_proxy import linger_proxy
+from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
 from fixtures_aws import aws, moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
 
 from gpudesk.cli.entry import main
 from gpudesk.services.cloud import cleanup, credentials
-from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV, provider_from_keyring
+from gpudesk.services.cloud.accounts import (
+    ALIYUN_ENDPOINT_ENV,
+    TENCENT_ENDPOINT_ENV,
+    provider_from_keyring,
+)
 from gpudesk.services.cloud.launcher import Launcher, LaunchPlan
 from gpudesk.services.cloud.machines import act
 from gpudesk.services.cloud.reconcile import reconcile
@@ -34,6 +42,9 @@ TENCENT_PLAN = LaunchPlan(provider="tencent", instance_type="GN7.2XLARGE32",
                           region="ap-guangzhou", allow_from=ADDRESS, wait_ssh=False)
 AWS_PLAN = LaunchPlan(provider="aws", instance_type="g5.xlarge", region="us-east-1",
                       allow_from=ADDRESS, wait_ssh=False, disk_gb=120)
+ALIYUN_PLAN = LaunchPlan(provider="aliyun", instance_type="ecs.gn7i-c8g1.2xlarge",
+                         region="cn-hangzhou", allow_from=ADDRESS, wait_ssh=False,
+                         gpu="A10", gpus=1, price_per_hour=2.0, disk_gb=100)
 CYCLES = 20
 
 
@@ -62,16 +73,25 @@ def aws_cloud(aws, memory_keyring, monkeypatch):  # type: ignore[no-untyped-def]
         yield aws
 
 
-def _cycles(ledger: Ledger, plan: LaunchPlan, name: Any) -> tuple[Any, list[Any]]:
-    launcher = Launcher(ledger, poll_s=0.0)
+@pytest.fixture
+def aliyun_cloud(aliyun, aliyun_creds, memory_keyring, monkeypatch):  # type: ignore[no-untyped-def]  # noqa: F811
+    monkeypatch.setenv(ALIYUN_ENDPOINT_ENV, f"http://{aliyun.endpoint}")
+    credentials.save_credentials(aliyun_creds)
+    aliyun.linger_deletes = 2  # each group's delete refused twice after its machine is gone
+    return aliyun
+
+
+def _cycles(ledger: Ledger, plan: LaunchPlan, name: Any,
+            providers: Any = provider_from_keyring) -> tuple[Any, list[Any]]:
+    launcher = Launcher(ledger, providers, poll_s=0.0)
     reports = []
     for _ in range(CYCLES):
         machine = asyncio.run(launcher.launch(plan)).machine
-        asyncio.run(act(ledger, machine.id, "terminate"))
-        reports.append(asyncio.run(reconcile(ledger, names=[name])).cleanup)
+        asyncio.run(act(ledger, machine.id, "terminate", providers))
+        reports.append(asyncio.run(reconcile(ledger, providers, names=[name])).cleanup)
     keep = asyncio.run(launcher.launch(plan)).machine
     for _ in range(8):  # the app reconciles periodically; each pass retries what waits
-        report = asyncio.run(reconcile(ledger, names=[name])).cleanup
+        report = asyncio.run(reconcile(ledger, providers, names=[name])).cleanup
         reports.append(report)
         if report is not None and not report.waiting:
             break
@@ -194,3 +214,27 @@ def test_show_json_of_a_live_machine_says_its_resources_are_in_use(  # type: ign
          "last_error": ""},
         {"resource": machine.key_name, "kind": "key pair", "state": "in use",
          "last_error": ""}]
+
+
+def test_aliyun_twenty_cycles_leave_only_the_live_machines_resources(  # type: ignore[no-untyped-def]
+        aliyun_cloud: AliyunStandin, aliyun_creds, ledger) -> None:  # noqa: F811
+    from gpudesk.services.cloud.providers.aliyun import AliyunProvider
+
+    # the app's provider, with the VPC backoff not slept (the stand-in's VPC is ready at once)
+    provider = AliyunProvider(aliyun_creds, endpoint=aliyun_cloud.endpoint, protocol="http",
+                              sleep=lambda _s: None)
+    keep, reports = _cycles(ledger, ALIYUN_PLAN, "aliyun", lambda _n: provider)
+    assert reports[-1] is not None and not reports[-1].waiting
+    ended = [m for m in ledger.machines() if m.ended]
+    assert len(ended) == CYCLES
+    # ECS refused each ended machine's group twice (DependencyViolation): retried, recorded
+    assert all(aliyun_cloud.lingering[m.security_group] == 2 for m in ended)
+    for m in ended:
+        refused = [e.detail for e in ledger.events(m.id) if e.step == cleanup.STEP_REFUSED]
+        assert any(m.security_group in d and "DependencyViolation" in d for d in refused)
+        assert {r.kind: r.state for r in cleanup.status(ledger, m)}["security group"] == \
+            "deleted"
+    assert set(aliyun_cloud.state.groups) == {keep.security_group}
+    assert sorted(provider.leftovers("cn-hangzhou")) == sorted(
+        [keep.key_name, keep.security_group])
+    assert cleanup.pending(ledger) == {}
