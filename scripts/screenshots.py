@@ -172,8 +172,7 @@ def shoot_run(window, settle, tag: str) -> None:  # type: ignore[no-untyped-def]
     page.checkpoint.setValue(15)
     page.log.setPlainText(SAMPLE_LOG)
     page.last_status = RunStatus("running", pid=4127)
-    page._show_state()
-    page._update_buttons()
+    page._refresh()  # the state label, the list item's state and the buttons
     page.search.setText("checkpoint")
     window.show_page("run")
     settle()
