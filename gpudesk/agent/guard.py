@@ -36,10 +36,15 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .clock import SYSTEM_CLOCK, Clock
-from .cloud_stop import expand as expand_command
 from .events import Event, EventLog
 from .rules import BudgetRule, Rules, boot_id
 from .runs import ActiveRun, active_runs
+
+try:
+    from .cloud_stop import expand as expand_command
+except ImportError:  # the first-boot bundle (12 KB of user data) has no cloud_stop; its
+    def expand_command(argv: Sequence[str], python: str = "") -> List[str]:  # rules never
+        return list(argv)  # name it: the role's commands come with the full agent
 from .smi import GpuSample
 
 log = logging.getLogger("gpudesk.agent")
