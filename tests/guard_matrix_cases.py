@@ -856,7 +856,9 @@ def run_matrix(only: Callable[[tuple[str, str, str]], bool] = lambda _c: True,
     """Every row, in order; starts (and stops) the clouds unless ``world`` is given."""
     import logging
 
-    for name in ("gpudesk", "werkzeug", "moto"):
+    quiet = ("gpudesk", "werkzeug", "moto")
+    levels = {name: logging.getLogger(name).level for name in quiet}
+    for name in quiet:  # quiet while the matrix runs; put back after (later tests log)
         logging.getLogger(name).setLevel(logging.CRITICAL)
     own = world is None
     world = world or World()
@@ -868,6 +870,8 @@ def run_matrix(only: Callable[[tuple[str, str, str]], bool] = lambda _c: True,
                 rows.append(run_row(world, *case, tmp / f"row-{i:02d}"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
         if own:
             world.close()
     return rows
