@@ -81,6 +81,8 @@ WORD = re.compile(r"[A-Za-z]{3,}")
 EDGE = ".,;:!?'’\"“”()[]{}<>…+="  # sentence punctuation around a word
 LEFT_EDGE = "'’\"“”([{<"  # a leading dash, dot, slash or tilde marks an option or a path
 ID_MARK = re.compile(r"[0-9._/\\~@:#=%\-]")
+# A cloud key id as gpudesk masks it: "AKIA…WXYZ", "LTAI…0123".
+MASKED_KEY = re.compile(r"\b[A-Za-z0-9]{2,}…[A-Za-z0-9]{2,}\b")
 
 
 def english_words(text: str) -> list[str]:
@@ -89,6 +91,7 @@ def english_words(text: str) -> list[str]:
     text = re.sub(r"<[^>]*>", " ", text)  # rich text
     text = re.sub(r"&[a-zA-Z]+;|&#\d+;", " ", text).replace("&", "")  # entities, accelerators
     text = PHRASES.sub(" ", TYPED.sub(" ", text))
+    text = MASKED_KEY.sub(" ", text)  # a key id shown masked, as the keyring holds it
     found = []
     for token in TOKEN.findall(text):
         bare = token.lstrip(LEFT_EDGE).rstrip(EDGE)
