@@ -479,7 +479,13 @@ def open_every_dialog(window: MainWindow, qtbot, tmp_path: Path) -> list[QWidget
     welcome.show()
     dialogs.append(welcome)
     # the real path: Launch… on the Plan page with an offer chosen (its cloud has keys)
+    from cloud_window import offer_row
+
+    window.show_page("plan")
+    window.plan.select_row(offer_row(window.plan, "GN7.2XLARGE32", "ap-guangzhou"))
+    qtbot.waitUntil(window.plan.launch_button.isEnabled, timeout=10000)
     window.plan.launch_button.click()
+    qtbot.waitUntil(lambda: window.launch_dialog is not None, timeout=10000)
     assert window.launch_dialog is not None
     dialogs.append(window.launch_dialog)
     catalog = window.plan.catalog
