@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
         from gpudesk.cli.remote import main_sync
 
         return main_sync(args)
-    from gpudesk.cli import main as cli_main
+    from gpudesk.cli.entry import main as cli_main
 
     return cli_main(args)
 

@@ -24,8 +24,8 @@ import torch
 from fixtures_sshd import SshdServer, sshd  # noqa: F401
 from fixtures_training import REPO
 
-from gpudesk import cli
 from gpudesk.agent.runs import pid_alive, process_tree
+from gpudesk.cli import entry as cli
 from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
 from gpudesk.services.remote.ssh import SshConnection, SshTarget
 from gpudesk.services.runs import detached as runs

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gpudesk import cli
 from gpudesk.calc import finetune, hf_config, sizing
 from gpudesk.calc.sizing import GIB, Setup, estimate, preset
+from gpudesk.cli import entry as cli
 
 GB = 1e9
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"

@@ -91,7 +91,7 @@ def test_lora_wrapped_model_traces_like_any_other() -> None:
 def test_cli_trace_takes_the_batch_from_the_typed_shape(
         capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 14: 'float32[32,256]' without --batch traces batch 32, not batch 1."""
-    from gpudesk import cli
+    from gpudesk.cli import entry as cli
 
     def traced(*extra: str) -> dict[str, Any]:
         assert cli.main(["trace", target("make_mlp"), "--input", "float32[32,256]",

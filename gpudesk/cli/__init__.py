@@ -9,14 +9,3 @@ a verb; each other module owns a group of verbs (``cloud``, ``machine``, ``remot
 This file stays light: ``gpudesk sync`` imports ``gpudesk.cli.remote`` alone, and
 everything a package ``__init__`` imports would be paid for on that quick path.
 """
-
-from __future__ import annotations
-
-from collections.abc import Sequence
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one verb (``gpudesk.cli.entry.main``), imported on first use."""
-    from gpudesk.cli.entry import main as run
-
-    return run(argv)
