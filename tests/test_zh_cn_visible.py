@@ -331,7 +331,7 @@ def no_cloud(_name: str) -> Any:
 
 
 @pytest.fixture
-def window(qtbot, qapp, tmp_path: Path, echo) -> Iterator[MainWindow]:  # type: ignore[no-untyped-def]
+def window(qtbot, qapp, loop, tmp_path: Path, echo) -> Iterator[MainWindow]:  # type: ignore[no-untyped-def]
     assert install_translator(qapp, "zh_CN") == "zh_CN"
     ledger = Ledger()
     fill_ledger(ledger)

@@ -92,6 +92,9 @@ def _alive(obj: QObject | None) -> bool:
     return obj is not None and shiboken6.isValid(obj)
 
 
+_BAR_USERS = "gpudesk_busy_runners"  # a property on a shared QProgressBar
+
+
 class TaskRunner(QObject):
     """Runs one task at a time for ``owner``; a second ``run`` cancels the first.
 
@@ -195,8 +198,11 @@ class TaskRunner(QObject):
             self._cancel.setEnabled(busy)  # type: ignore[union-attr]
         if _alive(self._progress):
             assert self._progress is not None
+            # Pages share one bar among several runners: it stays while any of them works.
+            users = max(int(self._progress.property(_BAR_USERS) or 0) + (1 if busy else -1), 0)
+            self._progress.setProperty(_BAR_USERS, users)
             self._progress.setRange(0, 0)
-            self._progress.setVisible(busy)
+            self._progress.setVisible(users > 0)
         if busy:
             if self._busy_cursor:
                 QGuiApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)
