@@ -17,11 +17,13 @@ from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_sshd import SshdServer, sshd  # noqa: F401
 from fixtures_telemetry import PYTHON
+from service_manager_standin import StandinSystemd
 
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.providers.base import LaunchRequest
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.remote.agent_deploy import UNIT, ServiceManager
 from gpudesk.services.remote.guard_push import push_all
 from gpudesk.services.remote.host_keys import PinStore
 from gpudesk.services.remote.ssh_config import host_alias
@@ -57,7 +59,12 @@ def test_preferences_push_the_default_budget_and_keep_each_machines_own(
 
         PinStore().pin(host_alias(m), _paramiko_key(sshd.host_key_line))
         settings = Settings(machine_budget_usd=50.0, budget_action="terminate")
-        report = push_all(ledger, settings, budget_from_settings=True)
+        # a launched machine's agent is kept under its unit: the stand-in systemd, never
+        # this machine's own
+        systemd = StandinSystemd.install(tmp_path / "systemd")
+        report = push_all(ledger, settings, budget_from_settings=True,
+                          service=ServiceManager(systemctl=str(systemd.systemctl),
+                                                 unit_dir=str(systemd.unit_dir)))
         pid = report.agent_pids.get(m.id, 0)
         try:
             assert report.failed == {}
@@ -77,7 +84,9 @@ def test_preferences_push_the_default_budget_and_keep_each_machines_own(
             behaviour = aws.client("ec2").describe_instance_attribute(
                 InstanceId=bare.cloud_id, Attribute="instanceInitiatedShutdownBehavior")
             assert behaviour["InstanceInitiatedShutdownBehavior"]["Value"] == "terminate"
+            assert systemd.main_pid(UNIT) == pid  # supervised by the unit
         finally:
+            systemd.shutdown(UNIT)
             if pid and not pid_gone(pid):
                 os.kill(pid, signal.SIGTERM)
                 wait_for(lambda: pid_gone(pid), 30, "the agent to stop")

@@ -12,10 +12,14 @@ refused by the pin check.
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures_agent import pid_gone
+from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring, secret_service  # noqa: F401
 from fixtures_sshd import SshdServer, sshd  # noqa: F401
 
@@ -202,3 +206,102 @@ def test_a_guard_that_did_not_install_changes_what_show_says(
     assert not any("agent" in line for line in shown["guard_says"])
     text = _show(m, capsys)
     assert "guard: not installed" in text and "enforced by: nobody" in text
+
+
+# --------------------------------------------------------------------------- later connects
+
+def test_a_later_connect_replaces_the_launch_key_a_failed_first_login_left(
+        sshd: SshdServer, tmp_path: Path, memory_keyring: Any,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The first login's rotation failed (here: the reload); the next connection of any kind
+    (``targets.open_connection``: Run, Watch, sync, ssh) finishes it, once, and records it as
+    the first login does; the connection itself is the caller's to use."""
+    from gpudesk.services.remote.targets import open_connection
+
+    old = _boot_with_user_data_key(sshd)
+    marker = tmp_path / GUARD_STATUS_NAME
+    marker.write_text("installed\n")
+    credentials.save_private_key(credentials.KEY_KINDS["ed25519"], sshd.client_key.read_text())
+    with Ledger() as ledger:
+        m = _machine(ledger, sshd, old)
+        with pytest.raises(RotationError):
+            first_login(ledger, m, config=_config(sshd, marker, reload="false"),
+                        target=_target(sshd, m))
+        assert not host_key_rotation.host_key_rotated(ledger, m.id)
+        # the failure was just now: a connect within the hour leaves the key alone
+        with open_connection(m.id, None, HostKeyPolicy.refuse(),
+                             rotation=_config(sshd, marker)) as conn:
+            assert conn.exec("echo ok", timeout=WAIT_S).ok
+        assert not host_key_rotation.host_key_rotated(ledger, m.id)
+        assert PinStore().fingerprints(host_alias(m)) == [old.fingerprint]
+        # an hour on (the failure's record aged): the next connect rotates
+        ledger._db.execute("UPDATE events SET at = at - 3700 WHERE ledger_id = ?", (m.id,))
+        ledger._db.commit()
+    with open_connection(m.id, None, HostKeyPolicy.refuse(),
+                         rotation=_config(sshd, marker)) as conn:
+        assert conn.exec("echo still here", timeout=WAIT_S).stdout.strip() == b"still here"
+    new_line = (sshd.workdir / "host_ed25519.pub").read_text().split()
+    new_fp = first_boot.HostKey("", " ".join(new_line[:2])).fingerprint
+    assert new_fp != old.fingerprint
+    assert PinStore().fingerprints(host_alias(m)) == [new_fp]
+    assert credentials.load_private_key(host_key_entry(m.id)) is None
+    shown = _show(m, capsys, "--json")
+    assert shown["host_key_rotated"] is True and shown["host_key_fingerprint"] == new_fp
+    assert shown["guard"]["installed"] is True  # the marker, read at that connect
+    # later connects verify the new key and rotate no more
+    with open_connection(m.id, None, HostKeyPolicy.refuse(),
+                         rotation=_config(sshd, marker)) as conn:
+        assert conn.host_key_fingerprint == new_fp
+    assert (sshd.workdir / "host_ed25519.pub").read_text().split()[:2] == new_line[:2]
+    with Ledger() as ledger:
+        steps = [e.step for e in ledger.events(m.id)]
+    assert steps.count(host_key_rotation.STEP_ROTATED) == 1
+    assert steps.count(host_key_rotation.STEP_ROTATING) == 2  # the failed try, the later one
+
+
+def test_a_guard_push_connect_replaces_a_launch_key_never_replaced(
+        sshd: SshdServer, tmp_path: Path, memory_keyring: Any, aws: MotoAws,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A machine whose first login never ran (launched before gpudesk rotated keys, or the
+    app closed first): the background guard push's connect rotates it."""
+    from fixtures_telemetry import PYTHON
+    from service_manager_standin import StandinSystemd
+
+    from gpudesk.services.cloud.providers.base import LaunchRequest
+    from gpudesk.services.remote.agent_deploy import UNIT, ServiceManager
+    from gpudesk.services.remote.guard_push import push_all
+
+    old = _boot_with_user_data_key(sshd)
+    marker = tmp_path / GUARD_STATUS_NAME
+    marker.write_text("not-installed: sudo asked for a password\n")
+    credentials.save_private_key(credentials.KEY_KINDS["ed25519"], sshd.client_key.read_text())
+    credentials.save_credentials(aws.credentials)
+    aws.publish_dlami("us-east-1")
+    provider = aws.provider()
+    group = provider.ensure_security_group("us-east-1", "203.0.113.7/32")
+    inst = provider.run_instance(LaunchRequest("m-rot1", "us-east-1", "g5.xlarge",
+                                               security_group=group, on_budget="stop"))
+    systemd = StandinSystemd.install(tmp_path / "systemd")
+    pid = 0
+    try:
+        with Ledger() as ledger:
+            m = _machine(ledger, sshd, old)
+            ledger.update(m.id, cloud_id=inst.cloud_id, remote_root=str(tmp_path / "root"),
+                          remote_python=PYTHON)
+            report = push_all(ledger, Settings(), rotation=_config(sshd, marker),
+                              service=ServiceManager(systemctl=str(systemd.systemctl),
+                                                     unit_dir=str(systemd.unit_dir)))
+            pid = report.agent_pids.get(m.id, 0)
+            assert report.pushed == [m.id], report.failed
+            assert host_key_rotation.host_key_rotated(ledger, m.id)
+    finally:
+        systemd.shutdown(UNIT)
+        if pid and not pid_gone(pid):
+            os.kill(pid, signal.SIGKILL)
+    new_line = (sshd.workdir / "host_ed25519.pub").read_text().split()
+    new_fp = first_boot.HostKey("", " ".join(new_line[:2])).fingerprint
+    assert PinStore().fingerprints(host_alias(m)) == [new_fp] != [old.fingerprint]
+    assert credentials.load_private_key(host_key_entry(m.id)) is None
+    shown = _show(m, capsys, "--json")
+    assert shown["host_key_rotated"] is True
+    assert shown["guard"]["installed"] is False  # the marker said so: recorded as at launch

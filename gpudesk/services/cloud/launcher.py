@@ -37,6 +37,7 @@ from gpudesk.services.cloud.providers.base import (
     ProviderError,
     ProviderName,
     ZoneChoice,
+    login_user_of,
     validate_request,
 )
 from gpudesk.services.cloud.public_ip import detect_public_address
@@ -465,6 +466,7 @@ class _Run:
                     raise LaunchRefused(self.refusals) from None
                 raise
         assert instance is not None
+        self.machine = await asyncio.to_thread(self._timer_as_held)
         _fault("running")
         self.machine = await asyncio.to_thread(instance_role.at_launch, ledger, self.machine,
                                                self.provider, self.plan.instance_role)
@@ -474,20 +476,41 @@ class _Run:
             await self._first_login()
         return LaunchResult(self.machine, self.refusals)
 
+    def _timer_as_held(self) -> Machine:
+        """Blocking: the cloud-side timer the launch asked for, as the cloud now holds it
+        (``guard.read_timer``: CVM DescribeInstancesActionTimer, ECS AutoReleaseTime), the
+        same read-back a budget change and a stop or start make. The ledger and ``show``
+        then say when the cloud acts, not when gpudesk asked it to (ECS keeps whole minutes
+        and a floor; a timer the cloud did not keep is not claimed). No answer keeps what
+        was asked, logged as unread."""
+        m = self.machine
+        if m.cloud_timer_at is None and "cloud-timer" not in m.enforced_by.split(","):
+            return m
+        answered, held = guards.read_timer(self.provider, m.region, m.cloud_id)
+        if not answered:
+            if isinstance(self.provider, guards.TimerReader):
+                self.l.ledger.log(m.id, "guard-unread", "the cloud did not say its timer")
+            return m
+        return self.l.ledger.update(m.id, cloud_timer_at=held,
+                                    enforced_by=guards.with_timer(m.enforced_by, held),
+                                    step="guard-read", detail=guards.iso_utc(held) or "none")
+
     async def _login_user(self) -> None:
         """Who logs in: the plan's user, else the image's (root on Alibaba Cloud's and most
         Tencent images, ubuntu on Ubuntu ones), in the ledger before the first-boot script
         that installs the guard for that user is made."""
         user = self.plan.ssh_user
-        ask = getattr(self.provider, "login_user", None)
-        if not user and ask is not None:
+        if not user:
             try:
-                user = await asyncio.to_thread(ask, self.plan.region, self.plan.image_id)
+                user = await asyncio.to_thread(login_user_of, self.provider, self.plan.region,
+                                               self.plan.image_id)
             except ProviderError as error:
                 if error.kind in ("auth", "clock"):
                     raise
                 log.info("login user of %s unknown (%s)", self.plan.image_id, error)
-                user = await asyncio.to_thread(ask, self.plan.region, "")
+                # the image this launch picks itself (find_image) is the provider's default
+                user = await asyncio.to_thread(login_user_of, self.provider, self.plan.region,
+                                               "")
         user = user or "ubuntu"
         if user != self.machine.ssh_user:
             self.machine = self.l.ledger.update(self.machine.id, ssh_user=user,

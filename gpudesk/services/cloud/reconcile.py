@@ -29,6 +29,7 @@ from gpudesk.services.cloud.providers.base import (
     Provider,
     ProviderError,
     ProviderName,
+    login_user_of,
 )
 from gpudesk.services.core.machine_states import bills_compute
 from gpudesk.services.money.ledger import (
@@ -64,6 +65,8 @@ class ReconcileReport:
     errors: dict[str, ProviderError] = field(default_factory=dict)  # provider → why unchecked
     cleanup: CleanupReport | None = None  # leftovers of ended machines removed (or waiting)
     accounts: dict[str, str] = field(default_factory=dict)  # provider → the account, in words
+    # adopted ledger id → why its login user is not known (its ssh_user is left empty)
+    login_unknown: dict[str, str] = field(default_factory=dict)
 
     def account(self, name: str) -> str:
         """The account a warning is about: "AWS account 1234… (key AKIA…1234)"."""
@@ -129,14 +132,14 @@ def reconcile_provider(ledger: Ledger, name: ProviderName, provider: Provider,
     for region in regions:
         for inst in provider.list_managed(region):
             seen.add(inst.cloud_id)
-            _merge(ledger, name, inst, report)
+            _merge(ledger, name, inst, report, provider)
     for m in ledger.machines(include_ended=False):
         if m.provider != name:
             continue
         if m.cloud_id and m.cloud_id not in seen and m.region in regions:
             found = provider.describe(m.region, [m.cloud_id])
             if found:
-                _merge(ledger, name, found[0], report)
+                _merge(ledger, name, found[0], report, provider)
             elif m.state in ("pending", STATE_INTENT) and \
                     now - (m.launched_at or m.created_at) < INTENT_GRACE_S:
                 continue  # a just-launched machine may be unknown to describe for a while
@@ -150,8 +153,24 @@ def reconcile_provider(ledger: Ledger, name: ProviderName, provider: Provider,
             report.closed_intents.append(m.id)
 
 
+def adopted_login_user(provider: object, inst: CloudInstance) -> tuple[str, str]:
+    """(user, "") for a machine found in the cloud, read from the image the cloud says it
+    was made from, as the launcher reads it (``login_user_of``); ("", why) when that
+    cannot be known. Never a guess: "ubuntu" is wrong on Alibaba Cloud and most Tencent
+    images, and a wrong user is a login that fails and a guard installed for nobody."""
+    if not inst.image_id:
+        return "", f"{title(inst.provider)} did not say which image {inst.cloud_id} runs"
+    try:
+        user = login_user_of(provider, inst.region, inst.image_id)
+    except ProviderError as error:
+        return "", f"the image {inst.image_id} could not be read: {error.message()}"
+    if not user:
+        return "", f"{title(inst.provider)} does not say who logs in on {inst.image_id}"
+    return user, ""
+
+
 def _merge(ledger: Ledger, name: ProviderName, inst: CloudInstance,
-           report: ReconcileReport) -> None:
+           report: ReconcileReport, provider: object = None) -> None:
     known = ledger.by_cloud_id(name, inst.cloud_id)
     if known is None and inst.ledger_id:
         row = ledger.get(inst.ledger_id)
@@ -162,6 +181,7 @@ def _merge(ledger: Ledger, name: ProviderName, inst: CloudInstance,
         ledger_id = inst.ledger_id if inst.ledger_id and ledger.get(inst.ledger_id) is None \
             else new_ledger_id()
         gpu, gpus = gpus_for(name, inst.instance_type)
+        user, unknown = adopted_login_user(provider, inst)
         ledger.add(Machine(
             id=ledger_id, provider=name, region=inst.region, zone=inst.zone,
             instance_type=inst.instance_type, gpu=gpu, gpus=gpus, market=inst.market,
@@ -172,8 +192,11 @@ def _merge(ledger: Ledger, name: ProviderName, inst: CloudInstance,
             # gpudesk can know)
             running_since=inst.launched_at if bills_compute(name, inst.state,
                                                             inst.stopped_mode) else None,
-            stopped_mode=inst.stopped_mode, ssh_user="ubuntu",
+            stopped_mode=inst.stopped_mode, ssh_user=user,
         ), step="adopted", detail=f"found {inst.cloud_id} tagged {TAG_LEDGER}={inst.ledger_id}")
+        ledger.log(ledger_id, "login-user", user or f"unknown: {unknown}")
+        if unknown:
+            report.login_unknown[ledger_id] = unknown
         report.adopted.append(ledger_id)
         return
     changes: dict[str, object] = {}

@@ -365,6 +365,13 @@ if svc is not None:
     if fresh:
         atomic(svc_path, json.dumps(svc).encode())
     pid, code = code_running()
+    if pid and fresh:  # started before this unit existed (detached): the unit runs it now
+        os.kill(pid, signal.SIGTERM)
+        if not wait(lambda: not alive(pid), 20):
+            os.kill(pid, signal.SIGKILL)
+            wait(lambda: not alive(pid), 5)
+        out["replaced"] = True
+        pid, code = 0, ""
     if pid and code != real:
         out["replaced"] = True
     if unit_changed or env_changed or code != real:

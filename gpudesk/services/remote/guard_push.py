@@ -14,6 +14,13 @@ set at launch or by ``gpudesk budget``); Preferences' machine budget is only the
 default for a machine with no budget of its own, so a change in Preferences never
 replaces a budget a machine was given.
 
+On a machine gpudesk launched the push also keeps the agent supervised: the deploy
+installs (or reinstalls) the machine's one unit (``Restart=always``) where it is missing,
+so an upgrade never leaves an agent that nothing restarts. The user's own machines get no
+unit from a push. The connection is the one every later connect makes
+(``targets.open_connection``): a machine whose launch host key was never replaced gets its
+own key then (``host_key_rotation.rotate_if_due``).
+
 A machine that cannot be reached keeps its previous rules (and its first-boot
 guard) until its next connect, which writes them from the ledger; the report says
 which, in words, so the window can show it.
@@ -22,6 +29,7 @@ Blocking; the window calls it through ``asyncio.to_thread``.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +42,7 @@ from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.budgets import BudgetConfig, machine_budget
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.remote import agent_deploy
+from gpudesk.services.remote.host_key_rotation import RotationConfig
 from gpudesk.services.remote.host_keys import HostKeyPolicy
 from gpudesk.services.remote.machine_rules import agent_rules
 from gpudesk.services.remote.ssh import SshConnection
@@ -49,10 +58,17 @@ class PushReport:
     agent_pids: dict[str, int] = field(default_factory=dict)
 
 
-def _connect(m: Machine) -> SshConnection:
+def _connect(m: Machine, rotation: RotationConfig | None = None) -> SshConnection:
     from gpudesk.services.remote.targets import open_connection
 
-    return open_connection(m.id, None, HostKeyPolicy.refuse(), attempts=1)
+    return open_connection(m.id, None, HostKeyPolicy.refuse(), attempts=1, rotation=rotation)
+
+
+def supervised(m: Machine) -> bool:
+    """Whether a push keeps ``m``'s agent under the unit: every machine gpudesk launched
+    (its first boot installed the unit; a push reinstalls one that is missing), never the
+    user's own machine."""
+    return m.provider in CLOUDS
 
 
 def cloud_budget(m: Machine, settings: Settings) -> tuple[float | None, str]:
@@ -74,26 +90,40 @@ def guard_cloud(ledger: Ledger, m: Machine, settings: Settings, providers: Provi
 
 
 def push_agent(ledger: Ledger, m: Machine, settings: Settings,
-               connect: Callable[[Machine], SshConnection], now: float
+               connect: Callable[[Machine], SshConnection], now: float,
+               service: agent_deploy.ServiceManager | None = None
                ) -> tuple[agent_deploy.AgentRules, int]:
-    """Blocking: write ``m``'s rules (from the ledger) to its agent; (rules, agent pid)."""
+    """Blocking: write ``m``'s rules (from the ledger) to its agent; (rules, agent pid).
+
+    A launched machine's agent runs under its unit afterwards (:func:`supervised`), reached
+    through ``service`` where its first boot recorded none (default ``sudo -n systemctl``).
+    """
     rules = agent_rules(m, settings, ledger, now)
     with connect(m) as conn:
         site = agent_deploy.deploy(conn, rules, root=m.remote_root or agent_deploy.DEFAULT_ROOT,
-                                   python=m.remote_python or agent_deploy.DEFAULT_PYTHON)
+                                   python=m.remote_python or agent_deploy.DEFAULT_PYTHON,
+                                   install_unit=supervised(m), service=service)
+    if supervised(m) and site.supervisor != "systemd":
+        ledger.log(m.id, "agent-unsupervised", site.supervisor_note or "no unit")
     return rules, site.pid
 
 
 def push_all(ledger: Ledger, settings: Settings, *,
              providers: ProviderFactory = provider_from_keyring,
-             connect: Callable[[Machine], SshConnection] = _connect,
-             budget_from_settings: bool = False, now: float | None = None) -> PushReport:
+             connect: Callable[[Machine], SshConnection] | None = None,
+             budget_from_settings: bool = False, now: float | None = None,
+             service: agent_deploy.ServiceManager | None = None,
+             rotation: RotationConfig | None = None) -> PushReport:
     """Push the guard of every running launched machine.
 
     ``budget_from_settings`` (Preferences changed) is kept for the callers: either way
     each machine follows its own budget, and Preferences' only where it has none.
+    ``service`` reaches the machines' service manager where a unit must be installed,
+    ``rotation`` says how sshd's host key is replaced at the connect (tests point both
+    at their own machine; ``None``: the real ones).
     """
     del budget_from_settings
+    connect = connect or functools.partial(_connect, rotation=rotation)
     now = time.time() if now is None else now
     report = PushReport()
     for m in ledger.machines(include_ended=False):
@@ -108,7 +138,7 @@ def push_all(ledger: Ledger, settings: Settings, *,
         if not row.public_ip:
             continue
         try:
-            _rules, pid = push_agent(ledger, row, settings, connect, now)
+            _rules, pid = push_agent(ledger, row, settings, connect, now, service)
             report.pushed.append(m.id)
             report.agent_pids[m.id] = pid
         except (TemplatedError, OSError) as exc:

@@ -17,6 +17,11 @@ machine. So, on the first login (verified against that pin):
    keyring and the ledger records ``host-key-rotated``. From then on the key in user
    data proves nothing.
 
+A machine whose first login came before this, failed or was cut short is rotated at a
+later connect (``rotate_if_due``, from ``targets.open_connection``): the same two steps,
+recorded the same way, when the ledger says the key was never replaced and the machine
+still offers the key from its user data (its private half still in the keyring).
+
 The key path, the reload command and the privilege prefix are configurable
 (:class:`RotationConfig`), so tests turn them on the test's own sshd. Blocking (paramiko).
 """
@@ -49,7 +54,12 @@ GUARD_WAIT_S = 180.0  # the first boot runs after sshd starts: give it this long
 
 STEP_ROTATING = "host-key-rotating"
 STEP_ROTATED = "host-key-rotated"
+STEP_ROTATE_FAILED = "host-key-rotate-failed"
 STEP_GUARD = "guard-install"
+CLOUDS = ("aws", "tencent", "aliyun")
+# After a failed rotation, later connects try again no sooner than this (a machine without
+# sudo would otherwise be asked at every connect).
+RETRY_AFTER_S = 3600.0
 
 MSG_NOT_VERIFIED = QT_TRANSLATE_NOOP(
     "HostKey", "The host key of {host} was not replaced: the connection was not verified "
@@ -163,7 +173,7 @@ def rotate(conn: SshConnection, machine_id: str, ledger: Ledger,
         step, _, detail = failed.partition(" ")
         detail = detail or result.stderr.decode("utf-8", "replace").strip()[-300:] \
             or f"exit status {result.exit_status}"
-        ledger.log(machine_id, "host-key-rotate-failed", f"{step or 'ssh'}: {detail}")
+        ledger.log(machine_id, STEP_ROTATE_FAILED, f"{step or 'ssh'}: {detail}")
         raise RotationError(MSG_ROTATE_FAILED, host=name, step=step or "ssh", detail=detail)
     kind, blob = public.split()[:2]
     new_key = paramiko.PKey.from_type_string(kind, base64.b64decode(blob))
@@ -279,3 +289,62 @@ def first_login(ledger: Ledger, machine: Machine, *, config: RotationConfig | No
         if host_key_rotated(ledger, machine.id):
             return FirstLogin(guard, conn.host_key_fingerprint, False)
         return FirstLogin(guard, rotate(conn, machine.id, ledger, config), True)
+
+
+# --------------------------------------------------------------------------- later connects
+
+def launch_key_offered(conn: SshConnection, machine_id: str) -> bool:
+    """Whether the machine behind ``conn`` still offers its launch host key: the one whose
+    private half rode in its user data and is still in the keyring. Only then is there a
+    key to replace; a keyring that does not answer counts as no."""
+    from gpudesk.services.cloud import credentials
+
+    try:
+        pem = credentials.load_private_key(host_key_entry(machine_id))
+        key = credentials.private_key_from_pem(pem) if pem else None
+    except Exception as exc:  # noqa: BLE001 - no key known: nothing to replace now
+        log.info("launch host key of %s not read: %s", machine_id, type(exc).__name__)
+        return False
+    return key is not None and fingerprint(key) == conn.host_key_fingerprint
+
+
+def rotation_due(ledger: Ledger, machine: Machine, now: float) -> bool:
+    """The ledger's part: a machine gpudesk launched whose host key was never replaced, and
+    no failed try within :data:`RETRY_AFTER_S`."""
+    if machine.provider not in CLOUDS:
+        return False
+    events = ledger.events(machine.id)
+    if any(e.step == STEP_ROTATED for e in events):
+        return False
+    failed = [e.at for e in events if e.step == STEP_ROTATE_FAILED]
+    return not failed or now - max(failed) >= RETRY_AFTER_S
+
+
+def rotate_if_due(conn: SshConnection, machine: Machine, ledger: Ledger,
+                  config: RotationConfig | None = None, now: float | None = None
+                  ) -> str | None:
+    """At a later connect (``conn`` connected, verified by its pin): what the first login
+    does, once, when it never happened or did not finish. The guard's marker is read
+    without waiting (the first boot is long over) where the ledger has none; the host key
+    is replaced and recorded as :func:`rotate` does. Returns the new fingerprint, None when
+    nothing was due. A failure is recorded and never breaks the connection: the machine
+    keeps its pinned launch key, and a later connect tries again."""
+    import time
+    from dataclasses import replace
+
+    config = config or RotationConfig()
+    now = time.time() if now is None else now
+    if not rotation_due(ledger, machine, now) or not launch_key_offered(conn, machine.id):
+        return None
+    try:
+        if guard_installed(ledger, machine.id) == "unknown":
+            status = read_guard_status(conn, replace(config, guard_wait_s=0))
+            if status.state != "unknown":
+                record_guard(ledger, machine.id, status)
+        return rotate(conn, machine.id, ledger, config)
+    except RotationError as exc:  # recorded by rotate
+        log.warning("host key of %s not replaced: %s", machine.id, exc.message())
+    except Exception as exc:  # noqa: BLE001 - ssh, keyring: the connection itself stands
+        log.warning("host key of %s not replaced: %s", machine.id, type(exc).__name__)
+        ledger.log(machine.id, STEP_ROTATE_FAILED, f"{type(exc).__name__}: {exc}"[:300])
+    return None

@@ -4,6 +4,10 @@ Shared by the CLI verbs and the window, so both reach a machine the same way:
 a launched machine's key comes from the keyring (never a file), an own machine
 uses its key file or the SSH agent, and the host-key pin is named after the
 machine (``gpudesk-<name>``) so that a swapped key is caught whatever the address.
+
+Every connection to a machine gpudesk launched also finishes its first login when that
+never happened or did not finish (``host_key_rotation.rotate_if_due``): the host key from
+its user data is replaced once, at whichever connect comes first.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.remote.host_key_rotation import RotationConfig
 from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
 from gpudesk.services.remote.ssh import SshConnection, SshError, SshTarget
 
@@ -20,10 +26,15 @@ MSG_NO_KEY_FILE = QT_TRANSLATE_NOOP("Ssh", "The SSH key file {target} does not e
 
 def resolve(ref: str, identity: Path | None = None) -> SshTarget:
     """The SshTarget for ``ref`` (ledger id, cloud id or name, or ssh://...)."""
+    return _resolve(ref, identity)[0]
+
+
+def _resolve(ref: str, identity: Path | None) -> tuple[SshTarget, Machine | None]:
+    """(the target, the ledger's machine; None for an ssh:// address)."""
     if identity is not None and not identity.is_file():
         raise SshError(MSG_NO_KEY_FILE, target=str(identity))
     if ref.startswith("ssh://"):
-        return SshTarget.parse(ref, key_file=identity)
+        return SshTarget.parse(ref, key_file=identity), None
     from gpudesk.services.cloud.machines import resolve as resolve_machine
     from gpudesk.services.money.ledger import Ledger
     from gpudesk.services.remote.ssh_config import host_alias
@@ -45,19 +56,38 @@ def resolve(ref: str, identity: Path | None = None) -> SshTarget:
     return SshTarget(host=machine.public_ip, port=machine.ssh_port or 22,
                      user=machine.ssh_user or "root", key_file=identity, pkey=pkey,
                      pin_name=host_alias(machine),  # the HostKeyAlias of `ssh gpudesk-<name>`
-                     allow_agent=identity is None and pkey is None)
+                     allow_agent=identity is None and pkey is None), machine
 
 
 def open_connection(ref: str, identity: Path | None, policy: HostKeyPolicy, *,
-                    attempts: int = 3) -> SshConnection:
-    """A connected SshConnection; host-key and auth refusals raise (and nothing is left open)."""
-    conn = SshConnection(resolve(ref, identity), policy, store=PinStore(), attempts=attempts)
+                    attempts: int = 3, rotation: RotationConfig | None = None
+                    ) -> SshConnection:
+    """A connected SshConnection; host-key and auth refusals raise (and nothing is left open).
+
+    A launched machine still on its launch host key gets its own key now
+    (``rotate_if_due``; ``rotation`` says where sshd keeps it and how it is reloaded,
+    default the real sshd's); the connection stays usable whatever that does."""
+    target, machine = _resolve(ref, identity)
+    conn = SshConnection(target, policy, store=PinStore(), attempts=attempts)
     try:
         conn.connect()
     except BaseException:
         conn.close()
         raise
+    if machine is not None:
+        _finish_first_login(conn, machine, rotation)
     return conn
+
+
+def _finish_first_login(conn: SshConnection, machine: Machine,
+                        rotation: RotationConfig | None) -> None:
+    from gpudesk.services.money.ledger import Ledger
+    from gpudesk.services.remote.host_key_rotation import CLOUDS, rotate_if_due
+
+    if machine.provider not in CLOUDS:
+        return
+    with Ledger() as ledger:
+        rotate_if_due(conn, machine, ledger, rotation)
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,7 @@ def parse_instance(raw: dict[str, Any], region: str) -> base.CloudInstance:
         tags=tags_of(raw.get("Tags")),
         reason=recycling_reason(raw),
         stopped_mode=str(raw.get("StoppedMode") or ""),  # KeepCharging bills when stopped
+        image_id=str(raw.get("ImageId") or ""),
     )
 
 

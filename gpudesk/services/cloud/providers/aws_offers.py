@@ -168,7 +168,7 @@ def to_instance(region: str, data: Mapping[str, Any]) -> base.CloudInstance:
         public_ip=str(data.get("PublicIpAddress", "") or ""),
         launched_at=launched.timestamp() if isinstance(launched, datetime) else None,
         tags=tags, reason=state_reason(data) if state in _ENDED else "",
-        state_since=state_since(data, state))
+        state_since=state_since(data, state), image_id=str(data.get("ImageId") or ""))
 
 
 # EC2 writes "GMT" (moto "UTC"): the same clock either way

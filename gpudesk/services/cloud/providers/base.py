@@ -122,6 +122,7 @@ class CloudInstance:
     # machine_states.bills_compute reads it: a stopped machine bills its compute price
     # unless this word says it does not.
     stopped_mode: str = ""
+    image_id: str = ""  # the image it was made from ("" where the cloud did not say)
 
     @property
     def ledger_id(self) -> str:
@@ -317,6 +318,15 @@ class ProviderError(RuntimeError):
 
 _TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.\-]{1,40}$")
 MIN_DISK_GB, MAX_DISK_GB = 30, 16384
+
+
+def login_user_of(provider: object, region: str, image_id: str) -> str:
+    """Who logs in on ``image_id`` by the provider's own reading of the image (its
+    ``login_user``: root on Alibaba Cloud's and most Tencent images, ubuntu on Ubuntu ones,
+    an AMI's name on AWS); "" when the provider cannot say. The launcher and the reconciler
+    ask the same question. Blocking; a cloud refusal raises (ProviderError)."""
+    ask = getattr(provider, "login_user", None)
+    return str(ask(region, image_id) or "") if ask is not None else ""
 
 
 def single_address(cidr: str) -> str:

@@ -276,12 +276,15 @@ class TencentProvider(SdkProvider[CallContext], MachineGroups):
 
     def login_user(self, region: str, image_id: str = "") -> str:
         """Who logs in on ``image_id`` ("": the Ubuntu image :meth:`find_image` picks): CVM's
-        Ubuntu images log in as ``ubuntu``, its other Linux images as ``root``."""
+        Ubuntu images log in as ``ubuntu``, its other Linux images as ``root``; "" for an
+        image CVM no longer describes (not known, so not guessed)."""
         if not image_id:
             return "ubuntu"
         self._check_region(region)
         found = self._cvm(region, "DescribeImages", {"ImageIds": [image_id]},
                           resource=image_id).get("ImageSet") or []
+        if not found:
+            return ""
         text = " ".join(str(i.get(k) or "") for i in found for k in ("Platform", "OsName"))
         return "ubuntu" if "ubuntu" in text.lower() else "root"
 

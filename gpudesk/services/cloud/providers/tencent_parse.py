@@ -79,6 +79,7 @@ def parse_instance(raw: dict[str, Any], region: str) -> base.CloudInstance:
         tags=tags_of(raw.get("Tags")),
         reason=failure_of(raw),
         stopped_mode=str(raw.get("StopChargingMode") or ""),
+        image_id=str(raw.get("ImageId") or ""),
     )
 
 
