@@ -9,9 +9,21 @@ import os
 # Before anything imports Qt. setdefault: CI may choose xcb under Xvfb for screenshots.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+
+# The sshd "machine" of the tests is this machine: a deploy that installs the agent's unit
+# must never reach its real systemd. Unless a test names its own stand-in, the service
+# manager is one that refuses (as on a machine without systemd) and units go nowhere real.
+_NO_SYSTEMD = Path(tempfile.mkdtemp(prefix="gpudesk-no-systemd-"))
+(_NO_SYSTEMD / "systemctl").write_text(
+    "#!/bin/sh\necho 'no systemd for the test suite' >&2\nexit 1\n")
+(_NO_SYSTEMD / "systemctl").chmod(0o755)
+os.environ["GPUDESK_SYSTEMCTL"] = str(_NO_SYSTEMD / "systemctl")
+(_NO_SYSTEMD / "units").mkdir()
+os.environ["GPUDESK_UNIT_DIR"] = str(_NO_SYSTEMD / "units")
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 

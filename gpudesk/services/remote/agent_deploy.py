@@ -42,6 +42,7 @@ import hashlib
 import importlib.resources
 import io
 import json
+import os
 import shlex
 import tarfile
 import zlib
@@ -102,10 +103,21 @@ def unit_template() -> str:
 @dataclass(frozen=True)
 class ServiceManager:
     """How the deploy step reaches the service manager when it installs the unit itself
-    (``install_unit``); a machine whose first boot installed it says so in service.json."""
+    (``install_unit``); a machine whose first boot installed it says so in service.json.
+
+    ``GPUDESK_SYSTEMCTL`` (and ``GPUDESK_UNIT_DIR``) name another one: the test suite
+    points them away from the real systemd of the machine its sshd runs on.
+    """
 
     systemctl: str = "sudo -n systemctl"
     unit_dir: str = "/etc/systemd/system"
+
+    @classmethod
+    def from_env(cls) -> ServiceManager | None:
+        systemctl = os.environ.get("GPUDESK_SYSTEMCTL")
+        if not systemctl:
+            return None  # the machine's own (where it has systemd)
+        return cls(systemctl, os.environ.get("GPUDESK_UNIT_DIR") or cls.unit_dir)
 
 
 # --------------------------------------------------------------------------- rules
@@ -530,6 +542,7 @@ def deploy(conn: SshConnection, rules: AgentRules | None = None, *, root: str = 
     """
     if rules is not None:
         rules.validate()
+    service = service or ServiceManager.from_env()
     bundle = agent_bundle()
     spec: dict[str, Any] = {"root": root, "version": bundle.version, "python": python,
                             "nvidia_smi": nvidia_smi,
