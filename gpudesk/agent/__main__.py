@@ -11,7 +11,11 @@ SIGTERM or SIGINT stops it cleanly, nvidia-smi child included; exit 0 (on a
 machine gpudesk launched, its unit starts it again: stop the unit to end it).
 ``--nvidia-smi`` defaults to ``$GPUDESK_NVIDIA_SMI`` (the unit's agent.env).
 Exit 2: invalid rules; 3: another agent holds the folder; 1: no GPU reading
-(``--once`` only).
+(``--once`` only). Runs whose folder holds a ``store-config.json`` have their
+checkpoints, log and outputs uploaded to the user's bucket (``uploader.py``).
+``upload --run RUNFOLDER`` does that alone for one run; ``fetch-resume --run
+RUNFOLDER [-- COMMAND]`` fetches the bucket's latest checkpoint first
+(``resume_fetch.py``).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from .smi import (  # noqa: E402
     smi_missing,
 )
 from .spot import SpotWatcher, make_source  # noqa: E402
+from .uploader import Uploads  # noqa: E402
 
 log = logging.getLogger("gpudesk.agent")
 LOCK_FILE = "agent.lock"
@@ -103,6 +108,7 @@ class Agent:
         source = make_source(rules.spot, clock)
         self.spot = None if source is None else SpotWatcher(
             source, self.events, runs_dir=self.runs_dir, agent_dir=self.folder, clock=clock)
+        self.uploads = Uploads(self.runs_dir, clock)
         self._procs: List[ProcSample] = []
         self._uuids: Dict[str, int] = {}
         self._lock = threading.Lock()
@@ -215,6 +221,7 @@ class Agent:
         self.events.record("agent-start", pid=os.getpid(), sampler=self.sampler.kind,
                            version=AGENT_VERSION, interval_ms=self.interval_ms)
         self.sampler.start()
+        self.uploads.start(stop)
         next_procs = next_spot = self.clock.monotonic()
         try:
             while not stop.is_set():
@@ -231,6 +238,7 @@ class Agent:
                 self.clock.wait(stop, 1.0)
         finally:
             self.sampler.stop()
+            self.uploads.join(5.0)
             self.writer.close()
             self.events.record("agent-stop", pid=os.getpid(), last_seq=self.writer.seq)
 
@@ -275,6 +283,11 @@ def follow(folder: Path, since: int, stop: threading.Event, clock: Clock = SYSTE
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words and words[0] in ("upload", "fetch-resume"):
+        from . import resume_fetch, uploader
+
+        return (uploader.main if words[0] == "upload" else resume_fetch.main)(words[1:])
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(message)s")

@@ -15,6 +15,8 @@ from pathlib import Path
 RUN_DIR_ENV = "GPUDESK_RUN_DIR"
 CHECKPOINT_EVERY_ENV = "GPUDESK_CHECKPOINT_EVERY_MIN"
 AMP_ENV = "GPUDESK_AMP"
+# Set by the agent's fetch-resume: the checkpoint fetched from the run's bucket.
+RESUME_FROM_ENV = "GPUDESK_RESUME_FROM"
 DEFAULT_RUN_DIR = "checkpoints"
 # Without any setting a run loses at most this much work to a crash.
 DEFAULT_CHECKPOINT_EVERY_S = 600.0
@@ -80,6 +82,13 @@ def resolve_run_dir(run_dir: str | os.PathLike[str] | None,
     if run_dir is not None:
         return Path(run_dir)
     return Path(env.get(RUN_DIR_ENV, "").strip() or DEFAULT_RUN_DIR)
+
+
+def resolve_resume_from(environ: Mapping[str, str] | None = None) -> Path | None:
+    """``$GPUDESK_RESUME_FROM`` as an absolute path, else None (resume from the run folder)."""
+    env = os.environ if environ is None else environ
+    raw = env.get(RESUME_FROM_ENV, "").strip()
+    return Path(raw).absolute() if raw else None
 
 
 @dataclass(frozen=True)

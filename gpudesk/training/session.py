@@ -27,6 +27,7 @@ from torch.utils.data import DataLoader, Dataset
 from gpudesk.training.amp import AmpPlan, plan_amp
 from gpudesk.training.checkpoint import (
     CheckpointError,
+    CheckpointInfo,
     atomic_write_json,
     checkpoint_at,
     load_checkpoint,
@@ -40,6 +41,7 @@ from gpudesk.training.env import (
     DistEnv,
     TrainingWarning,
     resolve_interval,
+    resolve_resume_from,
     resolve_run_dir,
 )
 from gpudesk.training.rng import capture_rng, restore_rng, seed_everything
@@ -373,9 +375,27 @@ class Session:
         self._last_ckpt_time = self._clock()
         return self.last_checkpoint if self.is_main else None
 
+    def _resume_from(self) -> tuple[CheckpointInfo, dict[str, Any]] | None:
+        """``$GPUDESK_RESUME_FROM`` (the bucket's latest) when it is set and verifies,
+        else the newest valid checkpoint in the run folder."""
+        wanted = resolve_resume_from()
+        if wanted is not None:
+            info = checkpoint_at(wanted)
+            try:
+                if info is None:
+                    raise CheckpointError(f"{wanted.name} is not named like a checkpoint")
+                return info, load_checkpoint(info)
+            except (CheckpointError, OSError) as exc:
+                log.warning("GPUDESK_RESUME_FROM=%s cannot be used (%s); resuming from the "
+                            "newest checkpoint in %s instead", wanted, exc, self.run_dir)
+        return newest_valid(self.run_dir)
+
     def _resume(self) -> None:
-        found = newest_valid(self.run_dir) if self.is_main else None
-        name = self._broadcast(found[0].path.name if found else None)
+        found = self._resume_from() if self.is_main else None
+        # a bare name inside the run folder; a full path elsewhere (run_dir / abs == abs)
+        name = self._broadcast(None if found is None else found[0].path.name
+                               if found[0].path.parent == self.run_dir
+                               else str(found[0].path))
         if name is None:
             self.log(f"no checkpoint in {self.run_dir}: starting at step 0")
             return
