@@ -9,6 +9,10 @@ A few words are not whole messages but names the core puts into many of them
 function the window installs with :func:`use_translate` (Qt's
 ``QCoreApplication.translate``); without one (the CLI, the agent) they stay in
 English, as every other core message does.
+
+House form of a message: the name opens the call and the context and text
+follow on the next line(s), ``NAME = QT_TRANSLATE_NOOP(\n    "Context", "text")``,
+whatever the text's length, so that a module's messages read as one list.
 """
 
 from collections.abc import Callable

@@ -11,7 +11,9 @@ import pytest
 
 from gpudesk.services.money import spend
 from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.services.money.spend import Cost, History, Price, Rates, Sent, Stretch, Window
+from gpudesk.services.money.ledger import PriceChange as Price
+from gpudesk.services.money.ledger import Transfer as Sent
+from gpudesk.services.money.spend import Cost, History, Rates, Stretch, Window
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")  # UTC+8 all year: month edges are easy to write down
 

@@ -22,7 +22,8 @@ from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 
 __all__ = ["KNOWN_TYPES", "load_config", "model_from_config"]
 
-_ERR_READ = QT_TRANSLATE_NOOP("SizingError", "{path} is not a readable config.json ({detail})")
+_ERR_READ = QT_TRANSLATE_NOOP(
+    "SizingError", "{path} is not a readable config.json ({detail})")
 _ERR_MISSING = QT_TRANSLATE_NOOP(
     "SizingError", "this {model_type} config lacks {missing}")
 _ERR_UNKNOWN = QT_TRANSLATE_NOOP(

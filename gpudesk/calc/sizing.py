@@ -50,17 +50,25 @@ DDP_BUCKET_NOTE = QT_TRANSLATE_NOOP(
     "SizingNote", "DDP gradient buckets (gradient_as_bucket_view=False)")
 
 
-_ERR_POSITIVE = QT_TRANSLATE_NOOP("SizingError", "must be a whole number of at least {minimum}")
-_ERR_NUMBER = QT_TRANSLATE_NOOP("SizingError", "must be a number above zero")
-_ERR_HEADS = QT_TRANSLATE_NOOP("SizingError", "{heads} heads do not divide hidden size {hidden}")
-_ERR_KV = QT_TRANSLATE_NOOP("SizingError", "{kv_heads} KV heads do not divide {heads} heads")
-_ERR_PRESET = QT_TRANSLATE_NOOP("SizingError", "unknown preset '{name}'; choose one of {choices}")
-_ERR_CHOICE = QT_TRANSLATE_NOOP("SizingError", "'{value}' is not one of {choices}")
+_ERR_POSITIVE = QT_TRANSLATE_NOOP(
+    "SizingError", "must be a whole number of at least {minimum}")
+_ERR_NUMBER = QT_TRANSLATE_NOOP(
+    "SizingError", "must be a number above zero")
+_ERR_HEADS = QT_TRANSLATE_NOOP(
+    "SizingError", "{heads} heads do not divide hidden size {hidden}")
+_ERR_KV = QT_TRANSLATE_NOOP(
+    "SizingError", "{kv_heads} KV heads do not divide {heads} heads")
+_ERR_PRESET = QT_TRANSLATE_NOOP(
+    "SizingError", "unknown preset '{name}'; choose one of {choices}")
+_ERR_CHOICE = QT_TRANSLATE_NOOP(
+    "SizingError", "'{value}' is not one of {choices}")
 _ERR_INT_TRAIN = QT_TRANSLATE_NOOP(
     "SizingError", "{precision} weights are for inference only; train in fp32, amp or bf16"
 )
-_ERR_ZERO = QT_TRANSLATE_NOOP("SizingError", "must be 0 (plain DDP), 1, 2 or 3")
-_ERR_MFU = QT_TRANSLATE_NOOP("SizingError", "must be between 0 and 1 (e.g. 0.35 for 35%)")
+_ERR_ZERO = QT_TRANSLATE_NOOP(
+    "SizingError", "must be 0 (plain DDP), 1, 2 or 3")
+_ERR_MFU = QT_TRANSLATE_NOOP(
+    "SizingError", "must be between 0 and 1 (e.g. 0.35 for 35%)")
 _ERR_PATCH = QT_TRANSLATE_NOOP(
     "SizingError", "image size {image} is not a multiple of patch size {patch}"
 )

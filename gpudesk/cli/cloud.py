@@ -13,16 +13,19 @@ import getpass
 import json
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud import accounts, credentials
 from gpudesk.services.cloud.catalog import load_catalog
-from gpudesk.services.cloud.providers.base import Credentials, ProviderError
+from gpudesk.services.cloud.providers.base import Credentials, ProviderError, ProviderName
 from gpudesk.services.money.ledger import Ledger, Machine
 
-MSG_BAD_BUDGET = QT_TRANSLATE_NOOP("ProviderError", "A budget must be more than 0 (got {amount}).")
+MSG_BAD_BUDGET = QT_TRANSLATE_NOOP(
+    "ProviderError", "A budget must be more than 0 (got {amount}).")
 VERBS = frozenset({"accounts", "launch", "ls", "show", "stop", "start", "terminate",
                    "allow-me", "add-machine"})
 
@@ -46,26 +49,36 @@ def _read_secret(a: argparse.Namespace, label: str) -> tuple[str, str]:
     return secret, token
 
 
+@dataclass(frozen=True)
+class _KeyInput:
+    """How ``accounts add`` takes one cloud's keys on the command line."""
+
+    id_flag: str  # the option that names the key (its dest holds the id)
+    secret_prompt: str
+    profile: Callable[[str], Credentials] | None = None  # --profile NAME reads them from a file
+    session_token: bool = False  # --session-token-stdin applies
+
+
+_KEY_INPUTS: dict[ProviderName, _KeyInput] = {
+    "aws": _KeyInput("--access-key-id", "AWS secret access key", credentials.aws_profile,
+                     session_token=True),
+    "aliyun": _KeyInput("--access-key-id", "Alibaba Cloud AccessKey secret",
+                        credentials.aliyun_profile),
+    "tencent": _KeyInput("--secret-id", "Tencent Cloud SecretKey"),
+}
+
+
 def _cmd_accounts_add(a: argparse.Namespace) -> int:
-    if a.provider == "aws" and a.profile:
-        creds = credentials.aws_profile(a.profile)
-    elif a.provider == "aws":
-        if not a.access_key_id:
-            return _fail("pass --access-key-id ID (or --profile NAME)", 2)
-        secret, token = _read_secret(a, "AWS secret access key")
-        creds = Credentials("aws", a.access_key_id, secret, token)
-    elif a.provider == "aliyun" and a.profile:
-        creds = credentials.aliyun_profile(a.profile)
-    elif a.provider == "aliyun":
-        if not a.access_key_id:
-            return _fail("pass --access-key-id ID (or --profile NAME)", 2)
-        secret, _ = _read_secret(a, "Alibaba Cloud AccessKey secret")
-        creds = Credentials("aliyun", a.access_key_id, secret)
+    how = _KEY_INPUTS[a.provider]
+    if how.profile is not None and a.profile:
+        creds = how.profile(a.profile)
     else:
-        if not a.secret_id:
-            return _fail("pass --secret-id ID", 2)
-        secret, _ = _read_secret(a, "Tencent Cloud SecretKey")
-        creds = Credentials("tencent", a.secret_id, secret)
+        key_id = getattr(a, how.id_flag.removeprefix("--").replace("-", "_"))
+        if not key_id:
+            also = " (or --profile NAME)" if how.profile is not None else ""
+            return _fail(f"pass {how.id_flag} ID{also}", 2)
+        secret, token = _read_secret(a, how.secret_prompt)
+        creds = Credentials(a.provider, key_id, secret, token if how.session_token else "")
     with Ledger() as ledger:
         account = accounts.add_account(ledger, creds, check=not a.no_verify)
     if a.no_verify:
@@ -245,7 +258,7 @@ def _cmd_ls(a: argparse.Namespace) -> int:
 
 
 def _cmd_show(a: argparse.Namespace) -> int:
-    from gpudesk.services.cloud import cleanup, guard
+    from gpudesk.services.cloud import cleanup, guard, instance_role
     from gpudesk.services.cloud.machines import resolve
     from gpudesk.services.remote import host_key_rotation as first_login
 
@@ -254,10 +267,11 @@ def _cmd_show(a: argparse.Namespace) -> int:
         data = _machine_json(m, ledger)
         leftovers = cleanup.status(ledger, m)
         rotated, installed = first_login.login_facts(ledger, m.id)
+        role_why = instance_role.why_not(ledger, m)  # what stays unprotected without a role
     data["cleanup"] = [r.as_json() for r in leftovers]
     g = guard.of(m)
     data.update(host_key_fingerprint=m.host_key_fingerprint or None, guard=g.as_json(),
-                guard_says=guard.english(m, g), host_key_rotated=rotated)
+                guard_says=guard.english(m, g, role_why), host_key_rotated=rotated)
     data["guard"]["installed"] = installed
     if a.json:
         print(json.dumps(data, indent=2, ensure_ascii=False))

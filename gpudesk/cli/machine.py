@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 
 VERBS = frozenset({"bootstrap", "ssh-config", "cancel"})
 CANCEL_WAIT_S = 30.0
-DEFAULT_PYTHON = "python3"  # as services.runs; not imported from there (paramiko loads late)
-DEFAULT_ROOT = "~/gpudesk"
 
 
 def _say(message: str) -> None:
@@ -219,10 +217,9 @@ def add_parsers(sub: Any) -> None:
     cli_remote.add_target_args(p)
     p.add_argument("--project", metavar="DIR",
                    help="install DIR/requirements.txt into a venv on the machine (cached)")
-    p.add_argument("--python", default=DEFAULT_PYTHON, metavar="PATH",
-                   help="the Python to check and build the venv from (default python3)")
-    p.add_argument("--remote-root", default=DEFAULT_ROOT, metavar="DIR",
-                   help="folder on the machine for venvs (default ~/gpudesk)")
+    cli_remote.add_machine_folder_args(
+        p, python_for="the Python to check and build the venv from",
+        root_for="folder on the machine for venvs")
     p.add_argument("--no-install", action="store_true", help="only check; install nothing")
     p.add_argument("--path", action="append", metavar="DIR",
                    help="look for tools here first on the machine (e.g. /usr/local/cuda/bin)")

@@ -39,6 +39,22 @@ def add_target_args(p: argparse.ArgumentParser, *, required: bool = True) -> Non
                      help="pin the host key on first use (a changed key is still refused)")
 
 
+# As services.runs and services.remote.agent_deploy; not imported from there, so that `--help`
+# does not load paramiko.
+REMOTE_PYTHON = "python3"
+REMOTE_ROOT = "~/gpudesk"
+
+
+def add_machine_folder_args(p: argparse.ArgumentParser, *, python_for: str,
+                            root_for: str) -> None:
+    """``--python`` (the Python on the machine) and ``--remote-root`` (gpudesk's folder
+    there); the help says what the command uses each for."""
+    p.add_argument("--python", default=REMOTE_PYTHON, metavar="PATH",
+                   help=f"{python_for} (default {REMOTE_PYTHON})")
+    p.add_argument("--remote-root", default=REMOTE_ROOT, metavar="DIR",
+                   help=f"{root_for} (default {REMOTE_ROOT})")
+
+
 def _ask_on_terminal(name: str, offered: str, key_type: str) -> bool:
     print(f"The machine {name} offers a {key_type} host key that is not pinned yet:\n"
           f"  {offered}\nCompare it with the fingerprint your cloud console or the machine's\n"

@@ -188,10 +188,11 @@ def _cmd_recover(a: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: Any) -> None:
-    from gpudesk.services.runs.detached import DEFAULT_PYTHON, DEFAULT_ROOT
-
     p = sub.add_parser("run", help="train on a machine under torchrun, detached")
     cli_remote.add_target_args(p, required=False)
+    cli_remote.add_machine_folder_args(
+        p, python_for="the Python with torch on the machine",
+        root_for="folder on the machine for projects and runs")
     p.add_argument("--project", metavar="DIR", help="the project folder to sync and run in")
     p.add_argument("--nproc", type=int, default=1, metavar="N",
                    help="processes per machine, one per GPU (default 1); 0: a CPU run, "
@@ -204,10 +205,6 @@ def add_parsers(sub: Any) -> None:
                    help="checkpoint interval in minutes for gpudesk.training")
     p.add_argument("--detach", action="store_true",
                    help="print the run id and return; the run goes on")
-    p.add_argument("--python", default=DEFAULT_PYTHON, metavar="PATH",
-                   help="the Python with torch on the machine (default python3)")
-    p.add_argument("--remote-root", default=DEFAULT_ROOT, metavar="DIR",
-                   help="folder on the machine for projects and runs (default ~/gpudesk)")
     p.add_argument("--resume", metavar="RUN", help="start a stopped run again, from its "
                    "newest checkpoint")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT ARGS")

@@ -100,14 +100,13 @@ def _cmd_watch(a: argparse.Namespace) -> int:
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("watch", help="print a machine's live GPU samples (starts its agent)")
     cli_remote.add_target_args(p)
+    cli_remote.add_machine_folder_args(
+        p, python_for="Python 3.8+ on the machine that runs the agent",
+        root_for="gpudesk's folder on the machine")
     p.add_argument("--seconds", type=number_of("seconds"), metavar="N",
                    help="stop after N seconds (default: until Ctrl-C)")
     p.add_argument("--json-lines", action="store_true",
                    help="one JSON object per GPU sample, missing values as null")
-    p.add_argument("--python", default="python3", metavar="PATH",
-                   help="Python 3.8+ on the machine that runs the agent (default python3)")
-    p.add_argument("--remote-root", default="~/gpudesk", metavar="DIR",
-                   help="gpudesk's folder on the machine (default ~/gpudesk)")
     p.add_argument("--nvidia-smi", metavar="PATH",
                    help="the nvidia-smi the agent runs when it starts (default: on its PATH)")
     p.add_argument("--verbose", action="store_true", help="report reconnects on stderr")

@@ -41,7 +41,8 @@ HOW_OTHER = QT_TRANSLATE_NOOP(
 MSG_KEYRING_FAILED = QT_TRANSLATE_NOOP(
     "Credentials", "The system keyring refused the request ({reason}). Unlock it and try "
     "again.")
-MSG_EMPTY = QT_TRANSLATE_NOOP("Credentials", "The {what} is empty.")
+MSG_EMPTY = QT_TRANSLATE_NOOP(
+    "Credentials", "The {what} is empty.")
 MSG_PROFILE = QT_TRANSLATE_NOOP(
     "Credentials", "No AWS profile '{profile}' with an access key was found in {files}.")
 MSG_ALIYUN_PROFILE = QT_TRANSLATE_NOOP(

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from gpudesk.services.cloud.accounts import ProviderFactory
 from gpudesk.services.cloud.providers.base import PricePoint, Provider, ProviderError
-from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.services.money.spend import Price, price_in_force
+from gpudesk.services.money.ledger import Ledger, Machine, PriceChange
+from gpudesk.services.money.spend import price_in_force
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def record_spot_prices(ledger: Ledger, providers: ProviderFactory, cny_per_usd: 
 def _record_one(ledger: Ledger, provider: Provider, machine: Machine, cny_per_usd: float,
                 now: float) -> int:
     start = machine.launched_at or machine.created_at
-    known = [Price(p.since, p.price) for p in ledger.prices(machine.id)]
+    known = ledger.prices(machine.id)
     since = max([start, *(p.since for p in known)])
     points = provider.spot_price_history(machine.region, machine.zone, machine.instance_type,
                                          since)
@@ -84,9 +84,9 @@ def _record_one(ledger: Ledger, provider: Provider, machine: Machine, cny_per_us
             continue
         if not known:  # keep the launch price for the time before this change
             ledger.record_price(machine.id, machine.price_per_hour, since=machine.created_at)
-            known = [Price(machine.created_at, machine.price_per_hour)]
+            known = [PriceChange(machine.created_at, machine.price_per_hour)]
         price = round(price, 6)
         ledger.record_price(machine.id, price, since=at)
-        known.append(Price(at, price))
+        known.append(PriceChange(at, price))
         recorded += 1
     return recorded

@@ -43,7 +43,7 @@ from gpudesk.services.money import region_rates
 from gpudesk.services.money.billing import RULES as RULES
 from gpudesk.services.money.billing import BillingRule as BillingRule
 from gpudesk.services.money.billing import rule_for as rule_for
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger, Machine, PriceChange, Transfer
 
 GIB = 1 << 30
 
@@ -83,20 +83,6 @@ class Stretch:
 
 
 @dataclass(frozen=True)
-class Price:
-    """From ``since`` on, ``per_hour`` is in force."""
-
-    since: float
-    per_hour: float
-
-
-@dataclass(frozen=True)
-class Sent:
-    at: float
-    bytes_out: int
-
-
-@dataclass(frozen=True)
 class History:
     """Everything the spend of one machine depends on."""
 
@@ -104,11 +90,11 @@ class History:
     provider: str
     currency: str = "USD"
     stretches: tuple[Stretch, ...] = ()
-    prices: tuple[Price, ...] = ()
+    prices: tuple[PriceChange, ...] = ()
     disk_gb: float = 0.0
     disk_from: float | None = None  # None: from the first start
     disk_to: float | None = None  # None: still exists
-    transfers: tuple[Sent, ...] = ()
+    transfers: tuple[Transfer, ...] = ()
     approximate: bool = False  # rebuilt from totals (a row older than the history tables)
     name: str = ""
     instance_type: str = ""
@@ -170,11 +156,11 @@ def billed_spans(stretches: Iterable[Stretch], rule: BillingRule, now: float
     return out
 
 
-def _is_sorted(prices: Sequence[Price]) -> bool:
+def _is_sorted(prices: Sequence[PriceChange]) -> bool:
     return all(prices[i].since <= prices[i + 1].since for i in range(len(prices) - 1))
 
 
-def price_integral(prices: Sequence[Price], a: float, b: float) -> float:
+def price_integral(prices: Sequence[PriceChange], a: float, b: float) -> float:
     """∫ price dt over [a, b], in price-hours: the compute cost of that span."""
     if b <= a or not prices:
         return 0.0
@@ -185,7 +171,7 @@ def price_integral(prices: Sequence[Price], a: float, b: float) -> float:
         hi = points[i + 1].since if i + 1 < len(points) else math.inf
         x, y = max(a, lo), min(b, hi)
         if y > x:
-            total += p.per_hour * (y - x)
+            total += p.price * (y - x)
     return total / 3600.0
 
 
@@ -205,13 +191,13 @@ def price_at(h: History, t: float) -> float:
     return price_in_force(h.prices, t)
 
 
-def price_in_force(prices: Sequence[Price], t: float) -> float:
+def price_in_force(prices: Sequence[PriceChange], t: float) -> float:
     """The price per hour at ``t``; the first price also covers earlier time (0 if none)."""
     points = sorted(prices, key=lambda p: p.since)
-    current = points[0].per_hour if points else 0.0
+    current = points[0].price if points else 0.0
     for p in points:
         if p.since <= t:
-            current = p.per_hour
+            current = p.price
     return current
 
 
@@ -364,7 +350,7 @@ def rate_per_hour(h: History, now: float, *, rates: dict[str, Rates] | None = No
 def projected(h: History, now: float, at: float, *, rates: dict[str, Rates] | None = None,
               tz: tzinfo | None = None) -> Cost:
     """The cost at a later moment ``at`` if what runs now keeps running at today's price."""
-    future = replace(h, prices=(*h.prices, Price(now, price_at(h, now))))
+    future = replace(h, prices=(*h.prices, PriceChange(now, price_at(h, now))))
     return cost(future, max(now, at), rates=rates, tz=tz)
 
 
@@ -408,14 +394,14 @@ def history(ledger: Ledger, machine: Machine) -> History:
     if machine.running_since is not None and not any(s.end is None for s in stretches):
         approximate = True
         stretches = (*stretches, Stretch(machine.running_since, None))
-    prices = tuple(Price(p.since, p.price) for p in ledger.prices(machine.id))
+    prices = tuple(ledger.prices(machine.id))
     if not prices:
-        prices = (Price(machine.created_at, machine.price_per_hour),)
+        prices = (PriceChange(machine.created_at, machine.price_per_hour),)
     return History(
         machine_id=machine.id, provider=machine.provider, currency=machine.currency,
         stretches=stretches, prices=prices, disk_gb=machine.disk_gb,
         disk_from=machine.launched_at, disk_to=machine.ended_at,
-        transfers=tuple(Sent(t.at, t.bytes_out) for t in ledger.transfers(machine.id)),
+        transfers=tuple(ledger.transfers(machine.id)),
         approximate=approximate, name=machine.name, instance_type=machine.instance_type,
         market=machine.market, region=machine.region)
 

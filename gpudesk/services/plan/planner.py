@@ -22,14 +22,19 @@ from gpudesk.services.cloud.catalog import Catalog, GpuSpec, Offer
 
 SortKey = Literal["cost", "price", "headroom", "hours"]
 
-REASON_FITS = QT_TRANSLATE_NOOP("Planner", "fits: {used} of {capacity} per GPU ({headroom} free)")
+REASON_FITS = QT_TRANSLATE_NOOP(
+    "Planner", "fits: {used} of {capacity} per GPU ({headroom} free)")
 REASON_TOO_BIG = QT_TRANSLATE_NOOP(
     "Planner", "needs {used} per GPU but the {gpu} has {capacity}"
 )
-REASON_NO_PRECISION = QT_TRANSLATE_NOOP("Planner", "the {gpu} has no {precision} support")
-REASON_NO_SPOT = QT_TRANSLATE_NOOP("Planner", "no spot price known for this offer")
-ERR_NOT_PLAN = QT_TRANSLATE_NOOP("SizingError", "this file is not a gpudesk plan")
-ERR_DAMAGED = QT_TRANSLATE_NOOP("SizingError", "the plan file is damaged ({detail})")
+REASON_NO_PRECISION = QT_TRANSLATE_NOOP(
+    "Planner", "the {gpu} has no {precision} support")
+REASON_NO_SPOT = QT_TRANSLATE_NOOP(
+    "Planner", "no spot price known for this offer")
+ERR_NOT_PLAN = QT_TRANSLATE_NOOP(
+    "SizingError", "this file is not a gpudesk plan")
+ERR_DAMAGED = QT_TRANSLATE_NOOP(
+    "SizingError", "the plan file is damaged ({detail})")
 
 
 def format_bytes(n: float) -> str:

@@ -66,11 +66,13 @@ MSG_DRIVER_FAILED = QT_TRANSLATE_NOOP(
 MSG_DRIVER_UNPARSED = QT_TRANSLATE_NOOP(
     "Bootstrap", "nvidia-smi ran on {target}, but its output shows no driver version "
     "({detail}).")
-MSG_GPUS_OK = QT_TRANSLATE_NOOP("Bootstrap", "{count} GPU(s): {names}.")
+MSG_GPUS_OK = QT_TRANSLATE_NOOP(
+    "Bootstrap", "{count} GPU(s): {names}.")
 MSG_NO_GPU = QT_TRANSLATE_NOOP(
     "Bootstrap", "The NVIDIA driver on {target} sees no GPU. Check that the instance type has "
     "a GPU, or stop and start the machine.")
-MSG_NVCC_OK = QT_TRANSLATE_NOOP("Bootstrap", "CUDA toolkit (nvcc) {nvcc}.")
+MSG_NVCC_OK = QT_TRANSLATE_NOOP(
+    "Bootstrap", "CUDA toolkit (nvcc) {nvcc}.")
 MSG_NO_NVCC = QT_TRANSLATE_NOOP(
     "Bootstrap", "No CUDA toolkit (nvcc) on {target}. PyTorch wheels bring their own CUDA "
     "runtime, so training works; only building CUDA extensions (flash-attn, apex) needs it.")
@@ -78,7 +80,8 @@ MSG_NVCC_NEWER = QT_TRANSLATE_NOOP(
     "Bootstrap", "nvcc {nvcc} is newer than the CUDA {cuda} the driver {driver} supports: CUDA "
     "extensions built with it may not load. Install a CUDA toolkit {cuda} or older, or use "
     "an image with a newer driver.")
-MSG_PYTHON_OK = QT_TRANSLATE_NOOP("Bootstrap", "Python {version} ({executable}).")
+MSG_PYTHON_OK = QT_TRANSLATE_NOOP(
+    "Bootstrap", "Python {version} ({executable}).")
 MSG_NO_PYTHON = QT_TRANSLATE_NOOP(
     "Bootstrap", "No Python on {target} ('{python}' was not found). Install it (on Ubuntu: "
     "sudo apt install python3 python3-venv), or give the right one with --python.")
@@ -129,7 +132,8 @@ MSG_REQ_DONE = QT_TRANSLATE_NOOP(
 MSG_STEP_VENV = QT_TRANSLATE_NOOP(
     "Bootstrap", "Creating a virtual environment in {venv} (it sees the machine's own "
     "packages, such as a preinstalled torch).")
-MSG_STEP_PIP = QT_TRANSLATE_NOOP("Bootstrap", "Installing requirements.txt with pip.")
+MSG_STEP_PIP = QT_TRANSLATE_NOOP(
+    "Bootstrap", "Installing requirements.txt with pip.")
 MSG_VENV_FAILED = QT_TRANSLATE_NOOP(
     "Bootstrap", "Could not create a virtual environment in {venv} on {target}: {detail}. "
     "Install the venv module (on Ubuntu: sudo apt install python3-venv) and try again.")

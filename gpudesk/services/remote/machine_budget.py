@@ -40,7 +40,8 @@ from gpudesk.services.remote import guard_push
 from gpudesk.services.remote.machine_rules import agent_rules
 from gpudesk.services.remote.ssh import SshConnection
 
-MSG_BAD_BUDGET = QT_TRANSLATE_NOOP("ProviderError", "A budget must be more than 0 (got {amount}).")
+MSG_BAD_BUDGET = QT_TRANSLATE_NOOP(
+    "ProviderError", "A budget must be more than 0 (got {amount}).")
 MSG_BAD_ACTION = QT_TRANSLATE_NOOP(
     "ProviderError", "At its budget a machine can be stopped or terminated, not '{action}'.")
 MSG_BAD_CURRENCY = QT_TRANSLATE_NOOP(

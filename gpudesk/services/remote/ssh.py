@@ -49,7 +49,8 @@ MSG_UNREACHABLE = QT_TRANSLATE_NOOP(
 MSG_AUTH = QT_TRANSLATE_NOOP(
     "Ssh", "{target} refused the SSH key for user {user} ({detail}). Check the user name and "
     "that the machine was started with this key.")
-MSG_NO_KEY = QT_TRANSLATE_NOOP("Ssh", "No SSH key was given for {target}.")
+MSG_NO_KEY = QT_TRANSLATE_NOOP(
+    "Ssh", "No SSH key was given for {target}.")
 MSG_NO_AUTH = QT_TRANSLATE_NOOP(
     "Ssh", "{target} was reached, but gpudesk has no key to log in as {user}: no key file is "
     "set and the ssh-agent offers none. This is an authentication problem, not the network: "
@@ -64,7 +65,8 @@ MSG_FAILED = QT_TRANSLATE_NOOP(
     "Ssh", "{what} failed on {target} with exit status {status}: {stderr}")
 MSG_BAD_URL = QT_TRANSLATE_NOOP(
     "Ssh", "'{text}' is not an SSH target; write it as ssh://user@host:port.")
-MSG_CLOSED = QT_TRANSLATE_NOOP("Ssh", "The connection to {target} was closed by gpudesk.")
+MSG_CLOSED = QT_TRANSLATE_NOOP(
+    "Ssh", "The connection to {target} was closed by gpudesk.")
 
 
 class SshError(TemplatedError):

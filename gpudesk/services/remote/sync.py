@@ -56,7 +56,8 @@ from gpudesk.services.remote.sync_scan import scan as scan
 MSG_NO_PYTHON = QT_TRANSLATE_NOOP(
     "Sync", "The machine has no working python3 ({detail}). gpudesk needs Python 3.7 or newer "
     "on the machine to sync files.")
-MSG_HELPER = QT_TRANSLATE_NOOP("Sync", "The sync helper on the machine failed: {detail}")
+MSG_HELPER = QT_TRANSLATE_NOOP(
+    "Sync", "The sync helper on the machine failed: {detail}")
 MSG_CANCELLED = QT_TRANSLATE_NOOP(
     "Sync", "Sync cancelled after {done} of {total} files. Files already copied are complete; "
     "none was left half-written.")

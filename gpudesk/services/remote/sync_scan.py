@@ -20,7 +20,8 @@ from pathspec import GitIgnoreSpec
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError
 
-MSG_NOT_FOLDER = QT_TRANSLATE_NOOP("Sync", "{path} is not a folder.")
+MSG_NOT_FOLDER = QT_TRANSLATE_NOOP(
+    "Sync", "{path} is not a folder.")
 
 MEASURE_LIMIT = 200_000  # entries counted per skipped folder for the plan, then "at least"
 

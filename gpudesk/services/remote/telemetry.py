@@ -180,6 +180,16 @@ def parse_line(line: bytes, received: float | None = None) -> TelemetrySample | 
 
 # --------------------------------------------------------------------------- the stream
 
+@dataclass(frozen=True)
+class Retry:
+    """How long the stream waits before reconnecting (doubling from ``backoff_s`` up to
+    ``backoff_max_s``), and how long a channel may stay quiet before it counts as stalled."""
+
+    backoff_s: float = 0.5
+    backoff_max_s: float = 10.0
+    stall_s: float = 15.0
+
+
 SampleFn = Callable[[TelemetrySample], None]
 HoleFn = Callable[[Hole], None]
 StateFn = Callable[[str, str], None]  # (state, detail)
@@ -201,18 +211,16 @@ class TelemetryStream:
                  keeper: Callable[[], object] | None = None, backoff_s: float = 0.5,
                  backoff_max_s: float = 10.0, stall_s: float = 15.0) -> None:
         self.conn = conn
+        self.target = str(conn.target)
         self.follow_command = follow_command
         self.on_sample = on_sample
         self.on_hole = on_hole
         self.on_state = on_state
+        self.keeper = keeper
+        self.retry = Retry(backoff_s, backoff_max_s, stall_s)
         self.last_seq = since
         self.last_time = 0.0  # of the newest sample delivered
         self.restarts = 0  # times the machine's seq started again (its metrics were wiped)
-        self.keeper = keeper
-        self.backoff_s = backoff_s
-        self.backoff_max_s = backoff_max_s
-        self.stall_s = stall_s
-        self.target = str(conn.target)
         self.channels = 0  # follow channels opened; more than one means it reconnected
         self.delivered = 0
         self.holes: list[Hole] = []
@@ -262,7 +270,7 @@ class TelemetryStream:
             self.on_state(state, detail)
 
     def _run(self) -> None:
-        delay = self.backoff_s
+        delay = self.retry.backoff_s
         first = True
         dropped = True  # the first channel is "connecting"; so is one after a drop
         try:
@@ -276,7 +284,7 @@ class TelemetryStream:
                     got = self._follow_once(announce=dropped)
                     failed = not self._clean_end
                     if got:
-                        delay = self.backoff_s
+                        delay = self.retry.backoff_s
                 except (HostKeyError, SshAuthError) as exc:
                     self.error = exc
                     self._set_state(FAILED, exc.message())
@@ -300,9 +308,9 @@ class TelemetryStream:
                     return
                 dropped = failed
                 self._set_state(DISCONNECTED if failed else RESUMING, detail)
-                if self._stop.wait(delay if failed else min(delay, self.backoff_s)):
+                if self._stop.wait(delay if failed else min(delay, self.retry.backoff_s)):
                     return
-                delay = min(delay * 2, self.backoff_max_s)
+                delay = min(delay * 2, self.retry.backoff_max_s)
         finally:
             if self.state != FAILED:
                 self._set_state(STOPPED)
@@ -333,7 +341,7 @@ class TelemetryStream:
                 try:
                     data = chan.recv(1 << 16)
                 except TimeoutError:
-                    if time.monotonic() - quiet_since > self.stall_s:
+                    if time.monotonic() - quiet_since > self.retry.stall_s:
                         self._clean_end = True  # the keeper's look tells a dead link
                         return got  # silent too long: reconnect (and let the keeper look)
                     continue

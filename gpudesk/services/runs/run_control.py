@@ -33,10 +33,14 @@ from gpudesk.services.remote.sync import SyncResult
 from gpudesk.services.runs import detached as runs
 from gpudesk.services.runs.detached import NodeRun, RunRecord, RunRequest, RunStatus
 
-MSG_NO_TARGET = QT_TRANSLATE_NOOP("RunControl", "Choose a machine to run on.")
-MSG_NO_PROJECT = QT_TRANSLATE_NOOP("RunControl", "The project folder {project} does not exist.")
-MSG_NO_SCRIPT = QT_TRANSLATE_NOOP("RunControl", "Name the training script (e.g. train.py).")
-MSG_BAD_ARGS = QT_TRANSLATE_NOOP("RunControl", "The arguments cannot be read: {error}.")
+MSG_NO_TARGET = QT_TRANSLATE_NOOP(
+    "RunControl", "Choose a machine to run on.")
+MSG_NO_PROJECT = QT_TRANSLATE_NOOP(
+    "RunControl", "The project folder {project} does not exist.")
+MSG_NO_SCRIPT = QT_TRANSLATE_NOOP(
+    "RunControl", "Name the training script (e.g. train.py).")
+MSG_BAD_ARGS = QT_TRANSLATE_NOOP(
+    "RunControl", "The arguments cannot be read: {error}.")
 MSG_TUNNEL_MISSING = QT_TRANSLATE_NOOP(
     "RunControl", "{service} is not installed for {python} on the machine. Add it to the "
     "project's requirements, or install it there: {python} -m pip install {package}")
@@ -53,8 +57,10 @@ MSG_TOO_FEW_GPUS = QT_TRANSLATE_NOOP(
 MSG_NO_GPU_HERE = QT_TRANSLATE_NOOP(
     "RunControl", "{problem} A GPU run cannot start on {target}. Fix the driver there, or "
     "set GPUs per machine to 0 for a CPU run.")
-MSG_PREFLIGHT_ERROR = QT_TRANSLATE_NOOP("RunControl", "preflight (error): {message}")
-MSG_PREFLIGHT_WARNING = QT_TRANSLATE_NOOP("RunControl", "preflight (warning): {message}")
+MSG_PREFLIGHT_ERROR = QT_TRANSLATE_NOOP(
+    "RunControl", "preflight (error): {message}")
+MSG_PREFLIGHT_WARNING = QT_TRANSLATE_NOOP(
+    "RunControl", "preflight (warning): {message}")
 MSG_PREFLIGHT_CPU = QT_TRANSLATE_NOOP(
     "RunControl", "preflight: a CPU run (GPUs per machine is 0): the GPUs and the NVIDIA "
     "driver of {target} are not used")

@@ -33,6 +33,21 @@ import sys
 import time
 from typing import Any
 
+
+def QT_TRANSLATE_NOOP(context: str, text: str) -> str:  # noqa: N802 - the name lupdate finds
+    """Marks this script's own log lines for Qt's tools (the machine has no Qt)."""
+    del context
+    return text
+
+
+# The gpudesk: lines this script writes into the run's log. The log on the machine stays in
+# English; the window shows these lines translated (runs.launcher_lines).
+SAID_CANNOT_START = QT_TRANSLATE_NOOP(
+    "Runs", "could not start {program}: {error}")
+SAID_RESUMING = QT_TRANSLATE_NOOP(
+    "Runs", "resuming run (attempt {attempt})")
+SAID_LINES = (SAID_CANNOT_START, SAID_RESUMING)
+
 PID_FILE = "pid"
 LOG_FILE = "log"
 EXIT_FILE = "exit_status"
@@ -182,7 +197,8 @@ def _supervise(run_dir: str, spec: dict[str, Any]) -> int:
             spec.get("cwd") or run_dir), env=env, stdin=subprocess.DEVNULL, stdout=log_fd,
             stderr=log_fd)
     except OSError as exc:
-        os.write(log_fd, f"gpudesk: could not start {spec['argv'][0]}: {exc}\n".encode())
+        said = SAID_CANNOT_START.format(program=spec["argv"][0], error=exc)
+        os.write(log_fd, f"gpudesk: {said}\n".encode())
         _write_atomic(os.path.join(run_dir, EXIT_FILE), "127\n")
         return 127
     child[0] = proc
@@ -218,7 +234,8 @@ def start(spec: dict[str, Any]) -> dict[str, Any]:
     with open(log_path, "ab") as fh:
         offset = fh.tell()
         if resume:
-            fh.write(f"gpudesk: resuming run (attempt {spec.get('attempt', '?')})\n".encode())
+            said = SAID_RESUMING.format(attempt=spec.get("attempt", "?"))
+            fh.write(f"gpudesk: {said}\n".encode())
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()

@@ -58,7 +58,8 @@ MSG_BUDGET_SPENT = QT_TRANSLATE_NOOP(
     "the budget. Raise the budget (gpudesk budget) to go on.")
 
 # The gpudesk: lines of a recovery in the run's log (runs.Said: translated where shown).
-MSG_LAUNCHING = QT_TRANSLATE_NOOP("SpotRecovery", "launching a machine like {machine}")
+MSG_LAUNCHING = QT_TRANSLATE_NOOP(
+    "SpotRecovery", "launching a machine like {machine}")
 MSG_COPIED = QT_TRANSLATE_NOOP(
     "SpotRecovery", "copied {n} checkpoint files to {target}; the run resumes from {checkpoint}")
 MSG_NO_CHECKPOINT = QT_TRANSLATE_NOOP(

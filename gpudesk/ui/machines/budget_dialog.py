@@ -10,6 +10,7 @@ is not one is refused under the field before anything is asked.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 from collections.abc import Callable
 
@@ -55,10 +56,11 @@ class BudgetDialog(Retranslating, QDialog):
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.ledger = ledger
         self.machine = machine
-        self.providers = providers
         self.money = money
         self.settings = settings
-        self.connect_ssh = connect
+        # change_budget with this window's way to the clouds and to the machine's agent
+        self.change_budget = functools.partial(change_budget, providers=providers,
+                                               connect=connect)
         self.result_change: BudgetChange | None = None
         self.heading = QLabel(self)
         self.heading.setObjectName("budgetHeading")
@@ -192,9 +194,8 @@ class BudgetDialog(Retranslating, QDialog):
                                           "then the machine's agent…"))
         action = str(self.action.currentData())
         currency = str(self.currency.currentData())
-        work = asyncio.to_thread(change_budget, self.ledger, self.machine.id, amount, action,
-                                 currency=currency, settings=self.settings(),
-                                 providers=self.providers, connect=self.connect_ssh)
+        work = asyncio.to_thread(self.change_budget, self.ledger, self.machine.id, amount, action,
+                                 currency=currency, settings=self.settings())
         self.runner.run(work, on_success=self._changed)
 
     def _changed(self, change: BudgetChange) -> None:

@@ -47,6 +47,7 @@ from gpudesk.services.remote import guard_push
 from gpudesk.services.remote.ssh import SshConnection
 from gpudesk.ui.machines.budget_dialog import BudgetDialog
 from gpudesk.ui.machines.instances_model import InstancesModel, state_text
+from gpudesk.ui.widgets.confirm import confirm
 from gpudesk.ui.widgets.money import Money
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
@@ -377,18 +378,11 @@ class InstancesPage(Retranslating, QWidget):
         if not words:
             self.run_action("stop")
             return
-        box = QMessageBox(
-            QMessageBox.Icon.Warning, self.tr("Stop machine"),
-            self.tr("{words}\n\nStop {name} anyway?").format(words=words, name=m.name or m.id),
-            QMessageBox.StandardButton.Cancel, self)
-        box.setObjectName("confirmStop")
-        yes = box.addButton(self.tr("Stop"), QMessageBox.ButtonRole.AcceptRole)
-        yes.setObjectName("confirmStopYes")
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.buttonClicked.connect(lambda b: self.run_action("stop") if b is yes else None)
-        box.setWindowModality(Qt.WindowModality.WindowModal)
-        box.open()
+        confirm(self, QMessageBox.Icon.Warning, self.tr("Stop machine"),
+                self.tr("{words}\n\nStop {name} anyway?").format(words=words, name=m.name or m.id),
+                "confirmStop",
+                (self.tr("Stop"), QMessageBox.ButtonRole.AcceptRole, "confirmStopYes"),
+                lambda: self.run_action("stop"))
 
     def _settle(self) -> None:
         start, self._settle_next = self._settle_next, None
@@ -399,21 +393,14 @@ class InstancesPage(Retranslating, QWidget):
         m = self.selected()
         if m is None:
             return None
-        box = QMessageBox(
-            QMessageBox.Icon.Warning, self.tr("Terminate machine"),
+        return confirm(
+            self, QMessageBox.Icon.Warning, self.tr("Terminate machine"),
             self.tr("Terminate {name} ({type}, {cloud_id})? The machine and its disk are "
                     "deleted; anything not copied off it is lost. Billing stops.").format(
                 name=m.name, type=m.instance_type, cloud_id=m.cloud_id),
-            QMessageBox.StandardButton.Cancel, self)
-        box.setObjectName("confirmTerminate")
-        yes = box.addButton(self.tr("Terminate"), QMessageBox.ButtonRole.DestructiveRole)
-        yes.setObjectName("confirmTerminateYes")
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.buttonClicked.connect(lambda b: self.run_action("terminate") if b is yes else None)
-        box.setWindowModality(Qt.WindowModality.WindowModal)
-        box.open()
-        return box
+            "confirmTerminate",
+            (self.tr("Terminate"), QMessageBox.ButtonRole.DestructiveRole, "confirmTerminateYes"),
+            lambda: self.run_action("terminate"))
 
     def ssh_command(self, m: Machine) -> str:
         """``ssh gpudesk-<name>`` once ~/.ssh/config includes gpudesk's (it carries the key,

@@ -31,14 +31,18 @@ from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.plan.planner import Job
 from gpudesk.ui.widgets.retranslate import Retranslating
 
-ERR_WHOLE = QT_TRANSLATE_NOOP("SizingError", "enter a whole number, e.g. {example}")
-ERR_AMOUNT = QT_TRANSLATE_NOOP("SizingError", "enter a number such as 1e9 or 2.5B")
-ERR_PERCENT = QT_TRANSLATE_NOOP("SizingError", "enter a percentage between 1 and 100")
-ERR_AT_LEAST = QT_TRANSLATE_NOOP("SizingError", "enter a whole number of at least {minimum}")
-ERR_ABOVE_ZERO = QT_TRANSLATE_NOOP("SizingError", "enter a number above zero, such as 1e9 or "
-                                   "2.5B")
-ERR_CONFIG = QT_TRANSLATE_NOOP("SizingError", "fetch its config.json, or load a config.json "
-                               "file, first")
+ERR_WHOLE = QT_TRANSLATE_NOOP(
+    "SizingError", "enter a whole number, e.g. {example}")
+ERR_AMOUNT = QT_TRANSLATE_NOOP(
+    "SizingError", "enter a number such as 1e9 or 2.5B")
+ERR_PERCENT = QT_TRANSLATE_NOOP(
+    "SizingError", "enter a percentage between 1 and 100")
+ERR_AT_LEAST = QT_TRANSLATE_NOOP(
+    "SizingError", "enter a whole number of at least {minimum}")
+ERR_ABOVE_ZERO = QT_TRANSLATE_NOOP(
+    "SizingError", "enter a number above zero, such as 1e9 or 2.5B")
+ERR_CONFIG = QT_TRANSLATE_NOOP(
+    "SizingError", "fetch its config.json, or load a config.json file, first")
 
 INT_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "batch", "seq",
               "image_size", "gen_tokens", "gpus", "lora_rank", "lora_alpha")

@@ -59,7 +59,8 @@ from gpudesk.ui.widgets.answers import answers_for
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner
 
-ERR_NOTHING = QT_TRANSLATE_NOOP("SizingError", "fix the inputs marked in red first")
+ERR_NOTHING = QT_TRANSLATE_NOOP(
+    "SizingError", "fix the inputs marked in red first")
 SORTS = ("cost", "price", "headroom", "hours")
 STYLE = """
 QLineEdit[invalid="true"], QComboBox[invalid="true"] { border: 2px solid #d32f2f; }

@@ -14,7 +14,7 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QCoreApplication, Qt, QUrl
+from PySide6.QtCore import QCoreApplication, QUrl
 from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import QMessageBox
 
@@ -23,6 +23,7 @@ from gpudesk.services.remote import targets
 from gpudesk.services.runs import run_control, spot_recovery
 from gpudesk.services.runs.detached import RunRecord, RunStatus, Said
 from gpudesk.services.runs.run_control import Tunnel, TunnelSpec
+from gpudesk.ui.widgets.confirm import confirm
 from gpudesk.ui.widgets.task_runner import show_error
 
 if TYPE_CHECKING:
@@ -57,16 +58,6 @@ def terminal_command(ssh_argv: list[str]) -> tuple[str, list[str]] | None:
     return None
 
 
-def _question(parent: Any, icon: QMessageBox.Icon, title: str, text: str,
-              name: str) -> QMessageBox:
-    box = QMessageBox(icon, title, text, QMessageBox.StandardButton.Cancel, parent)
-    box.setObjectName(name)
-    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-    box.setWindowModality(Qt.WindowModality.WindowModal)
-    return box
-
-
 class RunActions(_Base):
     """Mixed into RunPage, which has these."""
 
@@ -97,15 +88,13 @@ class RunActions(_Base):
         record = self.selected_run()
         if record is None:
             return
-        box = _question(self, QMessageBox.Icon.Warning, translate("RunPage", "Stop the run?"),
-                        translate("RunPage", "Stop run {run}? Training ends now; what was not "
-                                  "checkpointed is lost. Resume carries on from the newest "
-                                  "checkpoint.").format(run=record.id), "stopRunQuestion")
-        stop = box.addButton(translate("RunPage", "Stop run"),
-                             QMessageBox.ButtonRole.DestructiveRole)
-        stop.setObjectName("stopRunConfirm")
-        box.buttonClicked.connect(lambda b: self.stop_run(record) if b is stop else None)
-        box.open()
+        confirm(self, QMessageBox.Icon.Warning, translate("RunPage", "Stop the run?"),
+                translate("RunPage", "Stop run {run}? Training ends now; what was not "
+                          "checkpointed is lost. Resume carries on from the newest "
+                          "checkpoint.").format(run=record.id), "stopRunQuestion",
+                (translate("RunPage", "Stop run"), QMessageBox.ButtonRole.DestructiveRole,
+                 "stopRunConfirm"),
+                lambda: self.stop_run(record))
 
     def stop_run(self, record: RunRecord) -> None:
         self.status.setText(translate("RunPage", "Stopping run {run}…").format(run=record.id))
@@ -144,18 +133,15 @@ class RunActions(_Base):
                                 .format(run=record.id, checkpoint=status.latest_checkpoint))
             self._resume(record)
             return
-        box = _question(self, QMessageBox.Icon.Question, translate("RunPage", "No checkpoint"),
-                        translate("RunPage", "Run {run} has no checkpoint on the machine, so "
-                                  "Resume starts it over from step 0 (the script did not save "
-                                  "one through gpudesk.training, or it stopped before the "
-                                  "first). Start it over?").format(run=record.id),
-                        "resumeQuestion")
-        over = box.addButton(translate("RunPage", "Start over"),
-                             QMessageBox.ButtonRole.AcceptRole)
-        over.setObjectName("resumeStartOver")
-        box.buttonClicked.connect(lambda b: self._resume(record) if b is over else
-                                  self.status.setText(translate("RunPage", "Not resumed.")))
-        box.open()
+        confirm(self, QMessageBox.Icon.Question, translate("RunPage", "No checkpoint"),
+                translate("RunPage", "Run {run} has no checkpoint on the machine, so "
+                          "Resume starts it over from step 0 (the script did not save "
+                          "one through gpudesk.training, or it stopped before the "
+                          "first). Start it over?").format(run=record.id), "resumeQuestion",
+                (translate("RunPage", "Start over"), QMessageBox.ButtonRole.AcceptRole,
+                 "resumeStartOver"),
+                lambda: self._resume(record),
+                lambda: self.status.setText(translate("RunPage", "Not resumed.")))
 
     def _resume(self, record: RunRecord) -> None:
         self.status.setText(translate("RunPage", "Resuming run {run}…").format(run=record.id))
@@ -176,15 +162,13 @@ class RunActions(_Base):
         saved = spot_recovery.mirrored_checkpoints(record)
         where = translate("RunPage", "from {checkpoint}").format(checkpoint=saved[-1].name) \
             if saved else translate("RunPage", "from the beginning (no checkpoint was copied)")
-        box = _question(self, QMessageBox.Icon.Question, translate("RunPage", "Recover the run?"),
-                        translate("RunPage", "Launch a new machine like {machine} (it bills "
-                                  "from now on) and resume run {run} there {where}?").format(
-                            machine=record.main.target, run=record.id, where=where),
-                        "recoverQuestion")
-        go = box.addButton(translate("RunPage", "Launch and resume"),
-                           QMessageBox.ButtonRole.AcceptRole)
-        box.buttonClicked.connect(lambda b: self.recover(record) if b is go else None)
-        box.open()
+        confirm(self, QMessageBox.Icon.Question, translate("RunPage", "Recover the run?"),
+                translate("RunPage", "Launch a new machine like {machine} (it bills "
+                          "from now on) and resume run {run} there {where}?").format(
+                    machine=record.main.target, run=record.id, where=where),
+                "recoverQuestion",
+                (translate("RunPage", "Launch and resume"), QMessageBox.ButtonRole.AcceptRole, ""),
+                lambda: self.recover(record))
 
     def recover(self, record: RunRecord) -> None:
         launcher = self.launcher if self.launcher is not None else Launcher(self.ledger)

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpudesk.services.runs.detached import Said
+from gpudesk.services.runs.launcher_lines import PREFIX, said_in_log
 from gpudesk.ui.widgets.retranslate import Retranslating
 
 translate = QCoreApplication.translate  # the name lupdate looks for
@@ -45,6 +46,18 @@ SIGNAL_END = re.compile(r"^\S.*(?:SignalException\b|got signal: \d+)")  # the la
 
 def _ends_stop(block: QTextBlock) -> bool:
     return bool(SIGNAL_END.match(RANK_PREFIX.sub("", block.text())))
+
+
+def _launcher_lines_translated(text: str) -> str:
+    """``text`` (whole lines) with the run launcher's own lines in the window's language."""
+    if PREFIX not in text:
+        return text
+    out = []
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        said = said_in_log(body)
+        out.append(line if said is None else PREFIX + said_text(said) + line[len(body):])
+    return "".join(out)
 
 
 def said_text(line: str) -> str:
@@ -66,6 +79,7 @@ class RunLogView(Retranslating, QWidget):
         self.match_count = 0
         self.folded = 0  # lines of a stop's traceback, hidden
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._held = ""  # the start of a launcher line whose end has not arrived yet
         self.search = QLineEdit(self)
         self.search.setObjectName("runSearch")
         self.search.setClearButtonEnabled(True)
@@ -123,17 +137,22 @@ class RunLogView(Retranslating, QWidget):
     def clear(self) -> None:
         self.log.clear()
         self._decoder.reset()
+        self._held = ""
         self.folded = 0
         self.unfold_button.setChecked(False)
         self.unfold_button.setVisible(False)
 
     def reset_decoder(self) -> None:
         self._decoder.reset()
+        self._held = ""
 
     def append_bytes(self, data: bytes) -> None:
-        text = self._decoder.decode(data)
+        text = self._held + self._decoder.decode(data)
+        tail = text[text.rfind("\n") + 1:]
+        self._held = tail if tail.startswith(PREFIX) else ""  # translated once it is whole
+        text = text[:len(text) - len(self._held)]
         if text:
-            self.insert(text)
+            self.insert(_launcher_lines_translated(text))
 
     def insert(self, text: str) -> None:
         bar = self.log.verticalScrollBar()

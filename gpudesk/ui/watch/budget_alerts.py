@@ -16,6 +16,7 @@ import asyncio
 import html
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -33,6 +34,17 @@ from gpudesk.ui.widgets.tray import BillingTray
 CHECK_EVERY_MS = 30_000
 
 
+@dataclass(frozen=True)
+class MachineHooks:
+    """What the alerts ask about a machine: its name for a message, whether it still bills
+    (an owed action on one that no longer does is dropped), and how to act on it (None:
+    alerts only)."""
+
+    names: Callable[[str], str]
+    is_billing: Callable[[str], bool]
+    act: Callable[[str, str], Awaitable[object]] | None
+
+
 class BudgetAlerts(QObject):
     alert = Signal(object, str, str)  # the Crossing, a heading, a sentence
     action_needed = Signal(str, list)  # "stop"/"terminate"/"warn", ledger ids
@@ -48,13 +60,11 @@ class BudgetAlerts(QObject):
                  is_billing: Callable[[str], bool] = lambda _id: True,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.act = act
-        self.is_billing = is_billing
         self._drain: asyncio.Future[None] | None = None
         self.checker = checker
-        self.tray = tray
-        self.names = names
+        self.machines = MachineHooks(names, is_billing, act)
         self.clock = clock
+        self.tray = tray
         self.tray_available = tray_available
         self.told_no_tray = False
         self.timer = QTimer(self)
@@ -115,7 +125,7 @@ class BudgetAlerts(QObject):
 
     def run_owed(self) -> asyncio.Future[None] | None:
         """Do the owed actions one after another; a run in progress is never cancelled."""
-        if self.act is None or (self._drain is not None and not self._drain.done()):
+        if self.machines.act is None or (self._drain is not None and not self._drain.done()):
             return self._drain
         if not self.checker.state.owed_actions():
             return None
@@ -127,14 +137,14 @@ class BudgetAlerts(QObject):
         return self._drain
 
     async def _run_owed(self) -> None:
-        assert self.act is not None
+        assert self.machines.act is not None
         state = self.checker.state
         for owed in state.owed_actions():
-            if not self.is_billing(owed.machine):
+            if not self.machines.is_billing(owed.machine):
                 state.settle(owed.key)  # ended meanwhile (an earlier terminate, the agent)
             else:
                 try:
-                    await self.act(owed.action, owed.machine)
+                    await self.machines.act(owed.action, owed.machine)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - kept, shown and retried
@@ -152,7 +162,7 @@ class BudgetAlerts(QObject):
             what = self.tr("stop") if o.action == "stop" else self.tr("terminate")
             line = self.tr("Budget reached: gpudesk could not {action} {machine} yet "
                            "({tries} tries): {why} It tries again at the next check.").format(
-                action=what, machine=self.names(o.machine), tries=o.tries,
+                action=what, machine=self.machines.names(o.machine), tries=o.tries,
                 why=o.error or self.tr("not tried yet."))
             lines.append(line)
         return "\n".join(lines)
@@ -173,7 +183,7 @@ class BudgetAlerts(QObject):
                 spent=DISPLAY(c.spent), cap=DISPLAY(b.cap))
         else:
             text = self.tr("{machine} has cost {spent} of its {cap} budget.").format(
-                machine=self.names(b.key), spent=DISPLAY(c.spent), cap=DISPLAY(b.cap))
+                machine=self.machines.names(b.key), spent=DISPLAY(c.spent), cap=DISPLAY(b.cap))
         if c.action is not None:
             n = len(c.machines)
             if c.action == "stop":

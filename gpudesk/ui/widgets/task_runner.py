@@ -19,6 +19,7 @@ import inspect
 import logging
 import traceback
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import shiboken6
@@ -95,6 +96,16 @@ def _alive(obj: QObject | None) -> bool:
 _BAR_USERS = "gpudesk_busy_runners"  # a property on a shared QProgressBar
 
 
+@dataclass(frozen=True)
+class BusyWidgets:
+    """What shows that a task runs: ``button`` is disabled, ``cancel`` enabled, and
+    ``progress`` (shared by the owner's runners) turns indeterminate."""
+
+    button: QAbstractButton | None = None
+    cancel: QAbstractButton | None = None
+    progress: QProgressBar | None = None
+
+
 class TaskRunner(QObject):
     """Runs one task at a time for ``owner``; a second ``run`` cancels the first.
 
@@ -111,11 +122,9 @@ class TaskRunner(QObject):
                  cancel_button: QAbstractButton | None = None,
                  show_dialog: bool = True, busy_cursor: bool = True) -> None:
         super().__init__(owner)
-        self._busy_cursor = busy_cursor
         self._owner = owner
-        self._button = button
-        self._progress = progress
-        self._cancel = cancel_button
+        self._busy = BusyWidgets(button, cancel_button, progress)
+        self._busy_cursor = busy_cursor
         self._show_dialog = show_dialog
         self._task: asyncio.Future[Any] | None = None
         self._active = 0  # a cancelled task may still be unwinding when the next starts
@@ -192,17 +201,17 @@ class TaskRunner(QObject):
         self._active += 1 if busy else -1
         if self._active > (1 if busy else 0):
             return
-        if _alive(self._button):
-            self._button.setEnabled(not busy)  # type: ignore[union-attr]
-        if _alive(self._cancel):
-            self._cancel.setEnabled(busy)  # type: ignore[union-attr]
-        if _alive(self._progress):
-            assert self._progress is not None
+        if _alive(self._busy.button):
+            self._busy.button.setEnabled(not busy)  # type: ignore[union-attr]
+        if _alive(self._busy.cancel):
+            self._busy.cancel.setEnabled(busy)  # type: ignore[union-attr]
+        if _alive(self._busy.progress):
+            assert self._busy.progress is not None
             # Pages share one bar among several runners: it stays while any of them works.
-            users = max(int(self._progress.property(_BAR_USERS) or 0) + (1 if busy else -1), 0)
-            self._progress.setProperty(_BAR_USERS, users)
-            self._progress.setRange(0, 0)
-            self._progress.setVisible(users > 0)
+            users = max(int(self._busy.progress.property(_BAR_USERS) or 0) + (1 if busy else -1), 0)
+            self._busy.progress.setProperty(_BAR_USERS, users)
+            self._busy.progress.setRange(0, 0)
+            self._busy.progress.setVisible(users > 0)
         if busy:
             if self._busy_cursor:
                 QGuiApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)

@@ -15,12 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.cloud.provider_codes import CodeTable, ZoneOrRegion, refusal
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.base import MSG_NEED_GROUP as MSG_NEED_GROUP
 from gpudesk.services.cloud.providers.base import detail_of as detail_of
 from gpudesk.services.cloud.providers.base import error_with_detail
 
-PROVIDER_LABEL = QT_TRANSLATE_NOOP("ProviderError", "Alibaba Cloud")  # translated when shown
+PROVIDER_LABEL = QT_TRANSLATE_NOOP(
+    "ProviderError", "Alibaba Cloud")  # translated when shown
 
 MSG_UNKNOWN_KEY = QT_TRANSLATE_NOOP(
     "ProviderError", "Alibaba Cloud does not know the AccessKey ID {key_id}: it is mistyped, "
@@ -64,7 +66,8 @@ MSG_ALREADY_STOPPED_CHARGING = QT_TRANSLATE_NOOP(
     "ProviderError", "{name} is already stopped, but Alibaba Cloud still charges it as if it "
     "were running ({mode}): a shutdown from inside the machine does not stop the charge. "
     "Start it and stop it from gpudesk, or terminate it, to end the bill.")
-WHY_KEEP_ASKED = QT_TRANSLATE_NOOP("ProviderError", "as asked")
+WHY_KEEP_ASKED = QT_TRANSLATE_NOOP(
+    "ProviderError", "as asked")
 WHY_KEEP_SUBSCRIPTION = QT_TRANSLATE_NOOP(
     "ProviderError", "a subscription machine does not get StopCharging")
 WHY_KEEP_CLASSIC = QT_TRANSLATE_NOOP(
@@ -126,8 +129,16 @@ _INVALID_PREFIXES = ("InvalidParameter", "MissingParameter", "InvalidInstanceTyp
                      "InvalidCidrBlock", "OperationDenied", "DependencyViolation")
 
 
+_TABLE = CodeTable(
+    provider=PROVIDER_LABEL, price=_PRICE,
+    is_quota=lambda code: code.startswith(("QuotaExceed.", "QuotaExceeded.")),
+    quota_names=_QUOTA_NAMES, how_quota=HOW_QUOTA_ALIYUN,
+    is_capacity=CAPACITY_CODES.__contains__, not_found_what=_NOT_FOUND_WHAT,
+    invalid_prefixes=_INVALID_PREFIXES)
+
+
 @dataclass(frozen=True)
-class CallContext:
+class CallContext(ZoneOrRegion):
     """What gpudesk was asking for, so the message can name it."""
 
     action: str  # API action, e.g. "RunInstances"
@@ -138,10 +149,6 @@ class CallContext:
     resource: str = ""  # the id or name the call was about (for not-found)
     key_id: str = ""  # masked AccessKey ID, for the auth messages
     product: str = "ecs"  # "ecs" (2014-05-26) or "vpc" (2016-04-28): the RAM action's prefix
-
-    @property
-    def where(self) -> str:
-        return self.zone or self.region
 
 
 def is_throttle(code: str) -> bool:
@@ -172,16 +179,4 @@ def map_error(code: str, message: str, ctx: CallContext) -> base.ProviderError:
         return base.ProviderError("throttled", base.MSG_THROTTLED, detail, provider=provider)
     if code in _NETWORK:
         return error("network", base.MSG_NETWORK, detail, provider=provider)
-    if code in _PRICE:
-        price = "?" if ctx.max_price is None else f"{ctx.max_price:g} CNY/h"
-        return base.price_error(detail, price, ctx)
-    if code in _QUOTA_NAMES or code.startswith(("QuotaExceed.", "QuotaExceeded.")):
-        quota = _QUOTA_NAMES.get(code, code.split(".", 1)[-1])
-        return base.quota_error(detail, provider, ctx, quota, HOW_QUOTA_ALIYUN)
-    if code in CAPACITY_CODES:
-        return base.capacity_error(detail, provider, ctx)
-    if code in _NOT_FOUND_WHAT:
-        return base.not_found_error(detail, provider, ctx, _NOT_FOUND_WHAT[code], ctx.resource)
-    if code.startswith(_INVALID_PREFIXES):
-        return error("invalid", base.MSG_OTHER, detail, provider=provider)
-    return error("other", base.MSG_OTHER, detail, provider=provider)
+    return refusal(_TABLE, code, detail, ctx)

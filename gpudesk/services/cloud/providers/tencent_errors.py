@@ -12,15 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.cloud.provider_codes import CodeTable, ZoneOrRegion, refusal
 from gpudesk.services.cloud.providers import base
+from gpudesk.services.cloud.providers.base import MSG_NEED_GROUP as MSG_NEED_GROUP
 from gpudesk.services.cloud.providers.base import detail_of as detail_of
 from gpudesk.services.cloud.providers.base import error_with_detail
 
-PROVIDER_LABEL = QT_TRANSLATE_NOOP("ProviderError", "Tencent Cloud")  # translated when shown
+PROVIDER_LABEL = QT_TRANSLATE_NOOP(
+    "ProviderError", "Tencent Cloud")  # translated when shown
 
-MSG_NEED_GROUP = QT_TRANSLATE_NOOP(
-    "ProviderError", "gpudesk launches only behind its own security group, which opens SSH to "
-    "your address alone; give the address (--allow-from) so it can make one.")
 MSG_NEED_SPOT_PRICE = QT_TRANSLATE_NOOP(
     "ProviderError", "Tencent Cloud quotes no on-demand price for {instance_type} in {where} to "
     "bid with; give a maximum spot price.")
@@ -41,7 +41,8 @@ MSG_ALREADY_STOPPED_CHARGING = QT_TRANSLATE_NOOP(
     "ProviderError", "{name} is already stopped, but Tencent Cloud still charges it as if it "
     "were running ({mode}): a shutdown from inside the machine does not stop the charge. "
     "Start it and stop it from gpudesk, or terminate it, to end the bill.")
-WHY_TYPE_REFUSES = QT_TRANSLATE_NOOP("ProviderError", "CVM does not offer it for this machine")
+WHY_TYPE_REFUSES = QT_TRANSLATE_NOOP(
+    "ProviderError", "CVM does not offer it for this machine")
 
 _AUTH = frozenset({
     "AuthFailure.SecretIdNotFound", "AuthFailure.SignatureFailure", "AuthFailure.InvalidSecretId",
@@ -88,8 +89,17 @@ _INVALID_PREFIXES = ("InvalidParameter", "InvalidZone", "InvalidRegion", "Unsupp
                      "InvalidAction", "UnsupportedOperation", "InvalidFilter")
 
 
+_TABLE = CodeTable(
+    provider=PROVIDER_LABEL, price=_PRICE,
+    is_quota=lambda code: code.startswith("LimitExceeded.") and "Quota" in code,
+    quota_names=_QUOTA_NAMES, how_quota=base.HOW_QUOTA_TENCENT,
+    is_capacity=lambda code: (code.startswith(("ResourcesSoldOut", "ResourceInsufficient"))
+                              or code in _CAPACITY_EXTRA),
+    not_found_what=_NOT_FOUND_WHAT, invalid_prefixes=_INVALID_PREFIXES)
+
+
 @dataclass(frozen=True)
-class CallContext:
+class CallContext(ZoneOrRegion):
     """What gpudesk was asking for, so the message can name it."""
 
     service: str  # "cvm" or "vpc"
@@ -99,10 +109,6 @@ class CallContext:
     instance_type: str = ""
     max_price: float | None = None
     resource: str = ""  # the id or name the call was about (for not-found)
-
-    @property
-    def where(self) -> str:
-        return self.zone or self.region
 
 
 def is_throttle(code: str) -> bool:
@@ -129,28 +135,7 @@ def map_error(code: str, message: str, ctx: CallContext) -> base.ProviderError:
         return error("network", base.MSG_NETWORK, detail, provider=provider)
     if is_throttle(code):
         return base.ProviderError("throttled", base.MSG_THROTTLED, detail, provider=provider)
-    if code in _PRICE:
-        price = "?" if ctx.max_price is None else f"{ctx.max_price:g} CNY/h"
-        return base.ProviderError("price", base.MSG_PRICE, detail, max_price=price,
-                                  where=ctx.where)
-    if code in _QUOTA_NAMES or (code.startswith("LimitExceeded.") and "Quota" in code):
-        quota = _QUOTA_NAMES.get(code, code.split(".", 1)[-1])
-        return base.ProviderError("quota", base.MSG_QUOTA, detail, provider=provider,
-                                  quota=quota, region=ctx.region,
-                                  instance_type=ctx.instance_type or "this machine",
-                                  how=base.HOW_QUOTA_TENCENT)
-    if (code.startswith(("ResourcesSoldOut", "ResourceInsufficient"))
-            or code in _CAPACITY_EXTRA):
-        return base.ProviderError("capacity", base.MSG_CAPACITY, detail, provider=provider,
-                                  instance_type=ctx.instance_type or "such machine",
-                                  where=ctx.where)
-    if code in _NOT_FOUND_WHAT:
-        return base.ProviderError("not-found", base.MSG_NOT_FOUND, detail, provider=provider,
-                                  what=_NOT_FOUND_WHAT[code], name=ctx.resource or "?",
-                                  region=ctx.region)
     if code == "UnsupportedOperation.StoppedModeStopCharging":
         return base.ProviderError("invalid", MSG_STOP_CANNOT_STOP_CHARGING, detail,
                                   name=ctx.resource or "the machine", why=WHY_TYPE_REFUSES)
-    if code.startswith(_INVALID_PREFIXES):
-        return error("invalid", base.MSG_OTHER, detail, provider=provider)
-    return error("other", base.MSG_OTHER, detail, provider=provider)
+    return refusal(_TABLE, code, detail, ctx)
