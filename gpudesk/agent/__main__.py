@@ -32,7 +32,6 @@ if __package__ in (None, ""):  # run as a folder or a script, not with -m: becom
     importlib.import_module(__package__)
 
 import argparse  # noqa: E402
-import errno  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import os  # noqa: E402
@@ -43,6 +42,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple  # noqa: E402
 
 from . import AGENT_VERSION  # noqa: E402
+from .boot import LOCK_FILE, _lock  # noqa: E402,F401 - one lock for the boot and full agent
 from .clock import SYSTEM_CLOCK, Clock  # noqa: E402
 from .events import EventLog  # noqa: E402
 from .guard import Guard, mark_running  # noqa: E402
@@ -64,7 +64,6 @@ from .spot import SpotWatcher, make_source  # noqa: E402
 from .uploader import Uploads  # noqa: E402
 
 log = logging.getLogger("gpudesk.agent")
-LOCK_FILE = "agent.lock"
 PID_FILE = "agent.pid"
 
 
@@ -249,20 +248,6 @@ def _guarded(step: Callable[[], object]) -> None:
         step()
     except Exception:
         log.exception("agent step %s failed", getattr(step, "__qualname__", step))
-
-
-def _lock(folder: Path) -> Any:
-    import fcntl
-
-    f = open(folder / LOCK_FILE, "a+")  # noqa: SIM115 - held until the agent exits
-    try:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        f.close()
-        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-            return None
-        raise
-    return f
 
 
 def _print_records(recs: List[Dict[str, Any]]) -> None:

@@ -543,15 +543,19 @@ class AliyunProvider(SdkProvider[CallContext], MachineGroups):
         rules allow StopCharging; a type that does not is only known after the stop)."""
         self._check_region(region)
         raw = next(iter(self.describe_raw(region, [cloud_id])), {})
+        why = self._why_keeps_charging(raw)
+        return MSG_STOP_CANNOT_STOP_CHARGING.format(name=cloud_id, why=why) if why else ""
+
+    def _why_keeps_charging(self, raw: dict[str, Any]) -> str:
+        """Why a stop keeps the compute bill, as far as it is known before the stop: asked
+        for KeepCharging, a subscription, or the classic network ("" otherwise)."""
         if self._stopped_mode == ap.KEEP_CHARGING:
-            why = WHY_KEEP_ASKED
-        elif raw.get("InstanceChargeType") == "PrePaid":
-            why = WHY_KEEP_SUBSCRIPTION
-        elif raw.get("InstanceNetworkType") == "classic":
-            why = WHY_KEEP_CLASSIC
-        else:
-            return ""
-        return MSG_STOP_CANNOT_STOP_CHARGING.format(name=cloud_id, why=why)
+            return WHY_KEEP_ASKED
+        if raw.get("InstanceChargeType") == "PrePaid":
+            return WHY_KEEP_SUBSCRIPTION
+        if raw.get("InstanceNetworkType") == "classic":
+            return WHY_KEEP_CLASSIC
+        return ""
 
     def stop_note(self, region: str, cloud_id: str) -> str:
         """What still bills after a stop, from the machine's own StoppedMode, and why ECS did
@@ -559,14 +563,8 @@ class AliyunProvider(SdkProvider[CallContext], MachineGroups):
         raw = next(iter(self.describe_raw(region, [cloud_id])), {})
         if raw.get("StoppedMode") != ap.KEEP_CHARGING:
             return MSG_STOPPED_STOP_CHARGING
-        if self._stopped_mode == ap.KEEP_CHARGING:
-            why = WHY_KEEP_ASKED
-        elif raw.get("InstanceChargeType") == "PrePaid":
-            why = WHY_KEEP_SUBSCRIPTION
-        elif raw.get("InstanceNetworkType") == "classic":
-            why = WHY_KEEP_CLASSIC
-        else:
-            why = WHY_KEEP_TYPE.format(instance_type=raw.get("InstanceType", ""))
+        why = (self._why_keeps_charging(raw)
+               or WHY_KEEP_TYPE.format(instance_type=raw.get("InstanceType", "")))
         return MSG_STOPPED_KEEP_CHARGING.format(why=why)
 
     def start(self, region: str, cloud_id: str) -> None:
