@@ -27,6 +27,12 @@ security group exist. ``add_vpc``/``add_vswitch``/``add_group`` put in the
 user's own network (no gpudesk tag); ``fail_next`` makes the next matching
 call(s) fail with a real code.
 
+RAM (2015-05-01, issue 21, told by its version header): roles and custom policies with
+their attachments, account-wide; CreateRole and CreatePolicy check their documents, and ECS
+AttachInstanceRamRole attaches a role only if it exists and trusts ``ecs.aliyuncs.com``,
+to machines of the region (``role_of`` says which role a machine has). ``ram_denied``
+answers every RAM call NoPermission and AttachInstanceRamRole Forbidden.RAM.
+
 Every request is checked against ECS's and VPC's documented limits in
 ``cloud_limits.ALIYUN`` before anything else and refused in ECS's words
 (``InvalidParameter: The specified parameter "PageSize" is not valid.``);
@@ -62,6 +68,13 @@ from standin_http import ApiError, StandinServer
 VERSION = "2014-05-26"  # ECS
 VPC_VERSION = "2016-04-28"
 VPC_ACTIONS = frozenset({"CreateVpc", "DescribeVpcs", "CreateVSwitch", "DescribeVSwitches"})
+# Instance roles (issue 21): RAM 2015-05-01 (ram.aliyuncs.com, account-wide: no RegionId)
+# and ECS AttachInstanceRamRole.
+RAM_VERSION = "2015-05-01"
+RAM_ACTIONS = frozenset({"GetRole", "CreateRole", "GetPolicy", "CreatePolicy",
+                         "AttachPolicyToRole"})
+ECS_PRINCIPAL = "ecs.aliyuncs.com"  # the service a role must trust for ECS to attach it
+ACCOUNT_ID = "1234567890123456"
 # Actions ECS pages with MaxResults/NextToken (the others: PageNumber/PageSize only); the
 # largest pages are cloud_limits.ALIYUN's, which every request is checked against.
 TOKEN_PAGED = frozenset({"DescribeSecurityGroups", "DescribeInstances"})
@@ -121,6 +134,11 @@ _STATUS = {  # HTTP status of an error code, as ECS answers
     "InvalidAction.NotFound": 404, "DependencyViolation": 403, "InvalidVpcId.NotFound": 404,
     "InvalidVSwitchId.NotExist": 404, "InvalidImageId.NotFound": 404,
     "InvalidResourceType.NotSupported": 403,
+    # RAM's and ECS's answers about roles (their API references' error tables)
+    "NoPermission": 403, "EntityNotExist.Role": 404, "EntityNotExist.Policy": 404,
+    "EntityAlreadyExists.Role": 409, "EntityAlreadyExists.Policy": 409,
+    "EntityAlreadyExists.Role.Policy": 409, "InvalidRamRole.NotFound": 404,
+    "InvalidRamRole.NotEcsRole": 404,
 }
 
 
@@ -133,6 +151,10 @@ class State:
     vswitches: dict[str, dict[str, Any]] = field(default_factory=dict)
     tokens: dict[tuple[str, str, str], Any] = field(default_factory=dict)
     released: list[tuple[str, float]] = field(default_factory=list)  # (id, when) by the clock
+    # RAM (account-wide): roles and custom policies by name, (role, policy) attachments
+    roles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    attached: set[tuple[str, str]] = field(default_factory=set)
 
 
 def acs3_signature(secret: str, method: str, path: str, query: dict[str, str],
@@ -218,6 +240,9 @@ class AliyunStandin(StandinServer):
             self.no_stock: set[tuple[str, str]] = set()  # (zone, type)
             self.not_on_sale: set[str] = set()  # zones
             self.denied: set[str] = set()  # actions answered Forbidden.RAM
+            # every RAM call answered NoPermission, and AttachInstanceRamRole (passing a
+            # role) Forbidden.RAM, as for a key without those permissions
+            self.ram_denied = False
             self.keep_charging_types: set[str] = set()  # StopCharging not allowed
             # DeleteSecurityGroup refused this many more times once no instance uses the
             # group (DependencyViolation), as ECS does while it releases the network card
@@ -339,10 +364,11 @@ class AliyunStandin(StandinServer):
         try:
             self._authenticate(method, url.path, query, headers, body)
             version = headers.get("x-acs-version", "")
-            if version not in (VERSION, VPC_VERSION):
+            if version not in (VERSION, VPC_VERSION, RAM_VERSION):
                 raise ApiError("InvalidVersion", "Specified parameter Version is not valid.")
             handler = getattr(self, "_" + action, None)
-            if handler is None or (action in VPC_ACTIONS) != (version == VPC_VERSION):
+            if handler is None or (action in VPC_ACTIONS) != (version == VPC_VERSION) or (
+                    action in RAM_ACTIONS) != (version == RAM_VERSION):
                 raise ApiError("InvalidAction.NotFound", f"Specified api {action} is not found.")
             with self._lock:
                 self.requests.append((action, region, query))
@@ -353,7 +379,7 @@ class AliyunStandin(StandinServer):
                     raise ApiError(*cloud_limits.split(violations[0]))
                 self._release_due()
                 self._maybe_fail(action, region, query)
-                if action != "DescribeRegions" and region not in REGIONS:
+                if action not in RAM_ACTIONS | {"DescribeRegions"} and region not in REGIONS:
                     raise ApiError("InvalidRegionId.NotFound",
                                    "The specified RegionId does not exist.")
                 answer = handler(region, query)
@@ -366,7 +392,8 @@ class AliyunStandin(StandinServer):
             err = exc
             return _STATUS.get(err.code, 400 if err.code != "InternalError" else 500), {
                 "RequestId": str(uuid.uuid4()).upper(),
-                "HostId": "vpc.aliyuncs.com" if action in VPC_ACTIONS else "ecs.aliyuncs.com",
+                "HostId": "vpc.aliyuncs.com" if action in VPC_ACTIONS else
+                "ram.aliyuncs.com" if action in RAM_ACTIONS else "ecs.aliyuncs.com",
                 "Code": err.code, "Message": err.message,
                 "Recommend": f"https://api.aliyun.com/troubleshoot?q={err.code}"}
         answer["RequestId"] = str(uuid.uuid4()).upper()
@@ -405,9 +432,12 @@ class AliyunStandin(StandinServer):
             self.nonces.add(nonce)
 
     def _maybe_fail(self, action: str, region: str, q: dict[str, str]) -> None:
-        if action in self.denied:
+        if action in self.denied or (self.ram_denied and action == "AttachInstanceRamRole"):
             raise ApiError("Forbidden.RAM", "User not authorized to operate on the specified "
                            "resource, or this API doesn't support RAM.")
+        if self.ram_denied and action in RAM_ACTIONS:
+            raise ApiError("NoPermission", "You are not authorized to do this action. You "
+                           "should be authorized by RAM.")
         self._fail_if_asked(action, {"region": region, "zone": q.get("ZoneId", ""),
                                      "instance_type": q.get("InstanceType", "")})
 
@@ -884,6 +914,115 @@ class AliyunStandin(StandinServer):
             release = release[:17] + "00Z" if len(release) == 20 else release
         raw["AutoReleaseTime"] = release
         return {}
+
+
+    # ------------------------------------------------------------------ RAM and the role
+
+    def role_of(self, instance_id: str) -> str:
+        """The RAM role ECS has attached to ``instance_id`` ("" for none)."""
+        with self._lock:
+            return str(self.state.instances[instance_id].get("_ram_role") or "")
+
+    def _role_view(self, role: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in role.items() if not k.startswith("_")}
+
+    def _GetRole(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        role = self.state.roles.get(q.get("RoleName", ""))
+        if role is None:
+            raise ApiError("EntityNotExist.Role", "The role does not exist.")
+        return {"Role": self._role_view(role)}
+
+    def _CreateRole(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        name = q.get("RoleName", "")
+        if name in self.state.roles:
+            raise ApiError("EntityAlreadyExists.Role", "The role already exists.")
+        try:
+            doc = json.loads(q.get("AssumeRolePolicyDocument", ""))
+            services = [s for st in doc["Statement"] if st["Action"] == "sts:AssumeRole"
+                        for s in ([st["Principal"]["Service"]]
+                                  if isinstance(st["Principal"]["Service"], str)
+                                  else st["Principal"]["Service"])]
+        except (ValueError, KeyError, TypeError):
+            raise ApiError("MalformedPolicyDocument", "The policy document is malformed."
+                           ) from None
+        if doc.get("Version") != "1" or not services:
+            raise ApiError("MalformedPolicyDocument", "The policy document is malformed.")
+        now = _iso(self.now())
+        self.state.roles[name] = {
+            "RoleId": str(300000000000000000 + len(self.state.roles) + 1), "RoleName": name,
+            "Arn": f"acs:ram::{ACCOUNT_ID}:role/{name.lower()}",
+            "Description": q.get("Description", ""), "AssumeRolePolicyDocument": json.dumps(doc),
+            "CreateDate": now, "UpdateDate": now,
+            "MaxSessionDuration": int(q.get("MaxSessionDuration") or 3600),
+            "_tags": {t["Key"]: t.get("Value", "") for t in _objects(q, "Tag")},
+            "_services": services}
+        return {"Role": self._role_view(self.state.roles[name])}
+
+    def _GetPolicy(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        policy = self.state.policies.get(q.get("PolicyName", ""))
+        if policy is None or q.get("PolicyType") != "Custom":
+            raise ApiError("EntityNotExist.Policy", "The policy does not exist.")
+        return {"Policy": self._role_view(policy), "DefaultPolicyVersion": {
+            "VersionId": "v1", "IsDefaultVersion": True, "CreateDate": policy["CreateDate"],
+            "PolicyDocument": policy["_document"]}}
+
+    def _CreatePolicy(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        name = q.get("PolicyName", "")
+        if name in self.state.policies:
+            raise ApiError("EntityAlreadyExists.Policy", "The policy already exists.")
+        try:
+            doc = json.loads(q.get("PolicyDocument", ""))
+            statements = doc["Statement"]
+        except (ValueError, KeyError, TypeError):
+            raise ApiError("MalformedPolicyDocument", "The policy document is malformed."
+                           ) from None
+        if doc.get("Version") != "1" or not statements or any(
+                st.get("Effect") not in ("Allow", "Deny") for st in statements):
+            raise ApiError("MalformedPolicyDocument", "The policy document is malformed.")
+        now = _iso(self.now())
+        self.state.policies[name] = {
+            "PolicyName": name, "PolicyType": "Custom", "Description": q.get("Description", ""),
+            "DefaultVersion": "v1", "CreateDate": now, "UpdateDate": now,
+            "AttachmentCount": 0, "_document": json.dumps(doc),
+            "_tags": {t["Key"]: t.get("Value", "") for t in _objects(q, "Tag")}}
+        return {"Policy": self._role_view(self.state.policies[name])}
+
+    def _AttachPolicyToRole(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        role, name = q.get("RoleName", ""), q.get("PolicyName", "")
+        if role not in self.state.roles:
+            raise ApiError("EntityNotExist.Role", "The role does not exist.")
+        if q.get("PolicyType") != "Custom" or name not in self.state.policies:
+            raise ApiError("EntityNotExist.Policy", "The policy does not exist.")
+        if (role, name) in self.state.attached:
+            raise ApiError("EntityAlreadyExists.Role.Policy",
+                           "The policy has already been attached to the role.")
+        self.state.attached.add((role, name))
+        self.state.policies[name]["AttachmentCount"] += 1
+        return {}
+
+    def _AttachInstanceRamRole(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        name = q.get("RamRoleName", "")
+        role = self.state.roles.get(name)
+        if role is None:
+            raise ApiError("InvalidRamRole.NotFound", "The specified RAMRoleName does not "
+                           "exist.")
+        if ECS_PRINCIPAL not in role["_services"]:
+            raise ApiError("InvalidRamRole.NotEcsRole", "The specified ram role is not "
+                           "authorized for ecs, please check your role policy.")
+        results = []
+        for iid in json.loads(q.get("InstanceIds") or "[]"):
+            raw = self.state.instances.get(iid)
+            if raw is None or raw["RegionId"] != region:
+                results.append({"InstanceId": iid, "Success": False,
+                                "Code": "InvalidInstanceId.NotFound",
+                                "Message": "The specified InstanceId does not exist."})
+                continue
+            raw["_ram_role"] = name
+            results.append({"InstanceId": iid, "Success": True, "Code": "200",
+                            "Message": "success"})
+        return {"RamRoleName": name, "TotalCount": len(results),
+                "FailCount": sum(1 for r in results if not r["Success"]),
+                "AttachInstanceRamRoleResults": {"AttachInstanceRamRoleResult": results}}
 
 
 def sdk_client(server: AliyunStandin, region: str = "cn-hangzhou",

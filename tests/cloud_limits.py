@@ -40,6 +40,14 @@ from typing import Any
 ALIYUN_ECS_SDK = "alibabacloud_ecs20140526 request model"
 ALIYUN_VPC_SDK = "alibabacloud_vpc20160428 request model"
 TENCENT_SDK = "tencentcloud-sdk-python cvm/vpc v20170312 models"
+# Instance roles (issue 21): the CAM and RAM SDK models are not installed (gpudesk calls them
+# through the common clients), so the rows cite the models in the SDKs' repositories.
+TENCENT_CAM_SDK = "tencentcloud-sdk-python tencentcloud/cam/v20190116/models.py"
+TENCENT_CAM_ERRORS = "tencentcloud-sdk-python tencentcloud/cam/v20190116/errorcodes.py"
+# "The maximum length for the content of a custom policy is 6,144 characters" (CAM policy
+# syntax, https://www.tencentcloud.com/document/product/1031/64685).
+TENCENT_CAM_POLICY = "Tencent Cloud CAM custom policy limit (document/product/1031/64685)"
+ALIYUN_RAM_SDK = "alibabacloud-python-sdk ram-20150501 request models"
 BOTOCORE = "botocore ec2 service-2 model"
 
 # Error words each cloud uses for a parameter it refuses: (code, message template).
@@ -276,6 +284,34 @@ ALIYUN: dict[str, list[Rule]] = {
         _len("VSwitchName", 1, 128, ALIYUN_VPC_SDK, pattern=r"^(?!https?://).*$"),
         _len("Description", 1, 256, ALIYUN_VPC_SDK, pattern=r"^(?!https?://).*$"),
         _CLIENT_TOKEN, *_ALIYUN_TAGS],
+    # ECS SDK model: InstanceIds "Array length: 1 to 100", Policy "Length: 1 to 1,024".
+    "AttachInstanceRamRole": [
+        Rule("InstanceIds", "json-list", ALIYUN_ECS_SDK, hi=100, required=True),
+        _len("RamRoleName", 1, 64, ALIYUN_ECS_SDK, required=True),
+        _len("Policy", 1, 1024, ALIYUN_ECS_SDK)],
+    # RAM API 2015-05-01 (ram.aliyuncs.com). RoleName "1 to 64 characters … letters, digits,
+    # periods (.), and hyphens (-)"; Description "1 to 1,024 characters"; MaxSessionDuration
+    # "Valid values: 3600 to 43200".
+    "GetRole": [_len("RoleName", 1, 64, ALIYUN_RAM_SDK, pattern=r"^[A-Za-z0-9.\-]+$",
+                     required=True)],
+    "CreateRole": [
+        _len("RoleName", 1, 64, ALIYUN_RAM_SDK, pattern=r"^[A-Za-z0-9.\-]+$", required=True),
+        Rule("AssumeRolePolicyDocument", "pattern", ALIYUN_RAM_SDK, pattern=r".+",
+             required=True),
+        _len("Description", 1, 1024, ALIYUN_RAM_SDK),
+        _int("MaxSessionDuration", 3600, 43200, ALIYUN_RAM_SDK), *_ALIYUN_TAGS],
+    # PolicyName "1 to 128 characters … letters, digits, and hyphens (-)"; PolicyDocument
+    # "1 to 6,144 characters"; PolicyType "System and Custom".
+    "CreatePolicy": [
+        _len("PolicyName", 1, 128, ALIYUN_RAM_SDK, pattern=r"^[A-Za-z0-9\-]+$", required=True),
+        _len("PolicyDocument", 1, 6144, ALIYUN_RAM_SDK, required=True),
+        _len("Description", 1, 1024, ALIYUN_RAM_SDK), *_ALIYUN_TAGS],
+    "GetPolicy": [_len("PolicyName", 1, 128, ALIYUN_RAM_SDK, required=True),
+                  _enum("PolicyType", ("System", "Custom"), ALIYUN_RAM_SDK, required=True)],
+    "AttachPolicyToRole": [
+        _enum("PolicyType", ("System", "Custom"), ALIYUN_RAM_SDK, required=True),
+        _len("PolicyName", 1, 128, ALIYUN_RAM_SDK, required=True),
+        _len("RoleName", 1, 64, ALIYUN_RAM_SDK, pattern=r"^[A-Za-z0-9.\-]+$", required=True)],
 }
 
 # ---------------------------------------------------------------------- Tencent Cloud
@@ -320,6 +356,46 @@ TENCENT: dict[str, list[Rule]] = {
     "DeleteKeyPairs": [_count("KeyIds.N", 100, TENCENT_SDK)],
     "DescribeInstancesActionTimer": [
         _enum("TimerAction", ("TerminateInstances",), TENCENT_SDK)],
+    # ModifyInstancesAttribute: InstanceIds "每次请求允许操作的实例数量上限是100"; CamRoleType
+    # "当前只接受user、system和service_linked"; CamRoleName "只允许包含英文字母、数字或者 +=,.@_-"
+    # (cvm errorcodes.py InvalidParameterValue.CamRoleNameMalformed).
+    "ModifyInstancesAttribute": [
+        _count("InstanceIds.N", 100, TENCENT_SDK),
+        _len("CamRoleName", 0, 128, TENCENT_SDK, pattern=r"^[A-Za-z0-9+=,.@_\-]*$",
+             code="InvalidParameterValue.CamRoleNameMalformed",
+             message="CamRoleName may contain only letters, digits and +=,.@_-."),
+        _enum("CamRoleType", ("user", "system", "service_linked"), TENCENT_SDK)],
+    # CAM 2019-01-16 (cam.tencentcloudapi.com). RoleName and PolicyName "长度为1~128个字符，
+    # 可包含英文字母、数字和+=,.@-_"; SessionDuration "范围：0~43200"; ConsoleLogin "1 为允许
+    # 0 为不允许"; Description "长度不能大于300字节" (errorcodes); ListPolicies Rp "必须大于 0
+    # 且小于或等于 200", Page "不能大于 200", Scope 'All', 'QCS', 'Local'.
+    "GetRole": [_len("RoleName", 1, 128, TENCENT_CAM_SDK, pattern=r"^[A-Za-z0-9+=,.@_\-]+$")],
+    "CreateRole": [
+        _len("RoleName", 1, 128, TENCENT_CAM_SDK, pattern=r"^[A-Za-z0-9+=,.@_\-]+$",
+             required=True, code="InvalidParameter.RoleNameError",
+             message="RoleName is not valid."),
+        _len("PolicyDocument", 1, 6144, TENCENT_CAM_POLICY, required=True,
+             code="InvalidParameter.PolicyDocumentLengthOverLimit",
+             message="PolicyDocument is longer than allowed."),
+        _len("Description", 0, 300, TENCENT_CAM_ERRORS,
+             code="InvalidParameter.DescriptionLengthOverlimit",
+             message="Description must not be longer than 300 bytes."),
+        _int("SessionDuration", 0, 43200, TENCENT_CAM_SDK),
+        _enum("ConsoleLogin", ("0", "1"), TENCENT_CAM_SDK)],
+    "CreatePolicy": [
+        _len("PolicyName", 1, 128, TENCENT_CAM_SDK, pattern=r"^[A-Za-z0-9+=,.@_\-]+$",
+             required=True, code="InvalidParameter.PolicyNameError",
+             message="PolicyName is not valid."),
+        _len("PolicyDocument", 1, 6144, TENCENT_CAM_POLICY, required=True,
+             code="InvalidParameter.PolicyDocumentLengthOverLimit",
+             message="PolicyDocument is longer than allowed."),
+        _len("Description", 0, 300, TENCENT_CAM_ERRORS,
+             code="InvalidParameter.DescriptionLengthOverlimit",
+             message="Description must not be longer than 300 bytes.")],
+    "ListPolicies": [_int("Rp", 1, 200, TENCENT_CAM_SDK), _int("Page", 1, 200, TENCENT_CAM_SDK),
+                     _enum("Scope", ("All", "QCS", "Local"), TENCENT_CAM_SDK)],
+    "AttachRolePolicy": [
+        _len("AttachRoleName", 1, 128, TENCENT_CAM_SDK, pattern=r"^[A-Za-z0-9+=,.@_\-]+$")],
 }
 
 # ---------------------------------------------------------------------- AWS (EC2)

@@ -11,6 +11,12 @@ own service name (``cvm``/``vpc``) whatever the endpoint, so for an IP host
 the server takes the service that owns the action, as the real gateway takes
 it from the host name ``cvm.tencentcloudapi.com``.
 
+CAM (2019-01-16, issue 21): roles, custom policies and their attachments, account-wide;
+CreateRole and CreatePolicy check their documents, ModifyInstancesAttribute binds a role
+only if it exists and trusts ``cvm.qcloud.com`` (``role_of`` says which role a machine
+has); ``cam_denied`` refuses every CAM call, and passing a role, with
+``AuthFailure.UnauthorizedOperation``.
+
 State is kept per region: instances (PENDING → RUNNING on a later describe,
 STOPPING → STOPPED, STARTING → RUNNING, TERMINATING → gone after being seen
 ``terminating_describes`` times; while it lasts its key pair and security group
@@ -64,6 +70,16 @@ VPC_ACTIONS = frozenset({
     "CreateSecurityGroup", "DescribeSecurityGroups", "CreateSecurityGroupPolicies",
     "DescribeSecurityGroupPolicies", "DeleteSecurityGroupPolicies", "DeleteSecurityGroup",
 })
+# Instance roles (issue 21): a CAM role bound to a machine with ModifyInstancesAttribute.
+CVM_ACTIONS = CVM_ACTIONS | {"ModifyInstancesAttribute"}
+CAM_VERSION = "2019-01-16"
+CAM_ACTIONS = frozenset({"GetRole", "CreateRole", "ListPolicies", "CreatePolicy", "GetPolicy",
+                         "AttachRolePolicy"})
+CVM_PRINCIPAL = "cvm.qcloud.com"  # the service a role must trust for CVM to bind it
+OWNER_UIN = "100000000001"
+# ModifyInstancesAttribute: "每次请求必须指定实例的一种属性用于修改" (one attribute per call)
+_MODIFIABLE = ("InstanceName", "UserData", "SecurityGroups", "CamRoleName", "HostName",
+               "DisableApiTermination", "EnableJumboFrame")
 
 REGIONS: dict[str, tuple[str, list[str]]] = {
     "ap-guangzhou": ("South China (Guangzhou)", ["ap-guangzhou-3", "ap-guangzhou-4",
@@ -128,6 +144,10 @@ class State:
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     tokens: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     action_timers: dict[str, dict[str, Any]] = field(default_factory=dict)  # by ActionTimerId
+    # CAM (account-wide, no region): roles by name, policies by id, (role, policy id) pairs
+    roles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    policies: dict[int, dict[str, Any]] = field(default_factory=dict)
+    attached: set[tuple[str, int]] = field(default_factory=set)
 
 
 def tc3_signature(secret_key: str, date: str, service: str, string_to_sign: str) -> str:
@@ -200,6 +220,10 @@ class TencentStandin(StandinServer):
             self.sold_out: dict[tuple[str, str, str], str] = {}
             self.no_spot: set[tuple[str, str]] = set(NO_SPOT)  # (region, type): no spot sold
             self.denied: set[str] = set()  # actions answered UnauthorizedOperation
+            # every CAM call refused as CAM refuses a key without the permission
+            # (AuthFailure.UnauthorizedOperation); ModifyInstancesAttribute too (passing a role)
+            self.cam_denied = False
+            self._policy_ids = itertools.count(170000001)
             self.images = [dict(i) for i in IMAGES]
             self.launch_failures: list[tuple[str, str]] = []  # (zone or "", message)
             # (zone, type, charge) → CNY/hour where it differs from TYPES (and SPOT_FACTOR)
@@ -262,9 +286,10 @@ class TencentStandin(StandinServer):
             self.calls[action] += 1
         try:
             self._authenticate(headers, body, action)
-            if headers.get("x-tc-version") != VERSION:
+            if headers.get("x-tc-version") != (CAM_VERSION if action in CAM_ACTIONS
+                                               else VERSION):
                 raise ApiError("NoSuchVersion", "The API version does not exist.")
-            if action not in CVM_ACTIONS | VPC_ACTIONS:
+            if action not in CVM_ACTIONS | VPC_ACTIONS | CAM_ACTIONS:
                 raise ApiError("InvalidAction", f"The action {action} does not exist.")
             try:
                 params = json.loads(body or b"{}")
@@ -273,7 +298,7 @@ class TencentStandin(StandinServer):
             with self._lock:
                 self.requests.append((action, region, params))
                 self._maybe_fail(action, region, params)
-                if action != "DescribeRegions" and region not in REGIONS:
+                if action not in CAM_ACTIONS | {"DescribeRegions"} and region not in REGIONS:
                     raise ApiError("UnsupportedRegion", f"Region {region} is not supported.")
                 # The documented limits (tests/cloud_limits.py), refused in Tencent's words.
                 broken = cloud_limits.check("tencent", action, params)
@@ -312,8 +337,8 @@ class TencentStandin(StandinServer):
                            "more than 5 minutes.")
         host = headers.get("host", "")
         first = host.split(".")[0]
-        owner = "vpc" if action in VPC_ACTIONS else "cvm"
-        service = first if first in ("cvm", "vpc") else owner
+        owner = "vpc" if action in VPC_ACTIONS else "cam" if action in CAM_ACTIONS else "cvm"
+        service = first if first in ("cvm", "vpc", "cam") else owner
         date = datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d")
         signed = match["signed"].split(";")
         canonical_headers = "".join(f"{h}:{headers.get(h, '').strip().lower()}\n" for h in signed)
@@ -336,6 +361,11 @@ class TencentStandin(StandinServer):
         if action in self.denied:
             raise ApiError("UnauthorizedOperation",
                            f"You are not authorized to perform operation ({action}).")
+        if self.cam_denied and (action in CAM_ACTIONS or "CamRoleName" in params):
+            service = "cam" if action in CAM_ACTIONS else "cvm"
+            raise ApiError("AuthFailure.UnauthorizedOperation",
+                           f"you are not authorized to perform operation ({service}:{action})"
+                           f"\nresource (qcs::{service}::uin/{OWNER_UIN}:*) has no permission")
         seen = {"region": region, "zone": str((params.get("Placement") or {}).get("Zone")
                                               or (_filters(params).get("zone") or [""])[0]),
                 "instance_type": str(params.get("InstanceType", "")),
@@ -890,6 +920,120 @@ class TencentStandin(StandinServer):
             raise ApiError("ResourceInUse", f"The security group {group_id} is in use.")
         self._still_releasing(group_id)
         del self.state.groups[group_id]
+        return {}
+
+    # ------------------------------------------------------------------ CAM and the role
+
+    def role_of(self, instance_id: str) -> str:
+        """The CAM role CVM has bound to ``instance_id`` ("" for none)."""
+        with self._lock:
+            return str(self.state.instances[instance_id].get("CamRoleName") or "")
+
+    def _role(self, params: dict[str, Any], name_key: str = "RoleName") -> dict[str, Any]:
+        role = self.state.roles.get(str(params.get(name_key) or ""))
+        if role is None:
+            raise ApiError("InvalidParameter.RoleNotExist", "role not exist")
+        return role
+
+    def _GetRole(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        return {"RoleInfo": {k: v for k, v in self._role(params).items()
+                             if not k.startswith("_")}}
+
+    def _CreateRole(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        name = str(params.get("RoleName") or "")
+        if name in self.state.roles:
+            raise ApiError("InvalidParameter.RoleNameInUse", "role name in use")
+        try:
+            doc = json.loads(str(params.get("PolicyDocument") or ""))
+            (statement,) = doc["statement"]
+            services = statement["principal"]["service"]
+        except (ValueError, KeyError, TypeError):
+            raise ApiError("InvalidParameter.PrincipalError",
+                           "policy document principal error") from None
+        if doc.get("version") != "2.0" or statement.get("action") != "name/sts:AssumeRole":
+            raise ApiError("InvalidParameter.PolicyDocumentError", "policy document error")
+        role_id = str(4611686018427000000 + len(self.state.roles) + 1)
+        self.state.roles[name] = {
+            "RoleId": role_id, "RoleName": name, "PolicyDocument": json.dumps(doc),
+            "Description": str(params.get("Description") or ""), "AddTime": _now_iso(),
+            "UpdateTime": _now_iso(), "ConsoleLogin": int(params.get("ConsoleLogin") or 0),
+            "RoleType": "user", "SessionDuration": int(params.get("SessionDuration") or 0),
+            "Tags": _tags(params.get("Tags")),
+            "RoleArn": f"qcs::cam::uin/{OWNER_UIN}:roleName/{name}",
+            "_services": [services] if isinstance(services, str) else list(services)}
+        return {"RoleId": role_id}
+
+    def _policy_view(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in p.items() if k != "PolicyDocument"}
+
+    def _ListPolicies(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        scope, keyword = params.get("Scope", "All"), str(params.get("Keyword") or "")
+        found = [self._policy_view(p) for p in self.state.policies.values()
+                 if scope != "QCS" and keyword in p["PolicyName"]]
+        rp, page = int(params.get("Rp") or 20), int(params.get("Page") or 1)
+        return {"TotalNum": len(found), "List": found[(page - 1) * rp:page * rp],
+                "ServiceTypeList": []}
+
+    def _GetPolicy(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        p = self.state.policies.get(int(params.get("PolicyId") or 0))
+        if p is None:
+            raise ApiError("ResourceNotFound.PolicyIdNotFound", "policy id not found")
+        return {"PolicyName": p["PolicyName"], "Description": p["Description"], "Type": 1,
+                "AddTime": p["AddTime"], "UpdateTime": p["AddTime"],
+                "PolicyDocument": p["PolicyDocument"], "PresetAlias": "",
+                "IsServiceLinkedRolePolicy": 0, "Tags": p["Tags"]}
+
+    def _CreatePolicy(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        name = str(params.get("PolicyName") or "")
+        if any(p["PolicyName"] == name for p in self.state.policies.values()):
+            raise ApiError("FailedOperation.PolicyNameInUse", "policy name in use")
+        try:
+            doc = json.loads(str(params.get("PolicyDocument") or ""))
+            statements = doc["statement"]
+        except (ValueError, KeyError, TypeError):
+            raise ApiError("InvalidParameter.PolicyDocumentError", "policy document error"
+                           ) from None
+        if doc.get("version") != "2.0" or not statements or any(
+                st.get("effect") not in ("allow", "deny") for st in statements):
+            raise ApiError("InvalidParameter.PolicyDocumentError", "policy document error")
+        policy_id = next(self._policy_ids)
+        self.state.policies[policy_id] = {
+            "PolicyId": policy_id, "PolicyName": name, "AddTime": _now_iso(), "Type": 1,
+            "Description": str(params.get("Description") or ""), "CreateMode": 2,
+            "Attachments": 0, "ServiceType": "", "IsAttached": None,
+            "PolicyDocument": json.dumps(doc), "Tags": _tags(params.get("Tags"))}
+        return {"PolicyId": policy_id}
+
+    def _AttachRolePolicy(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        role = self._role(params, "AttachRoleName")
+        policy_id = int(params.get("PolicyId") or 0)
+        if policy_id not in self.state.policies:
+            raise ApiError("InvalidParameter.PolicyIdNotExist", "policy id not exist")
+        pair = (role["RoleName"], policy_id)
+        if pair not in self.state.attached:  # attaching again changes nothing
+            self.state.attached.add(pair)
+            self.state.policies[policy_id]["Attachments"] += 1
+        return {}
+
+    def _ModifyInstancesAttribute(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        given = [k for k in _MODIFIABLE if k in params]
+        if len(given) != 1:
+            raise ApiError("InvalidParameter", "Exactly one attribute must be modified per "
+                           "request.")
+        instances = self._instances(region, params)
+        if given == ["CamRoleName"]:
+            name = str(params["CamRoleName"])
+            role = self.state.roles.get(name)
+            if name and (role is None or CVM_PRINCIPAL not in role["_services"]):
+                raise ApiError("AuthFailure.CamRoleNameAuthenticateFailed",
+                               f"The CAM role {name} cannot be used by CVM.")
+        for instance in instances:
+            if given == ["CamRoleName"]:
+                instance["CamRoleName"] = str(params["CamRoleName"])
+            elif given == ["InstanceName"]:
+                instance["InstanceName"] = str(params["InstanceName"])
+            else:
+                raise ApiError("InvalidParameter", f"stand-in: {given[0]} is not served")
         return {}
 
     def _still_releasing(self, resource: str) -> None:

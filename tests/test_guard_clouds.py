@@ -228,7 +228,8 @@ def test_tencent_launch_records_the_cloud_timer_and_show_says_it(
     assert sent["UserData"]  # the guard and the host key ride along
     assert main(["show", m.id, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert shown["guard"]["enforced_by"] == ["agent", "cloud-timer"]
+    # the CAM role is bound at launch too (issue 21: instance_role on Tencent Cloud)
+    assert shown["guard"]["enforced_by"] == ["agent", "cloud-timer", "instance-role"]
     assert shown["guard"]["cloud_timer_at"] == sent["ActionTimer"]["ActionTime"]
     assert shown["host_key_fingerprint"].startswith("SHA256:")
     assert any("Tencent Cloud itself terminates this machine" in line

@@ -29,7 +29,7 @@ from typing import Protocol, runtime_checkable
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.catalog import provider_title
-from gpudesk.services.cloud.instance_role import MSG_ROLE
+from gpudesk.services.cloud.instance_role import MSG_NO_ROLE, MSG_ROLE
 from gpudesk.services.cloud.providers import aliyun_parse as ap
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.money.spend import machine_spend
@@ -272,11 +272,20 @@ def of(m: Machine) -> Guard:
     return Guard(m.budget, m.on_budget or "stop", by, m.cloud_timer_at)
 
 
-def sentences(m: Machine, g: Guard | None = None) -> list[tuple[str, dict[str, object]]]:
-    """What protects ``m``'s bill, as (template, values) pairs to translate and fill."""
+def sentences(m: Machine, g: Guard | None = None, role_why: str | None = None
+              ) -> list[tuple[str, dict[str, object]]]:
+    """What protects ``m``'s bill, as (template, values) pairs to translate and fill.
+
+    ``role_why``: why the machine has no role (``instance_role.why_not``: the cloud's
+    refusal, or the user's choice); given, the words say what stays unprotected
+    (:data:`MSG_NO_ROLE`). None where it is not known (a plan, an adopted machine).
+    """
     g = of(m) if g is None else g
+    no_role: list[tuple[str, dict[str, object]]] = []
+    if role_why is not None and "instance-role" not in g.enforced_by:
+        no_role = [(MSG_NO_ROLE, {"cloud": provider_title(m.provider), "why": role_why})]
     if g.budget is None:
-        return [(MSG_NONE, {})]
+        return [(MSG_NONE, {}), *no_role]
     budget = f"{g.budget:.2f} {m.currency}"
     out: list[tuple[str, dict[str, object]]] = []
     if g.action == "stop" and spot_cannot_stop(m.provider, m.market):
@@ -294,19 +303,20 @@ def sentences(m: Machine, g: Guard | None = None) -> list[tuple[str, dict[str, o
         out.append((STOP_BY_DESKTOP[m.provider], {"budget": budget,
                                                   "disk": f"{m.disk_gb:g}"}))
         out.append((MSG_DESKTOP_ONLY, {}))
-        return out
+        return out + no_role
     elif "agent" in g.enforced_by and "cloud-timer" not in g.enforced_by:
         out.append((MSG_AGENT_ONLY, {"budget": budget, "action": g.action}))
     if "instance-role" in g.enforced_by:  # the agent asks the cloud itself (instance_role.py)
         out.append((MSG_ROLE, {"budget": budget, "cloud": provider_title(m.provider),
                                "action": g.action}))
+    out += no_role
     out.append((MSG_DESKTOP, {"budget": budget, "action": g.action}))
     return out
 
 
-def english(m: Machine, g: Guard | None = None) -> list[str]:
+def english(m: Machine, g: Guard | None = None, role_why: str | None = None) -> list[str]:
     """:func:`sentences` untranslated (the CLI)."""
-    return [t.format(**v) for t, v in sentences(m, g)]
+    return [t.format(**v) for t, v in sentences(m, g, role_why)]
 
 
 @runtime_checkable

@@ -12,10 +12,14 @@ service hands the machine: no long-lived key is ever on it, in a file, a log or 
   ``ec2:TerminateInstances`` on instances tagged ``gpudesk=1`` whose ARN is the caller's
   own (``aws:ARN`` = ``${ec2:SourceInstanceARN}``), in an instance profile of the same
   name, associated with the machine after launch (``AssociateIamInstanceProfile``).
-* Tencent Cloud: a CAM role for ``cvm.qcloud.com`` (:func:`tencent_documents`), given at
-  ``RunInstances.CamRoleName``; Alibaba Cloud: a RAM role for ``ecs.aliyuncs.com``
-  (:func:`aliyun_documents`), attached with ``AttachInstanceRamRole``. Their policies are
-  scoped to gpudesk's tag (neither cloud has a condition for "the calling machine").
+* Tencent Cloud: a CAM role for ``cvm.qcloud.com`` (:func:`tencent_documents`, CAM
+  2019-01-16: GetRole/CreateRole, ListPolicies/CreatePolicy, AttachRolePolicy), bound to the
+  launched machine with CVM ``ModifyInstancesAttribute.CamRoleName``; Alibaba Cloud: a RAM
+  role for ``ecs.aliyuncs.com`` (:func:`aliyun_documents`, RAM 2015-05-01: GetRole/CreateRole,
+  GetPolicy/CreatePolicy, AttachPolicyToRole), attached with ECS ``AttachInstanceRamRole``.
+  Their policies are scoped to gpudesk's tag (neither cloud has a condition for "the calling
+  machine"). The calls are signed by the provider's own SDK with its keys and go through its
+  retry and error path (``SdkProvider._retrying``).
 
 An account that may not create or pass roles (AccessDenied, UnauthorizedOperation) is no
 failure of the launch: the machine runs without a role, the ledger says why
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,11 +55,28 @@ DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "Unauthorized
 # IAM is eventually consistent: a profile made a moment ago may not be usable yet
 ASSOCIATE_TRIES = 6
 ASSOCIATE_WAIT_S = 5.0
+CLOUDS = ("aws", "tencent", "aliyun")  # where gpudesk gives a machine its role
+DESCRIPTION = "gpudesk: lets a machine stop or terminate itself"
+# Tencent Cloud CAM (API 2019-01-16, cam.tencentcloudapi.com): a missing role, a name taken
+CAM_VERSION = "2019-01-16"
+CAM_ENDPOINT = "cam.tencentcloudapi.com"
+CAM_NO_ROLE = frozenset({"InvalidParameter.RoleNotExist", "ResourceNotFound.RoleNotExist"})
+CAM_POLICY_TAKEN = "FailedOperation.PolicyNameInUse"
+# CVM cannot use a role CAM has not spread yet (or one not trusted by cvm.qcloud.com)
+CVM_ROLE_NOT_READY = "AuthFailure.CamRoleNameAuthenticateFailed"
+# Alibaba Cloud RAM (API 2015-05-01, ram.aliyuncs.com) and ECS's answers about the role
+RAM_VERSION = "2015-05-01"
+RAM_ENDPOINT = "ram.aliyuncs.com"
+RAM_TAKEN = frozenset({"EntityAlreadyExists.Role.Policy", "EntityAlreadyExists.Policy"})
+ECS_ROLE_NOT_READY = frozenset({"InvalidRamRole.NotFound", "EntityNotExist.Role",
+                                "InvalidRamRole.NotEcsRole"})
 
 MSG_ROLE = QT_TRANSLATE_NOOP(
     "Guard", "At {budget} the machine's agent also asks {cloud} itself to {action} the "
     "machine, with a role that may only do that (no keys on the machine), even with gpudesk "
     "closed.")
+# the {why} of MSG_NO_ROLE when the user chose no role (translated as a value of "Guard")
+WHY_OFF = QT_TRANSLATE_NOOP("Guard", "you chose no role")
 MSG_NO_ROLE = QT_TRANSLATE_NOOP(
     "Guard", "This machine has no role to stop itself ({why}): with gpudesk closed, its "
     "agent cannot ask {cloud} to stop the bill.")
@@ -218,6 +240,281 @@ def _clients(provider: Any, region: str) -> tuple[Any, Any]:
     return client("iam", region), client("ec2", region)
 
 
+# ------------------------------------------------------------------ Tencent Cloud and Alibaba Cloud
+
+def _code_of(err: base.ProviderError) -> str:
+    """The cloud's code in a typed error's detail (``[Code] message``)."""
+    found = re.match(r"^\[([^\]]+)\]", err.detail or "")
+    return found.group(1) if found else ""
+
+
+def _words(err: base.ProviderError) -> str:
+    """``Code: message`` from a typed error, as the ledger keeps a refusal (short)."""
+    code = _code_of(err)
+    message = (err.detail or "")[len(code) + 2:].strip() if code else err.message()
+    return (f"{code}: {message}" if code and message else code or message)[:300]
+
+
+def _denied(err: base.ProviderError) -> bool:
+    """The account may not do this (CAM/RAM said no): not a failure of the launch."""
+    code = _code_of(err)
+    return err.kind == "permission" or code in DENIED_CODES or code.startswith(
+        ("UnauthorizedOperation", "AuthFailure.UnauthorizedOperation", "Forbidden.",
+         "NoPermission", "OperationDenied"))
+
+
+def _sdk_keys(provider: Any) -> tuple[base.Credentials, str | None, str]:
+    """The provider's keys, endpoint and protocol: a CAM/RAM client signs as it does."""
+    creds = getattr(provider, "_credentials", None)
+    if not isinstance(creds, base.Credentials):
+        raise RoleRefused("this provider gives no API keys for roles")
+    return creds, getattr(provider, "_endpoint", None), str(getattr(provider, "_protocol",
+                                                                   "https"))
+
+
+def _cam_call(provider: Any) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+    """One CAM call: the SDK's common client with the provider's keys, signed TC3 for
+    service ``cam``, throttling retried and errors typed by the provider itself."""
+    from tencentcloud.common import credential
+    from tencentcloud.common.common_client import CommonClient
+    from tencentcloud.common.exception.tencent_cloud_sdk_exception import (
+        TencentCloudSDKException,
+    )
+    from tencentcloud.common.profile.client_profile import ClientProfile
+    from tencentcloud.common.profile.http_profile import HttpProfile
+
+    from gpudesk.services.cloud.providers.sdk_provider import Refused
+    from gpudesk.services.cloud.providers.tencent_errors import CallContext
+
+    creds, endpoint, protocol = _sdk_keys(provider)
+    http = HttpProfile(protocol=protocol, reqTimeout=30, endpoint=endpoint or CAM_ENDPOINT)
+    client = CommonClient("cam", CAM_VERSION, credential.Credential(
+        creds.key_id, creds.secret, creds.session_token or None), "",  # CAM takes no region
+        ClientProfile(httpProfile=http, language="en-US", disable_region_breaker=True))
+
+    def call(action: str, params: dict[str, Any]) -> dict[str, Any]:
+        def attempt() -> dict[str, Any] | Refused:
+            try:
+                data = client.call_json(action, params)
+            except TencentCloudSDKException as exc:
+                return Refused(str(exc.code or "ClientError"), str(exc.message or ""))
+            except Exception as exc:  # noqa: BLE001 - transport errors the SDK lets through
+                return Refused("ClientNetworkError", type(exc).__name__)
+            answer = data.get("Response") if isinstance(data, dict) else None
+            return answer if isinstance(answer, dict) else Refused(
+                "ServerNetworkError", "answer without a Response")
+
+        result: dict[str, Any] = provider._retrying(CallContext("cam", action, ""), attempt,
+                                                    frozenset())
+        return result
+
+    return call
+
+
+def ensure_tencent_role(cam: Callable[[str, dict[str, Any]], dict[str, Any]],
+                        role: str = ROLE_NAME) -> str:
+    """Blocking: the CAM role (trusted by ``cvm.qcloud.com``, tagged as gpudesk's) and its
+    policy, found or made, the policy attached; the role's id. A role of that name that
+    CVM may not use is refused, never rewritten: it is the user's."""
+    trust, policy = tencent_documents()
+    tags = [{"Key": base.TAG_MANAGED, "Value": "1"}]
+    try:
+        info = cam("GetRole", {"RoleName": role}).get("RoleInfo") or {}
+    except base.ProviderError as err:
+        if _code_of(err) not in CAM_NO_ROLE:
+            raise
+        info = {"RoleId": cam("CreateRole", {
+            "RoleName": role, "PolicyDocument": json.dumps(trust), "Description": DESCRIPTION,
+            "ConsoleLogin": 0, "SessionDuration": 3600, "Tags": tags}).get("RoleId", "")}
+    else:
+        if not _trusts(info.get("PolicyDocument"), "cvm.qcloud.com", lower=True):
+            raise RoleRefused(f"the CAM role {role} exists and is not trusted by cvm.qcloud.com")
+
+    def policy_id() -> int | None:
+        found = [p for p in cam("ListPolicies", {"Keyword": POLICY_NAME, "Scope": "Local",
+                                                 "Rp": 200}).get("List") or []
+                 if p.get("PolicyName") == POLICY_NAME]
+        return int(found[0]["PolicyId"]) if found else None
+
+    pid = policy_id()
+    if pid is None:
+        try:
+            pid = int(cam("CreatePolicy", {
+                "PolicyName": POLICY_NAME, "PolicyDocument": json.dumps(policy),
+                "Description": DESCRIPTION, "Tags": tags})["PolicyId"])
+        except base.ProviderError as err:  # made meanwhile (a second launch): use it
+            if _code_of(err) != CAM_POLICY_TAKEN or (pid := policy_id()) is None:
+                raise
+    cam("AttachRolePolicy", {"PolicyId": pid, "AttachRoleName": role})
+    return str(info.get("RoleId") or "")
+
+
+def _trusts(document: Any, service: str, *, lower: bool) -> bool:
+    """Whether a role's trust document lets ``service`` assume it (CAM writes its keys in
+    lower case, RAM capitalised); an unreadable document trusts nobody."""
+    names = ("statement", "principal", "service") if lower else (
+        "Statement", "Principal", "Service")
+    try:
+        statements = json.loads(document or "{}").get(names[0]) or []
+        for st in statements if isinstance(statements, list) else [statements]:
+            given = (st.get(names[1]) or {}).get(names[2]) or []
+            if service in ([given] if isinstance(given, str) else given):
+                return True
+    except (ValueError, AttributeError, TypeError):
+        return False
+    return False
+
+
+def bind_tencent_role(provider: Any, region: str, instance_id: str, role: str = ROLE_NAME, *,
+                      tries: int = ASSOCIATE_TRIES, wait_s: float = ASSOCIATE_WAIT_S,
+                      sleep: Callable[[float], None] = time.sleep) -> None:
+    """Blocking: bind the role to a launched machine (CVM ``ModifyInstancesAttribute``, one
+    attribute per call), again while CAM has not spread a new role to CVM."""
+    from gpudesk.services.cloud.providers.tencent_errors import CallContext
+
+    for attempt in range(1, tries + 1):
+        try:
+            provider._call(CallContext("cvm", "ModifyInstancesAttribute", region,
+                                       resource=instance_id),
+                           {"InstanceIds": [instance_id], "CamRoleName": role})
+            return
+        except base.ProviderError as err:
+            if _code_of(err) != CVM_ROLE_NOT_READY or attempt == tries:
+                raise
+            sleep(wait_s)
+
+
+def _ram_call(provider: Any) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+    """One RAM call: the OpenAPI client the ECS SDK is built on, with the provider's keys
+    (ACS3-HMAC-SHA256), throttling retried and errors typed by the provider itself."""
+    from alibabacloud_tea_openapi import utils_models as openapi
+    from alibabacloud_tea_openapi.client import Client
+    from alibabacloud_tea_openapi.utils import Utils
+    from darabonba.runtime import RuntimeOptions
+
+    from gpudesk.services.cloud.providers import aliyun_parse as ap
+    from gpudesk.services.cloud.providers.aliyun_errors import CallContext
+    from gpudesk.services.cloud.providers.sdk_provider import Refused
+
+    creds, endpoint, protocol = _sdk_keys(provider)
+    client = Client(openapi.Config(
+        access_key_id=creds.key_id, access_key_secret=creds.secret,
+        security_token=creds.session_token or None, protocol=protocol,
+        endpoint=endpoint or RAM_ENDPOINT, read_timeout=30_000, connect_timeout=10_000))
+    runtime = RuntimeOptions(autoretry=False, max_attempts=1, read_timeout=30_000,
+                             connect_timeout=10_000)
+
+    def call(action: str, params: dict[str, Any]) -> dict[str, Any]:
+        what = openapi.Params(action=action, version=RAM_VERSION, protocol="HTTPS",
+                              pathname="/", method="POST", auth_type="AK", style="RPC",
+                              req_body_type="formData", body_type="json")
+
+        def attempt() -> dict[str, Any] | Refused:
+            try:
+                answer = client.call_api(what, openapi.OpenApiRequest(
+                    query=Utils.query(params)), runtime)
+            except Exception as exc:  # noqa: BLE001 - the SDK's and requests' errors alike
+                return Refused(*ap.code_of(exc))
+            body = answer.get("body") if isinstance(answer, dict) else None
+            return body if isinstance(body, dict) else {}
+
+        key = base.mask(creds.key_id)
+        result: dict[str, Any] = provider._retrying(
+            CallContext(action, "", product="ram", key_id=key), attempt, frozenset())
+        return result
+
+    return call
+
+
+def ensure_aliyun_role(ram: Callable[[str, dict[str, Any]], dict[str, Any]],
+                       role: str = ROLE_NAME) -> str:
+    """Blocking: the RAM role (trusted by ``ecs.aliyuncs.com``, tagged as gpudesk's) and its
+    custom policy, found or made, the policy attached; the role's ARN. A role of that name
+    that ECS may not use is refused, never rewritten: it is the user's."""
+    trust, policy = aliyun_documents()
+    tags = [{"Key": base.TAG_MANAGED, "Value": "1"}]
+    try:
+        found = ram("GetRole", {"RoleName": role}).get("Role") or {}
+    except base.ProviderError as err:
+        if _code_of(err) != "EntityNotExist.Role":
+            raise
+        found = ram("CreateRole", {
+            "RoleName": role, "AssumeRolePolicyDocument": json.dumps(trust),
+            "Description": DESCRIPTION, "MaxSessionDuration": 3600, "Tag": tags}).get(
+            "Role") or {}
+    else:
+        if not _trusts(found.get("AssumeRolePolicyDocument"), "ecs.aliyuncs.com", lower=False):
+            raise RoleRefused(f"the RAM role {role} exists and is not trusted by "
+                              "ecs.aliyuncs.com")
+    try:
+        ram("GetPolicy", {"PolicyName": POLICY_NAME, "PolicyType": "Custom"})
+    except base.ProviderError as err:
+        if _code_of(err) != "EntityNotExist.Policy":
+            raise
+        try:
+            ram("CreatePolicy", {"PolicyName": POLICY_NAME, "Description": DESCRIPTION,
+                                 "PolicyDocument": json.dumps(policy), "Tag": tags})
+        except base.ProviderError as again:  # made meanwhile (a second launch): use it
+            if _code_of(again) not in RAM_TAKEN:
+                raise
+    try:
+        ram("AttachPolicyToRole", {"PolicyType": "Custom", "PolicyName": POLICY_NAME,
+                                   "RoleName": role})
+    except base.ProviderError as err:  # attached by an earlier launch
+        if _code_of(err) not in RAM_TAKEN:
+            raise
+    return str(found.get("Arn") or found.get("RoleId") or "")
+
+
+def attach_aliyun_role(provider: Any, region: str, instance_id: str, role: str = ROLE_NAME,
+                       *, tries: int = ASSOCIATE_TRIES, wait_s: float = ASSOCIATE_WAIT_S,
+                       sleep: Callable[[float], None] = time.sleep) -> None:
+    """Blocking: ECS ``AttachInstanceRamRole`` (again while RAM has not spread a new role to
+    ECS); a per-machine failure in its answer is a refusal in ECS's words."""
+    for attempt in range(1, tries + 1):
+        try:
+            answer = provider._ecs(region, "AttachInstanceRamRole", {
+                "RamRoleName": role, "InstanceIds": json.dumps([instance_id])},
+                resource=instance_id)
+        except base.ProviderError as err:
+            if _code_of(err) not in ECS_ROLE_NOT_READY or attempt == tries:
+                raise
+            sleep(wait_s)
+            continue
+        results = (answer.get("AttachInstanceRamRoleResults") or {}).get(
+            "AttachInstanceRamRoleResult") or []
+        failed = [r for r in results if str(r.get("Success", "true")).lower() == "false"
+                  or str(r.get("Code", "200")) != "200"]
+        if int(answer.get("FailCount") or 0) or failed:
+            first = failed[0] if failed else {}
+            raise RoleRefused(f"{first.get('Code', 'Failed')}: {first.get('Message', '')}"
+                              .strip(": ")[:300])
+        return
+
+
+def _give_tencent(provider: Any, m: Machine, sleep: Callable[[float], None]) -> str:
+    role_id = ensure_tencent_role(_cam_call(provider))
+    bind_tencent_role(provider, m.region, m.cloud_id, sleep=sleep)
+    return f"CAM role {role_id}" if role_id else "CAM role"
+
+
+def _give_aliyun(provider: Any, m: Machine, sleep: Callable[[float], None]) -> str:
+    arn = ensure_aliyun_role(_ram_call(provider))
+    attach_aliyun_role(provider, m.region, m.cloud_id, sleep=sleep)
+    return arn or "RAM role"
+
+
+def _give_aws(provider: Any, m: Machine, sleep: Callable[[float], None]) -> str:
+    iam, ec2 = _clients(provider, m.region)
+    profile = ensure_aws_role(iam)
+    attach_aws_profile(ec2, m.cloud_id, ROLE_NAME, sleep=sleep)
+    return profile
+
+
+_GIVE: dict[str, Callable[[Any, Machine, Callable[[float], None]], str]] = {
+    "aws": _give_aws, "tencent": _give_tencent, "aliyun": _give_aliyun}
+
+
 # ------------------------------------------------------------------ launch
 
 def give_role(ledger: Ledger, machine_id: str, provider: Any, *, allowed: bool = True,
@@ -226,8 +523,7 @@ def give_role(ledger: Ledger, machine_id: str, provider: Any, *, allowed: bool =
 
     Writes the ledger before (``instance-role-requested``) and after: the role and the
     ``instance-role`` enforcer, or ``instance-role-refused`` with the cloud's words (the
-    launch goes on without it). Only AWS is wired here so far; Tencent Cloud and Alibaba
-    Cloud machines get none yet (recorded as such).
+    launch goes on without it). AWS (IAM), Tencent Cloud (CAM) and Alibaba Cloud (RAM).
     """
     m = ledger.get(machine_id)
     if m is None or not m.cloud_id:
@@ -235,18 +531,22 @@ def give_role(ledger: Ledger, machine_id: str, provider: Any, *, allowed: bool =
     if not allowed:
         ledger.log(machine_id, STEP_OFF, "the user chose no role")
         return RoleOutcome(False, why="off")
-    if m.provider != "aws":
-        why = f"not yet for {m.provider}"
+    if m.provider not in _GIVE:
+        why = f"no role on {m.provider}"
         ledger.log(machine_id, STEP_REFUSED, why)
         return RoleOutcome(False, why=why)
     ledger.log(machine_id, "instance-role-requested", ROLE_NAME)
     try:
-        iam, ec2 = _clients(provider, m.region)
-        profile = ensure_aws_role(iam)
-        attach_aws_profile(ec2, m.cloud_id, ROLE_NAME, sleep=sleep)
+        profile = _GIVE[m.provider](provider, m, sleep)
     except RoleRefused as exc:
         ledger.log(machine_id, STEP_REFUSED, str(exc))
         return RoleOutcome(False, why=str(exc))
+    except base.ProviderError as err:  # CAM/RAM or the machine's cloud said no
+        why = _words(err)
+        if not _denied(err):
+            log.warning("no instance role for %s: %s", machine_id, why)
+        ledger.log(machine_id, STEP_REFUSED, why)
+        return RoleOutcome(False, why=why)
     except Exception as exc:  # noqa: BLE001 - a role is a bonus: the launch goes on
         why = f"{type(exc).__name__}: {_code(exc) or 'failed'}"
         log.warning("no instance role for %s: %s", machine_id, why)
@@ -273,6 +573,22 @@ def role_of(ledger: Ledger, m: Machine) -> tuple[bool, str]:
     return ENFORCER in m.enforced_by.split(","), ""
 
 
+def why_not(ledger: Ledger, m: Machine) -> str | None:
+    """Why ``m`` has no role, for the guard's words (``guard.sentences(role_why=…)``): the
+    cloud's refusal or :data:`WHY_OFF`; None when it has one or nothing was recorded (an
+    adopted or own machine: gpudesk does not know)."""
+    if m.provider not in CLOUDS or ENFORCER in m.enforced_by.split(","):
+        return None
+    for event in reversed(ledger.events(m.id)):
+        if event.step == STEP:
+            return None
+        if event.step == STEP_OFF:
+            return WHY_OFF
+        if event.step == STEP_REFUSED:
+            return event.detail or "refused"
+    return None
+
+
 def sentence(m: Machine, budget: str, action: str, cloud: str,
              why: str = "") -> tuple[str, dict[str, object]]:
     """The words for :func:`guard.sentences`: what the role does, or what stays open."""
@@ -282,10 +598,11 @@ def sentence(m: Machine, budget: str, action: str, cloud: str,
 
 
 def at_launch(ledger: Ledger, m: Machine, provider: Any, allowed: bool) -> Machine:
-    """Blocking, for the launcher once the machine runs: :func:`give_role` where the cloud
-    is wired (AWS), the machine as the ledger now has it. Never raises: a machine without a
-    role is still a launched machine (the ledger and the guard's words say so)."""
-    if m.provider == "aws" and m.cloud_id:
+    """Blocking, for the launcher once the machine runs: :func:`give_role` on the clouds
+    gpudesk gives roles on (:data:`CLOUDS`), the machine as the ledger now has it. Never
+    raises: a machine without a role is still a launched machine (the ledger and the
+    guard's words say so)."""
+    if m.provider in CLOUDS and m.cloud_id:
         try:
             give_role(ledger, m.id, provider, allowed=allowed)
         except Exception as exc:  # noqa: BLE001 - the ledger itself failed: say it, go on
@@ -294,7 +611,14 @@ def at_launch(ledger: Ledger, m: Machine, provider: Any, allowed: bool) -> Machi
 
 
 def rules_commands(m: Machine | None) -> dict[str, tuple[str, ...]]:
-    """``AgentRules.commands`` for ``m``: the role's stop/terminate where it has one."""
+    """``AgentRules.commands`` for ``m``: the role's stop/terminate where it has one.
+
+    On Tencent Cloud and Alibaba Cloud the region and the instance id are named: CVM signs
+    with the region (``X-TC-Region``) and ECS wants ``RegionId``, and the ledger knows both,
+    so the agent need not read them from a metadata path that differs between images.
+    """
     if m is None or ENFORCER not in m.enforced_by.split(","):
         return {}
+    if m.provider in ("tencent", "aliyun"):
+        return agent_commands(m.provider, region=m.region, instance_id=m.cloud_id)
     return agent_commands(m.provider)

@@ -1,0 +1,323 @@
+"""Issue 21 on the desktop's side for Tencent Cloud and Alibaba Cloud: a launch through the
+real launcher makes (or finds) the CAM/RAM role, attaches its policy and binds it to the
+machine on the stand-ins, which check the SDKs' real signatures (TC3 for service ``cam``,
+ACS3 for RAM 2015-05-01), the documented limits (tests/cloud_limits.py), the role's trust
+principal and the machine's region. A second launch reuses the role. Where CAM/RAM refuse
+the key, the launch still succeeds, the ledger says why in the cloud's words and the
+guard's words (``gpudesk show ID --json``) say the machine has no role."""
+
+# ruff: noqa: F811 - pytest fixtures imported from fixtures_* arrive as parameters
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import cloud_limits
+import pytest
+from aliyun_standin import AliyunStandin
+from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
+from fixtures_keyring import memory_keyring  # noqa: F401
+from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from tencent_standin import TencentStandin
+from tencent_standin import sdk_client as cvm_client
+
+from gpudesk.agent import cloud_stop
+from gpudesk.services.cloud import credentials, guard, instance_role
+from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
+from gpudesk.services.cloud.launcher import Launcher, LaunchPlan
+from gpudesk.services.cloud.providers import base
+from gpudesk.services.cloud.providers.aliyun import AliyunProvider
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.tencent import TencentProvider
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.remote.machine_rules import agent_rules
+
+ROLE = instance_role.ROLE_NAME
+ADDRESS = "203.0.113.7/32"
+CAM_AND_ROLE = frozenset({"GetRole", "CreateRole", "ListPolicies", "CreatePolicy",
+                          "AttachRolePolicy", "ModifyInstancesAttribute"})
+RAM_AND_ROLE = frozenset({"GetRole", "CreateRole", "GetPolicy", "CreatePolicy",
+                          "AttachPolicyToRole", "AttachInstanceRamRole"})
+TENCENT_PLAN = LaunchPlan(provider="tencent", instance_type="GN7.2XLARGE32",
+                          region="ap-guangzhou", allow_from=ADDRESS, gpu="T4", gpus=1,
+                          price_per_hour=1.209, wait_ssh=False, budget=20.0,
+                          on_budget="terminate")
+ALIYUN_PLAN = LaunchPlan(provider="aliyun", instance_type="ecs.gn7i-c8g1.2xlarge",
+                         region="cn-hangzhou", allow_from=ADDRESS, gpu="A10", gpus=1,
+                         price_per_hour=2.0, disk_gb=100, wait_ssh=False, budget=20.0,
+                         on_budget="terminate")
+
+
+@pytest.fixture
+def ledger(gpudesk_home: Any) -> Iterator[Ledger]:
+    with Ledger() as ledger:
+        yield ledger
+
+
+def _show(machine_id: str) -> dict[str, Any]:
+    """``gpudesk show ID --json`` in this process."""
+    from gpudesk.cli.entry import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["show", machine_id, "--json"]) == 0
+    data: dict[str, Any] = json.loads(out.getvalue())
+    return data
+
+
+def _no_limit_broken(cloud: str, requests: list[tuple[str, str, dict[str, Any]]],
+                     actions: frozenset[str]) -> None:
+    sent = [(a, p) for a, _r, p in requests if a in actions]
+    assert {a for a, _ in sent} == actions  # every role path was really taken
+    assert [v for a, p in sent for v in cloud_limits.check(cloud, a, p)] == []
+    assert actions <= cloud_limits.actions(cloud)  # and each has its row of limits
+
+
+# --------------------------------------------------------------------------- Tencent Cloud
+
+
+@pytest.fixture
+def cvm(tencent: TencentStandin, tencent_creds: Credentials, memory_keyring: Any,
+        monkeypatch: pytest.MonkeyPatch) -> TencentStandin:
+    """The stand-in, with the keys in the keyring the launcher reads them from."""
+    monkeypatch.setenv(TENCENT_ENDPOINT_ENV, f"http://{tencent.endpoint}")
+    credentials.save_credentials(tencent_creds)
+    return tencent
+
+
+def _launch_tencent(ledger: Ledger, plan: LaunchPlan = TENCENT_PLAN) -> Machine:
+    m = asyncio.run(Launcher(ledger, poll_s=0.01).launch(plan)).machine
+    got = ledger.get(m.id)
+    assert got is not None and got.state == "running"
+    return got
+
+
+def test_tencent_launch_makes_the_cam_role_once_and_binds_it(
+        cvm: TencentStandin, ledger: Ledger) -> None:
+    first, second = _launch_tencent(ledger), _launch_tencent(ledger)
+    # made once, found the second time; the policy attached once
+    assert (cvm.calls["GetRole"], cvm.calls["CreateRole"], cvm.calls["CreatePolicy"]) == (
+        2, 1, 1)
+    role = cvm.state.roles[ROLE]
+    trust, policy = instance_role.tencent_documents()
+    assert json.loads(role["PolicyDocument"]) == trust
+    assert role["_services"] == ["cvm.qcloud.com"] and role["ConsoleLogin"] == 0
+    assert {"Key": base.TAG_MANAGED, "Value": "1"} in role["Tags"]
+    (made,) = cvm.state.policies.values()
+    assert made["PolicyName"] == instance_role.POLICY_NAME
+    assert json.loads(made["PolicyDocument"]) == policy
+    assert {"Key": base.TAG_MANAGED, "Value": "1"} in made["Tags"]
+    assert cvm.state.attached == {(ROLE, made["PolicyId"])}
+    # CVM itself holds the binding of each machine
+    for m in (first, second):
+        assert cvm.role_of(m.cloud_id) == ROLE
+        assert "instance-role" in m.enforced_by.split(",")
+        steps = [e.step for e in ledger.events(m.id)]
+        assert steps.index("instance-role-requested") < steps.index("instance-role")
+        assert "instance-role-refused" not in steps
+    bound = [p for p in cvm.params("ModifyInstancesAttribute")]
+    assert bound == [{"InstanceIds": [first.cloud_id], "CamRoleName": ROLE},
+                     {"InstanceIds": [second.cloud_id], "CamRoleName": ROLE}]
+    _no_limit_broken("tencent", cvm.requests, CAM_AND_ROLE)
+    # the agent gets the role's commands, with the region and the machine named
+    commands = agent_rules(first, Settings(), ledger).to_json()["commands"]
+    assert commands["terminate"] == [
+        cloud_stop.COMMAND, "--provider", "tencent", "--role", ROLE, "--action", "terminate",
+        "--region", "ap-guangzhou", "--instance", first.cloud_id]
+    assert "--or-poweroff" not in commands["stop"]
+    says = _show(first.id)["guard_says"]
+    assert any("asks Tencent Cloud itself to terminate the machine" in s for s in says), says
+    assert not any("no role" in s for s in says)
+
+
+def test_tencent_cam_refused_the_launch_goes_on_without_a_role(
+        cvm: TencentStandin, ledger: Ledger) -> None:
+    cvm.cam_denied = True
+    m = _launch_tencent(ledger)
+    assert m.cloud_id in cvm.state.instances and cvm.role_of(m.cloud_id) == ""
+    assert cvm.state.roles == {} and cvm.calls["ModifyInstancesAttribute"] == 0
+    assert "instance-role" not in m.enforced_by.split(",")
+    (refused,) = [e.detail for e in ledger.events(m.id) if e.step == "instance-role-refused"]
+    assert refused.startswith("AuthFailure.UnauthorizedOperation: you are not authorized "
+                              "to perform operation (cam:GetRole)"), refused
+    assert instance_role.rules_commands(m) == {}
+    assert "commands" not in agent_rules(m, Settings(), ledger).to_json()
+    says = _show(m.id)["guard_says"]
+    (no_role,) = [s for s in says if "no role" in s]
+    assert no_role.startswith("This machine has no role to stop itself "
+                              "(AuthFailure.UnauthorizedOperation: ")
+    assert no_role.endswith("with gpudesk closed, its agent cannot ask Tencent Cloud to stop "
+                            "the bill.")
+    assert not any("itself to terminate" in s for s in says)
+
+
+def test_tencent_a_role_cvm_may_not_use_is_refused_not_rewritten(
+        cvm: TencentStandin, ledger: Ledger) -> None:
+    cvm.state.roles[ROLE] = {"RoleId": "1", "RoleName": ROLE, "_services": ["scf.qcloud.com"],
+                             "PolicyDocument": json.dumps({"version": "2.0", "statement": [{
+                                 "action": "name/sts:AssumeRole", "effect": "allow",
+                                 "principal": {"service": ["scf.qcloud.com"]}}]})}
+    m = _launch_tencent(ledger)
+    (refused,) = [e.detail for e in ledger.events(m.id) if e.step == "instance-role-refused"]
+    assert refused == f"the CAM role {ROLE} exists and is not trusted by cvm.qcloud.com"
+    assert cvm.calls["CreateRole"] == 0 and cvm.role_of(m.cloud_id) == ""
+
+
+def test_tencent_standin_holds_cam_and_cvm_to_their_limits(
+        cvm: TencentStandin, tencent_creds: Credentials) -> None:
+    provider = TencentProvider(tencent_creds, endpoint=cvm.endpoint, protocol="http",
+                               sleep=lambda _s: None)
+    cam = instance_role._cam_call(provider)
+
+    def code(action: str, params: dict[str, Any]) -> str:
+        with pytest.raises(base.ProviderError) as got:
+            cam(action, params)
+        return got.value.detail.split("]")[0].lstrip("[")
+
+    trust = json.dumps(instance_role.tencent_documents()[0])
+    assert code("CreateRole", {"RoleName": "x" * 129, "PolicyDocument": trust}) == (
+        "InvalidParameter.RoleNameError")
+    assert code("CreateRole", {"RoleName": "a role", "PolicyDocument": trust}) == (
+        "InvalidParameter.RoleNameError")
+    assert code("CreatePolicy", {"PolicyName": "p", "PolicyDocument": "{" * 6145}) == (
+        "InvalidParameter.PolicyDocumentLengthOverLimit")
+    assert code("GetRole", {"RoleName": ROLE}) == "InvalidParameter.RoleNotExist"
+    assert code("ListPolicies", {"Rp": 201}) == "InvalidParameterValue"
+    assert cam("CreateRole", {"RoleName": "x" * 128, "PolicyDocument": trust})["RoleId"]
+    # CVM binds only a role that exists and trusts cvm.qcloud.com, to a machine of the region
+    (iid,) = cvm_client(cvm).call_json("RunInstances", {
+        "Placement": {"Zone": "ap-guangzhou-3"}, "InstanceType": "GN7.2XLARGE32",
+        "ImageId": "img-gpu22cu12", "InstanceChargeType": "POSTPAID_BY_HOUR"})[
+        "Response"]["InstanceIdSet"]
+    with pytest.raises(base.ProviderError, match="CamRoleNameAuthenticateFailed"):
+        instance_role.bind_tencent_role(provider, "ap-guangzhou", iid, "no-such-role",
+                                        tries=1)
+    with pytest.raises(base.ProviderError) as elsewhere:
+        instance_role.bind_tencent_role(provider, "ap-shanghai", iid, "x" * 128, tries=1)
+    assert elsewhere.value.detail.startswith("[InvalidInstanceId.NotFound]")
+    with pytest.raises(base.ProviderError, match="CamRoleNameMalformed"):
+        instance_role.bind_tencent_role(provider, "ap-guangzhou", iid, "a role", tries=1)
+    instance_role.bind_tencent_role(provider, "ap-guangzhou", iid, "x" * 128, tries=1)
+    assert cvm.role_of(iid) == "x" * 128
+
+
+# --------------------------------------------------------------------------- Alibaba Cloud
+
+
+@pytest.fixture
+def ecs(aliyun: AliyunStandin, aliyun_creds: Credentials, memory_keyring: Any,
+        monkeypatch: pytest.MonkeyPatch) -> AliyunStandin:
+    from gpudesk.services.cloud.accounts import ALIYUN_ENDPOINT_ENV
+
+    credentials.save_credentials(aliyun_creds)
+    monkeypatch.setenv(ALIYUN_ENDPOINT_ENV, f"http://{aliyun.endpoint}")
+    return aliyun
+
+
+@pytest.fixture
+def ali(ecs: AliyunStandin, aliyun_creds: Credentials) -> AliyunProvider:
+    return AliyunProvider(aliyun_creds, endpoint=ecs.endpoint, protocol="http",
+                          sleep=lambda _s: None)
+
+
+def _launch_aliyun(ledger: Ledger, provider: AliyunProvider,
+                   plan: LaunchPlan = ALIYUN_PLAN) -> Machine:
+    providers: Callable[[str], AliyunProvider] = lambda _name: provider  # noqa: E731
+    m = asyncio.run(Launcher(ledger, providers, poll_s=0.0).launch(plan)).machine  # type: ignore[arg-type]
+    got = ledger.get(m.id)
+    assert got is not None and got.state == "running"
+    return got
+
+
+def test_aliyun_launch_makes_the_ram_role_once_and_attaches_it(
+        ecs: AliyunStandin, ali: AliyunProvider, ledger: Ledger) -> None:
+    first, second = _launch_aliyun(ledger, ali), _launch_aliyun(ledger, ali)
+    assert (ecs.calls["GetRole"], ecs.calls["CreateRole"], ecs.calls["CreatePolicy"]) == (
+        2, 1, 1)
+    role = ecs.state.roles[ROLE]
+    trust, policy = instance_role.aliyun_documents()
+    assert json.loads(role["AssumeRolePolicyDocument"]) == trust
+    assert role["_services"] == ["ecs.aliyuncs.com"] and role["_tags"] == {
+        base.TAG_MANAGED: "1"}
+    made = ecs.state.policies[instance_role.POLICY_NAME]
+    assert json.loads(made["_document"]) == policy and made["_tags"] == {base.TAG_MANAGED: "1"}
+    assert ecs.state.attached == {(ROLE, instance_role.POLICY_NAME)}
+    assert made["AttachmentCount"] == 1  # the second launch found it attached
+    for m in (first, second):
+        assert ecs.role_of(m.cloud_id) == ROLE
+        assert "instance-role" in m.enforced_by.split(",")
+        (detail,) = [e.detail for e in ledger.events(m.id) if e.step == "instance-role"]
+        assert detail == f"{ROLE} (acs:ram::1234567890123456:role/{ROLE})"
+    assert [(q["RegionId"], json.loads(q["InstanceIds"]), q["RamRoleName"])
+            for q in ecs.params("AttachInstanceRamRole")] == [
+        ("cn-hangzhou", [first.cloud_id], ROLE), ("cn-hangzhou", [second.cloud_id], ROLE)]
+    assert ecs.versions[("CreateRole", "2015-05-01")] == 1
+    assert ecs.limit_refusals == [] and ecs.internal_errors == []
+    _no_limit_broken("aliyun", ecs.requests, RAM_AND_ROLE)
+    commands = agent_rules(first, Settings(), ledger).to_json()["commands"]
+    assert commands["stop"] == [
+        cloud_stop.COMMAND, "--provider", "aliyun", "--role", ROLE, "--action", "stop",
+        "--region", "cn-hangzhou", "--instance", first.cloud_id]
+    says = _show(first.id)["guard_says"]
+    assert any("asks Alibaba Cloud itself to terminate the machine" in s for s in says), says
+
+
+def test_aliyun_ram_refused_the_launch_goes_on_without_a_role(
+        ecs: AliyunStandin, ali: AliyunProvider, ledger: Ledger) -> None:
+    ecs.ram_denied = True
+    m = _launch_aliyun(ledger, ali)
+    assert ecs.role_of(m.cloud_id) == "" and ecs.state.roles == {}
+    assert "instance-role" not in m.enforced_by.split(",")
+    (refused,) = [e.detail for e in ledger.events(m.id) if e.step == "instance-role-refused"]
+    assert refused.startswith("NoPermission: You are not authorized to do this action."), \
+        refused
+    assert instance_role.rules_commands(m) == {}
+    data = _show(m.id)
+    assert "instance-role" not in data["guard"]["enforced_by"]
+    (no_role,) = [s for s in data["guard_says"] if "no role" in s]
+    assert no_role == (f"This machine has no role to stop itself ({refused}): with gpudesk "
+                       "closed, its agent cannot ask Alibaba Cloud to stop the bill.")
+
+
+def test_aliyun_passing_the_role_refused_is_said_in_ecs_words(
+        ecs: AliyunStandin, ali: AliyunProvider, ledger: Ledger) -> None:
+    ecs.denied.add("AttachInstanceRamRole")  # RAM may make roles, ECS may not pass them
+    m = _launch_aliyun(ledger, ali)
+    (refused,) = [e.detail for e in ledger.events(m.id) if e.step == "instance-role-refused"]
+    assert refused.startswith("Forbidden.RAM: User not authorized"), refused
+    assert ROLE in ecs.state.roles and ecs.role_of(m.cloud_id) == ""
+
+
+def test_aliyun_standin_attaches_only_an_ecs_role_in_the_machines_region(
+        ecs: AliyunStandin, ali: AliyunProvider, ledger: Ledger) -> None:
+    m = _launch_aliyun(ledger, ali)
+    ram = instance_role._ram_call(ali)
+    other = json.dumps({"Version": "1", "Statement": [{
+        "Action": "sts:AssumeRole", "Effect": "Allow",
+        "Principal": {"Service": ["fc.aliyuncs.com"]}}]})
+    ram("CreateRole", {"RoleName": "fc-only", "AssumeRolePolicyDocument": other})
+    with pytest.raises(base.ProviderError, match="InvalidRamRole.NotEcsRole"):
+        instance_role.attach_aliyun_role(ali, "cn-hangzhou", m.cloud_id, "fc-only", tries=1)
+    with pytest.raises(base.ProviderError, match="InvalidRamRole.NotFound"):
+        instance_role.attach_aliyun_role(ali, "cn-hangzhou", m.cloud_id, "none", tries=1)
+    with pytest.raises(instance_role.RoleRefused, match="InvalidInstanceId.NotFound"):
+        instance_role.attach_aliyun_role(ali, "cn-shanghai", m.cloud_id, ROLE, tries=1)
+    with pytest.raises(base.ProviderError, match=r"\[InvalidParameter\]"):
+        ram("CreateRole", {"RoleName": "under_score", "AssumeRolePolicyDocument": other})
+    with pytest.raises(base.ProviderError, match=r"\[InvalidParameter\]"):
+        ram("CreatePolicy", {"PolicyName": "big", "PolicyDocument": "{" * 6145})
+    # the role gpudesk uses exists and trusts a different service: refused, not rewritten
+    ecs.state.roles[ROLE]["_services"] = ["fc.aliyuncs.com"]
+    ecs.state.roles[ROLE]["AssumeRolePolicyDocument"] = other
+    later = _launch_aliyun(ledger, ali)
+    assert ecs.role_of(later.cloud_id) == "" and ecs.role_of(m.cloud_id) == ROLE
+    assert instance_role.why_not(ledger, m) is None  # the first one keeps its role
+    assert guard.english(later, role_why=instance_role.why_not(ledger, later))[-2] == (
+        f"This machine has no role to stop itself (the RAM role {ROLE} exists and is not "
+        "trusted by ecs.aliyuncs.com): with gpudesk closed, its agent cannot ask Alibaba "
+        "Cloud to stop the bill.")
