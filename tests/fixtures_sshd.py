@@ -242,3 +242,17 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshdServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def sshd_b(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshdServer]:
+    """A second machine: another sshd on its own port, with its own host and client keys
+    (tests that move a run between machines give it another run root)."""
+    reason = sshd_missing_reason()
+    if reason:
+        pytest.skip(reason)
+    server = start_sshd(tmp_path_factory.mktemp("sshd-b"))
+    try:
+        yield server
+    finally:
+        server.stop()

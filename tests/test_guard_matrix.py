@@ -1,6 +1,9 @@
 """The runaway-bill suite: every cloud × budget action × fault ends capped, refused or said,
 measured by the cloud stand-ins' own bills (tests/guard_matrix_cases.py), and
-docs/guard-matrix.md is exactly what the matrix prints.
+docs/guard-matrix.md is exactly what the matrix prints. The ``tencent+role`` and
+``aliyun+role`` rows (issue 21): with the role, the agent's "stop" is the cloud's
+stop-charging stop, so from gpudesk's first Watch the compute bill ends at the budget with
+the app closed.
 
 The whole matrix runs once per session (about three minutes on two cores); each row is
 then its own test, so a row that ends OVER fails by name.
@@ -62,11 +65,54 @@ def test_the_said_words_are_the_launch_dialogs(qtbot: Any) -> None:
 
     catalog = load_catalog()
     types = {c: o.instance_type for c, o in gm.OFFERS.items()}
-    for (cloud, action), said in gm.SAID.items():
+    for (label, action), first in gm.SAID.items():
+        cloud = label.partition("+")[0]  # a role row: the dialog cannot know the role yet
         offer = next(o for o in catalog.filter(provider=cloud)
                      if o.instance_type == types[cloud])
         d = LaunchDialog(offer, catalog, never, detect=False, budget=10.0, on_budget=action)
         qtbot.addWidget(d)
         text = d.findChild(QLabel, "guardText")
         assert text is not None
-        assert said.words.format(disk=gm.DISK_GB) in text.text(), (cloud, action, text.text())
+        for said in (first, *first.also):
+            words = (said.dialog or said.words).format(disk=gm.DISK_GB)
+            assert words in text.text(), (label, action, text.text())
+
+
+def test_the_role_rows_say_what_gpudesk_show_says() -> None:
+    """The words a role row relies on in ``gpudesk show`` are guard.sentences' own, for a
+    machine with the role (the matrix holds them word for word)."""
+    from gpudesk.services.cloud import guard
+    from gpudesk.services.money.ledger import Machine
+
+    for label in gm.ROLE_CLOUDS:
+        cloud = label.partition("+")[0]
+        m = Machine(id="m-1", provider=cloud, disk_gb=float(gm.DISK_GB), budget=8.0,
+                    on_budget="stop", enforced_by="agent,instance-role", currency="CNY")
+        said = gm.SAID[(label, "stop")]
+        lines = guard.english(m)
+        for one in (said, *said.also):
+            assert any(one.words.format(disk=gm.DISK_GB) in line for line in lines), (
+                label, one.words, lines)
+
+
+@pytest.mark.parametrize("label", gm.ROLE_CLOUDS)
+def test_with_the_role_the_agent_ends_the_compute_bill_with_the_app_closed(
+        rows: dict[tuple[str, str, str], gm.Row], label: str) -> None:
+    """App closed after the first Watch: with the role, the stand-in's bill of the compute
+    (running + stopped-but-charged) is within the budget, the stop asked for in stop-charging
+    mode; without it the compute bills on for the whole 30 days."""
+    import re
+
+    def compute(row: gm.Row) -> float:
+        found = re.search(r"running ([0-9.]+), stopped-charging ([0-9.]+)", row.why)
+        assert found is not None, row.why
+        return float(found[1]) + float(found[2])
+
+    role = rows[(label, "stop", "watched-closed")]
+    plain = rows[(label.partition("+")[0], "stop", "watched-closed")]
+    budget = float(role.budget.split()[0])
+    mode = "STOP_CHARGING" if label.startswith("tencent") else "StopCharging"
+    assert f"({mode})" in role.why, role.why
+    step = gm.OFFERS[label.partition("+")[0]].price / 60.0  # one billing step (a minute)
+    assert compute(role) <= budget + step, role.why
+    assert compute(plain) > 100 * budget, plain.why

@@ -10,7 +10,9 @@ own folder, so it carries on from its newest checkpoint.
 the run id (the desktop keeps a record of each run); while following, the
 run's checkpoints are copied to the desktop. ``gpudesk recover RUN [--on
 TARGET]`` resumes a run whose machine is gone on TARGET, or on a machine like
-the lost one launched for it, from those copies.
+the lost one launched for it: from the run's bucket when it has one that the
+machine can reach (its agent fetches the latest checkpoint there; no copy here is
+needed), else from those copies.
 """
 
 from __future__ import annotations
@@ -181,7 +183,8 @@ def _cmd_recover(a: argparse.Namespace) -> int:
                                                           progress))
         identity = None
         policy = spot_recovery.replacement_policy(ref)  # its own key, pinned at launch
-    record = spot_recovery.recover(record, ref, identity, policy, report=_say)
+    record = spot_recovery.recover(record, ref, identity, policy, report=_say,
+                                   root=a.remote_root)
     print(record.id, flush=True)
     return 0
 
@@ -223,10 +226,12 @@ def add_parsers(sub: Any) -> None:
     cli_remote.add_target_args(p, required=False)
     p.set_defaults(func=_cmd_pull)
 
-    p = sub.add_parser("recover", help="resume a run whose machine is gone, from the "
-                       "checkpoints copied to this computer")
+    p = sub.add_parser("recover", help="resume a run whose machine is gone, from its "
+                       "bucket or the checkpoints copied to this computer")
     p.add_argument("run", metavar="RUN")
     cli_remote.add_target_args(p, required=False)
+    p.add_argument("--remote-root", metavar="DIR", help="gpudesk's folder on the new "
+                   "machine (default: the run's)")
     p.set_defaults(func=_cmd_recover)
 
 

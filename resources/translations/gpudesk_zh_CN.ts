@@ -844,6 +844,10 @@ Open SSH to {here} instead (the old address loses access)?</source>
         <translation>花费达到 {budget} 时，机器上的代理还会凭一个只能做这件事的角色（机器上没有任何密钥）直接请{cloud}{action}这台机器，即使 gpudesk 已关闭也是如此。</translation>
     </message>
     <message>
+        <source>you chose no role</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>This machine has no role to stop itself ({why}): with gpudesk closed, its agent cannot ask {cloud} to stop the bill.</source>
         <translation>这台机器没有可自行停止的角色（{why}）：gpudesk 关闭时，机器上的代理无法请{cloud}停止计费。</translation>
     </message>
@@ -894,6 +898,14 @@ Open SSH to {here} instead (the old address loses access)?</source>
     <message>
         <source>While gpudesk runs, it also {action}s the machine through the cloud&apos;s API at {budget}.</source>
         <translation>gpudesk 运行期间，还会在花费达到 {budget} 时通过云的 API {action}这台机器。</translation>
+    </message>
+    <message>
+        <source>{cloud} then stops it in {mode} mode: the compute stops billing, but a stopped machine still bills its disk ({disk} GB) until you delete it.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The machine&apos;s first-boot guard cannot make that call: until gpudesk first puts its full agent there (Watch, or a budget change), with the laptop shut nothing stops the bill.</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>The machine&apos;s agent has the new rules: {action} at {cap} USD ({spent} USD spent so far).</source>
@@ -2955,6 +2967,173 @@ Stop {name} anyway?</source>
     </message>
 </context>
 <context>
+    <name>RunOutputs</name>
+    <message>
+        <source>Nothing was deleted: {why}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Outputs in the bucket</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Name</source>
+        <translation type="unfinished">名称</translation>
+    </message>
+    <message>
+        <source>Size</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation type="unfinished">状态</translation>
+    </message>
+    <message>
+        <source>Refresh</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Download outputs…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Delete from bucket…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation type="unfinished">取消</translation>
+    </message>
+    <message>
+        <source>Open folder</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The bucket could not be read: {why}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Choose a run to see what its bucket holds.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run {run} has no bucket: its checkpoints are on the machine and copied to this laptop only.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{uri} ({region}): {size} in all. {cost}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Storage: no published price known for {cloud} in {region}, so no cost is shown.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Storage: about {cost} {currency} a month ({source}, {date}).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Checkpoints ({n})</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>complete, latest</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>complete</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>incomplete (upload cut off; never resumed from)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Outputs ({n})</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Log parts ({n})</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Download the outputs into</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Data out to this computer is billed by the cloud; gpudesk knows no published price for {cloud} in {region}, so none is shown.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Data out to this computer: about {cost} {currency} ({source}, {date}).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Download {n} file(s), {size}, from {uri} into {folder}?</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Download the outputs?</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Download</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>starting…</source>
+        <translation type="unfinished">启动中…</translation>
+    </message>
+    <message>
+        <source>Downloading {size} into {folder}…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{percent} % · {done} of {total}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cancelling after the current piece…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run {run}: {n} file(s), {size}, are in {folder}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Download cancelled. Files that were complete stay in {folder}; the file being fetched was removed.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The download stopped: {why}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation type="unfinished">已停止</translation>
+    </message>
+    <message>
+        <source>Delete everything of run {run} in {uri}: {checkpoints} checkpoint(s), {outputs} output file(s) and {logs} log part(s), {size} in all? This cannot be undone: the bucket keeps no copy, and a resume from the bucket is no longer possible.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Delete from the bucket?</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Delete</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Deleting…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Deleted {n} object(s) of run {run} from {uri}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>RunPage</name>
     <message>
         <source>New run</source>
@@ -3434,6 +3613,22 @@ Stop {name} anyway?</source>
         <translation>已在 {target} 上启动运行 {run} 的节点 {node}（pid {pid}；{device}）</translation>
     </message>
     <message>
+        <source>the agent uploads checkpoints, the log and outputs to {uri} (the machine&apos;s role {role})</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>the agent uploads checkpoints, the log and outputs to {uri} with short-lived keys that end at {expires}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>run {run} has no bucket: its checkpoints stay on the machine and are copied to this computer only ({why})</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{target} has no checkpoint of run {run}: the agent fetches the latest one from {uri} before the script starts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>CPU</source>
         <translation>CPU</translation>
     </message>
@@ -3444,6 +3639,14 @@ Stop {name} anyway?</source>
     <message>
         <source>Run {run} on {target} stopped without an exit status: its processes are gone (the machine restarted, or they were killed). Resume it with gpudesk run --resume {run}.</source>
         <translation>{target} 上的运行 {run} 没有留下退出状态就停止了：它的进程已不存在（机器重启了，或进程被杀掉）。用 gpudesk run --resume {run} 继续它。</translation>
+    </message>
+    <message>
+        <source>could not start {program}: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>resuming run (attempt {attempt})</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -3858,6 +4061,10 @@ Stop {name} anyway?</source>
         <translation>已将 {n} 个检查点文件复制到 {target}；运行将从 {checkpoint} 继续</translation>
     </message>
     <message>
+        <source>run {run} has a bucket ({uri}), but {target} was given no way into it; it resumes from the copies on this computer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>no checkpoint of run {run} was copied off the lost machine; it starts again from the beginning</source>
         <translation>运行 {run} 没有从丢失的机器上复制出任何检查点；它将从头开始</translation>
     </message>
@@ -3934,6 +4141,89 @@ Stop {name} anyway?</source>
     <message>
         <source>The keyring has no SSH key &apos;{key}&apos;: it is created when gpudesk launches a machine.</source>
         <translation>密钥环中没有 SSH 密钥“{key}”：它会在 gpudesk 启动机器时创建。</translation>
+    </message>
+</context>
+<context>
+    <name>Storage</name>
+    <message>
+        <source>The bucket name {name} is already taken (by another account, or in another region), so gpudesk uses {new_name} in {region} instead and remembers it.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>No free bucket name was found after {tries} tries (last: {name}).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>A COS bucket name needs the account&apos;s APPID; none is known for this account.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The cloud refused the request: {action} was denied for this account on {target}. Allow {action} in the account&apos;s policy and try again.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The storage service answered {code}: {detail}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The storage service at {endpoint} could not be reached ({reason}).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The download was cancelled; nothing was kept.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The download of {path} stopped after {done} of {total} bytes ({reason}); nothing was kept under its name.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The run&apos;s manifest.json cannot be read ({reason}); no checkpoint is counted as complete.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>No {what} price for {cloud} in {region} was read from the cloud&apos;s price page, so gpudesk shows no figure rather than a guess.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>storage (GB-month)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>data-out</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>&apos;{text}&apos; is not a store address: write s3://bucket/prefix, cos://bucket-appid/prefix or oss://bucket/prefix.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>&apos;{bucket}&apos; is not a valid {cloud} bucket name: {why}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>it must be {low} to {high} characters long.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>only lowercase letters, digits and hyphens are allowed, and it must start and end with a letter or digit.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>a COS bucket is named &lt;name&gt;-&lt;APPID&gt;, ending in the account&apos;s numeric APPID.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>with the region its domain name {host} is longer than COS&apos;s 60 characters.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>&apos;{run}&apos; is not a run id (letters, digits, &apos;-&apos;, &apos;_&apos; and &apos;.&apos; only).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>&apos;{path}&apos; is not a relative path inside the run.</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -4115,6 +4405,10 @@ Stop {name} anyway?</source>
         <translation>仅警告</translation>
     </message>
     <message>
+        <source>The run&apos;s upload state could not be read: {why}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>from the machine: {key}</source>
         <translation>来自机器配置：{key}</translation>
     </message>
@@ -4201,6 +4495,46 @@ Stop {name} anyway?</source>
     <message>
         <source>{machine}: connected. No NVIDIA GPU or driver on this machine (nvidia-smi was not found), so there is nothing to sample.</source>
         <translation>{machine}：已连接。这台机器上没有 NVIDIA GPU 或驱动（找不到 nvidia-smi），因此没有可采样的数据。</translation>
+    </message>
+    <message>
+        <source>Run {run}: Cannot reach the bucket: {detail} (since {at}). Checkpoints are still copied to this laptop.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run {run}: the last upload to {uri} failed: {detail} (at {at}). Checkpoints are still copied to this laptop.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run {run} uploads to {uri}; the agent has not reported an upload yet.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>checkpoint</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>log part</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>outputs</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run {run} → {uri}: last upload at {at}, {what} {name} ({size}).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The bucket holds {n} checkpoint(s), the latest {latest}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The bucket holds no complete checkpoint yet.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Outputs: {n} file(s), {size}.</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>

@@ -84,6 +84,17 @@ ACTION_WORDS = (QT_TRANSLATE_NOOP("Guard", "stop"), QT_TRANSLATE_NOOP("Guard", "
 MSG_DESKTOP = QT_TRANSLATE_NOOP(
     "Guard", "While gpudesk runs, it also {action}s the machine through the cloud's API at "
     "{budget}.")
+# Tencent Cloud and Alibaba Cloud with "stop" and the machine's role (issue 21): the agent
+# asks for the stop-charging stop itself (MSG_ROLE); what a machine stopped so still bills,
+# and that the first-boot guard cannot make that call (only the full agent has cloud_stop).
+MSG_ROLE_STOPPED = QT_TRANSLATE_NOOP(
+    "Guard", "{cloud} then stops it in {mode} mode: the compute stops billing, but a stopped "
+    "machine still bills its disk ({disk} GB) until you delete it.")
+MSG_ROLE_FIRST_BOOT = QT_TRANSLATE_NOOP(
+    "Guard", "The machine's first-boot guard cannot make that call: until gpudesk first puts "
+    "its full agent there (Watch, or a budget change), with the laptop shut nothing stops the "
+    "bill.")
+STOP_MODE = {"tencent": "STOP_CHARGING", "aliyun": "StopCharging"}
 # Clouds where an OS shutdown keeps charging: at the budget, "stop" is the desktop's
 # stop-charging StopInstances only, and the agent just records that the budget was reached.
 STOP_BY_DESKTOP = {"tencent": MSG_TENCENT_STOP, "aliyun": MSG_ALIYUN_STOP}
@@ -299,6 +310,17 @@ def sentences(m: Machine, g: Guard | None = None, role_why: str | None = None
     if m.provider == "aws" and "shutdown-behavior" in g.enforced_by:
         out.append((MSG_AWS_TERMINATE if g.action == "terminate" else MSG_AWS_STOP,
                     {"budget": budget, "disk": f"{m.disk_gb:g}"}))
+    elif m.provider in STOP_BY_DESKTOP and g.action == "stop" and \
+            "instance-role" in g.enforced_by:
+        # the agent's stop is the role's stop-charging StopInstances (machine_rules), not a
+        # shutdown from inside: not the desktop's alone, once the full agent is there
+        cloud = provider_title(m.provider)
+        out += [(MSG_ROLE, {"budget": budget, "cloud": cloud, "action": g.action}),
+                (MSG_ROLE_STOPPED, {"cloud": cloud, "mode": STOP_MODE[m.provider],
+                                    "disk": f"{m.disk_gb:g}"}),
+                (MSG_ROLE_FIRST_BOOT, {}),
+                (MSG_DESKTOP, {"budget": budget, "action": g.action})]
+        return out
     elif m.provider in STOP_BY_DESKTOP and g.action == "stop":
         out.append((STOP_BY_DESKTOP[m.provider], {"budget": budget,
                                                   "disk": f"{m.disk_gb:g}"}))

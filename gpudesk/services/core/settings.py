@@ -66,6 +66,10 @@ class Settings:
     """What to do with an idle machine: ``"warn"``, ``"stop"`` or ``"terminate"``."""
     welcomed: bool = False
     """True once the first-start welcome has been dismissed."""
+    store_keep_days: int = 30
+    """Days a run's folder stays in the bucket after the run ends (0 = keep it)."""
+    store_keep_checkpoints: int = 3
+    """Checkpoints kept in the bucket per run (the newest K, K >= 1)."""
     last_plan: dict[str, Any] = field(default_factory=dict)
     """The planner's last inputs, restored at start-up (JSON-compatible values)."""
 
@@ -118,6 +122,10 @@ def _is_bool(value: object) -> bool:
     return isinstance(value, bool)
 
 
+def _is_count(value: object, low: int, high: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and low <= value <= high
+
+
 def _is_plan(value: object) -> bool:
     return isinstance(value, dict) and all(isinstance(k, str) for k in value)
 
@@ -138,6 +146,8 @@ _VALIDATORS: dict[str, Callable[[object], bool]] = {
     "budget_action": _one_of(IDLE_ACTIONS),
     "welcomed": _is_bool,
     "last_plan": _is_plan,
+    "store_keep_days": lambda v: _is_count(v, 0, 3650),
+    "store_keep_checkpoints": lambda v: _is_count(v, 1, 1000),
 }
 _FLOAT_FIELDS = frozenset({"mfu", "cny_per_usd", "monthly_budget_usd", "machine_budget_usd",
                            "idle_gpu_percent"})

@@ -6,7 +6,8 @@ and the per-machine budget (the agent goes on from what the ledger says the
 machine has cost so far, at its price per hour). Never stop or terminate
 someone's own machine: for "own" machines every action is only a warning. On
 Tencent Cloud and Alibaba Cloud a budget or idle "stop" is the desktop's (``budget_action``,
-``idle_action``): an OS shutdown there keeps charging.
+``idle_action``): an OS shutdown there keeps charging. With the machine's role (issue 21)
+it is the agent's again: its stop is the cloud's stop-charging StopInstances, not a shutdown.
 """
 
 from __future__ import annotations
@@ -21,30 +22,40 @@ from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.remote.agent_deploy import AgentRules, BudgetStop, IdleStop
 
 
-def budget_action(provider: str, action: str) -> str:
+def budget_action(provider: str, action: str, role: bool = False) -> str:
     """What the agent itself does at the budget on ``provider``.
 
     On Tencent Cloud and Alibaba Cloud an OS shutdown cannot stop the bill (CVM and ECS
     keep charging a machine shut down from inside) and leaves it stopped, so the desktop's
-    stop-charging StopInstances is then refused. With "stop" the agent only records that
-    the budget was reached (``warn``): the desktop's stop ends the compute's bill
-    (guard.STOP_BY_DESKTOP says so). "terminate" still powers off: the cloud's own timer
-    ends those machines whatever the agent does.
+    stop-charging StopInstances is then refused. Without a ``role`` the agent only records
+    that the budget was reached (``warn``): the desktop's stop ends the compute's bill
+    (guard.STOP_BY_DESKTOP says so). With the machine's role the agent's "stop" is the
+    role's command (``AgentRules.commands``: the cloud's StopInstances in stop-charging
+    mode, tried again when refused and never an OS power-off there), so it stays "stop".
+    "terminate" still powers off: the cloud's own timer ends those machines whatever the
+    agent does.
     """
-    if action == "stop" and provider in guard.STOP_BY_DESKTOP:
+    if action == "stop" and provider in guard.STOP_BY_DESKTOP and not role:
         return "warn"
     return action
 
 
-def idle_action(provider: str, action: str) -> str:
+def idle_action(provider: str, action: str, role: bool = False) -> str:
     """What the agent itself does when ``provider``'s machine has been idle.
 
     The same rule as :func:`budget_action`: on Tencent Cloud and Alibaba Cloud the agent's
     OS shutdown keeps charging (KEEP_CHARGING / KeepCharging) and blocks the desktop's
-    stop-charging StopInstances, so an idle "stop" there is a ``warn`` (the desktop's
-    stop-charging stop then applies); "terminate" still powers off.
+    stop-charging StopInstances, so an idle "stop" there is a ``warn`` unless the machine's
+    ``role`` makes it the cloud's stop-charging stop; "terminate" still powers off.
     """
-    return budget_action(provider, action)
+    return budget_action(provider, action, role)
+
+
+def role_stops(commands: dict[str, tuple[str, ...]]) -> bool:
+    """Whether the rules' ``stop`` is the role's call to the cloud (instance_role's
+    command), not an OS power-off: only then may a Tencent/Alibaba "stop" reach the agent."""
+    return bool(commands.get("stop")) and commands["stop"][0] == instance_role.AGENT_COMMAND \
+        and "--or-poweroff" not in commands["stop"]
 
 
 def agent_rules(machine: Machine | None, settings: Settings, ledger: Ledger | None = None,
@@ -52,8 +63,11 @@ def agent_rules(machine: Machine | None, settings: Settings, ledger: Ledger | No
     """Rules for ``machine`` (None: a bare ssh:// target, which gets warnings only)."""
     now = time.time() if now is None else now
     cloud = machine is not None and machine.provider in ("aws", "tencent", "aliyun")
+    # with a role, stop/terminate are the cloud's own call made by the agent (issue 21)
+    commands = instance_role.rules_commands(machine) if cloud else {}
+    role = role_stops(commands)
     idle = IdleStop(minutes=float(settings.idle_minutes), below_pct=settings.idle_gpu_percent,
-                    action=idle_action(machine.provider, settings.idle_action)
+                    action=idle_action(machine.provider, settings.idle_action, role)
                     if cloud and machine is not None else "warn")
     budget = None
     # the machine's own budget (ledger) over the Preferences default: budgets.machine_budget,
@@ -71,9 +85,7 @@ def agent_rules(machine: Machine | None, settings: Settings, ledger: Ledger | No
                                      settings.cny_per_usd)
         budget = BudgetStop(cap=mb.usd(settings.cny_per_usd), price_per_hour=price, since=now,
                             spent_before=spent, action=budget_action(machine.provider,
-                                                                     mb.action))
+                                                                     mb.action, role))
     spot = machine.provider if cloud and machine is not None and machine.market == "spot" \
         else "none"
-    # with a role, stop/terminate are the cloud's own call made by the agent (issue 21)
-    commands = instance_role.rules_commands(machine) if cloud else {}
     return AgentRules(idle=idle, budget=budget, spot_provider=spot, commands=commands)

@@ -2,5 +2,6 @@
 stop and resume, and recovery on a new machine after a spot reclaim.
 
 May import: ``services.core``, ``services.money``, ``services.cloud``,
-``services.remote``, ``gpudesk.training`` (its launcher environment).
+``services.remote``, ``services.storage`` (a run's bucket), ``gpudesk.training``
+(its launcher environment).
 """

@@ -40,7 +40,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import paramiko
 
@@ -48,9 +48,13 @@ from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core import paths
 from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.files import atomic_write_text
+from gpudesk.services.core.said import Said
 from gpudesk.services.remote import sync as sync_service
 from gpudesk.services.remote.ssh import MSG_DROPPED, SshConnection, SshDisconnected
 from gpudesk.training.env import AMP_ENV, CHECKPOINT_EVERY_ENV, RUN_DIR_ENV
+
+if TYPE_CHECKING:
+    from gpudesk.services.storage.access import StoreAccess
 
 MSG_NO_RUN = QT_TRANSLATE_NOOP(
     "Runs", "No run '{run}' is recorded on this computer (see {folder}).")
@@ -63,6 +67,18 @@ MSG_SYNCED = QT_TRANSLATE_NOOP(
 MSG_STARTED = QT_TRANSLATE_NOOP("Runs", "started run {run} on {target} (pid {pid}; {device})")
 MSG_STARTED_NODE = QT_TRANSLATE_NOOP(
     "Runs", "started node {node} of run {run} on {target} (pid {pid}; {device})")
+MSG_STORE_ROLE = QT_TRANSLATE_NOOP(
+    "Runs", "the agent uploads checkpoints, the log and outputs to {uri} (the machine's role "
+    "{role})")
+MSG_STORE_STS = QT_TRANSLATE_NOOP(
+    "Runs", "the agent uploads checkpoints, the log and outputs to {uri} with short-lived "
+    "keys that end at {expires}")
+MSG_NO_STORE = QT_TRANSLATE_NOOP(
+    "Runs", "run {run} has no bucket: its checkpoints stay on the machine and are copied to "
+    "this computer only ({why})")
+MSG_FROM_BUCKET = QT_TRANSLATE_NOOP(
+    "Runs", "{target} has no checkpoint of run {run}: the agent fetches the latest one from "
+    "{uri} before the script starts")
 MSG_CPU = QT_TRANSLATE_NOOP("Runs", "CPU")
 MSG_GPUS = QT_TRANSLATE_NOOP("Runs", "{n} GPU(s) per machine")
 MSG_LOST = QT_TRANSLATE_NOOP(
@@ -81,44 +97,6 @@ _LIB_INIT = '"""gpudesk.training, shipped by gpudesk to run on this machine."""\
 
 class RunError(TemplatedError):
     translation_context = "Runs"
-
-
-class Said(str):
-    """A ``gpudesk:`` log line: plain text for the CLI, and its template and values (in
-    ``context``) so that the window can show it translated. Values may be Said too."""
-
-    context: str
-    template: str
-    values: dict[str, Any]
-
-    def __new__(cls, context: str, template: str, **values: Any) -> Said:
-        made = super().__new__(cls, template.format(**values))
-        made.context, made.template, made.values = context, template, values
-        return made
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_said, (self.context, self.template, self.values))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"context": self.context, "template": self.template,
-                "values": {k: v.to_json() if isinstance(v, Said) else v
-                           for k, v in self.values.items()}}
-
-    @classmethod
-    def from_json(cls, data: Any) -> str:
-        """A note as saved in a record; a plain string stays one."""
-        if not isinstance(data, dict):
-            return str(data)
-        try:
-            values = {k: cls.from_json(v) if isinstance(v, dict) else v
-                      for k, v in dict(data.get("values") or {}).items()}
-            return cls(str(data["context"]), str(data["template"]), **values)
-        except (KeyError, IndexError, ValueError, TypeError):
-            return str(data.get("template", ""))
-
-
-def _said(context: str, template: str, values: dict[str, Any]) -> Said:
-    return Said(context, template, **values)
 
 
 def device_text(nproc: int) -> Said:
@@ -161,6 +139,14 @@ class RunRecord:
     # The state last seen (running, finished, failed, stopped, lost, missing, doubtful):
     # the run list shows it without asking every machine.
     last_state: str = ""
+    # The bucket the agent uploads this run to (docs/storage.md): "s3://…", "cos://…" or
+    # "oss://…" with its region; "" when the run has none (laptop copies only).
+    store_uri: str = ""
+    store_region: str = ""
+    # How the machine reaches it ("role" or "sts"; "" without a store) and the role's name
+    # (no secret): a resume on a machine with the same role needs no new keys.
+    store_credentials: str = ""
+    store_role: str = ""
 
     @property
     def main(self) -> NodeRun:
@@ -377,6 +363,9 @@ class RunRequest:
     checkpoint_every_min: float | None = None
     python: str = DEFAULT_PYTHON
     root: str = DEFAULT_ROOT
+    # Chosen before the launch (``new_run_id``) when the bucket's keys are limited to
+    # the run's prefix and so must be made first; "" picks one now.
+    run_id: str = ""
 
 
 Report = Callable[[str], None]
@@ -394,16 +383,19 @@ def push_here(conn: SshConnection, _node: NodeRun,
 
 def launch(conns: list[SshConnection], targets: list[tuple[str, str | None]],
            request: RunRequest, *, report: Report = lambda _m: None,
-           pusher: Pusher = push_here) -> RunRecord:
+           pusher: Pusher = push_here, store: StoreAccess | None = None) -> RunRecord:
     """Sync the project to every node and start the run there; returns the saved record.
 
     ``conns`` are connected (host keys checked) before anything is copied, so a
-    refused machine leaves every node untouched.
+    refused machine leaves every node untouched. With ``store`` the first node's
+    agent uploads the run to that bucket (``run_store``).
     """
     project = Path(request.project)
     script = script_in_project(project, request.script)
     name = project_folder_name(project)
-    run_id = new_run_id(project.resolve().name)
+    run_id = request.run_id or new_run_id(project.resolve().name)
+    if not _RUN_ID.match(run_id):
+        raise RunError(MSG_NO_RUN, run=run_id[:80], folder=RunRecord.folder())
     roots = [remote_root(conn, request.python, request.root) for conn in conns]
     record = RunRecord(id=run_id, project=str(project.resolve()),
                        remote_project=f"{roots[0]}/projects/{name}", script=script,
@@ -416,24 +408,65 @@ def launch(conns: list[SshConnection], targets: list[tuple[str, str | None]],
                                     conn.target.host))
     if len(conns) > 1:
         record.master_port = free_port(conns[0], request.python)
-    _sync_and_start(conns, record, report, resume=False, pusher=pusher)
+    _sync_and_start(conns, record, report, resume=False, pusher=pusher, store=store)
     return record
 
 
 def resume(conns: list[SshConnection], record: RunRecord, *, report: Report = lambda _m: None,
-           project: Path | None = None, pusher: Pusher = push_here) -> RunRecord:
-    """Start a stopped run again in its own folder(s): it carries on from its checkpoints."""
+           project: Path | None = None, pusher: Pusher = push_here,
+           store: StoreAccess | None = None) -> RunRecord:
+    """Start a stopped run again in its own folder(s): it carries on from its checkpoints.
+
+    A run with a bucket gets its store config written again (``store``, else the same
+    role it had); where the first node's folder holds no checkpoint (a new machine, a
+    lost disk) the agent fetches the bucket's latest before the script starts."""
     if project is not None:
         record.project = str(project.resolve())
     record.attempt += 1
     if len(conns) > 1:
         record.master_port = free_port(conns[0], record.python)
-    _sync_and_start(conns, record, report, resume=True, pusher=pusher)
+    if store is None and record.store_uri:
+        from gpudesk.services.runs import run_store
+
+        store = run_store.reuse_access(record.store_uri, record.store_region, record.id,
+                                       record.store_role)
+    _sync_and_start(conns, record, report, resume=True, pusher=pusher, store=store)
     return record
 
 
+def _attach_store(conn: SshConnection, record: RunRecord, store: StoreAccess | None,
+                  report: Report, *, resume: bool) -> list[str]:
+    """Write the first node's store config; returns the words to run the script under
+    (the agent's fetch-resume where it must fetch a checkpoint), or [] for none."""
+    if store is None or store.kind == "none":
+        if store is not None and not resume:
+            report(Said("Runs", MSG_NO_STORE, run=record.id, why=store.why_none or "-"))
+        return []
+    from gpudesk.services.runs import run_store
+
+    if store.run_id and store.run_id != record.id:
+        raise ValueError(f"the bucket access is for run {store.run_id}, not {record.id}")
+    node = record.main
+    root = node.run_dir.rsplit("/runs/", 1)[0]
+    had = status(conn, node.run_dir, record.python) if resume else None
+    site = run_store.ensure_agent(conn, root, record.python)
+    written = run_store.write_config(conn, node.run_dir, record.id, store, python=record.python)
+    record.store_uri, record.store_region = str(store.store), store.region
+    record.store_credentials, record.store_role = store.kind, store.role
+    if store.kind == "role":
+        report(Said("Runs", MSG_STORE_ROLE, uri=written.uri, role=store.role))
+    else:
+        expires = run_store.expiry_text(written.expires) if written.expires else "?"
+        report(Said("Runs", MSG_STORE_STS, uri=written.uri, expires=expires))
+    if had is None or had.checkpoints:
+        return []  # its own checkpoints are at least as new as what it uploaded
+    report(Said("Runs", MSG_FROM_BUCKET, target=str(conn.target), run=record.id,
+                uri=written.uri))
+    return run_store.fetch_resume_argv(site, node.run_dir, [])
+
+
 def _sync_and_start(conns: list[SshConnection], record: RunRecord, report: Report, *,
-                    resume: bool, pusher: Pusher) -> None:
+                    resume: bool, pusher: Pusher, store: StoreAccess | None = None) -> None:
     project = Path(record.project)
     script_in_project(project, record.script)
     lib_stage = training_lib_folder()
@@ -452,6 +485,8 @@ def _sync_and_start(conns: list[SshConnection], record: RunRecord, report: Repor
             argv = torchrun_argv(record.python, record.script, record.args, nproc=record.nproc,
                                  nnodes=len(conns), node_rank=i, master_addr=hosts[0],
                                  master_port=record.master_port)
+            if i == 0:  # rank 0 writes the checkpoints: its agent uploads them
+                argv = _attach_store(conn, record, store, report, resume=resume) + argv
             env = training_env(node.run_dir, f"{root}/lib", remote_project, amp=record.amp,
                                checkpoint_every_min=record.checkpoint_every_min,
                                run_id=record.id, nodes=hosts, node_rank=i,

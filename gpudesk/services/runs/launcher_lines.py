@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from gpudesk.services.runs.detached import Said
+from gpudesk.services.core.said import Said
 from gpudesk.services.runs.run_launcher_script import SAID_LINES
 
 PREFIX = "gpudesk: "

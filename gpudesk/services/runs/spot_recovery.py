@@ -10,6 +10,12 @@ pushed into the new run folder, and ``gpudesk.training`` resumes from the
 newest one — so the work lost is at most one checkpoint interval (plus the
 mirror's interval when the notice came too late for a final copy).
 
+A run with a bucket (``RunRecord.store_uri``) resumes from the bucket instead, on
+any machine and with no laptop copy at all: the new machine gets the run's store
+config (a ``StoreAccess`` given, or the same role the run had) and its agent fetches
+the manifest's latest complete checkpoint before the script starts
+(``run_store``). Without a way into the bucket it falls back to the laptop copy.
+
 ``relaunch_like`` asks the cloud for a machine like the lost one through the
 Launcher (so intent is in the ledger before the call): the same zone first,
 then any zone of the region, held to what is left of the lost machine's budget
@@ -40,10 +46,12 @@ from gpudesk.services.remote import targets
 from gpudesk.services.remote.host_keys import HostKeyPolicy
 from gpudesk.services.remote.ssh import SshConnection
 from gpudesk.services.runs import detached as runs
+from gpudesk.services.runs import run_store
 from gpudesk.services.runs.detached import NodeRun, RunRecord
 
 if TYPE_CHECKING:
     from gpudesk.services.cloud.launcher import Launcher
+    from gpudesk.services.storage.access import StoreAccess
 
 MSG_MULTI_NODE = QT_TRANSLATE_NOOP(
     "SpotRecovery", "Run {run} ran on {n} machines; gpudesk recovers single-machine runs. "
@@ -62,6 +70,9 @@ MSG_LAUNCHING = QT_TRANSLATE_NOOP(
     "SpotRecovery", "launching a machine like {machine}")
 MSG_COPIED = QT_TRANSLATE_NOOP(
     "SpotRecovery", "copied {n} checkpoint files to {target}; the run resumes from {checkpoint}")
+MSG_NO_BUCKET_ACCESS = QT_TRANSLATE_NOOP(
+    "SpotRecovery", "run {run} has a bucket ({uri}), but {target} was given no way into it; "
+    "it resumes from the copies on this computer")
 MSG_NO_CHECKPOINT = QT_TRANSLATE_NOOP(
     "SpotRecovery", "no checkpoint of run {run} was copied off the lost machine; it starts "
     "again from the beginning")
@@ -239,15 +250,29 @@ class CheckpointMirror(StoppableWorker):
 
 
 def recover(record: RunRecord, ref: str, identity: str | None, policy: HostKeyPolicy, *,
-            report: Report = lambda _m: None,
-            pusher: runs.Pusher = runs.push_here) -> RunRecord:
-    """Resume ``record`` on the machine ``ref`` from the checkpoints mirrored on the desktop."""
+            report: Report = lambda _m: None, pusher: runs.Pusher = runs.push_here,
+            store: StoreAccess | None = None, root: str | None = None) -> RunRecord:
+    """Resume ``record`` on the machine ``ref`` (in gpudesk's folder ``root`` there, by
+    default the run's): from its bucket when it has one and the machine can reach it
+    (``store``, or the run's role), else from the checkpoints mirrored on the desktop."""
     if len(record.nodes) > 1:
         raise RecoveryError(MSG_MULTI_NODE, run=record.id, n=len(record.nodes))
+    if root:
+        record.root = root
+    if store is None and record.store_uri:
+        store = run_store.reuse_access(record.store_uri, record.store_region, record.id,
+                                       record.store_role)
+    usable = store if store is not None and store.kind != "none" else None
     conn = targets.open_connection(ref, Path(identity) if identity else None, policy)
     try:
         root = runs.remote_root(conn, record.python, record.root)
         run_dir = f"{root}/runs/{record.id}"
+        if record.store_uri and usable is not None:
+            record.nodes = [NodeRun(ref, identity, run_dir, conn.target.host)]
+            return runs.resume([conn], record, report=report, pusher=pusher, store=usable)
+        if record.store_uri:
+            report(runs.Said("SpotRecovery", MSG_NO_BUCKET_ACCESS, run=record.id,
+                             uri=record.store_uri, target=str(conn.target)))
         saved = mirrored_checkpoints(record)
         if saved:
             pushed = sync_service.push(conn, mirror_dir(record) / "checkpoints",

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpudesk.services.runs.detached import Said
+from gpudesk.services.core.said import Said
 from gpudesk.services.runs.launcher_lines import PREFIX, said_in_log
 from gpudesk.ui.widgets.retranslate import Retranslating
 

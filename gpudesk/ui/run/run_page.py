@@ -7,8 +7,8 @@ first (it ends training; Resume carries on from the newest checkpoint).
 
 The page is put together from its form (``run_form``), the chosen run's row
 (``run_list``), the log (``run_log_view``) and what is done to a run
-(``run_actions``: stop, resume, recover, tunnels, a terminal). Here: starting
-a run and following its log.
+(``run_actions``: stop, resume, recover, tunnels, a terminal), and its
+folder in the bucket (``run_outputs``). Here: starting a run and following its log.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QProgressBar,
+    QSplitter,
     QVBoxLayout,
     QWidget,
 )
@@ -43,6 +44,7 @@ from gpudesk.ui.run.run_actions import TERMINALS, RunActions, terminal_command
 from gpudesk.ui.run.run_form import RunFormBox
 from gpudesk.ui.run.run_list import RunList
 from gpudesk.ui.run.run_log_view import LOG_MAX_LINES, RunLogView, said_text
+from gpudesk.ui.run.run_outputs import RunOutputs
 from gpudesk.ui.widgets.host_key_question import HostKeyQuestion
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
@@ -107,6 +109,7 @@ class RunPage(RunActions, Retranslating, QWidget):
         self.run_box = QGroupBox(self)
         self.run_list = RunList(self)
         self.log_view = RunLogView(self)
+        self.outputs = RunOutputs(self)  # the chosen run's folder in its bucket
         for i, w in enumerate((self.run_list.tensorboard_button, self.run_list.jupyter_button,
                                self.run_list.terminal_button)):
             self.log_view.tools.insertWidget(i, w)
@@ -130,7 +133,13 @@ class RunPage(RunActions, Retranslating, QWidget):
 
         right = QVBoxLayout(self.run_box)
         right.addWidget(self.run_list)
-        right.addWidget(self.log_view, 1)
+        split = QSplitter(Qt.Orientation.Vertical, self.run_box)
+        split.addWidget(self.log_view)
+        split.addWidget(self.outputs)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        split.setChildrenCollapsible(False)
+        right.addWidget(split, 1)
         body = QHBoxLayout()
         body.addWidget(self.form_box)
         body.addWidget(self.run_box, 1)
@@ -247,6 +256,7 @@ class RunPage(RunActions, Retranslating, QWidget):
             return
         self.save_form()
         self._detach()
+        self.outputs.show_run(None)
         # From here on the pane shows this start, and the list no run: they agree.
         self.log_view.clear()
         self.run_list.refused = ""
@@ -317,6 +327,7 @@ class RunPage(RunActions, Retranslating, QWidget):
         """Follow ``record``'s log (from ``offset``) until it ends or another run is chosen;
         a cleared pane first shows what the run is and what gpudesk said starting it."""
         self._detach()
+        self.outputs.show_run(record)
         self.last_status = None
         self.last_doubt = None
         self.follow_error = None

@@ -36,6 +36,7 @@ from gpudesk.services.remote.host_keys import HostKeyPolicy
 from gpudesk.services.remote.telemetry import NO_GPU_SRC, TelemetrySample
 from gpudesk.ui.watch.dashboard_page import DashboardPage, OverviewPage
 from gpudesk.ui.watch.record_batcher import RecordBatcher
+from gpudesk.ui.watch.store_state import StoreState, read_state, run_with_store, state_text
 from gpudesk.ui.widgets.allow_me_offer import AllowMeOffer
 from gpudesk.ui.widgets.host_key_question import HostKeyQuestion
 from gpudesk.ui.widgets.machine_combo import MachineCombo
@@ -125,6 +126,11 @@ class TelemetryFeed(QObject):
     def _keep_state(self, state: str) -> None:
         self.state_now = state
 
+    @property
+    def connection(self) -> Any:
+        """The feed's SSH connection once made (other cheap reads share it), else None."""
+        return self._conn
+
     def _main(self) -> None:
         from gpudesk.services.remote import agent_deploy
         from gpudesk.services.remote.telemetry import TelemetryStream
@@ -200,6 +206,13 @@ class WatchPage(Retranslating, QWidget):
         self.stop_agent_button.setObjectName("watchStopAgent")
         self.stop_agent_button.setVisible(False)
         self.agent_runner = TaskRunner(self, button=self.stop_agent_button)
+        self.store = QLabel(self)  # the run's bucket, as the agent there reports it
+        self.store.setObjectName("watchStore")
+        self.store.setWordWrap(True)
+        self.store.setVisible(False)
+        self.store_runner = TaskRunner(self, show_dialog=False, busy_cursor=False)
+        self.store_runner.failed.connect(lambda why: self._show_store(self.tr(
+            "The run's upload state could not be read: {why}").format(why=why)))
         self.status = QLabel(self)
         self.status.setObjectName("watchStatus")
         self.status.setWordWrap(True)
@@ -230,6 +243,7 @@ class WatchPage(Retranslating, QWidget):
         agent_row.addWidget(self.agent, 1)
         agent_row.addWidget(self.stop_agent_button)
         layout.addLayout(agent_row)
+        layout.addWidget(self.store)
         layout.addWidget(self.status)
         self.connect_button.clicked.connect(self.connect_selected)
         self.stop_agent_button.clicked.connect(self.stop_agent)
@@ -413,6 +427,8 @@ class WatchPage(Retranslating, QWidget):
                             if rec.get("src") == NO_GPU_SRC else None,
                             Qt.ConnectionType.QueuedConnection)
         feed.state.connect(lambda _st: self._show_agent(), Qt.ConnectionType.QueuedConnection)
+        feed.state.connect(lambda st: self.refresh_store() if st == "streaming" else None,
+                           Qt.ConnectionType.QueuedConnection)
         self.feeds[ref] = feed
         feed.start()
         self._remember()
@@ -440,6 +456,8 @@ class WatchPage(Retranslating, QWidget):
         page = self.dashboards.get(key)
         if page is not None:
             self.stack.setCurrentWidget(page)
+        self._show_store("")
+        self.refresh_store()
         self._update_buttons()
 
     def disconnect_current(self) -> None:
@@ -456,8 +474,30 @@ class WatchPage(Retranslating, QWidget):
         self._remember()
         self._update_buttons()
 
+    def refresh_store(self) -> None:
+        """The shown machine's run: what its agent has put in the bucket (``store.json``),
+        read over the feed's connection; nothing when that run has no bucket."""
+        key = self.current_key()
+        feed = self.feeds.get(key)
+        conn = feed.connection if feed is not None else None
+        if conn is None or self.store_runner.busy:
+            return
+
+        def work() -> StoreState | None:
+            record = run_with_store(key)
+            return None if record is None else read_state(conn, record)
+
+        self.store_runner.run_blocking(work, on_success=lambda state: self._show_store(
+            state_text(state) if state is not None and key == self.current_key() else ""))
+
+    def _show_store(self, text: str) -> None:
+        self.store.setText(text)
+        self.store.setVisible(bool(text))
+
     def refresh_spend(self) -> None:
-        """The spend panel of each ledger machine: cost so far, rate and its budget cap."""
+        """The spend panel of each ledger machine: cost so far, rate and its budget cap;
+        and the shown run's upload state, on the same timer."""
+        self.refresh_store()
         settings = self.settings()
         now = time.time()
         for key, page in self.dashboards.items():
