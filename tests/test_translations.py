@@ -35,7 +35,7 @@ KNOWN_CONTEXTS = {"AboutDialog", "AccountsPage", "Answers", "BillingTray", "Clou
                   "GpuPlots", "OverviewPage", "WatchPage",
                   "SettingsDialog", "SizingError", "SizingNote", "Ssh", "Sync", "TaskRunner",
                   "TraceDialog", "WelcomeDialog", "Guard", "Catalog", "MachineCombo",
-                  "BudgetDialog"}
+                  "BudgetDialog", "RunOutputs", "Storage"}
 
 
 def qt_tool(name: str) -> str | None:
