@@ -257,3 +257,65 @@ def test_the_agent_loop_uploads_runs_that_name_a_store(bucket: Bucket, tmp_path:
         assert agent.wait(WAIT_S) == 0, (tmp_path / "agent.log").read_text()
     assert bucket.keys() == ["runs/r1/checkpoints/ckpt-000000005.pt", "runs/r1/logs/log.000001",
                              "runs/r1/manifest.json", "runs/r1/outputs/model.pt"]
+
+
+def test_log_parts_continue_the_buckets_numbering_on_a_new_machine(bucket: Bucket) -> None:
+    first = bucket.run("r1")
+    up = Uploader.for_run(first)
+    (first / "log").write_bytes(b"machine A, step 1\n")
+    up.tick(1000.0)
+    with open(first / "log", "ab") as fh:
+        fh.write(b"machine A, step 2\n")
+    up.tick(1001.0)
+    second = bucket.run("r1-on-b", run_id="r1")  # the same run on machine B, no local state
+    (second / "log").write_bytes(b"machine B, step 3\n")
+    Uploader.for_run(second).tick(2000.0)
+    assert bucket.keys("runs/r1/logs/") == [f"runs/r1/logs/log.{n:06d}" for n in (1, 2, 3)]
+    assert bucket.read("runs/r1/logs/log.000001") == b"machine A, step 1\n"
+    assert bucket.read("runs/r1/logs/log.000003") == b"machine B, step 3\n"
+
+
+def test_a_resume_on_the_same_machine_uploads_again(bucket: Bucket) -> None:
+    from gpudesk.agent.uploader import Uploads
+
+    class Ticks:  # a clock that moves one minute per look, so every upload is due
+        now = 1000.0
+
+        def time(self) -> float:
+            self.now += 60.0
+            return self.now
+
+    run = bucket.run("r1")
+    uploads = Uploads(run.parent, clock=Ticks())  # type: ignore[arg-type]
+    write_fake_checkpoint(run / "checkpoints", 1)
+    (run / "exit_status").write_text("1")  # the first start ended (a stop)
+    uploads.tick()
+    assert uploads.uploaders["r1"].done
+    assert bucket.keys("runs/r1/checkpoints/") == ["runs/r1/checkpoints/ckpt-000000001.pt"]
+    # the resume: the desktop writes the store config again, the launcher removes the old
+    # exit status and starts the script, which writes a newer checkpoint
+    config = run / "store-config.json"
+    config.write_text(config.read_text())
+    later = (run / STATE_FILE).stat().st_mtime + 5
+    os.utime(config, (later, later))
+    uploads.tick()  # between the config and the launcher: the old exit status is not the end
+    assert not uploads.uploaders["r1"].done
+    (run / "exit_status").unlink()
+    write_fake_checkpoint(run / "checkpoints", 2)
+    uploads.tick()
+    assert "runs/r1/checkpoints/ckpt-000000002.pt" in bucket.keys("runs/r1/checkpoints/")
+    manifest = bucket.manifest()
+    assert manifest is not None and manifest["latest"] == "ckpt-000000002.pt"
+    assert not uploads.uploaders["r1"].done
+
+
+def test_fetch_resume_keeps_a_newer_checkpoint_of_this_machine(bucket: Bucket) -> None:
+    from gpudesk.agent.resume_fetch import fetch_latest
+
+    run = bucket.run("r1")
+    write_fake_checkpoint(run / "checkpoints", 5)
+    Uploader.for_run(run).tick(1000.0)
+    newer = write_fake_checkpoint(run / "checkpoints", 7)  # trained on, not yet uploaded
+    assert fetch_latest(run) is None
+    assert sorted(p.name for p in (run / "checkpoints").glob("*.pt")) == [
+        "ckpt-000000005.pt", newer.name]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from .store import Store, StoreError
-from .uploader import MANIFEST, _write_json, load_config
+from .uploader import MANIFEST, _step, _write_json, finished_checkpoints, load_config
 
 log = logging.getLogger("gpudesk.agent")
 RESUME_ENV = "GPUDESK_RESUME_FROM"  # what gpudesk.training reads (training/env.py)
@@ -39,7 +39,8 @@ def _entry(manifest: Dict[str, Any]) -> Optional[Dict[str, Any]]:
 
 def fetch_latest(folder: Path, store: Optional[Store] = None) -> Optional[Path]:
     """The local path of the bucket's latest complete checkpoint (downloaded when not
-    already here); None when the bucket has none. Raises StoreError."""
+    already here); None when the bucket has none, or when this machine holds a newer
+    finished checkpoint of its own. Raises StoreError."""
     config, settings = load_config(folder)
     store = store or Store(config)
     raw = store.get_bytes(config.prefix + MANIFEST)
@@ -56,6 +57,13 @@ def fetch_latest(folder: Path, store: Optional[Store] = None) -> Optional[Path]:
     if "/" in name or name.startswith("."):
         raise StoreError(f"the manifest names an odd checkpoint: {name!r}")
     size, sha = int(entry.get("bytes", -1)), str(entry.get("sha256") or "")
+    newest_here = finished_checkpoints(folder / settings.checkpoints)
+    if newest_here and newest_here[-1].step > _step(name):
+        # this machine trained past the bucket's latest (an upload not yet made): the
+        # training resumes from its own newer checkpoint, never from an older one
+        log.info("%s is newer than the bucket's %s; resuming from it",
+                 newest_here[-1].name, name)
+        return None
     dest = folder / settings.checkpoints / name
     sidecar = dest.with_suffix(".json")
     here: Dict[str, Any] = {}

@@ -151,6 +151,13 @@ def finished_checkpoints(folder: Path) -> List[LocalCheckpoint]:
     return sorted(out, key=lambda c: c.step)
 
 
+def _mtime(path: Path) -> Optional[float]:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
+
+
 def _step(name: Optional[str]) -> int:
     m = _CKPT.match(name or "")
     return int(m.group(1)) if m else -1
@@ -181,7 +188,18 @@ class Uploader:
                           multipart_threshold=int(sizes.get("multipart_threshold")
                                                   or MULTIPART_THRESHOLD),
                           part_size=int(sizes.get("part_size") or PART_SIZE))
-        return cls(folder, config, settings, store, _read_json(folder / STATE_FILE))
+        state = _read_json(folder / STATE_FILE)
+        config_mtime = _mtime(folder / CONFIG_FILE)
+        if state.get("finished") and state.get("config_mtime") != config_mtime:
+            # the run was started again here (a resume writes its store config anew):
+            # its checkpoints, log and outputs are uploaded again until it ends again
+            state.pop("finished", None)
+        state["config_mtime"] = config_mtime
+        return cls(folder, config, settings, store, state)
+
+    def restarted(self) -> bool:
+        """Whether the run's store config was written again since this uploader began."""
+        return _mtime(self.folder / CONFIG_FILE) != self.state.get("config_mtime")
 
     # -------------------------------------------------------------- the schedule
 
@@ -190,8 +208,15 @@ class Uploader:
         return bool(self.state.get("finished"))
 
     def ended(self) -> bool:
-        if (self.folder / EXIT_FILE).exists():
+        """The run's process is gone. Files older than the store config belong to the
+        run's previous start (a resume rewrites the config before it starts again)."""
+        since = self.state.get("config_mtime")
+        exit_at = _mtime(self.folder / EXIT_FILE)
+        if exit_at is not None and (since is None or exit_at >= since):
             return True
+        pid_at = _mtime(self.folder / PID_FILE)
+        if pid_at is None or (since is not None and pid_at < since):
+            return False
         pid = read_pid(self.folder / PID_FILE)
         return pid is not None and not pid_alive(pid)
 
@@ -215,6 +240,7 @@ class Uploader:
     def _tick(self, now: float) -> None:
         if self.manifest is None:
             self.manifest = self._load_manifest()
+            self._continue_log_parts()
             try:
                 self.store.abort_stale_uploads(self.config.prefix + "checkpoints/")
             except StoreError as exc:
@@ -324,6 +350,16 @@ class Uploader:
 
     # -------------------------------------------------------------- log and outputs
 
+    def _continue_log_parts(self) -> None:
+        """A run resumed on a new machine has no local count of its log parts: number on
+        from the bucket's highest, so machine B never overwrites machine A's parts."""
+        info = self.state.setdefault("log", {"parts": 0, "offset": 0})
+        prefix = self._key("logs", self.settings.log + ".")
+        held = [obj.key[len(prefix):] for obj in self.store.list(prefix)]
+        highest = max((int(n) for n in held if n.isdigit()), default=0)
+        if highest > int(info.get("parts", 0)):
+            info["parts"] = highest
+
     def upload_log(self, now: float) -> bool:
         """Send the bytes the log gained since the last part as the next numbered part."""
         path = self.folder / self.settings.log
@@ -397,7 +433,11 @@ class Uploads:
         except OSError:
             return
         for name in names:
-            if name in self.uploaders or not (self.runs_dir / name / CONFIG_FILE).is_file():
+            if not (self.runs_dir / name / CONFIG_FILE).is_file():
+                continue
+            known = self.uploaders.get(name)
+            if known is not None and not (known.done and isinstance(known, Uploader)
+                                          and known.restarted()):
                 continue
             try:
                 self.uploaders[name] = Uploader.for_run(self.runs_dir / name,
