@@ -33,6 +33,15 @@ AttachInstanceRamRole attaches a role only if it exists and trusts ``ecs.aliyunc
 to machines of the region (``role_of`` says which role a machine has). ``ram_denied``
 answers every RAM call NoPermission and AttachInstanceRamRole Forbidden.RAM.
 
+STS (2015-04-01, issue 22, told by its version header): ``GetCallerIdentity`` says whose
+keys sign (``root_keys`` are the account's own, every other key a RAM user's), and
+``AssumeRole`` hands out short-lived keys for a role whose trust policy names the account
+(``Principal.RAM``), held to the documented limits: the account's own keys may not call it,
+``RoleSessionName`` 2..64 of letters, digits and ``_.@-``, ``Policy`` at most 2048
+characters of JSON, ``DurationSeconds`` 900..the role's ``MaxSessionDuration``. Each is recorded
+(``assumed``). RAM CreateRole also takes a role trusted by accounts (``Principal.RAM``),
+with ``MaxSessionDuration`` 3600..43200.
+
 Every request is checked against ECS's and VPC's documented limits in
 ``cloud_limits.ALIYUN`` before anything else and refused in ECS's words
 (``InvalidParameter: The specified parameter "PageSize" is not valid.``);
@@ -75,6 +84,16 @@ RAM_ACTIONS = frozenset({"GetRole", "CreateRole", "GetPolicy", "CreatePolicy",
                          "AttachPolicyToRole"})
 ECS_PRINCIPAL = "ecs.aliyuncs.com"  # the service a role must trust for ECS to attach it
 ACCOUNT_ID = "1234567890123456"
+# STS AssumeRole (https://www.alibabacloud.com/help/en/ram/api-assumerole): RAM users and
+# roles only; RoleSessionName 2-64 characters (letters, digits, ".", "@", "-", "_");
+# Policy 1-2048 characters; DurationSeconds 900..the role's MaxSessionDuration (3600 by
+# default). RAM CreateRole: MaxSessionDuration 3600-43200.
+STS_VERSION = "2015-04-01"
+STS_ACTIONS = frozenset({"AssumeRole", "GetCallerIdentity"})
+STS_POLICY_MAX = 2048
+STS_MIN_S = 900
+ROLE_MAX_SESSION = (3600, 43200)
+_SESSION_NAME = re.compile(r"^[\w.@-]{2,64}$")
 # Actions ECS pages with MaxResults/NextToken (the others: PageNumber/PageSize only); the
 # largest pages are cloud_limits.ALIYUN's, which every request is checked against.
 TOKEN_PAGED = frozenset({"DescribeSecurityGroups", "DescribeInstances"})
@@ -243,6 +262,9 @@ class AliyunStandin(StandinServer):
             # every RAM call answered NoPermission, and AttachInstanceRamRole (passing a
             # role) Forbidden.RAM, as for a key without those permissions
             self.ram_denied = False
+            self.root_keys: set[str] = set()  # the account's own keys (the others: RAM users)
+            self.assumed: list[dict[str, Any]] = []  # what AssumeRole gave
+            self._caller = ""  # the key id the request being answered is signed with
             self.keep_charging_types: set[str] = set()  # StopCharging not allowed
             # DeleteSecurityGroup refused this many more times once no instance uses the
             # group (DependencyViolation), as ECS does while it releases the network card
@@ -364,11 +386,12 @@ class AliyunStandin(StandinServer):
         try:
             self._authenticate(method, url.path, query, headers, body)
             version = headers.get("x-acs-version", "")
-            if version not in (VERSION, VPC_VERSION, RAM_VERSION):
+            if version not in (VERSION, VPC_VERSION, RAM_VERSION, STS_VERSION):
                 raise ApiError("InvalidVersion", "Specified parameter Version is not valid.")
             handler = getattr(self, "_" + action, None)
             if handler is None or (action in VPC_ACTIONS) != (version == VPC_VERSION) or (
-                    action in RAM_ACTIONS) != (version == RAM_VERSION):
+                    action in RAM_ACTIONS) != (version == RAM_VERSION) or (
+                    action in STS_ACTIONS) != (version == STS_VERSION):
                 raise ApiError("InvalidAction.NotFound", f"Specified api {action} is not found.")
             with self._lock:
                 self.requests.append((action, region, query))
@@ -379,7 +402,10 @@ class AliyunStandin(StandinServer):
                     raise ApiError(*cloud_limits.split(violations[0]))
                 self._release_due()
                 self._maybe_fail(action, region, query)
-                if action not in RAM_ACTIONS | {"DescribeRegions"} and region not in REGIONS:
+                found = _AUTH.match(headers.get("authorization", ""))
+                self._caller = found["id"] if found else ""
+                if (action not in RAM_ACTIONS | STS_ACTIONS | {"DescribeRegions"}
+                        and region not in REGIONS):
                     raise ApiError("InvalidRegionId.NotFound",
                                    "The specified RegionId does not exist.")
                 answer = handler(region, query)
@@ -393,7 +419,8 @@ class AliyunStandin(StandinServer):
             return _STATUS.get(err.code, 400 if err.code != "InternalError" else 500), {
                 "RequestId": str(uuid.uuid4()).upper(),
                 "HostId": "vpc.aliyuncs.com" if action in VPC_ACTIONS else
-                "ram.aliyuncs.com" if action in RAM_ACTIONS else "ecs.aliyuncs.com",
+                "ram.aliyuncs.com" if action in RAM_ACTIONS else
+                "sts.aliyuncs.com" if action in STS_ACTIONS else "ecs.aliyuncs.com",
                 "Code": err.code, "Message": err.message,
                 "Recommend": f"https://api.aliyun.com/troubleshoot?q={err.code}"}
         answer["RequestId"] = str(uuid.uuid4()).upper()
@@ -936,17 +963,24 @@ class AliyunStandin(StandinServer):
         name = q.get("RoleName", "")
         if name in self.state.roles:
             raise ApiError("EntityAlreadyExists.Role", "The role already exists.")
+        def listed(st: dict[str, Any], kind: str) -> list[str]:
+            given = st["Principal"].get(kind) or []
+            return [given] if isinstance(given, str) else list(given)
+
         try:
             doc = json.loads(q.get("AssumeRolePolicyDocument", ""))
-            services = [s for st in doc["Statement"] if st["Action"] == "sts:AssumeRole"
-                        for s in ([st["Principal"]["Service"]]
-                                  if isinstance(st["Principal"]["Service"], str)
-                                  else st["Principal"]["Service"])]
-        except (ValueError, KeyError, TypeError):
+            trusting = [st for st in doc["Statement"] if st["Action"] == "sts:AssumeRole"]
+            services = [s for st in trusting for s in listed(st, "Service")]
+            accounts = [a for st in trusting for a in listed(st, "RAM")]
+        except (ValueError, KeyError, TypeError, AttributeError):
             raise ApiError("MalformedPolicyDocument", "The policy document is malformed."
                            ) from None
-        if doc.get("Version") != "1" or not services:
+        if doc.get("Version") != "1" or not (services or accounts):
             raise ApiError("MalformedPolicyDocument", "The policy document is malformed.")
+        longest = int(q.get("MaxSessionDuration") or 3600)
+        if not ROLE_MAX_SESSION[0] <= longest <= ROLE_MAX_SESSION[1]:
+            raise ApiError("InvalidParameter.MaxSessionDuration",
+                           "The parameter MaxSessionDuration is invalid.")
         now = _iso(self.now())
         self.state.roles[name] = {
             "RoleId": str(300000000000000000 + len(self.state.roles) + 1), "RoleName": name,
@@ -955,7 +989,7 @@ class AliyunStandin(StandinServer):
             "CreateDate": now, "UpdateDate": now,
             "MaxSessionDuration": int(q.get("MaxSessionDuration") or 3600),
             "_tags": {t["Key"]: t.get("Value", "") for t in _objects(q, "Tag")},
-            "_services": services}
+            "_services": services, "_accounts": accounts}
         return {"Role": self._role_view(self.state.roles[name])}
 
     def _GetPolicy(self, region: str, q: dict[str, str]) -> dict[str, Any]:
@@ -1023,6 +1057,64 @@ class AliyunStandin(StandinServer):
         return {"RamRoleName": name, "TotalCount": len(results),
                 "FailCount": sum(1 for r in results if not r["Success"]),
                 "AttachInstanceRamRoleResults": {"AttachInstanceRamRoleResult": results}}
+
+
+    # ------------------------------------------------------------------ STS (issue 22)
+
+    def _GetCallerIdentity(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        root = self._caller in self.root_keys
+        return {"AccountId": ACCOUNT_ID, "IdentityType": "Account" if root else "RAMUser",
+                "Arn": f"acs:ram::{ACCOUNT_ID}:root" if root
+                else f"acs:ram::{ACCOUNT_ID}:user/gpudesk",
+                "UserId": ACCOUNT_ID if root else "200000000000000001",
+                "PrincipalId": ACCOUNT_ID if root else "200000000000000001"}
+
+    def _AssumeRole(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        if self._caller in self.root_keys:
+            raise ApiError("NoPermission", "You are not authorized to do this action. You "
+                           "should be authorized by RAM.")
+        arn = q.get("RoleArn", "")
+        role = next((r for r in self.state.roles.values() if r["Arn"] == arn), None)
+        if role is None:
+            raise ApiError("EntityNotExist.Role", "The role not exists: " + arn)
+        if f"acs:ram::{ACCOUNT_ID}:root" not in role.get("_accounts", []):
+            raise ApiError("NoPermission", "You are not authorized to assume this role.")
+        name = q.get("RoleSessionName", "")
+        if not _SESSION_NAME.match(name):
+            raise ApiError("InvalidParameter.RoleSessionName",
+                           "The parameter RoleSessionName is wrongly formed.")
+        policy = q.get("Policy")
+        doc: dict[str, Any] | None = None
+        if policy is not None:
+            if not 1 <= len(policy) <= STS_POLICY_MAX:
+                raise ApiError("InvalidParameter.PolicySize",
+                               f"The size of Policy must be smaller than {STS_POLICY_MAX} "
+                               "bytes.")
+            try:
+                doc = json.loads(policy)
+                statements = doc["Statement"]
+            except (ValueError, KeyError, TypeError):
+                raise ApiError("InvalidParameter.PolicyGrammar",
+                               "The parameter Policy has not passed grammar check.") from None
+            if doc.get("Version") != "1" or not statements:
+                raise ApiError("InvalidParameter.PolicyGrammar",
+                               "The parameter Policy has not passed grammar check.")
+        try:
+            seconds = int(q.get("DurationSeconds") or 3600)
+        except ValueError:
+            seconds = -1
+        if not STS_MIN_S <= seconds <= int(role["MaxSessionDuration"]):
+            raise ApiError("InvalidParameter.DurationSeconds",
+                           f"The Min/Max value of DurationSeconds is {STS_MIN_S}/"
+                           f"{role['MaxSessionDuration']} seconds.")
+        expires = _iso(self.now() + seconds)
+        given = {"AccessKeyId": "STS." + _new_id("", 24),
+                 "AccessKeySecret": uuid.uuid4().hex, "SecurityToken": uuid.uuid4().hex * 4,
+                 "Expiration": expires}
+        self.assumed.append({"RoleArn": arn, "RoleSessionName": name, "Policy": doc,
+                             "DurationSeconds": seconds, "Key": self._caller, **given})
+        return {"Credentials": given, "AssumedRoleUser": {
+            "Arn": f"{arn}/{name}", "AssumedRoleId": f"{role['RoleId']}:{name}"}}
 
 
 def sdk_client(server: AliyunStandin, region: str = "cn-hangzhou",

@@ -17,6 +17,13 @@ only if it exists and trusts ``cvm.qcloud.com`` (``role_of`` says which role a m
 has); ``cam_denied`` refuses every CAM call, and passing a role, with
 ``AuthFailure.UnauthorizedOperation``.
 
+STS (2018-08-13, issue 22): ``GetFederationToken`` hands out short-lived keys
+(``Credentials{TmpSecretId, TmpSecretKey, Token}``, ``ExpiredTime``, ``Expiration``) held to
+its documented limits (``Name``, a URL-encoded CAM ``Policy`` without ``principal``,
+``DurationSeconds`` up to 7200 for the main account and 129600 for a sub-account) and
+records each (``federation_tokens``); CAM ``GetUserAppId`` says whose keys sign
+(``main_keys`` are the main account's, every other key a sub-account's).
+
 State is kept per region: instances (PENDING → RUNNING on a later describe,
 STOPPING → STOPPED, STARTING → RUNNING, TERMINATING → gone after being seen
 ``terminating_describes`` times; while it lasts its key pair and security group
@@ -47,6 +54,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import unquote
 
 import cloud_limits
 from cloud_bill import tencent_view
@@ -77,6 +85,18 @@ CAM_ACTIONS = frozenset({"GetRole", "CreateRole", "ListPolicies", "CreatePolicy"
                          "AttachRolePolicy"})
 CVM_PRINCIPAL = "cvm.qcloud.com"  # the service a role must trust for CVM to bind it
 OWNER_UIN = "100000000001"
+SUB_UIN = "100000000011"  # the sub-account every key not in ``main_keys`` belongs to
+APPID = "1250000000"
+# STS GetFederationToken (https://cloud.tencent.com/document/api/1312/48195): Policy is
+# URL-encoded CAM JSON without a principal; DurationSeconds defaults to 1800, at most 7200
+# for the main account and 129600 for a sub-account. Name: the reference says letters
+# ("readOnly"); the SDK model and STS's InvalidParameter answers take 2..32 of [\w+=,.@-].
+# The reference gives no Policy length limit, so none is enforced here.
+STS_VERSION = "2018-08-13"
+STS_ACTIONS = frozenset({"GetFederationToken"})
+CAM_ACTIONS = CAM_ACTIONS | {"GetUserAppId"}
+STS_DEFAULT_S, STS_MAIN_MAX_S, STS_SUB_MAX_S = 1800, 7200, 129600
+_FEDERATION_NAME = re.compile(r"^[\w+=,.@-]{2,32}$")
 # ModifyInstancesAttribute: "每次请求必须指定实例的一种属性用于修改" (one attribute per call)
 _MODIFIABLE = ("InstanceName", "UserData", "SecurityGroups", "CamRoleName", "HostName",
                "DisableApiTermination", "EnableJumboFrame")
@@ -223,6 +243,9 @@ class TencentStandin(StandinServer):
             # every CAM call refused as CAM refuses a key without the permission
             # (AuthFailure.UnauthorizedOperation); ModifyInstancesAttribute too (passing a role)
             self.cam_denied = False
+            self.main_keys: set[str] = set()  # keys of the main account (the others: a sub)
+            self.federation_tokens: list[dict[str, Any]] = []  # what GetFederationToken gave
+            self._caller = ""  # the key id the request being answered is signed with
             self._policy_ids = itertools.count(170000001)
             self.images = [dict(i) for i in IMAGES]
             self.launch_failures: list[tuple[str, str]] = []  # (zone or "", message)
@@ -287,9 +310,10 @@ class TencentStandin(StandinServer):
         try:
             self._authenticate(headers, body, action)
             if headers.get("x-tc-version") != (CAM_VERSION if action in CAM_ACTIONS
+                                               else STS_VERSION if action in STS_ACTIONS
                                                else VERSION):
                 raise ApiError("NoSuchVersion", "The API version does not exist.")
-            if action not in CVM_ACTIONS | VPC_ACTIONS | CAM_ACTIONS:
+            if action not in CVM_ACTIONS | VPC_ACTIONS | CAM_ACTIONS | STS_ACTIONS:
                 raise ApiError("InvalidAction", f"The action {action} does not exist.")
             try:
                 params = json.loads(body or b"{}")
@@ -298,6 +322,7 @@ class TencentStandin(StandinServer):
             with self._lock:
                 self.requests.append((action, region, params))
                 self._maybe_fail(action, region, params)
+                self._caller = self._signer(headers)
                 if action not in CAM_ACTIONS | {"DescribeRegions"} and region not in REGIONS:
                     raise ApiError("UnsupportedRegion", f"Region {region} is not supported.")
                 # The documented limits (tests/cloud_limits.py), refused in Tencent's words.
@@ -337,8 +362,9 @@ class TencentStandin(StandinServer):
                            "more than 5 minutes.")
         host = headers.get("host", "")
         first = host.split(".")[0]
-        owner = "vpc" if action in VPC_ACTIONS else "cam" if action in CAM_ACTIONS else "cvm"
-        service = first if first in ("cvm", "vpc", "cam") else owner
+        owner = ("vpc" if action in VPC_ACTIONS else "cam" if action in CAM_ACTIONS
+                 else "sts" if action in STS_ACTIONS else "cvm")
+        service = first if first in ("cvm", "vpc", "cam", "sts") else owner
         date = datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d")
         signed = match["signed"].split(";")
         canonical_headers = "".join(f"{h}:{headers.get(h, '').strip().lower()}\n" for h in signed)
@@ -1035,6 +1061,48 @@ class TencentStandin(StandinServer):
             else:
                 raise ApiError("InvalidParameter", f"stand-in: {given[0]} is not served")
         return {}
+
+    # ------------------------------------------------------------------ STS (issue 22)
+
+    @staticmethod
+    def _signer(headers: dict[str, str]) -> str:
+        found = _AUTH.match(headers.get("authorization", ""))
+        return found["id"] if found else ""
+
+    def _GetUserAppId(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        uin = OWNER_UIN if self._caller in self.main_keys else SUB_UIN
+        return {"Uin": uin, "OwnerUin": OWNER_UIN, "AppId": int(APPID)}
+
+    def _GetFederationToken(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        name = str(params.get("Name") or "")
+        if not _FEDERATION_NAME.match(name):
+            raise ApiError("InvalidParameter.ParamError",
+                           "Name must be 2 to 32 characters of letters, digits and +=,.@_-.")
+        try:
+            doc = json.loads(unquote(str(params.get("Policy") or "")))
+            statements = doc["statement"]
+        except (ValueError, KeyError, TypeError):
+            raise ApiError("InvalidParameter.PolicyError", "policy error") from None
+        if (doc.get("version") != "2.0" or not isinstance(statements, list) or not statements
+                or any("principal" in st for st in statements)
+                or any(st.get("effect") not in ("allow", "deny") for st in statements)):
+            raise ApiError("InvalidParameter.PolicyError", "policy error")
+        main = self._caller in self.main_keys
+        high = STS_MAIN_MAX_S if main else STS_SUB_MAX_S
+        raw = params.get("DurationSeconds", STS_DEFAULT_S)
+        if not isinstance(raw, int) or isinstance(raw, bool) or not 0 < raw <= high:
+            raise ApiError("InvalidParameter.ParamError",
+                           f"DurationSeconds must be 1 to {high} for this account.")
+        now = int(time.time() + self.clock_offset)
+        token = {"Name": name, "Policy": doc, "DurationSeconds": raw, "Key": self._caller,
+                 "TmpSecretId": "AKID" + _new_id("t")[2:] + uuid.uuid4().hex[:24],
+                 "TmpSecretKey": uuid.uuid4().hex, "Token": uuid.uuid4().hex * 4,
+                 "ExpiredTime": now + raw}
+        self.federation_tokens.append(token)
+        return {"Credentials": {k: token[k] for k in ("TmpSecretId", "TmpSecretKey", "Token")},
+                "ExpiredTime": now + raw,
+                "Expiration": datetime.fromtimestamp(now + raw, UTC).strftime(
+                    "%Y-%m-%dT%H:%M:%SZ")}
 
     def _still_releasing(self, resource: str) -> None:
         left = self.lingering.get(resource, 0)

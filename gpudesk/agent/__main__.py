@@ -304,7 +304,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if lock is None:
         log.error("another agent is running in %s", folder)
         return 3
-    try:
+    with lock:  # held until the agent ends; closing the file releases it
         mark_running(folder, PID_FILE)
         agent = Agent(folder, rules, exe=args.nvidia_smi, sampler=args.sampler,
                       interval_ms=args.interval_ms, runs_dir=args.runs_dir,
@@ -319,8 +319,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 0
         agent.run(stop)
         return 0
-    finally:
-        lock.close()
 
 
 if __name__ == "__main__":

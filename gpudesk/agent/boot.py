@@ -130,7 +130,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     lock = _lock(folder)
     if lock is None:
         return EXIT_OTHER_AGENT  # the full agent runs and enforces the same rules
-    try:
+    with lock:  # held until the guard ends; closing the file releases it
         try:
             guard = BootGuard(folder, args.rules, exe=args.nvidia_smi, every_s=args.every)
         except RulesError as exc:
@@ -139,8 +139,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         mark_running(folder, PID_FILE)
         guard.run(stop)
         return 0
-    finally:
-        lock.close()
 
 
 if __name__ == "__main__":

@@ -411,6 +411,12 @@ class Uploader:
             latest=m.get("latest"),
             checkpoints=[e.get("name") for e in m.get("checkpoints", []) if isinstance(e, dict)],
             credentials="sts" if self.config.credentials_file else "role")
+        if self.manifest is not None:  # what the folder holds, for the desktop's spend
+            self.state["bucket_bytes"] = (
+                sum(int(e.get("bytes") or 0) for e in m.get("checkpoints", [])
+                    if isinstance(e, dict))
+                + int((self.state.get("log") or {}).get("offset", 0))
+                + int((self.state.get("outputs") or {}).get("bytes", 0)))
         try:
             _write_json(self.folder / STATE_FILE, self.state)
         except OSError as exc:

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import getpass
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -26,8 +27,14 @@ from gpudesk.services.money.ledger import Ledger, Machine
 
 MSG_BAD_BUDGET = QT_TRANSLATE_NOOP(
     "ProviderError", "A budget must be more than 0 (got {amount}).")
+MSG_BAD_LOGIN_USER = QT_TRANSLATE_NOOP(
+    "ProviderError", "'{user}' is not a login name (lowercase letters, digits, '_' and '-', "
+    "starting with a letter or '_', at most 32 characters).")
 VERBS = frozenset({"accounts", "launch", "ls", "show", "stop", "start", "terminate",
-                   "allow-me", "add-machine"})
+                   "allow-me", "add-machine", "login-user"})
+STORE_AUTO, STORE_NONE = "auto", "none"
+NONE_WORDS = ("none", "off", "no")  # = runs.machine_access.NONE_WORDS
+_LOGIN_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -166,11 +173,38 @@ def _launch_budget(a: argparse.Namespace) -> tuple[float | None, str, float]:
     return (s.machine_budget_usd or None), action, rate
 
 
+def store_choice(text: str, provider: str) -> str:
+    """``--store`` as the ledger keeps it: "auto", "none" or the URI as ``parse_uri`` reads
+    it. A bad URI, or a bucket on another cloud than the machine (the run's short-lived keys
+    come from the machine's cloud), raises StorageError before anything can bill."""
+    from gpudesk.services.storage.errors import StorageError
+    from gpudesk.services.storage.uri import parse_uri
+
+    word = text.strip()
+    if word.lower() in ("", STORE_AUTO):
+        return STORE_AUTO
+    if word.lower() in NONE_WORDS:
+        return STORE_NONE
+    uri = parse_uri(word)
+    if uri.cloud != provider:
+        from gpudesk.services.runs.machine_access import MSG_OTHER_CLOUD
+
+        raise StorageError(MSG_OTHER_CLOUD, uri=str(uri), cloud=accounts.title(provider))
+    return str(uri)
+
+
 def _cmd_launch(a: argparse.Namespace) -> int:
     from gpudesk.services.cloud.launcher import STEP_TITLES, Launcher, LaunchPlan, Progress
+    from gpudesk.services.storage.errors import StorageError
 
     if a.max_price is not None and not a.spot:
         return _fail("--max-price only applies to spot machines; add --spot", 2)
+    try:
+        store = store_choice(a.store, a.provider)
+    except StorageError as err:  # refused before anything is written or asked
+        return _fail(err.message(), 2)
+    if a.login_user and not _LOGIN_NAME.match(a.login_user):
+        return _fail(MSG_BAD_LOGIN_USER.format(user=a.login_user), 2)
     offer = _catalog_offer(a.provider, a.region, a.type)
     price = (offer.price(a.spot) or offer.ondemand_price or 0.0) if offer is not None else 0.0
     budget, on_budget, rate = _launch_budget(a)
@@ -182,7 +216,8 @@ def _cmd_launch(a: argparse.Namespace) -> int:
         fallback_regions=tuple(a.fallback_region or ()),
         gpu=offer.gpu.name if offer is not None else "",
         gpus=offer.gpu_count if offer is not None else 0, price_per_hour=price,
-        wait_ssh=not a.no_wait_ssh, instance_role=not a.no_instance_role)
+        wait_ssh=not a.no_wait_ssh, instance_role=not a.no_instance_role, store=store,
+        ssh_user=a.login_user or "")
 
     def show(p: Progress) -> None:
         mark = {"started": "…", "done": "done", "failed": "FAILED", "retry": "refused"}[p.status]
@@ -202,9 +237,40 @@ def _cmd_launch(a: argparse.Namespace) -> int:
     if a.json:
         print(json.dumps(data, indent=2))
     else:
+        login = f"ssh {m.ssh_user}@{m.public_ip}" if m.ssh_user else _login_unknown(m, "")
         print(f"{m.id} {m.cloud_id} {m.instance_type} {m.market} {m.state} in {m.zone or m.region}"
-              f"; ssh {m.ssh_user}@{m.public_ip}")
+              f"; {login}")
     return 0
+
+
+def _login_unknown(m: Machine, why: str) -> str:
+    """"login user unknown (why). Set it with: …" for a machine whose user nobody said."""
+    from gpudesk.services.remote.targets import MSG_LOGIN_HOW, MSG_LOGIN_UNKNOWN
+
+    return MSG_LOGIN_UNKNOWN + (f" ({why})" if why else "") + ". " + MSG_LOGIN_HOW.format(
+        machine=m.name or m.id)
+
+
+def _login_unknown_why(ledger: Ledger, m: Machine) -> str:
+    """Why the login user is not known, as the reconciler or launcher logged it ("": not
+    said)."""
+    for event in reversed(ledger.events(m.id)):
+        if event.step == "login-user":
+            return event.detail.removeprefix("unknown:").strip() \
+                if event.detail.startswith("unknown") else ""
+    return ""
+
+
+def _store_json(m: Machine) -> dict[str, str]:
+    """``show --json``'s ``store`` (runs.machine_access.store_summary)."""
+    try:
+        from gpudesk.services.runs.machine_access import store_summary
+    except ImportError:
+        word = m.store.strip()
+        none = word.lower() in NONE_WORDS or m.provider == "own"
+        return {"uri": word or STORE_AUTO if not none else "", "role": "",
+                "credentials": "none" if none else "sts"}
+    return store_summary(m)
 
 
 def _machine_json(m: Machine, ledger: Ledger, now: float | None = None) -> dict[str, Any]:
@@ -241,6 +307,11 @@ def _cmd_ls(a: argparse.Namespace) -> int:
         if report.adopted:
             print(f"gpudesk: found {len(report.adopted)} machine(s) the ledger did not know: "
                   + ", ".join(report.adopted), file=sys.stderr)
+        for ledger_id, why in report.login_unknown.items():
+            m = next((x for x in machines if x.id == ledger_id), None)
+            if m is not None and not m.ssh_user:
+                print(f"gpudesk: warning: {ledger_id}: {_login_unknown(m, why)}",
+                      file=sys.stderr)
         if report.cleanup is not None and report.cleanup.waiting:
             print("gpudesk: cleanup not finished (asked again by every ls, reconcile and "
                   "app start; gpudesk show ID --json says why): "
@@ -268,11 +339,15 @@ def _cmd_show(a: argparse.Namespace) -> int:
         leftovers = cleanup.status(ledger, m)
         rotated, installed = first_login.login_facts(ledger, m.id)
         role_why = instance_role.why_not(ledger, m)  # what stays unprotected without a role
+        why_unknown = _login_unknown_why(ledger, m) if not m.ssh_user else ""
     data["cleanup"] = [r.as_json() for r in leftovers]
     g = guard.of(m)
     data.update(host_key_fingerprint=m.host_key_fingerprint or None, guard=g.as_json(),
                 guard_says=guard.english(m, g, role_why), host_key_rotated=rotated)
     data["guard"]["installed"] = installed
+    data["store"] = _store_json(m)
+    cloud = m.provider != "own"
+    data["login_user"] = m.ssh_user or None
     if a.json:
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
@@ -280,6 +355,12 @@ def _cmd_show(a: argparse.Namespace) -> int:
           f"{m.billing_label}")
     print(f"  spent {data['spend']:.2f} {m.currency} at {m.price_per_hour:g}/h")
     print(f"  host key {m.host_key_fingerprint or 'not known yet (asked on first connect)'}")
+    if m.ssh_user or not cloud:
+        print(f"  login user {m.ssh_user or 'root'}")  # an own machine's, as targets uses
+    else:  # never a guess: a wrong user is a failed login and a guard for nobody
+        print(f"  {_login_unknown(m, why_unknown)}")
+    store = data["store"]
+    print(f"  run data: {_store_words(store)}")
     print(f"  guard: {first_login.GUARD_WORDS[installed]}")
     print(f"  enforced by: {', '.join(g.enforced_by) or 'nobody'}")
     for line in data["guard_says"]:
@@ -287,6 +368,30 @@ def _cmd_show(a: argparse.Namespace) -> int:
     for r in leftovers:
         why = f" ({r.last_error})" if r.last_error else ""
         print(f"  {r.kind} {r.resource}: {r.state}{why}")
+    return 0
+
+
+def _store_words(store: dict[str, str]) -> str:
+    """The plain ``show`` line of where runs keep their data."""
+    how = {"role": "through the machine's role", "sts": "short-lived keys for each run",
+           "none": ""}.get(store.get("credentials", ""), "")
+    uri = store.get("uri", "")
+    if not uri or store.get("credentials") == "none":
+        return f"no bucket{f' ({uri})' if uri else ''}: copies on this computer only"
+    where = "the account's gpudesk bucket in the machine's region" if uri == STORE_AUTO else uri
+    return f"{where} ({how})" if how else where
+
+
+def _cmd_login_user(a: argparse.Namespace) -> int:
+    """Say who logs in on a machine whose image did not say it (or said it wrong)."""
+    from gpudesk.services.cloud.machines import resolve
+
+    if not _LOGIN_NAME.match(a.user):
+        return _fail(MSG_BAD_LOGIN_USER.format(user=a.user), 2)
+    with Ledger() as ledger:
+        m = resolve(ledger, a.id)
+        m = ledger.update(m.id, ssh_user=a.user, step="login-user", detail=f"{a.user} (given)")
+    print(f"{m.id} {m.name}: logs in as {m.ssh_user}")
     return 0
 
 
@@ -389,9 +494,22 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--no-instance-role", action="store_true",
                    help="give the machine no role to stop itself (AWS: an instance profile "
                         "that may only stop or terminate that machine)")
+    p.add_argument("--store", default=STORE_AUTO, metavar="auto|none|URI",
+                   help="where its runs keep checkpoints, logs and outputs: auto (the "
+                        "account's gpudesk bucket in the machine's region, the default), "
+                        "none (copies on this computer only), or s3://bucket/prefix, "
+                        "cos://bucket-appid/prefix, oss://bucket/prefix")
+    p.add_argument("--login-user", metavar="USER",
+                   help="who logs in (default: the image's own user)")
     p.add_argument("--poll", type=float, default=3.0, help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_launch)
+
+    p = sub.add_parser("login-user", help="say who logs in on a machine (when its image "
+                                          "did not say it)")
+    p.add_argument("id", help="ledger id, cloud id or name")
+    p.add_argument("user", help="the login name, e.g. root, ubuntu or ec2-user")
+    p.set_defaults(func=_cmd_login_user)
 
     p = sub.add_parser("show", help="one machine: spend, host key and who enforces its budget")
     p.add_argument("id", help="ledger id, cloud id or name")

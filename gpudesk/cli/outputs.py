@@ -13,20 +13,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpudesk.services.core.sizes import size_text
+
 VERBS = frozenset({"outputs"})
 CLOUD_CURRENCY = {"aws": "USD"}
 
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 def _store(a: argparse.Namespace) -> tuple[str, str]:
@@ -80,15 +74,15 @@ def _print_listing(listing: Any, monthly: float | None, price: Any) -> None:
     print(f"{listing.uri}")
     for c in listing.checkpoints:
         flag = "latest" if c.latest else ("complete" if c.complete else "incomplete")
-        print(f"  checkpoint {c.name:<40} {_size(c.bytes):>12}  {flag}")
+        print(f"  checkpoint {c.name:<40} {size_text(c.bytes):>12}  {flag}")
     for o in listing.outputs:
-        print(f"  output     {o.path:<40} {_size(o.bytes):>12}")
+        print(f"  output     {o.path:<40} {size_text(o.bytes):>12}")
     if listing.warning:
         print(f"  note: {listing.warning}")
     if monthly is None:
-        print(f"  storage: {_size(listing.total_bytes)}; {price.reason}")
+        print(f"  storage: {size_text(listing.total_bytes)}; {price.reason}")
     else:
-        print(f"  storage: {_size(listing.total_bytes)}, {monthly:,.4f} "
+        print(f"  storage: {size_text(listing.total_bytes)}, {monthly:,.4f} "
               f"{price.price.currency}/month ({price.price.source}, {price.price.as_of})")
 
 
@@ -99,9 +93,9 @@ def _download(a: argparse.Namespace, client: Any, store: Any, listing: Any,
     out_price = pricing.data_out_price(store.cloud, region)
     cost = pricing.data_out_cost(listing.outputs_bytes, out_price.price)
     if cost is None:
-        _say(f"{_size(listing.outputs_bytes)} to download; {out_price.reason}")
+        _say(f"{size_text(listing.outputs_bytes)} to download; {out_price.reason}")
     else:
-        _say(f"{_size(listing.outputs_bytes)} to download, data out about {cost:,.4f} "
+        _say(f"{size_text(listing.outputs_bytes)} to download, data out about {cost:,.4f} "
              f"{out_price.price.currency} ({out_price.price.source}, "  # type: ignore[union-attr]
              f"{out_price.price.as_of})")  # type: ignore[union-attr]
     shown = [-1]
@@ -110,7 +104,7 @@ def _download(a: argparse.Namespace, client: Any, store: Any, listing: Any,
         percent = 100 if total == 0 else done * 100 // total
         if percent != shown[0] and not a.json:
             shown[0] = percent
-            _say(f"  {percent:3d}% {_size(done)} of {_size(total)}")
+            _say(f"  {percent:3d}% {size_text(done)} of {size_text(total)}")
 
     written = outputs.download_outputs(client, store, listing, Path(a.download), progress)
     if a.json:

@@ -108,16 +108,27 @@ def _cmd_run(a: argparse.Namespace) -> int:
         refs = [(a.target, identity)]
         refs += [(ref.strip(), identity) for ref in (a.nodes or "").split(",") if ref.strip()]
         conns = _connect_all(a, refs)
+    from gpudesk.services.runs import machine_access
+
     try:
         if a.resume:
-            record = runs.resume(conns, record, report=_say,
+            # short-lived bucket keys end: a resume gets new ones (a role is reused)
+            store = (machine_access.access_for_target(
+                a.target or record.main.target, record.id, uri=record.store_uri,
+                role=record.store_role) if record.store_uri else None)
+            record = runs.resume(conns, record, report=_say, store=store,
                                  project=Path(a.project) if a.project else None)
         else:
             request = runs.RunRequest(
                 project=Path(a.project), script=command[0], args=command[1:], nproc=a.nproc,
                 amp=a.amp, checkpoint_every_min=a.checkpoint_every, python=a.python,
                 root=a.remote_root)
-            record = runs.launch(conns, refs, request, report=_say)
+            store = None
+            machine = machine_access.ledger_machine(refs[0][0])
+            if machine is not None and machine_access.wants_store(machine):
+                request.run_id = runs.new_run_id(Path(a.project).resolve().name)
+                store = machine_access.access_for(machine, request.run_id)
+            record = runs.launch(conns, refs, request, report=_say, store=store)
         print(record.id, flush=True)
         if a.detach:
             return 0

@@ -2,7 +2,9 @@
 
 ``gpudesk spend [--json] [--csv FILE] [--month YYYY-MM]`` prints one line per
 machine with compute, storage, transfer and total in the machine's currency,
-the month's total per currency, and where each budget stands. ``--csv FILE``
+the month's total per currency, a "Storage" line for the user's buckets (GB-months and
+data out per run, with each price's source and date, or why there is no price), and
+where each budget stands. ``--csv FILE``
 (``-`` for standard output) writes one row per machine per month: every month
 on record, or only ``--month``. Months are calendar months in local time.
 """
@@ -16,6 +18,8 @@ import sys
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+
+from gpudesk.services.core.sizes import size_text
 
 if TYPE_CHECKING:
     from gpudesk.services.money.budgets import Status
@@ -46,6 +50,7 @@ def report(month: str | None, now: float) -> dict[str, Any]:
     from gpudesk.services.core.settings import load_settings
     from gpudesk.services.money import budgets, spend
     from gpudesk.services.money.ledger import Ledger
+    from gpudesk.services.storage import usage
 
     settings = load_settings()
     with Ledger() as ledger:
@@ -62,6 +67,12 @@ def report(month: str | None, now: float) -> dict[str, Any]:
     status: list[Status] = budgets.statuses(
         hs, billing, budgets.BudgetConfig.from_settings(settings), now,
         machines={m.id: m for m in machines}) if current else []
+    stored = usage.month_storage(key, now)
+    machine_totals = spend.totals(rows)
+    # the month's spend with the buckets' known costs, per currency (never mixed)
+    with_storage = {cur: c.total for cur, c in machine_totals.items()}
+    for cur, amount in stored.totals().items():
+        with_storage[cur] = with_storage.get(cur, 0.0) + amount
     return {
         "month": key, "at": now,
         "machines": [{
@@ -73,7 +84,9 @@ def report(month: str | None, now: float) -> dict[str, Any]:
             "per_hour": round(spend.rate_per_hour(by_id[r.machine_id], now), 6)
             if current and r.machine_id in billing else 0.0,
             **_cost_json(r.cost)} for r in rows],
-        "totals": {cur: _cost_json(c) for cur, c in sorted(spend.totals(rows).items())},
+        "totals": {cur: _cost_json(c) for cur, c in sorted(machine_totals.items())},
+        "storage": usage.month_json(stored),
+        "totals_with_storage": {cur: round(v, 6) for cur, v in sorted(with_storage.items())},
         "budgets": [{
             "scope": s.budget.scope, "key": s.budget.key, "cap": s.budget.cap,
             "currency": s.budget.currency, "spent": round(s.spent, 6),
@@ -92,8 +105,11 @@ def _print_text(data: dict[str, Any]) -> None:
         print(f" {mark}{m['machine']:<14} {m['name'][:16]:<16} {m['provider']:<8} "
               f"compute {m['compute']:>10.2f}  storage {m['storage']:>8.2f}  "
               f"transfer {m['transfer']:>8.2f}  total {m['total']:>10.2f} {m['currency']}{live}")
-    totals = "; ".join(f"{t['total']:.2f} {cur}" for cur, t in data["totals"].items())
-    print(f"Total: {totals or '0.00'}")
+    _print_storage(data["storage"])
+    totals = "; ".join(f"{t:.2f} {cur}" for cur, t in data["totals_with_storage"].items())
+    unknown = ("" if data["storage"]["complete"]
+               else " (without the bucket costs gpudesk has no price for)")
+    print(f"Total: {totals or '0.00'}{unknown}")
     if any(m["approximate"] for m in data["machines"]):
         print("~ rebuilt from totals recorded before gpudesk kept billing history")
     if any(not m["storage_and_transfer_counted"] for m in data["machines"]):
@@ -106,6 +122,32 @@ def _print_text(data: dict[str, Any]) -> None:
         if b["cap_reached_at"] is not None:
             line += f", reached at this rate by {_when(b['cap_reached_at'])}"
         print(line + f"; at 100%: {b['action']}")
+
+
+def _print_storage(storage: dict[str, Any]) -> None:
+    """The buckets' line: GB-months and data out per run, each priced or said unknown."""
+    if not storage["runs"]:
+        print("Storage: no bucket held a run's data in this month")
+        return
+    known = "; ".join(f"{v:.2f} {cur}" for cur, v in storage["totals"].items())
+    print(f"Storage: {storage['gib_months']:.3f} GB-month in the buckets"
+          + (f", {known}" if known else "")
+          + ("" if storage["complete"] else ", part of it unknown (see below)"))
+    for r in storage["runs"]:
+        p = r["storage_price"]
+        if p is not None:
+            cost = (f"{r['storage_cost']:.4f} {r['currency']} at {p['amount']} "
+                    f"{p['currency']}/GB-month ({p['source']}, {p['as_of']})")
+        else:
+            cost = f"cost unknown: {r['storage_unknown_because']}"
+        print(f"  {r['run']:<24} {r['gib_months']:>10.3f} GB-month  {cost}")
+        if r["data_out_bytes"]:
+            o = r["data_out_price"]
+            out = (f"{r['data_out_cost']:.4f} {r['currency']} at {o['amount']} "
+                   f"{o['currency']}/GB ({o['source']}, {o['as_of']})" if o is not None
+                   else f"cost unknown: {r['data_out_unknown_because']}")
+            print(f"  {'':<24} data out to this computer {size_text(r['data_out_bytes'])}  "
+                  f"{out}")
 
 
 def _write_csv(path: str, month: str | None, now: float) -> int:

@@ -30,13 +30,13 @@ class TrainingWarning(UserWarning):
 class DistEnv:
     """This process's place in the job, from torchrun's variables (defaults: one process)."""
 
-    rank: int = 0
-    local_rank: int = 0
-    world_size: int = 1
-    local_world_size: int = 1
-    node_rank: int = 0
-    master_addr: str = "127.0.0.1"
-    master_port: int = 29500
+    rank: int = 0  # RANK
+    local_rank: int = 0  # LOCAL_RANK
+    world_size: int = 1  # WORLD_SIZE
+    local_world_size: int = 1  # LOCAL_WORLD_SIZE
+    node_rank: int = 0  # GROUP_RANK (torchrun's name for the node's rank)
+    master_addr: str = "127.0.0.1"  # MASTER_ADDR
+    master_port: int = 29500  # MASTER_PORT
     launched: bool = False  # True under torchrun (RANK and WORLD_SIZE set)
 
     @classmethod

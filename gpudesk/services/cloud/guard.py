@@ -44,7 +44,8 @@ TIMER_MIN_AHEAD_S = 6 * 60.0
 TIMER_FLOOR_S = {"tencent": TIMER_MIN_AHEAD_S, "aliyun": float(ap.RELEASE_FLOOR_S)}
 
 CONTEXT = "Guard"  # spelled out in each mark below: lupdate reads only a literal there
-MSG_NONE = QT_TRANSLATE_NOOP("Guard", "No budget: nothing stops this machine's bill but you.")
+MSG_NONE = QT_TRANSLATE_NOOP(
+    "Guard", "No budget: nothing stops this machine's bill but you.")
 MSG_TIMER = QT_TRANSLATE_NOOP(
     "Guard", "At {budget} {cloud} itself terminates this machine at {time} UTC, even if gpudesk "
     "and the machine's agent are gone.")

@@ -119,6 +119,10 @@ class LaunchPlan:
     cny_per_usd: float = 7.2  # to hand CNY-billing clouds their own currency
     # a role that may only stop/terminate the machine itself (services.cloud.instance_role)
     instance_role: bool = True
+    # where its runs keep their data (issue 22): "" or "auto" (the account's gpudesk bucket
+    # in the machine's region), "none", or a store URI. The front ends check a URI
+    # (storage.uri.parse_uri) before the launch; the cloud room only carries it.
+    store: str = ""
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,9 @@ class Refusal:
 class LaunchResult:
     machine: Machine
     refusals: list[Refusal] = field(default_factory=list)
+    # why the machine got no role to stop itself (``instance_role.why_not``), so the Launch
+    # dialog can say what stays unprotected; None: it has one, or nothing is known
+    role_why: str | None = None
 
 
 class LaunchRefused(ProviderError):
@@ -215,7 +222,7 @@ class Launcher:
             max_price=plan.max_price, price_per_hour=plan.price_per_hour, currency="USD",
             client_token=f"{ledger_id}-1", ssh_user=plan.ssh_user, name=ledger_id,
             disk_gb=plan.disk_gb, state=STATE_INTENT, budget=plan.budget,
-            on_budget=plan.on_budget if plan.budget else ""))
+            on_budget=plan.on_budget if plan.budget else "", store=plan.store.strip()))
         if quoted is not None:
             guards.record_quote(self.ledger, ledger_id, quoted)
         _fault("intent")
@@ -243,7 +250,8 @@ class Launcher:
         await run._wait_running()
         await run._wait_ssh()
         await run._first_login()
-        return LaunchResult(run.machine)
+        return LaunchResult(run.machine,
+                            role_why=instance_role.why_not(self.ledger, run.machine))
 
 
 def quote(provider: Provider, plan: LaunchPlan) -> float:
@@ -474,7 +482,8 @@ class _Run:
             await self._wait_ssh()
             _fault("ssh")
             await self._first_login()
-        return LaunchResult(self.machine, self.refusals)
+        return LaunchResult(self.machine, self.refusals,
+                            instance_role.why_not(ledger, self.machine))
 
     def _timer_as_held(self) -> Machine:
         """Blocking: the cloud-side timer the launch asked for, as the cloud now holds it

@@ -59,9 +59,9 @@ def _digest(*parts: Any) -> str:
 class Budget:
     """A cap on one machine's spend (``key`` = ledger id) or one month's (``key`` = YYYY-MM)."""
 
-    scope: str
+    scope: str  # SCOPE_MACHINE or SCOPE_MONTH
     key: str
-    cap: float
+    cap: float  # in ``currency``
     currency: str = "USD"
     thresholds: tuple[float, ...] = THRESHOLDS
     action: str = DEFAULT_ACTION

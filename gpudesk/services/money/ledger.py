@@ -96,6 +96,10 @@ class Machine:
     # CVM StopChargingMode, ECS StoppedMode; "" for EC2, whose stop bills the disk only).
     # A stopped machine whose word does not say "stop charging" bills at its full price.
     stopped_mode: str = ""
+    # Where runs on this machine keep their data (issue 22): "" or "auto" = the account's
+    # gpudesk bucket in the machine's region, "none" = no bucket (laptop copies only), or
+    # a store URI (s3://, cos://, oss:// bucket and prefix) given at launch.
+    store: str = ""
 
     @property
     def billing(self) -> bool:

@@ -260,6 +260,27 @@ def storage_cost(h: History, rates: Rates, now: float, window: Window = ALL_TIME
     return total
 
 
+def stored_gib_months(samples: Iterable[tuple[float, int]], window: Window,
+                      now: float) -> float:
+    """GiB-months a bucket folder held in ``window`` (a month), as of ``now``.
+
+    The clouds bill object storage by byte-hours over the month: each sample
+    ``(time, bytes)`` holds until the next one, the last until ``now``, and
+    nothing is held before the first. The byte-seconds inside the window,
+    divided by GiB × the window's seconds, are the GB-months on the bill.
+    """
+    if window.start is None or window.end is None or window.end <= window.start:
+        raise ValueError("a bounded window (a month) is needed")
+    points = sorted(samples)
+    total = 0.0
+    for i, (t, held) in enumerate(points):
+        until = points[i + 1][0] if i + 1 < len(points) else now
+        lo, hi = window.clip(t, min(until, now))
+        if hi > lo and held > 0:
+            total += held * (hi - lo)
+    return total / GIB / (window.end - window.start)
+
+
 def transfer_cost(h: History, rates: Rates, now: float, window: Window = ALL_TIME) -> float:
     sent = sum(t.bytes_out for t in h.transfers if t.at <= now
                and (window.start is None or t.at >= window.start)

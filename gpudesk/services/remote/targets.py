@@ -22,6 +22,19 @@ from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
 from gpudesk.services.remote.ssh import SshConnection, SshError, SshTarget
 
 MSG_NO_KEY_FILE = QT_TRANSLATE_NOOP("Ssh", "The SSH key file {target} does not exist.")
+# A launched or adopted machine whose login user neither the ledger nor its image says: never
+# a guess ("root" is wrong on Ubuntu images, "ubuntu" on Alibaba Cloud's), but how to say it.
+MSG_LOGIN_UNKNOWN = QT_TRANSLATE_NOOP(
+    "Ssh", "login user unknown")
+MSG_LOGIN_HOW = QT_TRANSLATE_NOOP(
+    "Ssh", "Set it with: gpudesk login-user {machine} USER (root on Alibaba Cloud and most "
+    "Tencent Cloud images, ubuntu on Ubuntu images, ec2-user on Amazon Linux).")
+MSG_NO_LOGIN_USER = QT_TRANSLATE_NOOP(
+    "Ssh", "gpudesk does not know who logs in on {machine}: the cloud did not say it for the "
+    "machine's image, and gpudesk does not guess. Set it with: gpudesk login-user {machine} "
+    "USER (root on Alibaba Cloud and most Tencent Cloud images, ubuntu on Ubuntu images, "
+    "ec2-user on Amazon Linux).")
+CLOUDS = ("aws", "tencent", "aliyun")
 
 
 def resolve(ref: str, identity: Path | None = None) -> SshTarget:
@@ -45,8 +58,10 @@ def _resolve(ref: str, identity: Path | None) -> tuple[SshTarget, Machine | None
         identity = Path(machine.key_file).expanduser()
         if not identity.is_file():
             raise SshError(MSG_NO_KEY_FILE, target=str(identity))
+    if machine.provider in CLOUDS and not machine.ssh_user.strip():
+        raise SshError(MSG_NO_LOGIN_USER, machine=machine.name or machine.id)
     pkey = None
-    if identity is None and machine.provider in ("aws", "tencent", "aliyun"):
+    if identity is None and machine.provider in CLOUDS:
         from gpudesk.services.cloud import credentials
 
         # The keyring entry holding the key gpudesk launched this machine with.
@@ -54,7 +69,8 @@ def _resolve(ref: str, identity: Path | None) -> tuple[SshTarget, Machine | None
         pem = credentials.load_private_key(key_name)
         pkey = credentials.private_key_from_pem(pem) if pem else None
     return SshTarget(host=machine.public_ip, port=machine.ssh_port or 22,
-                     user=machine.ssh_user or "root", key_file=identity, pkey=pkey,
+                     # an own machine keeps the user it was given (none: root, as added)
+                     user=machine.ssh_user.strip() or "root", key_file=identity, pkey=pkey,
                      pin_name=host_alias(machine),  # the HostKeyAlias of `ssh gpudesk-<name>`
                      allow_agent=identity is None and pkey is None), machine
 

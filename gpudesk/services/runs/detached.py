@@ -64,7 +64,8 @@ MSG_REMOTE = QT_TRANSLATE_NOOP(
     "Runs", "The run launcher on {target} failed while {what}: {detail}")
 MSG_SYNCED = QT_TRANSLATE_NOOP(
     "Runs", "synced {sent} changed files ({unchanged} unchanged) to {target}")
-MSG_STARTED = QT_TRANSLATE_NOOP("Runs", "started run {run} on {target} (pid {pid}; {device})")
+MSG_STARTED = QT_TRANSLATE_NOOP(
+    "Runs", "started run {run} on {target} (pid {pid}; {device})")
 MSG_STARTED_NODE = QT_TRANSLATE_NOOP(
     "Runs", "started node {node} of run {run} on {target} (pid {pid}; {device})")
 MSG_STORE_ROLE = QT_TRANSLATE_NOOP(
@@ -79,8 +80,10 @@ MSG_NO_STORE = QT_TRANSLATE_NOOP(
 MSG_FROM_BUCKET = QT_TRANSLATE_NOOP(
     "Runs", "{target} has no checkpoint of run {run}: the agent fetches the latest one from "
     "{uri} before the script starts")
-MSG_CPU = QT_TRANSLATE_NOOP("Runs", "CPU")
-MSG_GPUS = QT_TRANSLATE_NOOP("Runs", "{n} GPU(s) per machine")
+MSG_CPU = QT_TRANSLATE_NOOP(
+    "Runs", "CPU")
+MSG_GPUS = QT_TRANSLATE_NOOP(
+    "Runs", "{n} GPU(s) per machine")
 MSG_LOST = QT_TRANSLATE_NOOP(
     "Runs", "Run {run} on {target} stopped without an exit status: its processes are gone "
     "(the machine restarted, or they were killed). Resume it with gpudesk run --resume {run}.")

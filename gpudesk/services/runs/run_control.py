@@ -25,12 +25,14 @@ import paramiko
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError
+from gpudesk.services.core.said import Said
 from gpudesk.services.core.worker import StoppableWorker
 from gpudesk.services.remote import bootstrap, sync_process, targets
 from gpudesk.services.remote.host_keys import HostKeyPolicy, known_hosts_file
 from gpudesk.services.remote.ssh import LocalForward, SshConnection, SshError, SshTarget
 from gpudesk.services.remote.sync import SyncResult
 from gpudesk.services.runs import detached as runs
+from gpudesk.services.runs import machine_access
 from gpudesk.services.runs.detached import NodeRun, RunRecord, RunRequest, RunStatus
 
 MSG_NO_TARGET = QT_TRANSLATE_NOOP(
@@ -249,9 +251,9 @@ def missing_requirements(conn: SshConnection, python: str, project: Path) -> lis
 GPU_CHECKS = ("driver", "gpus")  # a GPU run cannot start when one of these is an error
 
 
-def _finding(check: bootstrap.Check) -> runs.Said:
-    message = runs.Said("Bootstrap", check.template, **check.values)
-    return runs.Said("RunControl", MSG_PREFLIGHT_ERROR if check.level == "error"
+def _finding(check: bootstrap.Check) -> Said:
+    message = Said("Bootstrap", check.template, **check.values)
+    return Said("RunControl", MSG_PREFLIGHT_ERROR if check.level == "error"
                      else MSG_PREFLIGHT_WARNING, message=message)
 
 
@@ -279,25 +281,25 @@ def preflight(conn: SshConnection, request: RunRequest, report: runs.Report) -> 
             raise RunControlError(MSG_TOO_FEW_GPUS, nproc=request.nproc, target=target,
                                   gpus=gpus)
     else:
-        report(runs.Said("RunControl", MSG_PREFLIGHT_CPU, target=target))
+        report(Said("RunControl", MSG_PREFLIGHT_CPU, target=target))
     for check in found.checks:
         if check.level == "ok" or (cpu and check.name in (*GPU_CHECKS, "torch", "nvcc")):
             continue
         report(_finding(check))
     missing = missing_requirements(conn, found.python, Path(request.project))
     if missing:
-        report(runs.Said("RunControl", MSG_PREFLIGHT_WARNING, message=runs.Said(
+        report(Said("RunControl", MSG_PREFLIGHT_WARNING, message=Said(
             "RunControl", MSG_MISSING_REQUIREMENTS, python=found.python, target=target,
             missing=", ".join(missing))))
     free = free_gib(conn, request.root)
     if free is not None and free < MIN_FREE_GIB:
-        report(runs.Said("RunControl", MSG_PREFLIGHT_WARNING, message=runs.Said(
+        report(Said("RunControl", MSG_PREFLIGHT_WARNING, message=Said(
             "RunControl", MSG_LOW_DISK, free=free, target=target, folder=request.root)))
     if free is not None:
-        report(runs.Said("RunControl", MSG_PREFLIGHT_OK_DISK, target=target,
+        report(Said("RunControl", MSG_PREFLIGHT_OK_DISK, target=target,
                          python=found.python, free=free))
     else:
-        report(runs.Said("RunControl", MSG_PREFLIGHT_OK, target=target, python=found.python))
+        report(Said("RunControl", MSG_PREFLIGHT_OK, target=target, python=found.python))
 
 
 class _Keeper:
@@ -320,13 +322,23 @@ class _Keeper:
 
 def start_run(form: RunForm, policy: HostKeyPolicy, report: runs.Report, *,
               pusher: runs.Pusher = runs.push_here, check: bool = True) -> RunRecord:
+    """Start the run. On a cloud machine gpudesk launched, its bucket and keys limited to
+    the run's folder are made once the preflight passed (``machine_access``): the run id
+    is chosen first, since the keys name it."""
     request = form.check()
     kept = _Keeper(report)
-    with connected(form.refs(), policy) as conns:
+    refs = form.refs()
+    with connected(refs, policy) as conns:
         if check:
             for conn in conns:
                 preflight(conn, request, kept)
-        record = runs.launch(conns, form.refs(), request, report=kept, pusher=pusher)
+        store = None
+        machine = machine_access.ledger_machine(refs[0][0])
+        if machine is not None and machine_access.wants_store(machine):
+            request.run_id = request.run_id or runs.new_run_id(
+                Path(request.project).resolve().name)
+            store = machine_access.access_for(machine, request.run_id)
+        record = runs.launch(conns, refs, request, report=kept, pusher=pusher, store=store)
     return kept.keep_in(record)
 
 
@@ -377,9 +389,14 @@ def doubtful_success(status: RunStatus, nproc: int, log_text: str,
 
 def resume_run(record: RunRecord, policy: HostKeyPolicy, report: runs.Report, *,
                pusher: runs.Pusher = runs.push_here) -> RunRecord:
+    """Start ``record`` again; a run with a bucket and short-lived keys gets new keys (its
+    old ones may have ended), a run whose machine has the bucket's role reuses it."""
     kept = _Keeper(report)
     with connected(record_refs(record), policy) as conns:
-        record = runs.resume(conns, record, report=kept, pusher=pusher)
+        store = (machine_access.access_for_target(record.main.target, record.id,
+                                                  uri=record.store_uri, role=record.store_role)
+                 if record.store_uri else None)
+        record = runs.resume(conns, record, report=kept, pusher=pusher, store=store)
     return kept.keep_in(record)
 
 

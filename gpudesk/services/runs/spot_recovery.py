@@ -12,7 +12,9 @@ mirror's interval when the notice came too late for a final copy).
 
 A run with a bucket (``RunRecord.store_uri``) resumes from the bucket instead, on
 any machine and with no laptop copy at all: the new machine gets the run's store
-config (a ``StoreAccess`` given, or the same role the run had) and its agent fetches
+config (a ``StoreAccess`` given, the same role the run had, or new short-lived keys
+limited to the run's folder when the new machine is one gpudesk launched) and its agent
+fetches
 the manifest's latest complete checkpoint before the script starts
 (``run_store``). Without a way into the bucket it falls back to the laptop copy.
 
@@ -37,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError
+from gpudesk.services.core.said import Said
 from gpudesk.services.core.settings import load_settings
 from gpudesk.services.core.worker import StoppableWorker
 from gpudesk.services.money import spend
@@ -65,7 +68,7 @@ MSG_BUDGET_SPENT = QT_TRANSLATE_NOOP(
     "so gpudesk does not launch another like it: a replacement is held to what is left of "
     "the budget. Raise the budget (gpudesk budget) to go on.")
 
-# The gpudesk: lines of a recovery in the run's log (runs.Said: translated where shown).
+# The gpudesk: lines of a recovery in the run's log (Said: translated where shown).
 MSG_LAUNCHING = QT_TRANSLATE_NOOP(
     "SpotRecovery", "launching a machine like {machine}")
 MSG_COPIED = QT_TRANSLATE_NOOP(
@@ -262,6 +265,10 @@ def recover(record: RunRecord, ref: str, identity: str | None, policy: HostKeyPo
     if store is None and record.store_uri:
         store = run_store.reuse_access(record.store_uri, record.store_region, record.id,
                                        record.store_role)
+    if store is None and record.store_uri:  # short-lived keys: new ones for the new machine
+        from gpudesk.services.runs import machine_access
+
+        store = machine_access.access_for_target(ref, record.id, uri=record.store_uri)
     usable = store if store is not None and store.kind != "none" else None
     conn = targets.open_connection(ref, Path(identity) if identity else None, policy)
     try:
@@ -271,16 +278,16 @@ def recover(record: RunRecord, ref: str, identity: str | None, policy: HostKeyPo
             record.nodes = [NodeRun(ref, identity, run_dir, conn.target.host)]
             return runs.resume([conn], record, report=report, pusher=pusher, store=usable)
         if record.store_uri:
-            report(runs.Said("SpotRecovery", MSG_NO_BUCKET_ACCESS, run=record.id,
+            report(Said("SpotRecovery", MSG_NO_BUCKET_ACCESS, run=record.id,
                              uri=record.store_uri, target=str(conn.target)))
         saved = mirrored_checkpoints(record)
         if saved:
             pushed = sync_service.push(conn, mirror_dir(record) / "checkpoints",
                                        f"{run_dir}/checkpoints")
-            report(runs.Said("SpotRecovery", MSG_COPIED, n=pushed.files_sent,
+            report(Said("SpotRecovery", MSG_COPIED, n=pushed.files_sent,
                              target=str(conn.target), checkpoint=saved[-1].name))
         else:
-            report(runs.Said("SpotRecovery", MSG_NO_CHECKPOINT, run=record.id))
+            report(Said("SpotRecovery", MSG_NO_CHECKPOINT, run=record.id))
         record.nodes = [NodeRun(ref, identity, run_dir, conn.target.host)]
         return runs.resume([conn], record, report=report, pusher=pusher)
     finally:

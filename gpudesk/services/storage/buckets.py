@@ -46,7 +46,7 @@ MSG_NO_APPID = QT_TRANSLATE_NOOP(
 class BucketTarget:
     """Whose bucket, where: the account id, and for COS the APPID the name must end with."""
 
-    cloud: str
+    cloud: str  # aws | tencent | aliyun
     region: str
     account_id: str
     appid: str = ""

@@ -10,7 +10,8 @@ from gpudesk.services.core.errors import TemplatedError
 MSG_DENIED = QT_TRANSLATE_NOOP(
     "Storage", "The cloud refused the request: {action} was denied for this account on "
     "{target}. Allow {action} in the account's policy and try again.")
-MSG_CLOUD = QT_TRANSLATE_NOOP("Storage", "The storage service answered {code}: {detail}")
+MSG_CLOUD = QT_TRANSLATE_NOOP(
+    "Storage", "The storage service answered {code}: {detail}")
 MSG_UNREACHABLE = QT_TRANSLATE_NOOP(
     "Storage", "The storage service at {endpoint} could not be reached ({reason}).")
 
@@ -31,37 +32,33 @@ class AccessDenied(StorageError):
 
 # The permission each S3 operation needs, in each cloud's policy language: a denied
 # request then names what to allow (AWS IAM, Tencent CAM, Aliyun RAM action names).
-_AWS_ACTIONS = {
-    "HeadBucket": "s3:ListBucket", "ListObjectsV2": "s3:ListBucket",
-    "CreateBucket": "s3:CreateBucket", "PutBucketTagging": "s3:PutBucketTagging",
-    "PutBucketLifecycleConfiguration": "s3:PutLifecycleConfiguration",
-    "GetBucketLifecycleConfiguration": "s3:GetLifecycleConfiguration",
-    "PutObject": "s3:PutObject", "GetObject": "s3:GetObject", "HeadObject": "s3:GetObject",
-    "DeleteObject": "s3:DeleteObject", "DeleteObjects": "s3:DeleteObject",
+# One row an operation, one column a cloud, in the order of CLOUDS; each cloud's
+# prefix (s3:, cos:, oss:) is added by action_for.
+CLOUDS = ("aws", "tencent", "aliyun")
+PREFIXES = ("s3", "cos", "oss")
+ACTIONS: dict[str, tuple[str, str, str]] = {
+    "HeadBucket": ("ListBucket", "HeadBucket", "GetBucketInfo"),
+    "ListObjectsV2": ("ListBucket", "GetBucket", "ListObjects"),
+    "CreateBucket": ("CreateBucket", "PutBucket", "PutBucket"),
+    "PutBucketTagging": ("PutBucketTagging", "PutBucketTagging", "PutBucketTagging"),
+    "PutBucketLifecycleConfiguration": (
+        "PutLifecycleConfiguration", "PutBucketLifecycle", "PutBucketLifecycle"),
+    "GetBucketLifecycleConfiguration": (
+        "GetLifecycleConfiguration", "GetBucketLifecycle", "GetBucketLifecycle"),
+    "PutObject": ("PutObject", "PutObject", "PutObject"),
+    "GetObject": ("GetObject", "GetObject", "GetObject"),
+    "HeadObject": ("GetObject", "HeadObject", "GetObject"),
+    "DeleteObject": ("DeleteObject", "DeleteObject", "DeleteObject"),
+    "DeleteObjects": ("DeleteObject", "DeleteMultipleObjects", "DeleteObject"),
 }
-_COS_ACTIONS = {
-    "HeadBucket": "cos:HeadBucket", "ListObjectsV2": "cos:GetBucket",
-    "CreateBucket": "cos:PutBucket", "PutBucketTagging": "cos:PutBucketTagging",
-    "PutBucketLifecycleConfiguration": "cos:PutBucketLifecycle",
-    "GetBucketLifecycleConfiguration": "cos:GetBucketLifecycle",
-    "PutObject": "cos:PutObject", "GetObject": "cos:GetObject", "HeadObject": "cos:HeadObject",
-    "DeleteObject": "cos:DeleteObject", "DeleteObjects": "cos:DeleteMultipleObjects",
-}
-_OSS_ACTIONS = {
-    "HeadBucket": "oss:GetBucketInfo", "ListObjectsV2": "oss:ListObjects",
-    "CreateBucket": "oss:PutBucket", "PutBucketTagging": "oss:PutBucketTagging",
-    "PutBucketLifecycleConfiguration": "oss:PutBucketLifecycle",
-    "GetBucketLifecycleConfiguration": "oss:GetBucketLifecycle",
-    "PutObject": "oss:PutObject", "GetObject": "oss:GetObject", "HeadObject": "oss:GetObject",
-    "DeleteObject": "oss:DeleteObject", "DeleteObjects": "oss:DeleteObject",
-}
-ACTIONS = {"aws": _AWS_ACTIONS, "tencent": _COS_ACTIONS, "aliyun": _OSS_ACTIONS}
 DENIED_CODES = frozenset({"AccessDenied", "Forbidden", "403", "AllAccessDisabled"})
 
 
 def action_for(cloud: str, operation: str) -> str:
-    prefix = {"aws": "s3", "tencent": "cos", "aliyun": "oss"}.get(cloud, "s3")
-    return ACTIONS.get(cloud, _AWS_ACTIONS).get(operation, f"{prefix}:{operation}")
+    """The policy action ``operation`` needs on ``cloud`` (an unknown cloud reads as AWS)."""
+    column = CLOUDS.index(cloud) if cloud in CLOUDS else 0
+    row = ACTIONS.get(operation)
+    return f"{PREFIXES[column]}:{row[column] if row else operation}"
 
 
 def from_client_error(err: Exception, cloud: str, target: str) -> StorageError:

@@ -22,6 +22,7 @@ from gpudesk.services.storage.errors import (
     from_client_error,
 )
 from gpudesk.services.storage.uri import RunPaths, StoreUri
+from gpudesk.services.storage.usage import SOURCE_DELETED, record_download, record_sample
 
 GB = 1024**3  # the clouds bill storage and traffic in GiB ("GB" on their pages)
 LIST_PAGE = 1000
@@ -133,7 +134,13 @@ def list_run(client: Any, store: StoreUri, run_id: str) -> RunListing:
             listing.outputs.append(OutputFile(key[len(paths.outputs):], size))
         elif key.startswith(paths.logs):
             listing.logs.append(OutputFile(key[len(paths.logs):], size))
+    # a sample of what the folder holds, for the month's storage spend (usage.py)
+    record_sample(run_id, store.cloud, _region(client), listing.total_bytes, uri=paths.uri)
     return listing
+
+
+def _region(client: Any) -> str:
+    return str(getattr(getattr(client, "meta", None), "region_name", "") or "")
 
 
 def download_outputs(client: Any, store: StoreUri, listing: RunListing, dest: Path,
@@ -144,20 +151,25 @@ def download_outputs(client: Any, store: StoreUri, listing: RunListing, dest: Pa
     paths = store.run(listing.run)
     total = listing.outputs_bytes
     done = 0
+    sent = [0]  # bytes that left the bucket, a cut file's too: data out is billed
     written: list[Path] = []
     if progress is not None:
         progress(0, total)
-    for out in listing.outputs:
-        target = dest / Path(*out.path.split("/"))
-        base = done
+    try:
+        for out in listing.outputs:
+            target = dest / Path(*out.path.split("/"))
+            base = done
 
-        def step(n: int, _base: int = base) -> None:
-            if progress is not None and progress(_base + n, total) is False:
-                raise Cancelled(MSG_CANCELLED)
+            def step(n: int, _base: int = base) -> None:
+                sent[0] = _base + n
+                if progress is not None and progress(_base + n, total) is False:
+                    raise Cancelled(MSG_CANCELLED)
 
-        _download_one(client, store, paths.output(out.path), out, target, step)
-        done += out.bytes
-        written.append(target)
+            _download_one(client, store, paths.output(out.path), out, target, step)
+            done += out.bytes
+            written.append(target)
+    finally:
+        record_download(listing.run, store.cloud, _region(client), max(sent[0], done))
     return written
 
 
@@ -208,6 +220,8 @@ def delete_run(client: Any, store: StoreUri, run_id: str) -> int:
         while True:
             keys = [o["Key"] for o in _objects(client, store.bucket, paths.root)]
             if not keys:
+                record_sample(run_id, store.cloud, _region(client), 0, uri=paths.uri,
+                              source=SOURCE_DELETED)
                 return count
             for i in range(0, len(keys), DELETE_BATCH):
                 batch = keys[i:i + DELETE_BATCH]

@@ -36,7 +36,22 @@ class PriceLookup:
     reason: str = ""  # why price is None (a Said, translated where shown)
 
 
-# Standard-class storage, per GB-month: none read from a price page yet (see docs).
+# The currency each cloud bills a bucket in (its own price pages: USD for AWS, CNY on
+# Tencent Cloud's and Alibaba Cloud's China sites); costs in two currencies never add up.
+CURRENCY: dict[str, str] = {"aws": "USD", "tencent": "CNY", "aliyun": "CNY"}
+
+# Standard-class storage, per GB-month: none read from a price page yet. Searched on
+# 2026-12-05 (docs/storage.md, "What it costs"):
+# - AWS: aws.amazon.com/s3/pricing/ as stored shows its price cells as unrendered
+#   template tokens, and the bundled AWS Price List (resources/catalog) has no AmazonS3
+#   rows; third-party articles quoting S3 Standard are not a source.
+# - Tencent Cloud: the COS billing pages read (tencentcloud.com/document/product/436/
+#   40099, /16871, /32534, /54354) give the billing rules (1 GB = 1024 MB, storage billed
+#   from 5-minute samples, monthly price / 30 per day) but link to the price table
+#   (cloud.tencent.com/document/product/436/6239), which is not in the stored pages.
+# - Alibaba Cloud: alibabacloud.com/help/en/oss/product-overview/storage-fees gives a
+#   Standard LRS figure only as a worked example for no named region, in USD for the
+#   international site; the price page (aliyun.com/price/product#/oss) is not stored.
 STORAGE_PRICES: dict[tuple[str, str], Price] = {}
 # Data out to the internet, first paid tier: the AWS Price List gpudesk already bundles
 # (resources/catalog/region_rates.csv, published 2025-06-01); S3 data out is billed at

@@ -21,7 +21,8 @@ MSG_NOT_URI = QT_TRANSLATE_NOOP(
     "cos://bucket-appid/prefix or oss://bucket/prefix.")
 MSG_BAD_BUCKET = QT_TRANSLATE_NOOP(
     "Storage", "'{bucket}' is not a valid {cloud} bucket name: {why}")
-WHY_LENGTH = QT_TRANSLATE_NOOP("Storage", "it must be {low} to {high} characters long.")
+WHY_LENGTH = QT_TRANSLATE_NOOP(
+    "Storage", "it must be {low} to {high} characters long.")
 WHY_CHARS = QT_TRANSLATE_NOOP(
     "Storage", "only lowercase letters, digits and hyphens are allowed, and it must start "
     "and end with a letter or digit.")
@@ -31,7 +32,8 @@ WHY_COS_DOMAIN = QT_TRANSLATE_NOOP(
     "Storage", "with the region its domain name {host} is longer than COS's 60 characters.")
 MSG_BAD_RUN = QT_TRANSLATE_NOOP(
     "Storage", "'{run}' is not a run id (letters, digits, '-', '_' and '.' only).")
-MSG_BAD_PATH = QT_TRANSLATE_NOOP("Storage", "'{path}' is not a relative path inside the run.")
+MSG_BAD_PATH = QT_TRANSLATE_NOOP(
+    "Storage", "'{path}' is not a relative path inside the run.")
 
 _NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$")
 _RUN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

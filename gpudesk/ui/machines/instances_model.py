@@ -68,12 +68,16 @@ class InstancesModel(NamedColumnsModel):
         super().__init__(parent)
         self.machines: list[Machine] = []
         self.histories: dict[str, spend.History] = {}  # read with the rows, priced each tick
+        # why a machine has no role to stop itself (instance_role.why_not), read with the rows
+        self.role_whys: dict[str, str | None] = {}
         self.money = money or DISPLAY
         self.now = time.time
 
     def set_machines(self, machines: list[Machine],
-                     histories: dict[str, spend.History] | None = None) -> None:
+                     histories: dict[str, spend.History] | None = None,
+                     role_whys: dict[str, str | None] | None = None) -> None:
         self.histories = dict(histories or {})
+        self.role_whys = dict(role_whys or {})
         if [m.id for m in machines] == [m.id for m in self.machines]:
             self.machines = list(machines)  # same rows: repaint in place, keep the selection
             self.refresh_all()
@@ -110,7 +114,7 @@ class InstancesModel(NamedColumnsModel):
             return m.error
         if role == Qt.ItemDataRole.ToolTipRole and column in ("spend", "budget") \
                 and m.provider != "own":
-            return "\n".join(format_template(guard.CONTEXT, t, v) for t, v in guard.sentences(m))
+            return self.guard_tooltip(m)
         if role == Qt.ItemDataRole.TextAlignmentRole and column in ("gpus", "price", "spend",
                                                                      "uptime", "budget"):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -146,6 +150,12 @@ class InstancesModel(NamedColumnsModel):
                 return ""  # an ended machine's address is someone else's now
             return m.public_ip + (f":{m.ssh_port}" if m.ssh_port != 22 else "")
         return ""
+
+    def guard_tooltip(self, m: Machine) -> str:
+        """Who enforces the machine's budget, and, where it got no role to stop itself, what
+        stays unprotected (the words of ``gpudesk show`` and the Launch dialog)."""
+        sentences = guard.sentences(m, role_why=self.role_whys.get(m.id))
+        return "\n".join(format_template(guard.CONTEXT, t, v) for t, v in sentences)
 
     def budget_text(self, m: Machine) -> str:
         """The machine's own budget and what happens at it, or that it has none."""

@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpudesk.services.cloud import accounts
+from gpudesk.services.cloud import accounts, instance_role
 from gpudesk.services.cloud.accounts import ProviderFactory
 from gpudesk.services.cloud.allow_me import AllowResult, allow_me_if_moved
 from gpudesk.services.cloud.machines import act, settle, stop_warning
@@ -40,11 +40,14 @@ from gpudesk.services.cloud.reconcile import (
     reconcile,
 )
 from gpudesk.services.core.machine_states import STOPPED_STILL_BILLING
+from gpudesk.services.core.said import Said
 from gpudesk.services.core.settings import Settings
+from gpudesk.services.core.sizes import size_text
 from gpudesk.services.money import budgets, spend
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.remote import guard_push
 from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.storage import usage
 from gpudesk.ui.machines.budget_dialog import BudgetDialog
 from gpudesk.ui.machines.instances_model import InstancesModel, state_text
 from gpudesk.ui.widgets.confirm import confirm
@@ -77,6 +80,10 @@ class InstancesPage(Retranslating, QWidget):
         self.banner = QLabel(self)
         self.banner.setObjectName("billingBanner")
         self.banner.setWordWrap(True)
+        self.storage = QLabel(self)  # the month's "Storage" line: the user's buckets
+        self.storage.setObjectName("monthStorage")
+        self.storage.setWordWrap(True)
+        self.storage.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.model = InstancesModel(self, money)
         self.table = QTableView(self)
         self.table.setObjectName("instancesTable")
@@ -123,6 +130,7 @@ class InstancesPage(Retranslating, QWidget):
         bar.addWidget(self.progress)
         layout = QVBoxLayout(self)
         layout.addWidget(self.banner)
+        layout.addWidget(self.storage)
         layout.addLayout(bar)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.status)
@@ -190,7 +198,8 @@ class InstancesPage(Retranslating, QWidget):
     def reload(self) -> None:
         selected = self.selected()
         machines = self.ledger.machines(include_ended=self.show_ended.isChecked())
-        self.model.set_machines(machines, {m.id: spend.history(self.ledger, m) for m in machines})
+        self.model.set_machines(machines, {m.id: spend.history(self.ledger, m) for m in machines},
+                                {m.id: instance_role.why_not(self.ledger, m) for m in machines})
         if selected is not None:
             for row, m in enumerate(self.model.machines):
                 if m.id == selected.id:
@@ -227,7 +236,52 @@ class InstancesPage(Retranslating, QWidget):
             self.banner.setStyleSheet("padding: 6px;")
             text = self.tr("Nothing is billing.")
         self.banner.setText(text + " " + self.month_text())
+        self.storage.setText(self.storage_text())
         self.billing_changed.emit(count, per_hour)
+
+    def storage_text(self) -> str:
+        """The month's "Storage" line: GB-months of each run's bucket folder and data out
+        to this computer, at sourced prices; a cost without a price says why, never 0."""
+        month = usage.month_storage()
+        if not month.runs:
+            return self.tr("Storage this month: no bucket held a run's data.")
+        totals = "; ".join(f"{amount:,.4f} {cur}" for cur, amount in month.totals().items())
+        if not totals:
+            head = self.tr("Storage this month: {gbm} GB-month in your buckets; its cost "
+                           "is unknown.").format(gbm=f"{month.gib_months:,.3f}")
+        elif month.unknown:
+            head = self.tr("Storage this month: {gbm} GB-month in your buckets, {cost} "
+                           "known; the rest has no price.").format(
+                gbm=f"{month.gib_months:,.3f}", cost=totals)
+        else:
+            head = self.tr("Storage this month: {gbm} GB-month in your buckets, {cost}.").format(
+                gbm=f"{month.gib_months:,.3f}", cost=totals)
+        return "\n".join([head] + [self._storage_run(r) for r in month.runs])
+
+    def _storage_run(self, r: usage.RunMonth) -> str:
+        p = r.storage_price
+        if p is None or r.storage_cost is None:
+            line = self.tr("Run {run} ({region}): {gbm} GB-month, cost unknown: {why}").format(
+                run=r.run, region=r.region, gbm=f"{r.gib_months:,.3f}",
+                why=_said(r.storage_reason))
+        else:
+            line = self.tr("Run {run} ({region}): {gbm} GB-month × {price} {currency} = "
+                           "{cost} {currency} ({source}, {date}).").format(
+                run=r.run, region=r.region, gbm=f"{r.gib_months:,.3f}", price=p.amount,
+                currency=p.currency, cost=f"{r.storage_cost:,.4f}", source=p.source,
+                date=p.as_of.isoformat())
+        if r.data_out_bytes:
+            o = r.data_out_price
+            if o is None or r.data_out_cost is None:
+                line += " " + self.tr("Data out to this computer: {size}, cost unknown: "
+                                      "{why}").format(size=size_text(r.data_out_bytes),
+                                                      why=_said(r.data_out_reason))
+            else:
+                line += " " + self.tr("Data out to this computer: {size}, {cost} {currency} "
+                                      "({source}, {date}).").format(
+                    size=size_text(r.data_out_bytes), cost=f"{r.data_out_cost:,.4f}",
+                    currency=o.currency, source=o.source, date=o.as_of.isoformat())
+        return line
 
     def month_text(self) -> str:
         """This month's spend against the monthly budget (Preferences), or that none is set."""
@@ -474,3 +528,14 @@ class InstancesPage(Retranslating, QWidget):
         if m is not None and not m.billing:
             self.ledger.remove(m.id)
             self.reload()
+
+
+def _said(text: str) -> str:
+    """A service's message in the window's language (a plain string stays as it is)."""
+    if not isinstance(text, Said):
+        return text
+    values = {k: _said(v) if isinstance(v, Said) else v for k, v in text.values.items()}
+    try:
+        return QCoreApplication.translate(text.context, text.template).format(**values)
+    except (KeyError, IndexError, ValueError):
+        return str(text)

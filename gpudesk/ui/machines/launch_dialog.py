@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpudesk.services.cloud import accounts
+from gpudesk.services.cloud import accounts, instance_role
 from gpudesk.services.cloud import guard as guards
 from gpudesk.services.cloud.catalog import Catalog, Offer
 from gpudesk.services.cloud.launcher import (
@@ -51,6 +51,9 @@ from gpudesk.services.cloud.launcher import (
 from gpudesk.services.cloud.providers.base import MSG_BAD_CIDR, ProviderError, single_address
 from gpudesk.services.cloud.public_ip import detect_public_address
 from gpudesk.services.money.ledger import Machine
+from gpudesk.services.runs.machine_access import MSG_OTHER_CLOUD
+from gpudesk.services.storage.errors import StorageError
+from gpudesk.services.storage.uri import CLOUD_SCHEMES, parse_uri
 from gpudesk.ui.widgets.money import DISPLAY, Money
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text, format_template, show_error
@@ -61,6 +64,11 @@ WaitFn = Callable[[str, Callable[[Progress], None]], Awaitable[LaunchResult]]
 TerminateFn = Callable[[str], Awaitable[object]]  # terminate a ledger machine
 NOT_READY = (MSG_NO_SSH, MSG_NOT_RUNNING)  # made, running or starting, billing: not "not launched"
 MARKS = {"": "○", "started": "…", "done": "✓", "failed": "✗", "retry": "↻"}
+STORE_CHOICES = ("auto", "none", "uri")  # the "Run data" choices (LaunchPlan.store)
+STORE_STYLE = """
+QLineEdit#storeUri[invalid="true"] { border: 2px solid #d32f2f; }
+QLabel#storeError { color: #d32f2f; }
+"""
 
 
 class LaunchDialog(Retranslating, QDialog):
@@ -143,6 +151,27 @@ class LaunchDialog(Retranslating, QDialog):
         self.guard_text = QLabel(self)
         self.guard_text.setObjectName("guardText")
         self.guard_text.setWordWrap(True)
+        # where the machine's runs keep checkpoints, logs and outputs (issue 22)
+        self.store_choice = QComboBox(self)
+        self.store_choice.setObjectName("storeChoice")
+        for choice in STORE_CHOICES:
+            self.store_choice.addItem("", choice)
+        self.store_uri = QLineEdit(self)
+        self.store_uri.setObjectName("storeUri")
+        self.store_uri.setClearButtonEnabled(True)
+        self.store_uri.setVisible(False)
+        self.store_error = QLabel(self)
+        self.store_error.setObjectName("storeError")
+        self.store_error.setWordWrap(True)
+        self.store_error.setVisible(False)
+        self.store_label = QLabel(self)
+        self.setStyleSheet(STORE_STYLE)
+        # after a launch: what stays unprotected when the machine got no role to stop itself
+        self.role_text = QLabel(self)
+        self.role_text.setObjectName("roleText")
+        self.role_text.setWordWrap(True)
+        self.role_text.setVisible(False)
+        self._role_said: list[tuple[str, dict[str, object]]] = []
         self.budget_labels = [QLabel(self), QLabel(self)]
         self.labels = [QLabel(self) for _ in range(6)]
         form = QFormLayout()
@@ -158,6 +187,11 @@ class LaunchDialog(Retranslating, QDialog):
         form.addRow(self.budget_labels[0], self.budget)
         form.addRow(self.budget_labels[1], self.on_budget)
         form.addRow(self.guard_text)
+        store_box = QVBoxLayout()
+        store_box.addWidget(self.store_choice)
+        store_box.addWidget(self.store_uri)
+        store_box.addWidget(self.store_error)
+        form.addRow(self.store_label, store_box)
 
         self.steps_box = QGroupBox(self)
         grid = QGridLayout(self.steps_box)
@@ -194,6 +228,7 @@ class LaunchDialog(Retranslating, QDialog):
         layout.addWidget(self.cost)
         layout.addWidget(self.steps_box)
         layout.addWidget(self.log)
+        layout.addWidget(self.role_text)
         layout.addLayout(buttons)
 
         # failures are explained here (a machine that runs is not "not launched")
@@ -212,6 +247,8 @@ class LaunchDialog(Retranslating, QDialog):
         self.on_budget.currentIndexChanged.connect(self._update_guard)
         self.spot.toggled.connect(self._update_guard)
         self.disk.valueChanged.connect(self._update_guard)
+        self.store_choice.currentIndexChanged.connect(self._check_store)
+        self.store_uri.textChanged.connect(self._check_store)
         self.retranslate()
         self._update_cost()
         if detect:
@@ -237,6 +274,20 @@ class LaunchDialog(Retranslating, QDialog):
         self.budget_labels[1].setText(self.tr("At the budget"))
         self.on_budget.setItemText(0, self.tr("stop"))
         self.on_budget.setItemText(1, self.tr("terminate"))
+        self.store_label.setText(self.tr("Run data (checkpoints, logs, outputs)"))
+        self.store_choice.setItemText(0, self.tr("The account's gpudesk bucket (auto)"))
+        self.store_choice.setItemText(1, self.tr("No bucket (copies on this computer only)"))
+        self.store_choice.setItemText(2, self.tr("Another bucket…"))
+        self.store_choice.setToolTip(self.tr(
+            "Where the machine's agent uploads each finished checkpoint, the log and the "
+            "outputs, so they outlive the machine. auto: a bucket of this account in the "
+            "machine's region, made on first use."))
+        scheme = CLOUD_SCHEMES.get(o.provider, "s3")
+        example = "bucket-1250000000" if scheme == "cos" else "bucket"
+        self.store_uri.setPlaceholderText(self.tr("{scheme}://{bucket}/prefix").format(
+            scheme=scheme, bucket=example))
+        self._check_store()
+        self._show_role()
         self._update_guard()
         self.detect_button.setText(self.tr("Detect"))
         self.allow_from.setPlaceholderText(self.tr("your public address, e.g. 203.0.113.7/32"))
@@ -300,6 +351,50 @@ class LaunchDialog(Retranslating, QDialog):
         self.guard_text.setText(" ".join(
             format_template(guards.CONTEXT, t, v) for t, v in guards.sentences(m, g)))
 
+    # ------------------------------------------------------------------ run data
+
+    def store_value(self) -> str:
+        """``LaunchPlan.store``: "auto", "none" or the URI as ``parse_uri`` reads it; raises
+        StorageError for a bad one, or a bucket on another cloud than the machine."""
+        choice = str(self.store_choice.currentData() or "auto")
+        if choice != "uri":
+            return choice
+        uri = parse_uri(self.store_uri.text())
+        if uri.cloud != self.offer.provider:
+            raise StorageError(MSG_OTHER_CLOUD, uri=str(uri),
+                               cloud=accounts.title(self.offer.provider))
+        return str(uri)
+
+    def store_problem(self) -> str:
+        """The store field's problem in words; "" when it is fine."""
+        try:
+            self.store_value()
+        except StorageError as exc:
+            return error_text(exc)[0]
+        return ""
+
+    def _check_store(self) -> None:
+        """Checked as it is typed: a red field with the reason, and no Launch while bad."""
+        other = self.store_choice.currentData() == "uri"
+        self.store_uri.setVisible(other)
+        problem = self.store_problem() if other else ""
+        bad = bool(problem)
+        if (self.store_uri.property("invalid") == "true") != bad:
+            self.store_uri.setProperty("invalid", "true" if bad else "false")
+            self.store_uri.style().unpolish(self.store_uri)
+            self.store_uri.style().polish(self.store_uri)
+        self.store_uri.setToolTip(problem)
+        self.store_error.setText(problem)
+        self.store_error.setVisible(bad)
+        if not self.runner.busy and self.outcome is None and not self.made:
+            self.launch_button.setEnabled(not bad)
+
+    def _show_role(self) -> None:
+        """The guard's words about the missing role of the machine just launched."""
+        self.role_text.setText(" ".join(format_template(guards.CONTEXT, t, v)
+                                        for t, v in self._role_said))
+        self.role_text.setVisible(bool(self._role_said))
+
     # ------------------------------------------------------------------ address
 
     def detect(self) -> None:
@@ -325,7 +420,7 @@ class LaunchDialog(Retranslating, QDialog):
             fallback_regions=fallbacks, gpu=o.gpu.name, gpus=o.gpu_count,
             image_id=self.image.text().strip(),
             price_per_hour=self.price(), budget=self.budget.value() or None,
-            on_budget=str(self.on_budget.currentData() or "stop"))
+            on_budget=str(self.on_budget.currentData() or "stop"), store=self.store_value())
 
     def start(self) -> None:
         try:
@@ -336,6 +431,13 @@ class LaunchDialog(Retranslating, QDialog):
             self.log.setText(error_text(exc)[0])
             self.allow_from.setFocus()
             return
+        problem = self.store_problem()
+        if problem:  # never launched with a bucket that cannot be right
+            self.log.setText(problem)
+            self.store_uri.setFocus()
+            return
+        self._role_said = []
+        self._show_role()
         for step in STEPS:
             self.step_marks[step].setText(MARKS[""])
         self.log.clear()
@@ -352,7 +454,7 @@ class LaunchDialog(Retranslating, QDialog):
 
     def _set_inputs(self, enabled: bool) -> None:
         for w in (self.spot, self.disk, self.allow_from, self.fallbacks, self.detect_button,
-                  self.image):
+                  self.image, self.store_choice, self.store_uri):
             w.setEnabled(enabled)
 
     def on_progress(self, p: Progress) -> None:
@@ -382,6 +484,10 @@ class LaunchDialog(Retranslating, QDialog):
             text += " " + self.tr("{n} place(s) refused before it (hover for why).").format(
                 n=len(self._refusals))
         self.log.setText(text)
+        # no role to stop itself (refused, or not chosen): say what stays unprotected
+        self._role_said = [(t, v) for t, v in guards.sentences(m, role_why=result.role_why)
+                           if t == instance_role.MSG_NO_ROLE]
+        self._show_role()
         self.launched.emit(m.id)
 
     def _failed(self, message: str) -> None:
@@ -468,7 +574,8 @@ class LaunchDialog(Retranslating, QDialog):
                 self.log.setText(self.tr("Stopped waiting. The machine still runs and bills; "
                                          "it is on the Instances page."))
         idle = self.outcome is None and not self.made
-        self.launch_button.setEnabled(idle)  # never a second billing machine by accident
+        # never a second billing machine by accident, nor one with a bad bucket
+        self.launch_button.setEnabled(idle and not self.store_problem())
         self._set_inputs(idle)
         self._update_cost()
         self.ended.emit()

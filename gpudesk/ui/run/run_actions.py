@@ -19,9 +19,10 @@ from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import QMessageBox
 
 from gpudesk.services.cloud.launcher import Launcher
+from gpudesk.services.core.said import Said
 from gpudesk.services.remote import targets
 from gpudesk.services.runs import run_control, spot_recovery
-from gpudesk.services.runs.detached import RunRecord, RunStatus, Said
+from gpudesk.services.runs.detached import RunRecord, RunStatus
 from gpudesk.services.runs.run_control import Tunnel, TunnelSpec
 from gpudesk.ui.widgets.confirm import confirm
 from gpudesk.ui.widgets.task_runner import show_error

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpudesk.services.cloud.accounts import title as cloud_title
+from gpudesk.services.core.sizes import size_text
 from gpudesk.services.runs.detached import RunRecord
 from gpudesk.services.storage import outputs, pricing
 from gpudesk.services.storage.outputs import RunListing
@@ -44,14 +45,6 @@ from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
 
 BAR_STEPS = 1000  # the bar counts per mille: a QProgressBar holds 32-bit ints, files not
-
-
-def size_text(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 @dataclass(frozen=True)

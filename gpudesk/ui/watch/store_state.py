@@ -19,6 +19,8 @@ from PySide6.QtCore import QCoreApplication
 
 from gpudesk.services.runs.detached import RunRecord
 from gpudesk.services.runs.run_control import recorded_runs
+from gpudesk.services.storage import usage
+from gpudesk.services.storage.uri import SCHEMES
 
 STATE_FILE = "store.json"  # the agent's uploader.STATE_FILE
 UNREACHABLE = "cannot reach the bucket: "  # how the agent's store words that error
@@ -41,6 +43,7 @@ class StoreState:
     error: str = ""
     error_at: str = ""
     finished: str = ""
+    bucket_bytes: int | None = None  # what the agent says the folder holds
 
 
 def run_with_store(ref: str) -> RunRecord | None:
@@ -72,7 +75,8 @@ def parse_state(record: RunRecord, text: str | None) -> StoreState:
         last_upload=mapping("last_upload"), latest=str(data.get("latest") or ""),
         checkpoints=tuple(str(n) for n in names) if isinstance(names, list) else (),
         outputs=mapping("outputs"), error=str(data.get("error") or ""),
-        error_at=str(data.get("error_at") or ""), finished=str(data.get("finished") or ""))
+        error_at=str(data.get("error_at") or ""), finished=str(data.get("finished") or ""),
+        bucket_bytes=usage.agent_bytes(data))
 
 
 def read_state(conn: Any, record: RunRecord) -> StoreState:
@@ -81,7 +85,15 @@ def read_state(conn: Any, record: RunRecord) -> StoreState:
     result = conn.exec(f"cat -- {shlex.quote(path)}", timeout=READ_TIMEOUT_S,
                        what="reading the run's upload state")
     text = result.stdout.decode("utf-8", "replace") if result.ok else None
-    return parse_state(record, text)
+    state = parse_state(record, text)
+    if state.bucket_bytes is not None:  # a sample for the month's storage spend
+        usage.record_sample(record.id, _cloud(record.store_uri), record.store_region,
+                            state.bucket_bytes, uri=state.uri, source=usage.SOURCE_AGENT)
+    return state
+
+
+def _cloud(uri: str) -> str:
+    return SCHEMES.get(uri.split("://", 1)[0], "")
 
 
 def _when(iso: str) -> str:

@@ -43,9 +43,9 @@ class Credentials:
     """What a provider needs to sign requests. Lives only in memory and the keyring."""
 
     provider: ProviderName
-    key_id: str
+    key_id: str  # AWS access key id / Tencent SecretId / Aliyun AccessKey ID; shown masked
     secret: str
-    session_token: str = ""
+    session_token: str = ""  # temporary (STS) keys only
 
     def __repr__(self) -> str:  # never print the secret, even in a traceback's locals
         return f"Credentials(provider={self.provider!r}, key_id={mask(self.key_id)!r})"
@@ -75,7 +75,7 @@ class Identity:
 class LaunchRequest:
     """One attempt to rent one machine; validated before any call."""
 
-    ledger_id: str
+    ledger_id: str  # the ledger row written before the call; tagged on the machine
     region: str
     instance_type: str
     market: Market = "on-demand"
@@ -246,7 +246,8 @@ MSG_THROTTLED = QT_TRANSLATE_NOOP(
     "Wait a minute and try again.")
 MSG_NOT_FOUND = QT_TRANSLATE_NOOP(
     "ProviderError", "{provider} has no {what} called {name} in {region}.")
-MSG_OTHER = QT_TRANSLATE_NOOP("ProviderError", "{provider} refused the request: {detail}")
+MSG_OTHER = QT_TRANSLATE_NOOP(
+    "ProviderError", "{provider} refused the request: {detail}")
 
 MSG_NEED_GROUP = QT_TRANSLATE_NOOP(
     "ProviderError", "gpudesk launches only behind its own security group, which opens SSH to "
