@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QCoreApplication, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -40,7 +40,6 @@ from gpudesk.services.cloud.reconcile import (
     reconcile,
 )
 from gpudesk.services.core.machine_states import STOPPED_STILL_BILLING
-from gpudesk.services.core.said import Said
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.core.sizes import size_text
 from gpudesk.services.money import budgets, spend
@@ -53,6 +52,7 @@ from gpudesk.ui.machines.instances_model import InstancesModel, state_text
 from gpudesk.ui.widgets.confirm import confirm
 from gpudesk.ui.widgets.money import Money
 from gpudesk.ui.widgets.retranslate import Retranslating
+from gpudesk.ui.widgets.said_text import said_text
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
 
 RECONCILE_EVERY_MS = 5 * 60 * 1000
@@ -263,7 +263,7 @@ class InstancesPage(Retranslating, QWidget):
         if p is None or r.storage_cost is None:
             line = self.tr("Run {run} ({region}): {gbm} GB-month, cost unknown: {why}").format(
                 run=r.run, region=r.region, gbm=f"{r.gib_months:,.3f}",
-                why=_said(r.storage_reason))
+                why=said_text(r.storage_reason))
         else:
             line = self.tr("Run {run} ({region}): {gbm} GB-month × {price} {currency} = "
                            "{cost} {currency} ({source}, {date}).").format(
@@ -275,7 +275,7 @@ class InstancesPage(Retranslating, QWidget):
             if o is None or r.data_out_cost is None:
                 line += " " + self.tr("Data out to this computer: {size}, cost unknown: "
                                       "{why}").format(size=size_text(r.data_out_bytes),
-                                                      why=_said(r.data_out_reason))
+                                                      why=said_text(r.data_out_reason))
             else:
                 line += " " + self.tr("Data out to this computer: {size}, {cost} {currency} "
                                       "({source}, {date}).").format(
@@ -528,14 +528,3 @@ class InstancesPage(Retranslating, QWidget):
         if m is not None and not m.billing:
             self.ledger.remove(m.id)
             self.reload()
-
-
-def _said(text: str) -> str:
-    """A service's message in the window's language (a plain string stays as it is)."""
-    if not isinstance(text, Said):
-        return text
-    values = {k: _said(v) if isinstance(v, Said) else v for k, v in text.values.items()}
-    try:
-        return QCoreApplication.translate(text.context, text.template).format(**values)
-    except (KeyError, IndexError, ValueError):
-        return str(text)

@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QWidg
 from gpudesk.services.runs import detached as runs
 from gpudesk.services.runs import run_control
 from gpudesk.services.runs.detached import RunRecord, RunStatus
-from gpudesk.ui.run.run_log_view import said_text
 from gpudesk.ui.widgets.retranslate import Retranslating
+from gpudesk.ui.widgets.said_text import said_text
 
 translate = QCoreApplication.translate  # the name lupdate looks for
 

@@ -31,9 +31,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpudesk.services.core.said import Said
 from gpudesk.services.runs.launcher_lines import PREFIX, said_in_log
 from gpudesk.ui.widgets.retranslate import Retranslating
+from gpudesk.ui.widgets.said_text import said_text
 
 translate = QCoreApplication.translate  # the name lupdate looks for
 
@@ -58,17 +58,6 @@ def _launcher_lines_translated(text: str) -> str:
         said = said_in_log(body)
         out.append(line if said is None else PREFIX + said_text(said) + line[len(body):])
     return "".join(out)
-
-
-def said_text(line: str) -> str:
-    """A service's line in the window's language (a plain string stays as it is)."""
-    if not isinstance(line, Said):
-        return line
-    values = {k: said_text(v) if isinstance(v, Said) else v for k, v in line.values.items()}
-    try:
-        return translate(line.context, line.template).format(**values)
-    except (KeyError, IndexError, ValueError):
-        return str(line)
 
 
 class RunLogView(Retranslating, QWidget):

@@ -39,9 +39,9 @@ from gpudesk.services.runs.detached import RunRecord
 from gpudesk.services.storage import outputs, pricing
 from gpudesk.services.storage.outputs import RunListing
 from gpudesk.services.storage.uri import StoreUri, parse_uri
-from gpudesk.ui.run.run_log_view import said_text
 from gpudesk.ui.widgets.confirm import confirm
 from gpudesk.ui.widgets.retranslate import Retranslating
+from gpudesk.ui.widgets.said_text import said_text
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
 
 BAR_STEPS = 1000  # the bar counts per mille: a QProgressBar holds 32-bit ints, files not

@@ -43,10 +43,11 @@ from gpudesk.services.runs.run_control import FollowResult, LogFollower, RunForm
 from gpudesk.ui.run.run_actions import TERMINALS, RunActions, terminal_command
 from gpudesk.ui.run.run_form import RunFormBox
 from gpudesk.ui.run.run_list import RunList
-from gpudesk.ui.run.run_log_view import LOG_MAX_LINES, RunLogView, said_text
+from gpudesk.ui.run.run_log_view import LOG_MAX_LINES, RunLogView
 from gpudesk.ui.run.run_outputs import RunOutputs
 from gpudesk.ui.widgets.host_key_question import HostKeyQuestion
 from gpudesk.ui.widgets.retranslate import Retranslating
+from gpudesk.ui.widgets.said_text import said_text
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
 
 __all__ = ["LOG_MAX_LINES", "TERMINALS", "RunPage", "terminal_command"]
