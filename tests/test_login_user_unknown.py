@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -85,6 +86,20 @@ def test_unknown_login_user_is_said_refused_and_can_be_set(lost_image_machine: s
     assert f"gpudesk login-user {ledger_id} USER" in text
     assert refused.value.template == targets.MSG_NO_LOGIN_USER
 
+    # nor do the first login and ~/.ssh/config: no guessed user anywhere
+    from gpudesk.services.remote import host_key_rotation, ssh_config
+
+    with Ledger() as ledger:
+        unknown = ledger.get(ledger_id)
+    assert unknown is not None
+    with pytest.raises(SshError) as first:
+        host_key_rotation.machine_target(unknown)
+    assert first.value.template == targets.MSG_NO_LOGIN_USER
+    (block,) = ssh_config.blocks_for([unknown])
+    assert block.user == "" and f"gpudesk login-user {ledger_id} USER" in block.note
+    text = ssh_config.render([block], Path("/kh"))
+    assert "    User " not in text and "# login user unknown" in text
+
     code, _, err = _run(["login-user", ledger_id, "Bad User"])
     assert code == 2 and "'Bad User' is not a login name" in err
     code, out, err = _run(["login-user", lost_image_machine, "ubuntu"])  # by cloud id too
@@ -96,6 +111,8 @@ def test_unknown_login_user_is_said_refused_and_can_be_set(lost_image_machine: s
             "ubuntu (given)"
     target = targets.resolve(ledger_id)
     assert target.user == "ubuntu" and target.host == m.public_ip
+    assert host_key_rotation.machine_target(m).user == "ubuntu"
+    assert "    User ubuntu" in ssh_config.render(ssh_config.blocks_for([m]), Path("/kh"))
     code, out, _ = _run(["show", ledger_id])
     assert "login user ubuntu" in out and "login user unknown" not in out
     code, _, err = _run(["ls"])

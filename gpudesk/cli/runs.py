@@ -69,10 +69,14 @@ def _record_conns(a: argparse.Namespace, record: RunRecord, *, main_only: bool =
 
 def _finish(conns: list[SshConnection], record: RunRecord, offset: int) -> int:
     from gpudesk.services.runs import detached as runs
-    from gpudesk.services.runs import spot_recovery
+    from gpudesk.services.runs import run_upkeep, spot_recovery
 
     # A spot machine can vanish: keep copies of the checkpoints here while following.
     mirror = spot_recovery.CheckpointMirror(record, conns[0].policy).start()
+    policy = conns[0].policy
+    renewer = run_upkeep.KeyRenewer(
+        record, lambda: _connect_all_quiet(record, policy), _say).start() \
+        if record.store_credentials == "sts" else None
     try:
         final, _ = runs.follow(conns[0], record.main.run_dir, sys.stdout.buffer,
                                python=record.python, offset=offset)
@@ -82,9 +86,21 @@ def _finish(conns: list[SshConnection], record: RunRecord, offset: int) -> int:
         return 130
     finally:
         mirror.stop(wait_s=60)  # it makes its last copy when it sees the run has ended
+        if renewer is not None:
+            renewer.stop()
     code = runs.wait_all(conns, record, final)
     _say(f"run {record.id} exited with status {code}")
+    kept = run_upkeep.expire_after_end(record, final)
+    if kept is not None:
+        _say(kept)
     return code
+
+
+def _connect_all_quiet(record: RunRecord, policy: Any) -> SshConnection:
+    """A connection of its own for the key renewer (the follower holds the first)."""
+    from gpudesk.services.runs.run_control import connect_all, record_refs
+
+    return connect_all(record_refs(record)[:1], policy)[0]
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
@@ -116,6 +132,9 @@ def _cmd_run(a: argparse.Namespace) -> int:
             store = (machine_access.access_for_target(
                 a.target or record.main.target, record.id, uri=record.store_uri,
                 role=record.store_role) if record.store_uri else None)
+            from gpudesk.services.runs import run_upkeep
+
+            run_upkeep.keep_folder(record, _say)
             record = runs.resume(conns, record, report=_say, store=store,
                                  project=Path(a.project) if a.project else None)
         else:

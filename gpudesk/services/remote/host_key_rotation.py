@@ -264,13 +264,16 @@ GUARD_WORDS = {True: "installed", False: "not installed (the machine's agent doe
 def machine_target(machine: Machine) -> SshTarget:
     """How gpudesk logs in to a machine it launched: the keyring's key, the machine's user."""
     from gpudesk.services.cloud import credentials
+    from gpudesk.services.remote.ssh import MSG_NO_LOGIN_USER, SshError
     from gpudesk.services.remote.ssh_config import host_alias
 
+    if not machine.ssh_user.strip():  # the image did not say who logs in: never a guess
+        raise SshError(MSG_NO_LOGIN_USER, machine=machine.name or machine.id)
     key_name = credentials.KEY_KINDS[credentials.key_kind_for(machine.provider)]
     pem = credentials.load_private_key(key_name)
     pkey = credentials.private_key_from_pem(pem) if pem else None
     return SshTarget(host=machine.public_ip, port=machine.ssh_port or 22,
-                     user=machine.ssh_user or "root", pkey=pkey, pin_name=host_alias(machine),
+                     user=machine.ssh_user.strip(), pkey=pkey, pin_name=host_alias(machine),
                      allow_agent=pkey is None)
 
 

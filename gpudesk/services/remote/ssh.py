@@ -43,6 +43,11 @@ from gpudesk.services.remote.host_keys import (
 WINDOW_SIZE = 16 * 2**20
 MAX_PACKET_SIZE = 2**18
 
+MSG_NO_LOGIN_USER = QT_TRANSLATE_NOOP(
+    "Ssh", "gpudesk does not know who logs in on {machine}: the cloud did not say it for the "
+    "machine's image, and gpudesk does not guess. Set it with: gpudesk login-user {machine} "
+    "USER (root on Alibaba Cloud and most Tencent Cloud images, ubuntu on Ubuntu images, "
+    "ec2-user on Amazon Linux).")
 MSG_UNREACHABLE = QT_TRANSLATE_NOOP(
     "Ssh", "Could not reach {target} over SSH after {attempts} attempts ({detail}). Check "
     "that the machine is running and that its SSH port {port} is open to this computer.")

@@ -194,8 +194,10 @@ def blocks_for(machines: Iterable[Machine],
                 identity = pub
             else:
                 note = "key in the keyring: run `gpudesk ssh-config --agent` to use it here"
-        out.append(HostBlock(alias, m.id, m.public_ip, m.ssh_user or "root", m.ssh_port or 22,
-                             identity, note))
+        user = m.ssh_user.strip() or ("root" if m.provider == "own" else "")
+        if not user:  # a cloud image that did not say who logs in: never a guess
+            note = f"login user unknown: set it with `gpudesk login-user {m.id} USER`"
+        out.append(HostBlock(alias, m.id, m.public_ip, user, m.ssh_port or 22, identity, note))
     return out
 
 
@@ -206,7 +208,10 @@ def render(blocks: Iterable[HostBlock], known_hosts: Path) -> str:
         lines.append(f"Host {b.alias}")
         if b.note:
             lines.append(f"    # {b.note}")
-        lines += [f"    HostName {b.host}", f"    User {b.user}", f"    Port {b.port}",
+        # no User line for an unknown login user: ssh then asks for the local user's name,
+        # which fails visibly rather than logging in as a guessed one
+        lines += [f"    HostName {b.host}"] + ([f"    User {b.user}"] if b.user else []) + [
+                  f"    Port {b.port}",
                   f"    HostKeyAlias {b.alias}",
                   f"    UserKnownHostsFile {_quoted(known_hosts)}",
                   "    GlobalKnownHostsFile none",

@@ -19,7 +19,12 @@ from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote.host_key_rotation import RotationConfig
 from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.remote.ssh import SshConnection, SshError, SshTarget
+from gpudesk.services.remote.ssh import (
+    MSG_NO_LOGIN_USER,
+    SshConnection,
+    SshError,
+    SshTarget,
+)
 
 MSG_NO_KEY_FILE = QT_TRANSLATE_NOOP("Ssh", "The SSH key file {target} does not exist.")
 # A launched or adopted machine whose login user neither the ledger nor its image says: never
@@ -29,11 +34,6 @@ MSG_LOGIN_UNKNOWN = QT_TRANSLATE_NOOP(
 MSG_LOGIN_HOW = QT_TRANSLATE_NOOP(
     "Ssh", "Set it with: gpudesk login-user {machine} USER (root on Alibaba Cloud and most "
     "Tencent Cloud images, ubuntu on Ubuntu images, ec2-user on Amazon Linux).")
-MSG_NO_LOGIN_USER = QT_TRANSLATE_NOOP(
-    "Ssh", "gpudesk does not know who logs in on {machine}: the cloud did not say it for the "
-    "machine's image, and gpudesk does not guess. Set it with: gpudesk login-user {machine} "
-    "USER (root on Alibaba Cloud and most Tencent Cloud images, ubuntu on Ubuntu images, "
-    "ec2-user on Amazon Linux).")
 CLOUDS = ("aws", "tencent", "aliyun")
 
 

@@ -39,6 +39,7 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -77,6 +78,9 @@ MSG_STORE_STS = QT_TRANSLATE_NOOP(
 MSG_NO_STORE = QT_TRANSLATE_NOOP(
     "Runs", "run {run} has no bucket: its checkpoints stay on the machine and are copied to "
     "this computer only ({why})")
+MSG_RESUME_NO_STORE = QT_TRANSLATE_NOOP(
+    "Runs", "run {run} starts again without its bucket {uri} ({why}): its checkpoints stay "
+    "on the machine and are copied to this computer only")
 MSG_FROM_BUCKET = QT_TRANSLATE_NOOP(
     "Runs", "{target} has no checkpoint of run {run}: the agent fetches the latest one from "
     "{uri} before the script starts")
@@ -150,6 +154,12 @@ class RunRecord:
     # (no secret): a resume on a machine with the same role needs no new keys.
     store_credentials: str = ""
     store_role: str = ""
+    # Short-lived keys: when they were issued and end (ISO UTC); the desktop renews them
+    # while it follows the run (run_upkeep). ``store_kept``: "<attempt>:<days>" once the
+    # folder's lifecycle rule was set after that attempt ended ("" while none is set).
+    store_issued: str = ""
+    store_expires: str = ""
+    store_kept: str = ""
 
     @property
     def main(self) -> NodeRun:
@@ -444,6 +454,10 @@ def _attach_store(conn: SshConnection, record: RunRecord, store: StoreAccess | N
     if store is None or store.kind == "none":
         if store is not None and not resume:
             report(Said("Runs", MSG_NO_STORE, run=record.id, why=store.why_none or "-"))
+        elif resume and record.store_uri:  # it had a bucket: say that this attempt has not
+            why = (store.why_none if store is not None else "") or "-"
+            report(Said("Runs", MSG_RESUME_NO_STORE, run=record.id, uri=record.store_uri,
+                        why=why))
         return []
     from gpudesk.services.runs import run_store
 
@@ -456,6 +470,10 @@ def _attach_store(conn: SshConnection, record: RunRecord, store: StoreAccess | N
     written = run_store.write_config(conn, node.run_dir, record.id, store, python=record.python)
     record.store_uri, record.store_region = str(store.store), store.region
     record.store_credentials, record.store_role = store.kind, store.role
+    record.store_issued = record.store_expires = ""
+    if written.expires is not None:
+        record.store_issued = run_store.expiry_text(datetime.now(UTC))
+        record.store_expires = run_store.expiry_text(written.expires)
     if store.kind == "role":
         report(Said("Runs", MSG_STORE_ROLE, uri=written.uri, role=store.role))
     else:

@@ -32,7 +32,7 @@ from gpudesk.services.remote.host_keys import HostKeyPolicy, known_hosts_file
 from gpudesk.services.remote.ssh import LocalForward, SshConnection, SshError, SshTarget
 from gpudesk.services.remote.sync import SyncResult
 from gpudesk.services.runs import detached as runs
-from gpudesk.services.runs import machine_access
+from gpudesk.services.runs import machine_access, run_upkeep
 from gpudesk.services.runs.detached import NodeRun, RunRecord, RunRequest, RunStatus
 
 MSG_NO_TARGET = QT_TRANSLATE_NOOP(
@@ -396,6 +396,7 @@ def resume_run(record: RunRecord, policy: HostKeyPolicy, report: runs.Report, *,
         store = (machine_access.access_for_target(record.main.target, record.id,
                                                   uri=record.store_uri, role=record.store_role)
                  if record.store_uri else None)
+        run_upkeep.keep_folder(record, kept)
         record = runs.resume(conns, record, report=kept, pusher=pusher, store=store)
     return kept.keep_in(record)
 
@@ -453,18 +454,24 @@ class LogFollower(StoppableWorker):
     def __init__(self, record: RunRecord, policy: HostKeyPolicy, *,
                  on_data: Callable[[bytes], None], on_end: Callable[[FollowResult], None],
                  offset: int = 0,
-                 on_status: Callable[[RunStatus], None] | None = None) -> None:
+                 on_status: Callable[[RunStatus], None] | None = None,
+                 on_note: Callable[[str], None] | None = None) -> None:
         self.record = record
         self.policy = policy
         self.offset = offset
         self._on_data = on_data
         self._on_end = on_end
         self._on_status = on_status  # the status once connected, before the log (Stop)
+        # Lines gpudesk says about the run's bucket (new keys, how long it keeps the folder)
+        self._on_note = on_note or (lambda _line: None)
         super().__init__(f"gpudesk-follow-{record.id}")
 
     def _main(self) -> None:
         result = FollowResult(None, None, self.offset)
         conns: list[SshConnection] = []
+        renewer = run_upkeep.KeyRenewer(
+            self.record, lambda: connect_all(record_refs(self.record)[:1], self.policy)[0],
+            self._note).start() if self.record.store_credentials == "sts" else None
         try:
             conns = connect_all(record_refs(self.record)[:1], self.policy)
             if self._on_status is not None and not self._stop.is_set():
@@ -476,11 +483,23 @@ class LogFollower(StoppableWorker):
                                         offset=self.offset, stop_event=self._stop)
             result = FollowResult(final, final.code if final.state == "exited" else None,
                                   offset)
+            if renewer is not None:
+                renewer.stop()
+            if not self._stop.is_set():
+                kept = run_upkeep.expire_after_end(self.record, final)
+                if kept is not None:
+                    self._note(kept)
         except Exception as exc:  # noqa: BLE001 - reported to the window, never raised there
             result = FollowResult(None, None, self.offset, exc)
         finally:
+            if renewer is not None:
+                renewer.stop()
             close_all(conns)
         self._on_end(result)
+
+    def _note(self, line: str) -> None:
+        if not self._stop.is_set():
+            self._on_note(line)
 
     def _count(self, data: bytes) -> None:
         self.offset += len(data)

@@ -35,7 +35,7 @@ from typing import Any
 from gpudesk.services.core.settings import load_settings
 from gpudesk.services.remote import agent_deploy
 from gpudesk.services.remote.ssh import SshConnection
-from gpudesk.services.storage.access import StoreAccess
+from gpudesk.services.storage.access import StoreAccess, TempCredentials
 from gpudesk.services.storage.uri import parse_uri
 
 CONFIG_FILE = "store-config.json"  # the agent's uploader.CONFIG_FILE
@@ -127,22 +127,40 @@ def write_config(conn: SshConnection, run_dir: str, run_id: str, access: StoreAc
     if access.kind == "sts":
         assert access.sts is not None
         creds_path = credentials_path(run_dir, run_id)
-        files.append({"path": creds_path, "mode": 0o600, "text": json.dumps(
-            {"key_id": access.sts.key_id, "secret": access.sts.secret,
-             "token": access.sts.token, "expiration": expiry_text(access.sts.expires)})})
+        files.append({"path": creds_path, "mode": 0o600, "text": _keys_text(access.sts)})
     config = agent_config(access, run_id, keep=keep, credentials_file=creds_path)
     config_path = f"{run_dir}/{CONFIG_FILE}"
     files.append({"path": config_path, "mode": 0o644,
                   "text": json.dumps(config, indent=1) + "\n"})
+    _write(conn, files, timeout, python, config_path)
+    return MachineStore(access.store.run(run_id).uri, config_path, access.kind, creds_path,
+                        access.sts.expires if access.sts is not None else None)
+
+
+def write_credentials(conn: SshConnection, run_dir: str, run_id: str, keys: TempCredentials, *,
+                      python: str = agent_deploy.DEFAULT_PYTHON, timeout: float = 60.0) -> str:
+    """Replace the run's short-lived keys on the machine (mode 600, through stdin); the
+    agent re-reads the file when it changes, without restarting the upload."""
+    path = credentials_path(run_dir, run_id)
+    _write(conn, [{"path": path, "mode": 0o600, "text": _keys_text(keys)}], timeout,
+           python, path)
+    return path
+
+
+def _keys_text(keys: TempCredentials) -> str:
+    return json.dumps({"key_id": keys.key_id, "secret": keys.secret, "token": keys.token,
+                       "expiration": expiry_text(keys.expires)})
+
+
+def _write(conn: SshConnection, files: list[dict[str, Any]], timeout: float, python: str,
+           what_path: str) -> None:
     command = f"exec {shlex.quote(python)} -I -S -c {shlex.quote(_WRITER)}"
     result = conn.exec(command, input=json.dumps({"files": files}).encode(), timeout=timeout,
                        what="writing the run's store config")
     if not result.ok:
         detail = (result.stderr or result.stdout).decode("utf-8", "replace").strip()[-300:]
-        raise RunStoreError(f"could not write {config_path} on {conn.target}: "
+        raise RunStoreError(f"could not write {what_path} on {conn.target}: "
                             f"{detail or f'exit status {result.exit_status}'}")
-    return MachineStore(access.store.run(run_id).uri, config_path, access.kind, creds_path,
-                        access.sts.expires if access.sts is not None else None)
 
 
 def ensure_agent(conn: SshConnection, root: str, python: str) -> agent_deploy.AgentSite:

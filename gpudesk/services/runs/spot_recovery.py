@@ -49,7 +49,7 @@ from gpudesk.services.remote import targets
 from gpudesk.services.remote.host_keys import HostKeyPolicy
 from gpudesk.services.remote.ssh import SshConnection
 from gpudesk.services.runs import detached as runs
-from gpudesk.services.runs import run_store
+from gpudesk.services.runs import run_store, run_upkeep
 from gpudesk.services.runs.detached import NodeRun, RunRecord
 
 if TYPE_CHECKING:
@@ -270,6 +270,7 @@ def recover(record: RunRecord, ref: str, identity: str | None, policy: HostKeyPo
 
         store = machine_access.access_for_target(ref, record.id, uri=record.store_uri)
     usable = store if store is not None and store.kind != "none" else None
+    run_upkeep.keep_folder(record, report)
     conn = targets.open_connection(ref, Path(identity) if identity else None, policy)
     try:
         root = runs.remote_root(conn, record.python, record.root)

@@ -348,7 +348,8 @@ class RunPage(RunActions, Retranslating, QWidget):
         follower = LogFollower(record, self.question.policy(), offset=offset,
                                on_data=lambda d: _emit(bridge.data, follower, d),
                                on_end=lambda r: _emit(bridge.ended, follower, r),
-                               on_status=lambda st: _emit(bridge.status, follower, st))
+                               on_status=lambda st: _emit(bridge.status, follower, st),
+                               on_note=lambda line: _emit(bridge.report, line))
         self.follower = follower.start()
         # A spot machine can vanish with its disk: keep copies of the checkpoints here.
         self.mirror = spot_recovery.CheckpointMirror(
