@@ -95,6 +95,11 @@ APPID = "1250000000"
 STS_VERSION = "2018-08-13"
 STS_ACTIONS = frozenset({"GetFederationToken"})
 CAM_ACTIONS = CAM_ACTIONS | {"GetUserAppId"}
+# Keep-alive group roles (issue 23): a custom policy's document replaced (UpdatePolicy,
+# https://cloud.tencent.com/document/api/598/34569: "只能更新 createMode==2 的策略", and the
+# custom policy limit of 6,144 characters), detached, deleted; a role deleted.
+CAM_ACTIONS = CAM_ACTIONS | {"UpdatePolicy", "DetachRolePolicy", "DeletePolicy", "DeleteRole"}
+CAM_POLICY_MAX = 6144
 STS_DEFAULT_S, STS_MAIN_MAX_S, STS_SUB_MAX_S = 1800, 7200, 129600
 _FEDERATION_NAME = re.compile(r"^[\w+=,.@-]{2,32}$")
 # ModifyInstancesAttribute: "每次请求必须指定实例的一种属性用于修改" (one attribute per call)
@@ -309,11 +314,10 @@ class TencentStandin(StandinServer):
             self.calls[action] += 1
         try:
             self._authenticate(headers, body, action)
-            if headers.get("x-tc-version") != (CAM_VERSION if action in CAM_ACTIONS
-                                               else STS_VERSION if action in STS_ACTIONS
-                                               else VERSION):
+            service = self._service_of(action)
+            if headers.get("x-tc-version") != self.versions.get(service, VERSION):
                 raise ApiError("NoSuchVersion", "The API version does not exist.")
-            if action not in CVM_ACTIONS | VPC_ACTIONS | CAM_ACTIONS | STS_ACTIONS:
+            if not service:
                 raise ApiError("InvalidAction", f"The action {action} does not exist.")
             try:
                 params = json.loads(body or b"{}")
@@ -337,6 +341,15 @@ class TencentStandin(StandinServer):
                     "RequestId": str(uuid.uuid4())}
         answer["RequestId"] = str(uuid.uuid4())
         return answer
+
+    # The services served and their versions; a subclass (tencent_as_standin) adds its own.
+    versions: dict[str, str] = {"cvm": VERSION, "vpc": VERSION, "cam": CAM_VERSION,
+                                "sts": STS_VERSION}
+
+    def _service_of(self, action: str) -> str:
+        """The service that owns ``action`` ("" for none): its signing scope and version."""
+        return ("vpc" if action in VPC_ACTIONS else "cam" if action in CAM_ACTIONS
+                else "sts" if action in STS_ACTIONS else "cvm" if action in CVM_ACTIONS else "")
 
     def _authenticate(self, headers: dict[str, str], body: bytes, action: str) -> None:
         match = _AUTH.match(headers.get("authorization", ""))
@@ -362,9 +375,8 @@ class TencentStandin(StandinServer):
                            "more than 5 minutes.")
         host = headers.get("host", "")
         first = host.split(".")[0]
-        owner = ("vpc" if action in VPC_ACTIONS else "cam" if action in CAM_ACTIONS
-                 else "sts" if action in STS_ACTIONS else "cvm")
-        service = first if first in ("cvm", "vpc", "cam", "sts") else owner
+        owner = self._service_of(action) or "cvm"
+        service = first if first in self.versions else owner
         date = datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d")
         signed = match["signed"].split(";")
         canonical_headers = "".join(f"{h}:{headers.get(h, '').strip().lower()}\n" for h in signed)
@@ -1039,6 +1051,68 @@ class TencentStandin(StandinServer):
         if pair not in self.state.attached:  # attaching again changes nothing
             self.state.attached.add(pair)
             self.state.policies[policy_id]["Attachments"] += 1
+        return {}
+
+    def _policy(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A custom policy by PolicyId or PolicyName ("二选一必填")."""
+        if params.get("PolicyId"):
+            found = self.state.policies.get(int(params["PolicyId"]))
+        else:
+            name = str(params.get("PolicyName") or "")
+            found = next((p for p in self.state.policies.values() if p["PolicyName"] == name),
+                         None)
+        if found is None:
+            raise ApiError("InvalidParameter.PolicyIdNotExist", "policy id not exist")
+        return found
+
+    def _UpdatePolicy(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        policy = self._policy(params)
+        if policy["CreateMode"] != 2:
+            raise ApiError("InvalidParameter.PolicyIdError", "only a custom policy (createMode 2)"
+                           " can be updated")
+        if "PolicyDocument" in params:
+            text = str(params.get("PolicyDocument") or "")
+            if len(text) > CAM_POLICY_MAX:
+                raise ApiError("InvalidParameter.PolicyDocumentLengthOverLimit",
+                               "policy document length over limit")
+            try:
+                doc = json.loads(text)
+                statements = doc["statement"]
+            except (ValueError, KeyError, TypeError):
+                raise ApiError("InvalidParameter.PolicyDocumentError", "policy document error"
+                               ) from None
+            if doc.get("version") != "2.0" or not statements or any(
+                    st.get("effect") not in ("allow", "deny") for st in statements):
+                raise ApiError("InvalidParameter.PolicyDocumentError", "policy document error")
+            policy["PolicyDocument"] = json.dumps(doc)
+        if params.get("Description") is not None:
+            policy["Description"] = str(params["Description"])
+        return {"PolicyId": policy["PolicyId"]}
+
+    def _DetachRolePolicy(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        role = self._role(params, "DetachRoleName")
+        policy = self._policy(params)
+        pair = (role["RoleName"], policy["PolicyId"])
+        if pair in self.state.attached:
+            self.state.attached.discard(pair)
+            policy["Attachments"] -= 1
+        return {}
+
+    def _DeletePolicy(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        ids = [int(i) for i in params.get("PolicyId") or []]
+        if not ids or any(i not in self.state.policies for i in ids):
+            raise ApiError("InvalidParameter.PolicyIdNotExist", "policy id not exist")
+        for policy_id in ids:  # deleting a policy ends its attachments
+            del self.state.policies[policy_id]
+            self.state.attached = {p for p in self.state.attached if p[1] != policy_id}
+        return {}
+
+    def _DeleteRole(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
+        role = self._role(params)
+        for pair in [p for p in self.state.attached if p[0] == role["RoleName"]]:
+            self.state.attached.discard(pair)
+            self.state.policies[pair[1]]["Attachments"] -= 1
+        del self.state.roles[role["RoleName"]]
         return {}
 
     def _ModifyInstancesAttribute(self, region: str, params: dict[str, Any]) -> dict[str, Any]:

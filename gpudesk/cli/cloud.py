@@ -199,6 +199,9 @@ def _cmd_launch(a: argparse.Namespace) -> int:
 
     if a.max_price is not None and not a.spot:
         return _fail("--max-price only applies to spot machines; add --spot", 2)
+    if a.keep_alive and not a.spot:
+        return _fail("--keep-alive is for spot machines (an on-demand one is not reclaimed); "
+                     "add --spot", 2)
     try:
         store = store_choice(a.store, a.provider)
     except StorageError as err:  # refused before anything is written or asked
@@ -217,7 +220,7 @@ def _cmd_launch(a: argparse.Namespace) -> int:
         gpu=offer.gpu.name if offer is not None else "",
         gpus=offer.gpu_count if offer is not None else 0, price_per_hour=price,
         wait_ssh=not a.no_wait_ssh, instance_role=not a.no_instance_role, store=store,
-        ssh_user=a.login_user or "")
+        ssh_user=a.login_user or "", keep_alive=a.keep_alive)
 
     def show(p: Progress) -> None:
         mark = {"started": "…", "done": "done", "failed": "FAILED", "retry": "refused"}[p.status]
@@ -346,6 +349,13 @@ def _cmd_show(a: argparse.Namespace) -> int:
                 guard_says=guard.english(m, g, role_why), host_key_rotated=rotated)
     data["guard"]["installed"] = installed
     data["store"] = _store_json(m)
+    if m.group_id:
+        from gpudesk.services.cloud.keep_alive_launch import members
+
+        with Ledger() as ledger:
+            data["group"] = {"id": m.group_id, "state": m.group_state or "live",
+                             "ends_at": guard.iso_utc(m.cloud_timer_at),
+                             "machines": members(ledger, m)}
     cloud = m.provider != "own"
     data["login_user"] = m.ssh_user or None
     if a.json:
@@ -361,6 +371,13 @@ def _cmd_show(a: argparse.Namespace) -> int:
         print(f"  {_login_unknown(m, why_unknown)}")
     store = data["store"]
     print(f"  run data: {_store_words(store)}")
+    if "group" in data:
+        grp = data["group"]
+        print(f"  kept alive by group {grp['id']} ({grp['state']}; it ends itself at "
+              f"{grp['ends_at'] or 'no time'})")
+        for one in grp["machines"]:
+            print(f"    {one['cloud_id']}: {guard.iso_utc(one['from'])} to "
+                  f"{guard.iso_utc(one['to']) or 'now'} {one['why']}".rstrip())
     print(f"  guard: {first_login.GUARD_WORDS[installed]}")
     print(f"  enforced by: {', '.join(g.enforced_by) or 'nobody'}")
     for line in data["guard_says"]:
@@ -501,6 +518,10 @@ def add_parsers(sub: Any) -> None:
                         "cos://bucket-appid/prefix, oss://bucket/prefix")
     p.add_argument("--login-user", metavar="USER",
                    help="who logs in (default: the image's own user)")
+    p.add_argument("--keep-alive", action="store_true",
+                   help="spot only: the cloud's own group of size 1 starts another machine "
+                        "when one is reclaimed, and ends itself when the budget runs out "
+                        "(docs/recovery.md)")
     p.add_argument("--poll", type=float, default=3.0, help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_launch)

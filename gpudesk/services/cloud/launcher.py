@@ -23,7 +23,13 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import aws_price_list, cleanup, credentials, instance_role
+from gpudesk.services.cloud import (
+    aws_price_list,
+    cleanup,
+    credentials,
+    instance_role,
+    keep_alive_launch,
+)
 from gpudesk.services.cloud import guard as guards
 from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring, title
 from gpudesk.services.cloud.catalog import load_catalog
@@ -123,6 +129,11 @@ class LaunchPlan:
     # in the machine's region), "none", or a store URI. The front ends check a URI
     # (storage.uri.parse_uri) before the launch; the cloud room only carries it.
     store: str = ""
+    # a spot machine its cloud keeps alive (issue 23): the cloud's own group of size 1
+    # replaces a reclaimed machine, and ends itself when the budget runs out
+    keep_alive: bool = False
+    # the role group members carry (storage.run_role); "": none (no bucket with gpudesk away)
+    group_role: str = ""
 
 
 @dataclass(frozen=True)
@@ -204,6 +215,8 @@ class Launcher:
         probe = LaunchRequest("check", plan.region, plan.instance_type, plan.market, plan.zone,
                               plan.max_price, plan.image_id, plan.disk_gb, plan.allow_from)
         validate_request(plan.provider, probe, regions, known)  # before anything costs a call
+        if plan.keep_alive:  # a group the cloud could not cap is refused before it is written
+            keep_alive_launch.check(plan.provider, plan.market, plan.budget, provider)
         for region in plan.fallback_regions:
             if region not in regions:
                 validate_request(plan.provider, LaunchRequest("check", region, plan.instance_type),
@@ -443,9 +456,12 @@ class _Run:
                     self.machine.id, region, self.plan.instance_type, self.plan.market, zone,
                     self.plan.max_price, image, self.plan.disk_gb, self.allow_from, key_name,
                     group, token, user_data=user_data))
-                self.inflight = asyncio.ensure_future(
-                    asyncio.to_thread(self.provider.run_instance, request))
-                instance = await asyncio.shield(self.inflight)
+                if self.plan.keep_alive:
+                    instance = await self._group_member(request)
+                else:
+                    self.inflight = asyncio.ensure_future(
+                        asyncio.to_thread(self.provider.run_instance, request))
+                    instance = await asyncio.shield(self.inflight)
                 _fault("instance-requested")
                 self._record(instance, "instance")
                 self.inflight = None
@@ -476,14 +492,50 @@ class _Run:
         assert instance is not None
         self.machine = await asyncio.to_thread(self._timer_as_held)
         _fault("running")
-        self.machine = await asyncio.to_thread(instance_role.at_launch, ledger, self.machine,
-                                               self.provider, self.plan.instance_role)
+        if not self.machine.group_id:  # group members carry the group's role (template)
+            self.machine = await asyncio.to_thread(instance_role.at_launch, ledger,
+                                                   self.machine, self.provider,
+                                                   self.plan.instance_role)
         if self.plan.wait_ssh:
             await self._wait_ssh()
             _fault("ssh")
             await self._first_login()
         return LaunchResult(self.machine, self.refusals,
                             instance_role.why_not(ledger, self.machine))
+
+    async def _group_member(self, request: LaunchRequest) -> CloudInstance:
+        """A keep-alive group instead of one machine: its end (budget ÷ price) read back,
+        then its first member as the cloud starts it. No member in time: the group ends."""
+        groups = keep_alive_launch.groups_of(self.provider, self.plan.provider)
+        request = keep_alive_launch.with_end(request, time.time())
+        self.machine, state = await asyncio.to_thread(
+            keep_alive_launch.start, self.l.ledger, self.machine, groups, request,
+            role_name=self.plan.group_role)
+        _fault("group-created")
+        deadline = time.monotonic() + self.l.running_timeout_s
+        while True:
+            member = keep_alive_launch.current_member(state)
+            if member:
+                found = await asyncio.to_thread(self.provider.describe, request.region,
+                                                [member])
+                if found:
+                    return found[0]
+            if time.monotonic() > deadline:
+                await asyncio.to_thread(keep_alive_launch.end, self.l.ledger, self.machine,
+                                        groups)
+                raise ProviderError("capacity", keep_alive_launch.MSG_NO_MEMBER,
+                                    group=state.group_id,
+                                    minutes=round(self.l.running_timeout_s / 60),
+                                    reason=state.status or "-")
+            await asyncio.sleep(self.l.poll_s)
+            again = await asyncio.to_thread(groups.describe_group, request.region,
+                                            state.group_id)
+            if again is None:
+                raise ProviderError("other", keep_alive_launch.MSG_NO_MEMBER,
+                                    group=state.group_id,
+                                    minutes=round(self.l.running_timeout_s / 60),
+                                    reason="the group is gone")
+            state = again
 
     def _timer_as_held(self) -> Machine:
         """Blocking: the cloud-side timer the launch asked for, as the cloud now holds it
@@ -493,6 +545,8 @@ class _Run:
         and a floor; a timer the cloud did not keep is not claimed). No answer keeps what
         was asked, logged as unread."""
         m = self.machine
+        if m.group_id:  # the group's own end, read back when it was made
+            return m
         if m.cloud_timer_at is None and "cloud-timer" not in m.enforced_by.split(","):
             return m
         answered, held = guards.read_timer(self.provider, m.region, m.cloud_id)
@@ -706,6 +760,14 @@ class _Run:
             except ProviderError as error:
                 self.machine = ledger.update(self.machine.id, state=STATE_FAILED,
                                              error=error.message(), step="failed")
+        if self.machine.group_id:  # a member alone would be replaced: end the group
+            try:
+                groups = keep_alive_launch.groups_of(self.provider, self.plan.provider)
+                self.machine = await asyncio.to_thread(keep_alive_launch.end, ledger,
+                                                       self.machine, groups)
+            except ProviderError as error:
+                ledger.log(self.machine.id, "terminate-failed", error.message())
+            return
         if not self.machine.cloud_id:
             if self.machine.state == STATE_INTENT:
                 ledger.update(self.machine.id, state=STATE_FAILED, error="cancelled",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import guard
+from gpudesk.services.cloud import guard, keep_alive_launch
 from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
 from gpudesk.services.cloud.providers.base import (
     STATE_PENDING,
@@ -54,6 +54,13 @@ async def act(ledger: Ledger, ref: str, action: str,
     if machine.provider == "own":
         raise ProviderError("invalid", MSG_OWN_MACHINE, name=machine.name or machine.id,
                             action=action)
+    if machine.group_live:  # its group would replace it: the group is what ends
+        if action != "terminate":
+            raise ProviderError("invalid", keep_alive_launch.MSG_NO_STOP,
+                                name=machine.name or machine.id, group=machine.group_id)
+        group_cloud = await asyncio.to_thread(providers, machine.provider)  # type: ignore[arg-type]
+        groups = keep_alive_launch.groups_of(group_cloud, machine.provider)
+        return await asyncio.to_thread(keep_alive_launch.end, ledger, machine, groups)
     if not machine.cloud_id:
         raise ProviderError("invalid", MSG_NOT_LAUNCHED, name=machine.name or machine.id,
                             state=machine.state, action=action)

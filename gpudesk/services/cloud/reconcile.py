@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.cloud import keep_alive_launch
 from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring, title
 from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.cloud.cleanup import CleanupReport
@@ -133,8 +134,9 @@ def reconcile_provider(ledger: Ledger, name: ProviderName, provider: Provider,
         for inst in provider.list_managed(region):
             seen.add(inst.cloud_id)
             _merge(ledger, name, inst, report, provider)
+    _follow_groups(ledger, name, provider, regions, report)
     for m in ledger.machines(include_ended=False):
-        if m.provider != name:
+        if m.provider != name or m.group_id:  # a group's row follows its group (above)
             continue
         if m.cloud_id and m.cloud_id not in seen and m.region in regions:
             found = provider.describe(m.region, [m.cloud_id])
@@ -169,8 +171,29 @@ def adopted_login_user(provider: object, inst: CloudInstance) -> tuple[str, str]
     return user, ""
 
 
+def _follow_groups(ledger: Ledger, name: ProviderName, provider: Provider,
+                   regions: list[str], report: ReconcileReport) -> None:
+    """Keep-alive rows: what their group holds now (a reclaimed member, its replacement,
+    the group gone), from the group and its members as the cloud describes them."""
+    for m in ledger.machines(include_ended=True):
+        if m.provider != name or not m.group_live or m.region not in regions:
+            continue
+        groups = keep_alive_launch.groups_of(provider, name)
+        state = groups.describe_group(m.region, m.group_id)
+        ids = sorted({m.cloud_id, *(x.cloud_id for x in (state.members if state else []))}
+                     - {""})
+        found = provider.describe(m.region, ids) if ids else []
+        before = (m.cloud_id, m.state, m.group_state, m.cloud_timer_at)
+        after = keep_alive_launch.follow(ledger, m, state, found)
+        if (after.cloud_id, after.state, after.group_state, after.cloud_timer_at) != before:
+            report.updated.append(m.id)
+
+
 def _merge(ledger: Ledger, name: ProviderName, inst: CloudInstance,
            report: ReconcileReport, provider: object = None) -> None:
+    row = ledger.get(inst.ledger_id) if inst.ledger_id else None
+    if row is not None and row.provider == name and row.group_id:
+        return  # a member of a keep-alive group: its row follows the group
     known = ledger.by_cloud_id(name, inst.cloud_id)
     if known is None and inst.ledger_id:
         row = ledger.get(inst.ledger_id)

@@ -100,6 +100,16 @@ class Machine:
     # gpudesk bucket in the machine's region, "none" = no bucket (laptop copies only), or
     # a store URI (s3://, cos://, oss:// bucket and prefix) given at launch.
     store: str = ""
+    # A spot run that keeps one machine alive (issue 23): the cloud's own group (ASG name,
+    # Tencent AutoScalingGroupId, ESS ScalingGroupId) that replaces a reclaimed machine; the
+    # row's cloud_id is its current member. "" for a machine on its own.
+    group_id: str = ""
+    group_state: str = ""  # "live" while the cloud keeps the group, "ended" once deleted
+
+    @property
+    def group_live(self) -> bool:
+        """A keep-alive group that may still start machines (whatever its member's state)."""
+        return bool(self.group_id) and self.group_state != "ended"
 
     @property
     def billing(self) -> bool:

@@ -106,6 +106,9 @@ class LaunchDialog(Retranslating, QDialog):
         self.spot = QCheckBox(self)
         self.spot.setObjectName("spot")
         self.spot.setChecked(spot)  # no spot quote yet: the cloud still sells spot
+        # issue 23: the cloud's own group replaces a reclaimed spot machine (docs/recovery.md)
+        self.keep_alive = QCheckBox(self)
+        self.keep_alive.setObjectName("keepAlive")
         self.max_price = QDoubleSpinBox(self)
         self.max_price.setObjectName("maxPrice")
         self.max_price.setDecimals(3)
@@ -176,6 +179,7 @@ class LaunchDialog(Retranslating, QDialog):
         self.labels = [QLabel(self) for _ in range(6)]
         form = QFormLayout()
         form.addRow(self.labels[0], self.spot)
+        form.addRow("", self.keep_alive)
         form.addRow(self.labels[1], self.max_price)
         form.addRow(self.labels[2], self.disk)
         row = QHBoxLayout()
@@ -262,6 +266,11 @@ class LaunchDialog(Retranslating, QDialog):
             provider=accounts.title(o.provider), region=o.region))
         self.labels[0].setText(self.tr("Spot (cheaper, can be reclaimed)"))
         self.labels[1].setText(self.tr("Maximum spot price per hour"))
+        self.keep_alive.setText(self.tr("Recover by itself"))
+        self.keep_alive.setToolTip(self.tr(
+            "The cloud's own group of one machine starts another when this one is reclaimed; "
+            "it resumes the run from the bucket even with gpudesk closed, and the group ends "
+            "itself when the budget runs out. Needs spot and a budget."))
         self.labels[2].setText(self.tr("Disk"))
         self.labels[3].setText(self.tr("SSH allowed only from"))
         self.labels[4].setText(self.tr("If refused, also try"))
@@ -309,6 +318,9 @@ class LaunchDialog(Retranslating, QDialog):
     def _update_cost(self) -> None:
         spot = self.spot.isChecked()
         self.max_price.setEnabled(spot)
+        self.keep_alive.setEnabled(spot and self.spot.isEnabled())
+        if not spot:
+            self.keep_alive.setChecked(False)
         if self.price() > 0:
             rate = self.money(self.price(), 3)
             self.launch_button.setText(self.tr("Launch (about {rate}/h)").format(rate=rate))
@@ -420,7 +432,8 @@ class LaunchDialog(Retranslating, QDialog):
             fallback_regions=fallbacks, gpu=o.gpu.name, gpus=o.gpu_count,
             image_id=self.image.text().strip(),
             price_per_hour=self.price(), budget=self.budget.value() or None,
-            on_budget=str(self.on_budget.currentData() or "stop"), store=self.store_value())
+            on_budget=str(self.on_budget.currentData() or "stop"), store=self.store_value(),
+            keep_alive=spot and self.keep_alive.isChecked())
 
     def start(self) -> None:
         try:
@@ -454,8 +467,10 @@ class LaunchDialog(Retranslating, QDialog):
 
     def _set_inputs(self, enabled: bool) -> None:
         for w in (self.spot, self.disk, self.allow_from, self.fallbacks, self.detect_button,
-                  self.image, self.store_choice, self.store_uri):
+                  self.image, self.store_choice, self.store_uri, self.keep_alive):
             w.setEnabled(enabled)
+        if enabled:
+            self.keep_alive.setEnabled(self.spot.isChecked())
 
     def on_progress(self, p: Progress) -> None:
         self.ledger_id = p.ledger_id

@@ -75,6 +75,7 @@ from gpudesk.services.cloud.providers.aliyun_errors import (
     map_error,
 )
 from gpudesk.services.cloud.providers.aliyun_groups import MachineGroups
+from gpudesk.services.cloud.providers.aliyun_keep_alive import KeepAliveAliyun
 from gpudesk.services.cloud.providers.sdk_provider import Refused, SdkProvider, ssh_group_name
 
 REQ_TIMEOUT_MS = 30_000
@@ -107,7 +108,7 @@ def _managed(item: dict[str, Any]) -> bool:
     return ap.tags_of(item.get("Tags")).get(base.TAG_MANAGED) == "1"
 
 
-class AliyunProvider(SdkProvider[CallContext], MachineGroups):
+class AliyunProvider(SdkProvider[CallContext], MachineGroups, KeepAliveAliyun):
     """Alibaba Cloud ECS behind gpudesk's Provider interface. Blocking; call off the GUI thread.
 
     Takes :class:`SdkProvider`'s options; ``stopped_mode`` defaults to StopCharging.

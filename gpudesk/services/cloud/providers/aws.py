@@ -44,6 +44,7 @@ from gpudesk.services.cloud.providers.aws_errors import (
     from_exception,
 )
 from gpudesk.services.cloud.providers.aws_groups import SSH_RULE_DESCRIPTION, MachineGroups
+from gpudesk.services.cloud.providers.aws_keep_alive import AwsKeepAlive
 
 CONNECT_TIMEOUT_S = 10
 READ_TIMEOUT_S = 30
@@ -122,7 +123,7 @@ def _isolated_session(creds: base.Credentials) -> boto3.session.Session:
         aws_session_token=creds.session_token or None, botocore_session=core)
 
 
-class AwsProvider(MachineGroups):
+class AwsProvider(MachineGroups, AwsKeepAlive):
     """:class:`~gpudesk.services.cloud.providers.base.Provider` for AWS EC2. Blocking."""
 
     name: base.ProviderName = "aws"

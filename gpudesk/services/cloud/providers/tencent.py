@@ -60,6 +60,7 @@ from gpudesk.services.cloud.providers.tencent_errors import (
     map_error,
 )
 from gpudesk.services.cloud.providers.tencent_groups import MachineGroups
+from gpudesk.services.cloud.providers.tencent_keep_alive import TencentKeepAlive
 
 REQ_TIMEOUT_S = 30
 PAGE = 100  # the most DescribeInstances & co. return per call
@@ -69,7 +70,7 @@ STOP_CHARGING = "STOP_CHARGING"  # releases CPU/GPU while stopped; restart may f
 _IMAGE_PLATFORM = "Ubuntu"
 
 
-class TencentProvider(SdkProvider[CallContext], MachineGroups):
+class TencentProvider(SdkProvider[CallContext], MachineGroups, TencentKeepAlive):
     """Tencent Cloud CVM behind gpudesk's Provider interface. Blocking; call off the GUI thread.
 
     Takes :class:`SdkProvider`'s options; ``stopped_mode`` defaults to KEEP_CHARGING.

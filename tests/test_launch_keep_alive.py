@@ -1,0 +1,131 @@
+"""``gpudesk launch --spot --keep-alive`` (issue 23) against moto's EC2 and Auto Scaling
+over HTTP: the ledger row stands for the group, its end (size 0 at budget ÷ price) is the
+one moto holds, a reclaim is followed to the replacement by ``ls``, a stop is refused
+(the group would start another) and ``terminate`` ends the group with nothing left."""
+# ruff: noqa: F811 - fixtures imported from fixtures_* arrive as parameters
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import time
+from typing import Any
+
+import pytest
+from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_keyring import memory_keyring  # noqa: F401
+
+from gpudesk.cli.entry import main
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud.keep_alive import group_name
+from gpudesk.services.money.ledger import Ledger
+
+LAUNCH = ["launch", "--provider", "aws", "--type", "g4dn.xlarge", "--region", "us-east-1",
+          "--allow-from", "203.0.113.7/32", "--no-wait-ssh", "--poll", "0.01",
+          "--no-instance-role"]
+
+
+@pytest.fixture
+def cloud(aws: MotoAws, memory_keyring: Any) -> MotoAws:
+    credentials.save_credentials(aws.credentials)
+    aws.publish_dlami("us-east-1")
+    return aws
+
+
+def _run(args: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _group(cloud: MotoAws, name: str) -> dict[str, Any] | None:
+    found = cloud.client("autoscaling").describe_auto_scaling_groups(
+        AutoScalingGroupNames=[name])["AutoScalingGroups"]
+    return found[0] if found else None
+
+
+def _running(cloud: MotoAws) -> list[str]:
+    out = []
+    for r in cloud.client("ec2").describe_instances()["Reservations"]:
+        out += [i["InstanceId"] for i in r["Instances"] if i["State"]["Name"] == "running"]
+    return out
+
+
+def test_a_kept_alive_run_is_a_group_capped_by_its_own_end_followed_and_ended(
+        cloud: MotoAws) -> None:
+    before = time.time()
+    code, out, err = _run([*LAUNCH, "--spot", "--keep-alive", "--budget", "5", "--json"])
+    assert code == 0, err
+    data = json.loads(out)
+    ledger_id = data["id"]
+    with Ledger() as ledger:
+        m = ledger.get(ledger_id)
+    assert m is not None and m.group_id == group_name(ledger_id) and m.group_state == "live"
+    grp = _group(cloud, m.group_id)
+    assert grp is not None and grp["DesiredCapacity"] == 1 and grp["MaxSize"] == 1
+    (member,) = [i["InstanceId"] for i in grp["Instances"]]
+    assert m.cloud_id == member and m.state == "running" and m.market == "spot"
+
+    # the cap is the group's own scheduled action, as moto holds it: size 0 at 5 USD ÷ price
+    (action,) = cloud.client("autoscaling").describe_scheduled_actions(
+        AutoScalingGroupName=m.group_id)["ScheduledUpdateGroupActions"]
+    assert (action["MinSize"], action["MaxSize"], action["DesiredCapacity"]) == (0, 0, 0)
+    held = action["StartTime"].timestamp()
+    assert m.cloud_timer_at == held
+    expected = before + 5.0 / m.price_per_hour * 3600
+    assert expected - 5 <= held <= expected + (time.time() - before) + 1
+
+    code, out, _ = _run(["show", ledger_id, "--json"])
+    group = json.loads(out)["group"]
+    assert group["id"] == m.group_id and group["state"] == "live"
+    assert [x["cloud_id"] for x in group["machines"]] == [member]
+    assert group["machines"][0]["to"] is None
+
+    # a reclaim: the group starts another; ls follows the row to it
+    cloud.client("autoscaling").terminate_instance_in_auto_scaling_group(
+        InstanceId=member, ShouldDecrementDesiredCapacity=False)
+    grp = _group(cloud, m.group_id)
+    assert grp is not None
+    (second,) = [i["InstanceId"] for i in grp["Instances"] if i["InstanceId"] != member]
+    code, _, err = _run(["ls", "--json"])
+    assert code == 0, err
+    with Ledger() as ledger:
+        m = ledger.get(ledger_id)
+        steps = [e.step for e in ledger.events(ledger_id)]
+    assert m is not None and m.cloud_id == second and m.group_live
+    assert "reclaimed" in steps and "replaced" in steps
+    code, out, _ = _run(["show", ledger_id, "--json"])
+    machines = json.loads(out)["group"]["machines"]
+    assert [(x["cloud_id"], x["why"]) for x in machines] == [(member, "reclaimed"), (second, "")]
+
+    # stopping a member would only make the group start another: refused, in words
+    code, _, err = _run(["stop", ledger_id, "--yes"])
+    assert code != 0 and "kept alive by its group" in err and "Terminate it" in err
+    assert _group(cloud, m.group_id) is not None and second in _running(cloud)
+
+    code, _, err = _run(["terminate", ledger_id, "--yes"])
+    assert code == 0, err
+    assert _group(cloud, m.group_id) is None
+    assert _running(cloud) == []
+    assert cloud.client("ec2").describe_launch_templates()["LaunchTemplates"] == []
+    with Ledger() as ledger:
+        m = ledger.get(ledger_id)
+    assert m is not None and m.state == "terminated" and m.group_state == "ended"
+    code, out, _ = _run(["show", ledger_id, "--json"])
+    assert json.loads(out)["group"]["machines"][-1]["why"] == "ended"
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--keep-alive", "--budget", "5"], "--keep-alive is for spot machines"),
+    (["--spot", "--keep-alive"], "needs a budget"),
+])
+def test_a_group_that_could_not_be_capped_is_refused_before_anything(
+        cloud: MotoAws, args: list[str], says: str) -> None:
+    code, _, err = _run([*LAUNCH, *args])
+    assert code != 0 and says in err
+    with Ledger() as ledger:
+        assert ledger.machines(include_ended=True) == []
+    assert cloud.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"] == []
+    assert cloud.instance_count() == 0

@@ -1,0 +1,89 @@
+"""The Launch dialog's "Recover by itself" (issue 23), clicked in the real window against
+moto over HTTP: only a spot machine can ask for it, the launch makes the cloud's own group
+(capped by its scheduled end) and Terminate on the Instances page ends the group, so the
+cloud starts nothing again."""
+# ruff: noqa: F811 - fixtures imported from fixtures_* arrive as parameters
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from cloud_window import confirm_terminate, fill_launch_dialog, open_cloud_window, select_offer
+from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_keyring import memory_keyring  # noqa: F401
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox
+
+from gpudesk.services.cloud import credentials
+from gpudesk.services.money.ledger import Account
+from gpudesk.ui.machines.launch_dialog import LaunchDialog
+from gpudesk.ui.shell.main_window import MainWindow
+
+WAIT_MS = 30000
+
+
+@pytest.fixture
+def aws_window(qtbot: Any, loop: Any, aws: MotoAws, memory_keyring: Any,
+               monkeypatch: pytest.MonkeyPatch, banner_port: int) -> Iterator[MainWindow]:
+    credentials.save_credentials(aws.credentials)
+    aws.publish_dlami("us-east-1")
+    with open_cloud_window(qtbot, monkeypatch, banner_port, "AWS_ENDPOINT_URL",
+                           aws.endpoint.removeprefix("http://")) as w:
+        w.ledger.save_account(Account("aws", "AKIA…0001", account="123456789012",
+                                      can_launch=True))
+        yield w
+
+
+def _tick(qtbot: Any, box: QCheckBox) -> None:
+    """Toggle with the keyboard (the spot box has its words in the form's label column)."""
+    box.setFocus()
+    qtbot.keyClick(box, Qt.Key.Key_Space)
+
+
+def _groups(aws: MotoAws) -> list[dict[str, Any]]:
+    return aws.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+
+
+def test_recover_by_itself_needs_spot_makes_a_capped_group_and_terminate_ends_it(
+        aws_window: MainWindow, qtbot: Any, aws: MotoAws) -> None:
+    select_offer(aws_window, "g4dn.xlarge", "us-east-1")
+    aws_window.plan.launch_button.click()
+    dialog = aws_window.launch_dialog
+    assert isinstance(dialog, LaunchDialog)
+    fill_launch_dialog(dialog, "203.0.113.7/32", fallbacks=False)
+    spot = dialog.findChild(QCheckBox, "spot")
+    keep = dialog.findChild(QCheckBox, "keepAlive")
+    budget = dialog.findChild(QDoubleSpinBox, "budget")
+    assert spot is not None and keep is not None and budget is not None
+    assert keep.text() == "Recover by itself" and "budget runs out" in keep.toolTip()
+    if spot.isChecked():
+        _tick(qtbot, spot)
+    assert not keep.isEnabled()  # an on-demand machine is not reclaimed
+    _tick(qtbot, spot)
+    assert spot.isChecked() and keep.isEnabled()
+    _tick(qtbot, keep)
+    assert keep.isChecked()
+    budget.selectAll()
+    qtbot.keyClicks(budget, "5")
+    qtbot.keyClick(budget, Qt.Key.Key_Tab)
+    assert budget.value() == 5.0
+
+    with qtbot.waitSignal(dialog.launched, timeout=WAIT_MS):
+        dialog.launch_button.click()
+    assert not keep.isEnabled()  # what was launched stays said
+    (m,) = aws_window.ledger.machines()
+    assert m.group_id and m.group_live and m.market == "spot" and m.state == "running"
+    (group,) = _groups(aws)
+    assert group["AutoScalingGroupName"] == m.group_id and group["DesiredCapacity"] == 1
+    assert [i["InstanceId"] for i in group["Instances"]] == [m.cloud_id]
+    (end,) = aws.client("autoscaling").describe_scheduled_actions(
+        AutoScalingGroupName=m.group_id)["ScheduledUpdateGroupActions"]
+    assert end["StartTime"].timestamp() == m.cloud_timer_at
+    dialog.close()
+
+    confirm_terminate(aws_window, qtbot, m.id)
+    assert _groups(aws) == []
+    ended = aws_window.ledger.get(m.id)
+    assert ended is not None and ended.group_state == "ended"
