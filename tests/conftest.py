@@ -72,6 +72,9 @@ def gpudesk_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point every gpudesk config/data/log/cache folder at a fresh temporary folder."""
     home = tmp_path / "gpudesk-home"
     monkeypatch.setenv("GPUDESK_HOME", str(home))
+    # No test reads AWS's real price list (`gpudesk spend`/`outputs` read S3's when not
+    # cached): a closed port on 127.0.0.1 unless the test serves one there itself.
+    monkeypatch.setenv("GPUDESK_AWS_PRICE_LIST_URL", "http://127.0.0.1:9")
     return home
 
 

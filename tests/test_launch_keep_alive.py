@@ -10,6 +10,7 @@ import contextlib
 import io
 import json
 import time
+from dataclasses import replace as replace_settings
 from typing import Any
 
 import pytest
@@ -129,3 +130,43 @@ def test_a_group_that_could_not_be_capped_is_refused_before_anything(
         assert ledger.machines(include_ended=True) == []
     assert cloud.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"] == []
     assert cloud.instance_count() == 0
+
+
+def test_a_group_that_finds_no_capacity_for_the_wait_is_ended_and_said(
+        cloud: MotoAws) -> None:
+    from gpudesk.services.cloud.reconcile import ReconcileReport, reconcile_provider
+    from gpudesk.services.core.settings import load_settings, save_settings
+
+    save_settings(replace_settings(load_settings(), keep_alive_wait_min=30))
+    code, out, err = _run([*LAUNCH, "--spot", "--keep-alive", "--budget", "5", "--json"])
+    assert code == 0, err
+    ledger_id = json.loads(out)["id"]
+    with Ledger() as ledger:
+        m = ledger.get(ledger_id)
+    assert m is not None
+    asg = cloud.client("autoscaling")
+    # capacity gone: the member leaves and nothing replaces it (moto launches no other
+    # when the group's wish drops with it; the cloud's answer is the same: no member)
+    asg.detach_instances(InstanceIds=[m.cloud_id], AutoScalingGroupName=m.group_id,
+                         ShouldDecrementDesiredCapacity=True)
+    cloud.client("ec2").terminate_instances(InstanceIds=[m.cloud_id])
+
+    provider = cloud.provider()
+    t0 = time.time()
+    with Ledger() as ledger:
+        first = ReconcileReport()
+        reconcile_provider(ledger, "aws", provider, ["us-east-1"], first, now=t0)
+        assert first.reclaimed == [ledger_id] and first.gave_up == []
+        row = ledger.get(ledger_id)
+        assert row is not None and row.state == "terminated" and row.group_live
+        early = ReconcileReport()  # 29 minutes: still waiting for capacity
+        reconcile_provider(ledger, "aws", provider, ["us-east-1"], early, now=t0 + 29 * 60)
+        assert early.gave_up == [] and _group(cloud, m.group_id) is not None
+        late = ReconcileReport()
+        reconcile_provider(ledger, "aws", provider, ["us-east-1"], late, now=t0 + 31 * 60)
+        assert late.gave_up == [ledger_id]
+        row = ledger.get(ledger_id)
+        assert row is not None and row.group_state == "ended"
+        assert [e.step for e in ledger.events(ledger_id)][-3:] == [
+            "no-capacity", "group-end-requested", "group-ended"]
+    assert _group(cloud, m.group_id) is None

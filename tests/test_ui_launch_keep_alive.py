@@ -83,6 +83,19 @@ def test_recover_by_itself_needs_spot_makes_a_capped_group_and_terminate_ends_it
     assert end["StartTime"].timestamp() == m.cloud_timer_at
     dialog.close()
 
+    # the cloud reclaims it and its group starts another: Refresh says so, and the tray
+    first = m.cloud_id
+    aws.client("autoscaling").terminate_instance_in_auto_scaling_group(
+        InstanceId=first, ShouldDecrementDesiredCapacity=False)
+    page = aws_window.instances
+    page.refresh_button.click()
+    qtbot.waitUntil(lambda: "reclaimed and replaced" in page.status.text(), timeout=WAIT_MS)
+    moved = aws_window.ledger.get(m.id)
+    assert moved is not None and moved.cloud_id != first and moved.group_live
+    assert ("Resumed on a new machine",
+            f"{m.name or m.id} was reclaimed and replaced: the new machine resumes the run "
+            "from the bucket's latest checkpoint.") in aws_window.tray.messages
+
     confirm_terminate(aws_window, qtbot, m.id)
     assert _groups(aws) == []
     ended = aws_window.ledger.get(m.id)

@@ -71,6 +71,30 @@ def test_preferences_save_valid_values(window, qtbot, qapp) -> None:  # type: ig
     assert window.settings.theme == "dark" and window_colour(qapp) < 100
 
 
+def test_preferences_run_data_in_the_bucket(window, qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Issues 22/23: how long a run's folder stays, checkpoints kept, the capacity wait."""
+    dialog = window.show_preferences()
+    assert dialog.store_box.title() == "Run data in the bucket"
+    assert dialog.edits["store_keep_days"].text() == "30"
+    for key, typed in (("store_keep_days", "0"), ("store_keep_checkpoints", "0"),
+                       ("keep_alive_wait_min", "2")):
+        dialog.edits[key].selectAll()
+        qtbot.keyClicks(dialog.edits[key], typed)
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    assert dialog.isVisible()  # 0 checkpoints and a 2-minute wait are refused; 0 days = keep
+    assert dialog.edits["store_keep_days"].property("invalid") is not True
+    assert dialog.edits["store_keep_checkpoints"].property("invalid") is True
+    assert "from 5 to 10080" in dialog.field_errors["keep_alive_wait_min"].text()
+    for key, typed in (("store_keep_checkpoints", "5"), ("keep_alive_wait_min", "90")):
+        dialog.edits[key].selectAll()
+        qtbot.keyClicks(dialog.edits[key], typed)
+    with qtbot.waitSignal(dialog.saved):
+        dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    saved = load_settings()
+    assert (saved.store_keep_days, saved.store_keep_checkpoints, saved.keep_alive_wait_min) \
+        == (0, 5, 90)
+
+
 def test_preferences_refuse_invalid_values(window, qtbot) -> None:  # type: ignore[no-untyped-def]
     save_settings(window.settings)
     before = load_settings()

@@ -39,7 +39,7 @@ def _store(a: argparse.Namespace) -> tuple[str, str]:
 
 def _cmd_outputs(a: argparse.Namespace) -> int:
     from gpudesk.services.cloud.credentials import load_credentials
-    from gpudesk.services.storage import outputs, pricing
+    from gpudesk.services.storage import outputs, pricing, s3_price_list
     from gpudesk.services.storage.clients import make_client
     from gpudesk.services.storage.uri import parse_uri
 
@@ -51,6 +51,8 @@ def _cmd_outputs(a: argparse.Namespace) -> int:
                          "(gpudesk accounts add)")
     client = make_client(store.cloud, region, creds)
     listing = outputs.list_run(client, store, a.run)
+    if store.cloud == "aws":  # S3's prices from AWS's public price list, unless read today
+        s3_price_list.ensure_fresh([region])
     price = pricing.storage_price(store.cloud, region)
     monthly = pricing.monthly_cost(listing.total_bytes, price.price)
     if a.json and not a.download:

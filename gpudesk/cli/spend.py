@@ -50,7 +50,7 @@ def report(month: str | None, now: float) -> dict[str, Any]:
     from gpudesk.services.core.settings import load_settings
     from gpudesk.services.money import budgets, spend
     from gpudesk.services.money.ledger import Ledger
-    from gpudesk.services.storage import usage
+    from gpudesk.services.storage import s3_price_list, usage
 
     settings = load_settings()
     with Ledger() as ledger:
@@ -67,6 +67,8 @@ def report(month: str | None, now: float) -> dict[str, Any]:
     status: list[Status] = budgets.statuses(
         hs, billing, budgets.BudgetConfig.from_settings(settings), now,
         machines={m.id: m for m in machines}) if current else []
+    # the AWS buckets' S3 prices from AWS's public price list, read when not cached today
+    s3_price_list.ensure_fresh(u.region for u in usage.load().values() if u.cloud == "aws")
     stored = usage.month_storage(key, now)
     machine_totals = spend.totals(rows)
     # the month's spend with the buckets' known costs, per currency (never mixed)

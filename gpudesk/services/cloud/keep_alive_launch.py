@@ -60,6 +60,8 @@ STEP_GROUP = "group"  # ledger: the group the cloud holds (detail: id and its en
 STEP_REPLACED = "replaced"  # ledger: the group started another member (detail: old -> new)
 STEP_RECLAIMED = "reclaimed"  # ledger: the current member ended while the group lives
 STEP_GROUP_ENDED = "group-ended"
+STEP_NO_CAPACITY = "no-capacity"  # ledger: no member for the wait after a reclaim: ended
+WAIT_S_DEFAULT = 3600.0  # Preferences keep_alive_wait_min
 
 
 def groups_of(provider: object, cloud: str) -> KeepAliveGroups:
@@ -122,10 +124,13 @@ def _leaving(word: str) -> bool:
 
 
 def follow(ledger: Ledger, m: Machine, state: GroupState | None,
-           found: list[CloudInstance]) -> Machine:
+           found: list[CloudInstance], *, groups: KeepAliveGroups | None = None,
+           now: float | None = None, wait_s: float = WAIT_S_DEFAULT) -> Machine:
     """Blocking bookkeeping of one group row from what the cloud says now: the group gone
     (ended), its member replaced (``reclaimed`` then ``replaced``), or waiting for one.
-    ``found``: the cloud's view of the row's current member and of the new one."""
+    ``found``: the cloud's view of the row's current member and of the new one. A group
+    that started no machine for ``wait_s`` after a reclaim is ended (with ``groups``):
+    capacity may not come back, and a group waiting for it is a promise nobody keeps."""
     if state is None:
         if m.group_live:
             m = ledger.update(m.id, state=STATE_TERMINATED, group_state="ended",
@@ -147,20 +152,38 @@ def follow(ledger: Ledger, m: Machine, state: GroupState | None,
                           changed_at=new.launched_at if new else None,
                           step=STEP_REPLACED, detail=f"{m.cloud_id or '-'} -> {member}")
     elif member:
-        now = by_id.get(member)
-        if now is not None and (now.state != m.state or now.public_ip != m.public_ip):
-            m = ledger.update(m.id, state=now.state, public_ip=now.public_ip or m.public_ip,
-                              changed_at=now.state_since, step="reconcile",
-                              detail=f"{member} {now.state}")
+        cur = by_id.get(member)
+        if cur is not None and (cur.state != m.state or cur.public_ip != m.public_ip):
+            m = ledger.update(m.id, state=cur.state, public_ip=cur.public_ip or m.public_ip,
+                              changed_at=cur.state_since, step="reconcile",
+                              detail=f"{member} {cur.state}")
     elif m.cloud_id and m.state != STATE_TERMINATED:
         old = by_id.get(m.cloud_id)
         m = ledger.update(m.id, state=STATE_TERMINATED,
                           changed_at=old.state_since if old is not None else None,
                           step=STEP_RECLAIMED, detail=f"{m.cloud_id}; the group starts another")
+    if not member and groups is not None and m.group_live:
+        since = last_reclaim(ledger, m)
+        t = now if now is not None else time.time()
+        if since is not None and t - since >= wait_s:
+            ledger.log(m.id, STEP_NO_CAPACITY, f"no machine for {round((t - since) / 60)} min "
+                       "after the reclaim")
+            return end(ledger, m, groups)
     if state.end_at != m.cloud_timer_at:
         m = ledger.update(m.id, cloud_timer_at=state.end_at, step="guard-read",
                           detail=guards.iso_utc(state.end_at) or "none")
     return m
+
+
+def last_reclaim(ledger: Ledger, m: Machine) -> float | None:
+    """When the row's latest member was last seen reclaimed with no replacement yet."""
+    at: float | None = None
+    for e in ledger.events(m.id):
+        if e.step == STEP_RECLAIMED:
+            at = e.at
+        elif e.step == STEP_REPLACED:
+            at = None
+    return at
 
 
 def end(ledger: Ledger, m: Machine, groups: KeepAliveGroups) -> Machine:

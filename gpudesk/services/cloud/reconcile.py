@@ -68,6 +68,11 @@ class ReconcileReport:
     accounts: dict[str, str] = field(default_factory=dict)  # provider → the account, in words
     # adopted ledger id → why its login user is not known (its ssh_user is left empty)
     login_unknown: dict[str, str] = field(default_factory=dict)
+    # keep-alive rows (issue 23): a member reclaimed, a replacement started, or a group ended
+    # because no spot capacity came back within Preferences' wait (ledger ids)
+    reclaimed: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    gave_up: list[str] = field(default_factory=list)
 
     def account(self, name: str) -> str:
         """The account a warning is about: "AWS account 1234… (key AKIA…1234)"."""
@@ -134,7 +139,7 @@ def reconcile_provider(ledger: Ledger, name: ProviderName, provider: Provider,
         for inst in provider.list_managed(region):
             seen.add(inst.cloud_id)
             _merge(ledger, name, inst, report, provider)
-    _follow_groups(ledger, name, provider, regions, report)
+    _follow_groups(ledger, name, provider, regions, report, now)
     for m in ledger.machines(include_ended=False):
         if m.provider != name or m.group_id:  # a group's row follows its group (above)
             continue
@@ -172,7 +177,7 @@ def adopted_login_user(provider: object, inst: CloudInstance) -> tuple[str, str]
 
 
 def _follow_groups(ledger: Ledger, name: ProviderName, provider: Provider,
-                   regions: list[str], report: ReconcileReport) -> None:
+                   regions: list[str], report: ReconcileReport, now: float) -> None:
     """Keep-alive rows: what their group holds now (a reclaimed member, its replacement,
     the group gone), from the group and its members as the cloud describes them."""
     for m in ledger.machines(include_ended=True):
@@ -184,9 +189,23 @@ def _follow_groups(ledger: Ledger, name: ProviderName, provider: Provider,
                      - {""})
         found = provider.describe(m.region, ids) if ids else []
         before = (m.cloud_id, m.state, m.group_state, m.cloud_timer_at)
-        after = keep_alive_launch.follow(ledger, m, state, found)
+        seen = len(ledger.events(m.id))
+        after = keep_alive_launch.follow(ledger, m, state, found, groups=groups, now=now,
+                                         wait_s=_wait_s())
         if (after.cloud_id, after.state, after.group_state, after.cloud_timer_at) != before:
             report.updated.append(m.id)
+        steps = {e.step for e in ledger.events(m.id)[seen:]}
+        for step, into in ((keep_alive_launch.STEP_RECLAIMED, report.reclaimed),
+                           (keep_alive_launch.STEP_REPLACED, report.replaced),
+                           (keep_alive_launch.STEP_NO_CAPACITY, report.gave_up)):
+            if step in steps:
+                into.append(m.id)
+
+
+def _wait_s() -> float:
+    from gpudesk.services.core.settings import load_settings
+
+    return float(load_settings().keep_alive_wait_min) * 60.0
 
 
 def _merge(ledger: Ledger, name: ProviderName, inst: CloudInstance,

@@ -70,6 +70,9 @@ class Settings:
     """Days a run's folder stays in the bucket after the run ends (0 = keep it)."""
     store_keep_checkpoints: int = 3
     """Checkpoints kept in the bucket per run (the newest K, K >= 1)."""
+    keep_alive_wait_min: int = 60
+    """A kept-alive spot run whose group finds no capacity for this many minutes after a
+    reclaim is ended (its group deleted) and you are told what was saved (5 to 10080)."""
     last_plan: dict[str, Any] = field(default_factory=dict)
     """The planner's last inputs, restored at start-up (JSON-compatible values)."""
 
@@ -148,6 +151,7 @@ _VALIDATORS: dict[str, Callable[[object], bool]] = {
     "last_plan": _is_plan,
     "store_keep_days": lambda v: _is_count(v, 0, 3650),
     "store_keep_checkpoints": lambda v: _is_count(v, 1, 1000),
+    "keep_alive_wait_min": lambda v: _is_count(v, 5, 10080),
 }
 _FLOAT_FIELDS = frozenset({"mfu", "cny_per_usd", "monthly_budget_usd", "machine_budget_usd",
                            "idle_gpu_percent"})

@@ -61,6 +61,7 @@ NAMES_ITS_ACCOUNT = (MSG_KEYRING_LOCKED, MSG_KEYS_MISSING, MSG_NO_ANSWER)
 
 class InstancesPage(Retranslating, QWidget):
     billing_changed = Signal(int, float)  # machines that may bill, USD/hour of running ones
+    news = Signal(str, str)  # (heading, text) worth a tray alert: a reclaim, a replacement
 
     def __init__(self, ledger: Ledger, providers: ProviderFactory = accounts.provider_from_keyring,
                  money: Money | None = None, parent: QWidget | None = None) -> None:
@@ -310,6 +311,7 @@ class InstancesPage(Retranslating, QWidget):
                 n=len(report.adopted)))
         if report.gone:
             parts.append(self.tr("{n} machine(s) no longer exist.").format(n=len(report.gone)))
+        parts += self._group_news(report)
         for name, error in report.errors.items():
             why = error_text(error)[0]
             parts.append(why if error.template in NAMES_ITS_ACCOUNT else self.tr(
@@ -323,6 +325,38 @@ class InstancesPage(Retranslating, QWidget):
                                  "page."))
         self.status.setText(" ".join(parts) or self.tr("Up to date."))
         self.reload()
+
+    def _group_news(self, report: ReconcileReport) -> list[str]:
+        """Keep-alive groups (issue 23): what the cloud did to a run's machines, said on the
+        status line and as a tray alert."""
+        said: list[str] = []
+
+        def name(ledger_id: str) -> str:
+            m = self.ledger.get(ledger_id)
+            return (m.name or m.id) if m is not None else ledger_id
+
+        for ledger_id in report.reclaimed:
+            if ledger_id in report.replaced:
+                continue
+            text = self.tr("The spot machine of {machine} was reclaimed; its group is "
+                           "starting another, which resumes the run from the bucket.").format(
+                machine=name(ledger_id))
+            self.news.emit(self.tr("Reclaimed"), text)
+            said.append(text)
+        for ledger_id in report.replaced:
+            text = self.tr("{machine} was reclaimed and replaced: the new machine resumes the "
+                           "run from the bucket's latest checkpoint.").format(
+                machine=name(ledger_id))
+            self.news.emit(self.tr("Resumed on a new machine"), text)
+            said.append(text)
+        for ledger_id in report.gave_up:
+            text = self.tr("No spot capacity came back for {machine} within the wait set in "
+                           "Preferences, so its group was ended and bills nothing. The run's "
+                           "checkpoints stay in its bucket: Resume on the Run page starts it "
+                           "on another machine.").format(machine=name(ledger_id))
+            self.news.emit(self.tr("Run paused: no spot capacity"), text)
+            said.append(text)
+        return said
 
     # ------------------------------------------------------------------ actions
 

@@ -8,6 +8,7 @@ Mixed into ``MainWindow`` (before ``QMainWindow``). Each job runs on its own
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from typing import TYPE_CHECKING
 
@@ -33,8 +34,6 @@ SPOT_PRICES_EVERY_MS = 15 * 60 * 1000  # EC2 spot prices change a few times a da
 
 def event_loop_running() -> bool:
     """Whether the qasync loop runs (not in a test's bare QApplication)."""
-    import asyncio
-
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -88,6 +87,8 @@ class BackgroundWork(_Base):
 
         def done(report: RefreshReport) -> None:
             self.plan.set_catalog(report.catalog)
+            if "instances" in self._built:
+                self.instances.reload()  # its Storage line, priced with the S3 prices read
             text = QCoreApplication.translate(
                 "MainWindow", "Live prices: {n} offers updated.").format(n=report.updated)
             if report.sold_out:
@@ -102,10 +103,22 @@ class BackgroundWork(_Base):
         self.statusBar().showMessage(
             QCoreApplication.translate("MainWindow", "Asking the clouds for prices…"))
         from gpudesk.services.core.paths import cache_dir
+        from gpudesk.services.storage import s3_price_list, usage
 
-        work = refresh_prices(catalog, names, self.settings.cny_per_usd,  # type: ignore[arg-type]
-                              self.providers, price_list=True, cache=cache_dir())
-        self.prices_runner.run(work, on_success=done,
+        def bucket_prices() -> None:
+            """S3 storage/request prices for the regions of the user's AWS buckets, from
+            the same public price list (offer AmazonS3); a failure is noted, not raised."""
+            regions = {u.region for u in usage.load().values() if u.cloud == "aws"}
+            s3_price_list.refresh_regions(regions, max_age_s=0)
+
+        async def work() -> RefreshReport:
+            report = await refresh_prices(
+                catalog, names, self.settings.cny_per_usd,  # type: ignore[arg-type]
+                self.providers, price_list=True, cache=cache_dir())
+            await asyncio.to_thread(bucket_prices)
+            return report
+
+        self.prices_runner.run(work(), on_success=done,
                                title=QCoreApplication.translate(
                                    "MainWindow", "Prices were not refreshed"))
 

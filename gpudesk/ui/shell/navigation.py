@@ -62,6 +62,7 @@ class PageNavigation(_Base):
         def show_launch_dialog(self, ranked: object) -> QDialog | None: ...
         def _show_catalog_age(self) -> None: ...
         def _show_billing(self, count: int, per_hour: float) -> None: ...
+        def _tell(self, heading: str, text: str) -> None: ...
 
     def add_page(self, key: str, widget: QWidget, title: Callable[[], str]) -> None:
         item = QListWidgetItem(title(), self.nav)
@@ -173,6 +174,7 @@ class PageNavigation(_Base):
         page.monthly_budget = lambda: self.settings.monthly_budget_usd  # on the billing line
         page.billing_changed.connect(self._show_billing)
         page.billing_changed.connect(lambda *_: self._reload_machines())
+        page.news.connect(self._tell)
         return page
 
     def _make_accounts(self) -> QWidget:

@@ -139,6 +139,11 @@ class QuitQuestion(_Base):
             if action == "stop" else QCoreApplication.translate(
                 "MainWindow", "Not every machine was terminated; gpudesk stays open")))
 
+    def _tell(self, heading: str, text: str) -> None:
+        """A tray alert (a reclaim, a replacement); the status bar where there is no tray."""
+        if not self.tray.notify(heading, text):
+            self.statusBar().showMessage(f"{heading} — {text}", 30000)
+
     def _show_billing(self, count: int, per_hour: float) -> None:
         """The billing line and the tray; once, say that machines from before still bill."""
         billing = [m for m in self.instances.model.machines if m.billing]

@@ -54,7 +54,10 @@ QLineEdit[invalid="true"] { border: 2px solid #d32f2f; }
 QLabel#prefsErrors, QLabel[fieldError="true"] { color: #d32f2f; }
 """
 EDIT_KEYS = ("default_region", "mfu", "cny_per_usd", "monthly_budget_usd",
-             "machine_budget_usd", "idle_gpu_percent", "idle_minutes")
+             "machine_budget_usd", "idle_gpu_percent", "idle_minutes",
+             "store_keep_days", "store_keep_checkpoints", "keep_alive_wait_min")
+WHOLE_KEYS = ("idle_minutes", "store_keep_days", "store_keep_checkpoints",
+              "keep_alive_wait_min")
 DEFAULT_WIDTH = 600
 WRAP_MIN_WIDTH = 300
 
@@ -123,6 +126,8 @@ class SettingsDialog(Retranslating, QDialog):
         general = QFormLayout(self.general_box)
         self.idle_box = QGroupBox(content)
         idle = QFormLayout(self.idle_box)
+        self.store_box = QGroupBox(content)  # issues 22 and 23: the run's bucket
+        store = QFormLayout(self.store_box)
         self.money_box = QGroupBox(content)
         money_column = QVBoxLayout(self.money_box)
         money = QFormLayout()
@@ -140,7 +145,7 @@ class SettingsDialog(Retranslating, QDialog):
                 form.setRowVisible(self.field_errors[key], False)
                 self._forms[key] = form
 
-        for form in (general, idle, money):
+        for form in (general, idle, store, money):
             form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         row(general, "language", self.language)
         row(general, "theme", self.theme)
@@ -149,6 +154,9 @@ class SettingsDialog(Retranslating, QDialog):
         row(idle, "idle_gpu_percent", self.edits["idle_gpu_percent"])
         row(idle, "idle_minutes", self.edits["idle_minutes"])
         row(idle, "idle_action", self.idle_action)
+        row(store, "store_keep_days", self.edits["store_keep_days"])
+        row(store, "store_keep_checkpoints", self.edits["store_keep_checkpoints"])
+        row(store, "keep_alive_wait_min", self.edits["keep_alive_wait_min"])
         row(money, "currency", self.currency)
         row(money, "cny_per_usd", self.edits["cny_per_usd"])
         row(money, "monthly_budget_usd", self.edits["monthly_budget_usd"])
@@ -168,7 +176,7 @@ class SettingsDialog(Retranslating, QDialog):
             self.edits[key].textChanged.connect(lambda _t: self._show_guard())
 
         column = QVBoxLayout(content)
-        for box in (self.general_box, self.idle_box, self.money_box):
+        for box in (self.general_box, self.idle_box, self.store_box, self.money_box):
             box.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
             column.addWidget(box)
         column.addStretch(1)  # a taller window: the room goes below, not between the boxes
@@ -232,6 +240,9 @@ class SettingsDialog(Retranslating, QDialog):
         self.edits["machine_budget_usd"].setText(f"{s.machine_budget_usd:g}")
         self.edits["idle_gpu_percent"].setText(f"{s.idle_gpu_percent:g}")
         self.edits["idle_minutes"].setText(str(s.idle_minutes))
+        self.edits["store_keep_days"].setText(str(s.store_keep_days))
+        self.edits["store_keep_checkpoints"].setText(str(s.store_keep_checkpoints))
+        self.edits["keep_alive_wait_min"].setText(str(s.keep_alive_wait_min))
         self._currency_changed()
 
     def regions(self) -> list[str]:
@@ -259,9 +270,9 @@ class SettingsDialog(Retranslating, QDialog):
             out[key] = _number(self.edits[key].text())
         mfu = _number(self.edits["mfu"].text())
         out["mfu"] = None if mfu is None else mfu / 100
-        minutes = _number(self.edits["idle_minutes"].text())
-        out["idle_minutes"] = (int(minutes) if minutes is not None and minutes.is_integer()
-                               else None)
+        for key in WHOLE_KEYS:
+            whole = _number(self.edits[key].text())
+            out[key] = int(whole) if whole is not None and whole.is_integer() else None
         for key, value in out.items():
             if value is None or not is_valid(key, value):
                 bad.append(key)
@@ -287,6 +298,9 @@ class SettingsDialog(Retranslating, QDialog):
                                           "e.g. 50."),
             "idle_gpu_percent": self.tr("Enter a percentage from 0 to 100, e.g. 5."),
             "idle_minutes": self.tr("Enter whole minutes from 1 to 1440, e.g. 30."),
+            "store_keep_days": self.tr("Enter whole days from 0 (keep) to 3650, e.g. 30."),
+            "store_keep_checkpoints": self.tr("Enter a whole number from 1 to 1000, e.g. 3."),
+            "keep_alive_wait_min": self.tr("Enter whole minutes from 5 to 10080, e.g. 60."),
         }
         return texts.get(key, "")
 
@@ -415,6 +429,7 @@ class SettingsDialog(Retranslating, QDialog):
         self.general_box.setTitle(self.tr("General"))
         self.money_box.setTitle(self.tr("Money"))
         self.idle_box.setTitle(self.tr("Idle machines"))
+        self.store_box.setTitle(self.tr("Run data in the bucket"))
         texts = {
             "language": self.tr("&Language"),
             "theme": self.tr("&Theme"),
@@ -427,6 +442,9 @@ class SettingsDialog(Retranslating, QDialog):
             "idle_gpu_percent": self.tr("Idle below GPU &utilisation (%)"),
             "idle_minutes": self.tr("Idle f&or (minutes)"),
             "idle_action": self.tr("When idle, &do"),
+            "store_keep_days": self.tr("Delete a run's folder after (&days, 0 = keep)"),
+            "store_keep_checkpoints": self.tr("Checkpoints &kept per run"),
+            "keep_alive_wait_min": self.tr("Wait for spot capacity (mi&nutes)"),
             "budget_action": self.tr("&At 100 % of a budget, do"),
         }
         for key, text in texts.items():
@@ -452,6 +470,13 @@ class SettingsDialog(Retranslating, QDialog):
         self.edits["cny_per_usd"].setToolTip(self.tr("Catalog prices are in USD; they are "
                                                      "converted with this rate"))
         self.edits["idle_minutes"].setToolTip(self.tr("A whole number from 1 to 1440"))
+        self.edits["store_keep_days"].setToolTip(self.tr(
+            "Counted from the day a run ends; 0 keeps every run's folder until you delete it"))
+        self.edits["store_keep_checkpoints"].setToolTip(self.tr(
+            "The newest checkpoints each run keeps in the bucket; older ones are deleted"))
+        self.edits["keep_alive_wait_min"].setToolTip(self.tr(
+            "A run that recovers by itself: when its group starts no machine for this long "
+            "after a reclaim, gpudesk ends the group and tells you what was saved"))
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt API
         # The regions a completer offers, read when the dialog is first shown.
