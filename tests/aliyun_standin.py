@@ -82,6 +82,15 @@ VPC_ACTIONS = frozenset({"CreateVpc", "DescribeVpcs", "CreateVSwitch", "Describe
 RAM_VERSION = "2015-05-01"
 RAM_ACTIONS = frozenset({"GetRole", "CreateRole", "GetPolicy", "CreatePolicy",
                          "AttachPolicyToRole"})
+# Keep-alive group roles (issue 23): a policy's document replaced by a new default version
+# (CreatePolicyVersion: PolicyDocument at most 6,144 bytes, "a policy can have at most 5
+# versions", RotateStrategy None | DeleteOldestNonDefaultVersionWhenLimitExceeded; the
+# default version cannot be deleted), detached, deleted (DeletePolicy refuses a policy still
+# attached or with non-default versions; DeleteRole one with policies attached).
+RAM_ACTIONS = RAM_ACTIONS | {"CreatePolicyVersion", "DeletePolicyVersion", "ListPolicyVersions",
+                             "DetachPolicyFromRole", "DeletePolicy", "DeleteRole"}
+RAM_POLICY_VERSIONS = 5
+RAM_POLICY_MAX = 6144
 ECS_PRINCIPAL = "ecs.aliyuncs.com"  # the service a role must trust for ECS to attach it
 ACCOUNT_ID = "1234567890123456"
 # STS AssumeRole (https://www.alibabacloud.com/help/en/ram/api-assumerole): RAM users and
@@ -158,6 +167,10 @@ _STATUS = {  # HTTP status of an error code, as ECS answers
     "EntityAlreadyExists.Role": 409, "EntityAlreadyExists.Policy": 409,
     "EntityAlreadyExists.Role.Policy": 409, "InvalidRamRole.NotFound": 404,
     "InvalidRamRole.NotEcsRole": 404,
+    "EntityNotExist.Role.Policy": 404, "EntityNotExist.PolicyVersion": 404,
+    "DeleteConflict.Role.Policy": 409, "DeleteConflict.Policy.Role": 409,
+    "DeleteConflict.Policy.Version": 409, "DeleteConflict.PolicyVersion.Default": 409,
+    "LimitExceeded.Policy.Version": 409,
 }
 
 
@@ -996,9 +1009,107 @@ class AliyunStandin(StandinServer):
         policy = self.state.policies.get(q.get("PolicyName", ""))
         if policy is None or q.get("PolicyType") != "Custom":
             raise ApiError("EntityNotExist.Policy", "The policy does not exist.")
-        return {"Policy": self._role_view(policy), "DefaultPolicyVersion": {
-            "VersionId": "v1", "IsDefaultVersion": True, "CreateDate": policy["CreateDate"],
-            "PolicyDocument": policy["_document"]}}
+        (default,) = [v for v in self._versions(policy) if v["IsDefaultVersion"]]
+        return {"Policy": self._role_view(policy), "DefaultPolicyVersion": dict(default)}
+
+    def _versions(self, policy: dict[str, Any]) -> list[dict[str, Any]]:
+        """The policy's versions (v1 made with it); ``_document`` is the default's."""
+        if "_versions" not in policy:
+            policy["_versions"] = [{"VersionId": "v1", "IsDefaultVersion": True,
+                                    "CreateDate": policy["CreateDate"],
+                                    "PolicyDocument": policy["_document"]}]
+            policy["_next_version"] = 2
+        versions: list[dict[str, Any]] = policy["_versions"]
+        return versions
+
+    def _custom(self, q: dict[str, str]) -> dict[str, Any]:
+        policy = self.state.policies.get(q.get("PolicyName", ""))
+        if policy is None or q.get("PolicyType", "Custom") != "Custom":
+            raise ApiError("EntityNotExist.Policy", "The policy does not exist.")
+        return policy
+
+    def _CreatePolicyVersion(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        policy = self._custom(q)
+        text = q.get("PolicyDocument", "")
+        if not 1 <= len(text.encode()) <= RAM_POLICY_MAX:
+            raise ApiError("InvalidParameter", 'The specified parameter "PolicyDocument" is '
+                           "not valid.")
+        try:
+            doc = json.loads(text)
+            statements = doc["Statement"]
+        except (ValueError, KeyError, TypeError):
+            raise ApiError("MalformedPolicyDocument", "The policy document is malformed."
+                           ) from None
+        if doc.get("Version") != "1" or not statements or any(
+                st.get("Effect") not in ("Allow", "Deny") for st in statements):
+            raise ApiError("MalformedPolicyDocument", "The policy document is malformed.")
+        versions = self._versions(policy)
+        if len(versions) >= RAM_POLICY_VERSIONS:
+            if q.get("RotateStrategy", "None") != "DeleteOldestNonDefaultVersionWhenLimitExceeded":
+                raise ApiError("LimitExceeded.Policy.Version",
+                               "Exceeded the maximum number of versions of the policy.")
+            oldest = next(v for v in versions if not v["IsDefaultVersion"])
+            versions.remove(oldest)
+        default = q.get("SetAsDefault", "false").lower() == "true"
+        version = {"VersionId": f"v{policy['_next_version']}", "IsDefaultVersion": default,
+                   "CreateDate": _iso(self.now()), "PolicyDocument": json.dumps(doc)}
+        policy["_next_version"] += 1
+        if default:
+            for v in versions:
+                v["IsDefaultVersion"] = False
+            policy.update(DefaultVersion=version["VersionId"], _document=json.dumps(doc),
+                          UpdateDate=version["CreateDate"])
+        versions.append(version)
+        return {"PolicyVersion": dict(version)}
+
+    def _ListPolicyVersions(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        policy = self._custom(q)
+        return {"PolicyVersions": {"PolicyVersion": [dict(v) for v in self._versions(policy)]}}
+
+    def _DeletePolicyVersion(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        versions = self._versions(self._custom(q))
+        found = next((v for v in versions if v["VersionId"] == q.get("VersionId")), None)
+        if found is None:
+            raise ApiError("EntityNotExist.PolicyVersion", "The policy version does not exist.")
+        if found["IsDefaultVersion"]:
+            raise ApiError("DeleteConflict.PolicyVersion.Default",
+                           "The default version of the policy cannot be deleted.")
+        versions.remove(found)
+        return {}
+
+    def _DetachPolicyFromRole(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        role, name = q.get("RoleName", ""), q.get("PolicyName", "")
+        if role not in self.state.roles:
+            raise ApiError("EntityNotExist.Role", "The role does not exist.")
+        self._custom(q)
+        if (role, name) not in self.state.attached:
+            raise ApiError("EntityNotExist.Role.Policy",
+                           "The policy is not attached to the role.")
+        self.state.attached.discard((role, name))
+        self.state.policies[name]["AttachmentCount"] -= 1
+        return {}
+
+    def _DeletePolicy(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        policy = self._custom(q)
+        name = policy["PolicyName"]
+        if any(p == name for _r, p in self.state.attached):
+            raise ApiError("DeleteConflict.Policy.Role",
+                           "The policy is still attached to a role.")
+        if len(self._versions(policy)) > 1:
+            raise ApiError("DeleteConflict.Policy.Version",
+                           "The policy still has non-default versions.")
+        del self.state.policies[name]
+        return {}
+
+    def _DeleteRole(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        name = q.get("RoleName", "")
+        if name not in self.state.roles:
+            raise ApiError("EntityNotExist.Role", "The role does not exist.")
+        if any(r == name for r, _p in self.state.attached):
+            raise ApiError("DeleteConflict.Role.Policy",
+                           "The role still has policies attached.")
+        del self.state.roles[name]
+        return {}
 
     def _CreatePolicy(self, region: str, q: dict[str, str]) -> dict[str, Any]:
         name = q.get("PolicyName", "")

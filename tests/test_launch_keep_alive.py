@@ -68,6 +68,14 @@ def test_a_kept_alive_run_is_a_group_capped_by_its_own_end_followed_and_ended(
     assert grp is not None and grp["DesiredCapacity"] == 1 and grp["MaxSize"] == 1
     (member,) = [i["InstanceId"] for i in grp["Instances"]]
     assert m.cloud_id == member and m.state == "running" and m.market == "spot"
+    # the members carry the group's role (run_role), named in the launch template
+    role = f"gpudesk-run-{ledger_id}"
+    (template,) = cloud.client("ec2").describe_launch_templates()["LaunchTemplates"]
+    data = cloud.client("ec2").describe_launch_template_versions(
+        LaunchTemplateId=template["LaunchTemplateId"])["LaunchTemplateVersions"][0]
+    assert data["LaunchTemplateData"]["IamInstanceProfile"]["Name"] == role
+    iam = cloud.client("iam")
+    assert iam.get_role(RoleName=role)["Role"]["RoleName"] == role
 
     # the cap is the group's own scheduled action, as moto holds it: size 0 at 5 USD ÷ price
     (action,) = cloud.client("autoscaling").describe_scheduled_actions(
@@ -111,6 +119,7 @@ def test_a_kept_alive_run_is_a_group_capped_by_its_own_end_followed_and_ended(
     assert _group(cloud, m.group_id) is None
     assert _running(cloud) == []
     assert cloud.client("ec2").describe_launch_templates()["LaunchTemplates"] == []
+    assert [r["RoleName"] for r in iam.list_roles()["Roles"] if r["RoleName"] == role] == []
     with Ledger() as ledger:
         m = ledger.get(ledger_id)
     assert m is not None and m.state == "terminated" and m.group_state == "ended"
@@ -167,6 +176,6 @@ def test_a_group_that_finds_no_capacity_for_the_wait_is_ended_and_said(
         assert late.gave_up == [ledger_id]
         row = ledger.get(ledger_id)
         assert row is not None and row.group_state == "ended"
-        assert [e.step for e in ledger.events(ledger_id)][-3:] == [
-            "no-capacity", "group-end-requested", "group-ended"]
+        assert [e.step for e in ledger.events(ledger_id)][-4:] == [
+            "no-capacity", "group-end-requested", "group-ended", "group-role-deleted"]
     assert _group(cloud, m.group_id) is None

@@ -193,6 +193,13 @@ def store_choice(text: str, provider: str) -> str:
     return str(uri)
 
 
+def _group_roles_follow() -> None:
+    """A kept-alive group that ends (terminate, no capacity, gone) takes its role along."""
+    from gpudesk.services.runs import keep_alive_run
+
+    keep_alive_run.install()
+
+
 def _cmd_launch(a: argparse.Namespace) -> int:
     from gpudesk.services.cloud.launcher import STEP_TITLES, Launcher, LaunchPlan, Progress
     from gpudesk.services.storage.errors import StorageError
@@ -232,8 +239,10 @@ def _cmd_launch(a: argparse.Namespace) -> int:
     with Ledger() as ledger:
         from gpudesk.services.core.settings import load_settings
         from gpudesk.services.remote.first_boot import for_launch
+        from gpudesk.services.runs.keep_alive_run import Hooks
 
-        launcher = Launcher(ledger, poll_s=a.poll, first_boot=for_launch(load_settings, ledger))
+        launcher = Launcher(ledger, poll_s=a.poll, first_boot=for_launch(load_settings, ledger),
+                            keep_alive=Hooks(ledger))
         result = asyncio.run(launcher.launch(plan, show))
         m = ledger.get(result.machine.id) or result.machine
         data = _machine_json(m, ledger)
@@ -297,6 +306,7 @@ def _cmd_ls(a: argparse.Namespace) -> int:
     with Ledger() as ledger:
         report = None
         if not a.no_reconcile:
+            _group_roles_follow()
             report = asyncio.run(reconcile(ledger))
         machines = ledger.machines(include_ended=a.all)
         now = time.time()
@@ -425,6 +435,7 @@ def _cmd_action(a: argparse.Namespace) -> int:
             warning = asyncio.run(stop_warning(ledger, a.id))
             if warning:  # this stop cannot end the compute bill: say so before it
                 print(f"gpudesk: warning: {warning}", file=sys.stderr)
+        _group_roles_follow()
         updated = asyncio.run(act(ledger, a.id, a.verb))
         notes = [e.detail for e in ledger.events(updated.id) if e.step == "stop-billing"]
     print(f"{updated.id} {updated.cloud_id}: {updated.billing_label}")

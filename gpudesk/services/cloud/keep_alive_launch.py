@@ -13,8 +13,10 @@ another): ``end`` sets the group to 0 and deletes it, then the member is gone.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import replace
+from typing import TYPE_CHECKING, Protocol
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud import guard as guards
@@ -33,6 +35,15 @@ from gpudesk.services.cloud.providers.base import (
     ProviderError,
 )
 from gpudesk.services.money.ledger import Ledger, Machine
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+# Called after a group ended (ledger, the row, the provider): the room that made the
+# group's role (services.runs.keep_alive_run) removes it. The cloud room cannot import it.
+ENDED_HOOKS: list[Callable[[Ledger, Machine, object], None]] = []
+
+log = logging.getLogger(__name__)
 
 CONTEXT = "KeepAlive"
 MSG_NEEDS_SPOT = QT_TRANSLATE_NOOP(
@@ -62,6 +73,24 @@ STEP_RECLAIMED = "reclaimed"  # ledger: the current member ended while the group
 STEP_GROUP_ENDED = "group-ended"
 STEP_NO_CAPACITY = "no-capacity"  # ledger: no member for the wait after a reclaim: ended
 WAIT_S_DEFAULT = 3600.0  # Preferences keep_alive_wait_min
+
+
+class KeepAliveHooks(Protocol):
+    """What the rooms above give a keep-alive launch: the group members' role (made before
+    the group, whose template names it) and its narrowing once the group's id is known."""
+
+    def role_for(self, machine: Machine, provider: object) -> str: ...
+
+    def made(self, machine: Machine, provider: object) -> None: ...
+
+
+def _ended(ledger: Ledger, m: Machine, groups: object) -> None:
+    for hook in ENDED_HOOKS:
+        try:
+            hook(ledger, m, groups)
+        except Exception as exc:  # noqa: BLE001 - the group is gone; a leftover is logged
+            log.warning("after the end of group %s: %s", m.group_id, type(exc).__name__)
+            ledger.log(m.id, "group-leftover", f"{type(exc).__name__}: {exc}"[:300])
 
 
 def groups_of(provider: object, cloud: str) -> KeepAliveGroups:
@@ -104,8 +133,9 @@ def start(ledger: Ledger, m: Machine, groups: KeepAliveGroups, request: LaunchRe
                       detail=f"{state.group_id} end {guards.iso_utc(state.end_at) or 'none'}")
     if state.end_at is None:
         groups.end_group(request.region, state.group_id)
-        ledger.update(m.id, state=STATE_TERMINATED, group_state="ended", step=STEP_GROUP_ENDED,
-                      detail="no end time kept")
+        m = ledger.update(m.id, state=STATE_TERMINATED, group_state="ended",
+                          step=STEP_GROUP_ENDED, detail="no end time kept")
+        _ended(ledger, m, groups)
         raise ProviderError("other", MSG_END_NOT_KEPT, cloud=provider_title(m.provider),
                             group=state.group_id)
     return m, state
@@ -136,6 +166,7 @@ def follow(ledger: Ledger, m: Machine, state: GroupState | None,
             m = ledger.update(m.id, state=STATE_TERMINATED, group_state="ended",
                               step=STEP_GROUP_ENDED,
                               detail=f"{m.group_id}: the cloud no longer has the group")
+            _ended(ledger, m, groups)
         return m
     member = current_member(state)
     by_id = {i.cloud_id: i for i in found}
@@ -196,8 +227,10 @@ def end(ledger: Ledger, m: Machine, groups: KeepAliveGroups) -> Machine:
         return ledger.update(m.id, step="group-ending",
                              detail=f"{m.group_id}: desired {left.desired}, "
                                     f"{len(left.members)} member(s) left")
-    return ledger.update(m.id, state=STATE_TERMINATED, group_state="ended",
-                         step=STEP_GROUP_ENDED, detail=f"{m.group_id} deleted")
+    m = ledger.update(m.id, state=STATE_TERMINATED, group_state="ended",
+                      step=STEP_GROUP_ENDED, detail=f"{m.group_id} deleted")
+    _ended(ledger, m, groups)
+    return m
 
 
 def wait_deadline(timeout_s: float) -> float:

@@ -196,8 +196,12 @@ class Launcher:
                  ssh_probe: Callable[[str], Awaitable[bool]] | None = None,
                  poll_s: float = 3.0, running_timeout_s: float = 900.0,
                  ssh_timeout_s: float = 600.0,
-                 first_boot: Callable[[Machine], tuple[str, str]] | None = None) -> None:
+                 first_boot: Callable[[Machine], tuple[str, str]] | None = None,
+                 keep_alive: keep_alive_launch.KeepAliveHooks | None = None) -> None:
         self.ledger = ledger
+        # a keep-alive group's role (services.runs.keep_alive_run): None gives its machines
+        # no role, so nothing of the run reaches the bucket with gpudesk away
+        self.keep_alive = keep_alive
         # (user data, host key fingerprint) for a machine about to launch: the guard and the
         # pinned host key from its first second (services.remote.first_boot.for_launch)
         self.first_boot = first_boot
@@ -508,9 +512,15 @@ class _Run:
         then its first member as the cloud starts it. No member in time: the group ends."""
         groups = keep_alive_launch.groups_of(self.provider, self.plan.provider)
         request = keep_alive_launch.with_end(request, time.time())
+        hooks = self.l.keep_alive
+        role = self.plan.group_role
+        if hooks is not None and not role:
+            role = await asyncio.to_thread(hooks.role_for, self.machine, self.provider)
         self.machine, state = await asyncio.to_thread(
             keep_alive_launch.start, self.l.ledger, self.machine, groups, request,
-            role_name=self.plan.group_role)
+            role_name=role)
+        if hooks is not None:
+            await asyncio.to_thread(hooks.made, self.machine, self.provider)
         _fault("group-created")
         deadline = time.monotonic() + self.l.running_timeout_s
         while True:

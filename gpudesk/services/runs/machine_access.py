@@ -110,6 +110,24 @@ def access_for(machine: Machine, run_id: str, *, credentials: Credentials | None
     return StoreAccess(store, region, run_id, sts=keys)
 
 
+def bucket_of(machine: Machine) -> StoreUri | None:
+    """The bucket runs on ``machine`` use, found or made with the account's keys (None: the
+    machine has no bucket). Raises what the cloud answered."""
+    if not wants_store(machine):
+        return None
+    given = _store_of(machine)
+    if given is not None:
+        return given
+    from gpudesk.services.storage import sts
+
+    creds = _keyring(machine.provider)
+    if creds is None:
+        raise _Refused(Said("Storage", MSG_NO_KEYS,
+                            cloud=CLOUD_SCHEMES[machine.provider].upper()))
+    caller = sts.whoami(machine.provider, machine.region, creds)
+    return _ensure(machine.provider, machine.region, creds, caller, None)
+
+
 def ledger_machine(ref: str) -> Machine | None:
     """The ledger's machine a run target names (None: an ``ssh://`` address or unknown)."""
     if not ref or ref.startswith("ssh://"):

@@ -157,8 +157,12 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
         self.money: Money = DISPLAY
         self.money.set(settings.currency, settings.cny_per_usd)
         # every launch carries the guard and a pinned host key from its first boot
+        from gpudesk.services.runs.keep_alive_run import Hooks
+
+        # a run that recovers by itself: its group's role, made and ended with the group
         self.launcher: Launcher = Launcher(self.ledger, self.providers,
-                                           first_boot=self._first_boot)
+                                           first_boot=self._first_boot,
+                                           keep_alive=Hooks(self.ledger))
         self.nav.currentRowChanged.connect(self._build_row)
         self.page("plan")
         self.page("instances")
