@@ -53,6 +53,29 @@ class Ec2Bill:
     def __init__(self, clock: Callable[[], float], region: str = "us-east-1") -> None:
         self.bill = Bill("aws", clock)
         self.region = region
+        self._markets: dict[str, str] = {}  # instance id → market, once known
+
+    def market(self, inst: object) -> str:
+        """``spot`` or ``on-demand``. An Auto Scaling member runs in the market its launch
+        template asks for (``InstanceMarketOptions.MarketType``), as EC2 runs it; moto's
+        group launches do not mark such members spot, so the template is read (once: the
+        template may be deleted with the group while its members are still billed)."""
+        iid = str(inst.id)  # type: ignore[attr-defined]
+        if iid in self._markets:
+            return self._markets[iid]
+        market = "spot" if getattr(inst, "lifecycle", None) == "spot" else "on-demand"
+        template = getattr(getattr(inst, "autoscaling_group", None), "ec2_launch_template",
+                           None)
+        if market == "on-demand" and template is not None:
+            try:
+                data = _backend(self.region)._get_template_from_args(  # type: ignore[attr-defined]
+                    {"LaunchTemplateId": template.id}).data
+            except Exception:  # noqa: BLE001 - gone: the member was priced when first seen
+                data = {}
+            if (data.get("InstanceMarketOptions") or {}).get("MarketType") == "spot":
+                market = "spot"
+        self._markets[iid] = market
+        return market
 
     def instances(self) -> list[object]:
         backend = _backend(self.region)
@@ -61,7 +84,7 @@ class Ec2Bill:
     def view(self) -> dict[str, Seen]:
         out: dict[str, Seen] = {}
         for inst in self.instances():
-            market = "spot" if getattr(inst, "lifecycle", None) == "spot" else "on-demand"
+            market = self.market(inst)
             price = PRICES.get((str(inst.instance_type), market), 0.0)  # type: ignore[attr-defined]
             disk = 0.0
             for mapping in (getattr(inst, "block_device_mapping", None) or {}).values():
@@ -92,6 +115,20 @@ class Ec2Bill:
         """EC2 takes a spot instance back (an interruption): terminated."""
         _backend(self.region).terminate_instances([instance_id])  # type: ignore[attr-defined]
         self.sample()
+
+    def group_members(self, group_name: str) -> list[str]:
+        """The ids of the Auto Scaling group's members moto counts (InService or Pending)."""
+        group = _asg_backend(self.region).autoscaling_groups.get(group_name)  # type: ignore[attr-defined]
+        if group is None:
+            return []
+        return [str(s.instance.id) for s in group.instance_states
+                if s.lifecycle_state in ("InService", "Pending")]
+
+
+def _asg_backend(region: str) -> object:
+    from moto.autoscaling.models import autoscaling_backends
+
+    return autoscaling_backends[ACCOUNT][region]
 
 
 ERROR = ('<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error>'

@@ -256,7 +256,9 @@ def test_the_agent_loop_uploads_runs_that_name_a_store(bucket: Bucket, tmp_path:
         agent.send_signal(signal.SIGTERM)
         assert agent.wait(WAIT_S) == 0, (tmp_path / "agent.log").read_text()
     assert bucket.keys() == ["runs/r1/checkpoints/ckpt-000000005.pt", "runs/r1/logs/log.000001",
-                             "runs/r1/manifest.json", "runs/r1/outputs/model.pt"]
+                             "runs/r1/manifest.json", "runs/r1/outputs/model.pt",
+                             "runs/r1/state.json"]  # the end, last (replacement.py reads it)
+    assert json.loads(bucket.read("runs/r1/state.json"))["state"] == "succeeded"
 
 
 def test_log_parts_continue_the_buckets_numbering_on_a_new_machine(bucket: Bucket) -> None:

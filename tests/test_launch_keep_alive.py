@@ -89,6 +89,7 @@ def test_a_kept_alive_run_is_a_group_capped_by_its_own_end_followed_and_ended(
     code, out, _ = _run(["show", ledger_id, "--json"])
     group = json.loads(out)["group"]
     assert group["id"] == m.group_id and group["state"] == "live"
+    assert group["role"] == f"gpudesk-run-{ledger_id}" and group["role_says"] is None
     assert [x["cloud_id"] for x in group["machines"]] == [member]
     assert group["machines"][0]["to"] is None
 

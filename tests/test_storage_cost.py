@@ -258,9 +258,10 @@ def test_the_agent_reports_what_the_folder_holds(bucket: Bucket) -> None:
     held = {o["Key"]: int(o["Size"]) for o in bucket.s3.list_objects_v2(
         Bucket=bucket.name, Prefix="runs/r1/")["Contents"]}
     assert "runs/r1/checkpoints/ckpt-000000001.pt" not in held  # keep=2 pruned it
-    # everything but the small manifest.json, counted from the agent's own bookkeeping
+    # everything but the small manifest.json and the run's end state (state.json),
+    # counted from the agent's own bookkeeping
     assert state["bucket_bytes"] == sum(v for k, v in held.items()
-                                        if not k.endswith("manifest.json"))
+                                        if not k.endswith(("manifest.json", "state.json")))
     assert state["bucket_bytes"] == 2 * 4096 + 700 + 9000
 
 

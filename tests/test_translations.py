@@ -35,7 +35,8 @@ KNOWN_CONTEXTS = {"AboutDialog", "AccountsPage", "Answers", "BillingTray", "Clou
                   "GpuPlots", "OverviewPage", "WatchPage",
                   "SettingsDialog", "SizingError", "SizingNote", "Ssh", "Sync", "TaskRunner",
                   "TraceDialog", "WelcomeDialog", "Guard", "Catalog", "MachineCombo",
-                  "BudgetDialog", "RunOutputs", "Storage"}
+                  "BudgetDialog", "RunOutputs", "Storage", "RunQueue", "RunQueueView",
+                  "RunMachines", "KeepAlive"}
 
 
 def qt_tool(name: str) -> str | None:

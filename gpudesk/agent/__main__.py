@@ -12,7 +12,8 @@ machine gpudesk launched, its unit starts it again: stop the unit to end it).
 ``--nvidia-smi`` defaults to ``$GPUDESK_NVIDIA_SMI`` (the unit's agent.env).
 Exit 2: invalid rules; 3: another agent holds the folder; 1: no GPU reading
 (``--once`` only). Runs whose folder holds a ``store-config.json`` have their
-checkpoints, log and outputs uploaded to the user's bucket (``uploader.py``).
+checkpoints, log and outputs uploaded to the user's bucket (``uploader.py``). The run
+queue beside the run folders (``<runs>/../queue``, ``queue.py``) is ticked every second.
 ``upload --run RUNFOLDER`` does that alone for one run; ``fetch-resume --run
 RUNFOLDER [-- COMMAND]`` fetches the bucket's latest checkpoint first
 (``resume_fetch.py``).
@@ -43,11 +44,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple  # noqa:
 
 from . import AGENT_VERSION  # noqa: E402
 from .boot import LOCK_FILE, _lock  # noqa: E402,F401 - one lock for the boot and full agent
+from .bucket_spend import Finder, GroupGuard  # noqa: E402
 from .clock import SYSTEM_CLOCK, Clock  # noqa: E402
 from .events import EventLog  # noqa: E402
-from .guard import Guard, mark_running  # noqa: E402
+from .guard import mark_running  # noqa: E402
 from .metrics import Follower, MetricsWriter, read_since  # noqa: E402
+from .queue import RunQueue, busy, queue_dir_for  # noqa: E402
 from .rules import Rules, RulesError, load_rules  # noqa: E402
+from .runs import ActiveRun, active_runs  # noqa: E402
 from .smi import (  # noqa: E402
     NO_GPU_SRC,
     GpuSample,
@@ -102,12 +106,14 @@ class Agent:
         self.events = EventLog(self.folder, clock)
         self.writer = MetricsWriter(self.folder, max_bytes=rules.metrics_max_bytes,
                                     keep=rules.metrics_keep, clock=clock)
-        self.guard = Guard(rules, self.events, runs_dir=self.runs_dir, log_dir=self.folder,
-                           clock=clock)
+        self.guard = GroupGuard(rules, self.events, runs_dir=self.runs_dir, log_dir=self.folder,
+                           clock=clock, runs=runs_or_queue)
         source = make_source(rules.spot, clock)
         self.spot = None if source is None else SpotWatcher(
             source, self.events, runs_dir=self.runs_dir, agent_dir=self.folder, clock=clock)
         self.uploads = Uploads(self.runs_dir, clock)
+        self.queue = RunQueue(queue_dir_for(self.runs_dir), lambda: gpu_count(self.exe))
+        self.keep_alive = Finder(self.runs_dir, self.events, clock)  # spend.json, group end
         self._procs: List[ProcSample] = []
         self._uuids: Dict[str, int] = {}
         self._lock = threading.Lock()
@@ -233,13 +239,25 @@ class Agent:
                     next_spot = now + self.rules.spot.every_s
                     _guarded(self.spot.poll)
                 _guarded(self.reload_rules)
+                _guarded(self.queue.tick)
+                _guarded(lambda: self.keep_alive.tick(self.guard))
                 _guarded(self.guard.tick)
                 self.clock.wait(stop, 1.0)
         finally:
             self.sampler.stop()
             self.uploads.join(5.0)
+            _guarded(self.keep_alive.close)
             self.writer.close()
             self.events.record("agent-stop", pid=os.getpid(), last_seq=self.writer.seq)
+
+
+def runs_or_queue(runs_dir: Path) -> List[ActiveRun]:
+    """What the idle rule counts as work: the active runs, and the run queue (one more)
+    while it holds a queued or running entry. Here, not in the guard: the first-boot
+    guard has no queue, and its user data has no byte to spare."""
+    found = active_runs(runs_dir)
+    folder = queue_dir_for(runs_dir)
+    return found + [ActiveRun(folder, 0)] if busy(folder) else found
 
 
 def _guarded(step: Callable[[], object]) -> None:

@@ -1,7 +1,8 @@
 """Idle stop and budget stop, enforced on the machine so a shut laptop cannot burn money.
 
 Idle: every GPU in the latest sample is under ``below_pct`` utilisation AND
-no run is active (``runs.active_runs``) — continuously for ``minutes``,
+no run is active (``runs.active_runs``; the full agent also counts a run queue
+holding a queued or running entry, ``queue.py``) — continuously for ``minutes``,
 measured on the monotonic clock from the first idle tick. A GPU whose
 utilisation is unknown (``null``, e.g. MIG mode) or a sample older than
 ``stale_s`` counts as busy: the agent never stops a machine on missing data.
@@ -24,6 +25,11 @@ terminate) that succeeded while the machine stays up for ``GONE_WAIT_S`` did not
 take: it runs again (``action-no-effect``). A rule is done at most once per
 boot, even across agent restarts (the events file remembers); thresholds once
 per budget.
+
+Keep-alive runs: the full agent's ``bucket_spend.GroupGuard`` counts the run's spend over
+every machine of its group and, at the cap, ends the group instead of a stop or
+terminate (which the group would answer with a new machine). That lives outside this
+module on purpose: this one is in the first-boot bundle (12 KB of user data).
 """
 
 from __future__ import annotations

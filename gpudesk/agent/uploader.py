@@ -62,6 +62,12 @@ CONFIG_FILE = "store-config.json"
 STATE_FILE = "store.json"
 MANIFEST = "manifest.json"
 EXIT_FILE = "exit_status"  # the run launcher's (services/runs/run_launcher_script.py)
+CANCEL_FILE = "cancelled"  # the launcher's: the exit was asked for
+# runs/<id>/state.json, written when the run ends: a keep-alive group's next machine does
+# not start a run whose state is final again (replacement.py). An exit by a signal (a
+# shutdown's SIGTERM) or during a spot notice is no end: the run goes on elsewhere.
+END_FILE = "state.json"
+FINAL_STATES = ("succeeded", "failed", "cancelled")
 WARNING_S = {"aws": 120.0, "tencent": 120.0, "aliyun": 300.0}
 LOG_PART_MAX = 32 * 1024 * 1024
 _CKPT = re.compile(r"^ckpt-(\d{9,})\.pt$")
@@ -258,6 +264,7 @@ class Uploader:
             self.upload_log(now)
         if ended and not self.done:
             self.upload_outputs(now)
+            self.upload_end(now)
             self.state["finished"] = utc_iso(now)
 
     def _spot(self, now: float) -> bool:
@@ -401,6 +408,25 @@ class Uploader:
             self.state["last_upload"] = {"what": "outputs", "name": f"{count} files",
                                          "bytes": total, "at": utc_iso(now)}
         return count
+
+    def upload_end(self, now: float) -> str:
+        """How the run ended, to ``state.json`` in the bucket; returns the state."""
+        try:
+            code: Optional[int] = int((self.folder / EXIT_FILE).read_text().strip())
+        except (OSError, ValueError):
+            code = None
+        if (self.folder / CANCEL_FILE).exists():
+            state = "cancelled"
+        elif code == 0:
+            state = "succeeded"
+        elif code is None or code >= 128 or self.state.get("spot"):
+            state = "killed"  # by a signal or a reclaim: not an end of the run
+        else:
+            state = "failed"
+        self.store.put_bytes(self._key(END_FILE), json.dumps(
+            {"run": self.settings.run_id, "state": state, "code": code,
+             "at": utc_iso(now)}, indent=1).encode("utf-8"))
+        return state
 
     # -------------------------------------------------------------- state
 

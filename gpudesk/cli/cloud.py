@@ -341,11 +341,50 @@ def _cmd_ls(a: argparse.Namespace) -> int:
     return 0
 
 
+def _run_record(ref: str) -> Any:
+    """The run ``ref`` names when no machine does (a ledger id or name wins)."""
+    from gpudesk.services.runs.detached import RunError, RunRecord
+
+    with Ledger() as ledger:
+        if ledger.get(ref) is not None or any(m.name == ref for m in ledger.machines(
+                include_ended=True)):
+            return None
+    try:
+        return RunRecord.load(ref)
+    except RunError:
+        return None
+
+
+def _show_run(record: Any, as_json: bool) -> int:
+    from gpudesk.services.cloud.guard import iso_utc
+    from gpudesk.services.runs.run_story import story
+
+    told = story(record)
+    if as_json:
+        print(json.dumps(told.as_json(), indent=2, ensure_ascii=False))
+        return 0
+    print(f"run {told.run} on {told.machine}" + (f" (group {told.group})" if told.group else ""))
+    for s in told.machines:
+        cost = f"{s.spent:.2f} {s.currency}" if s.spent is not None else "cost not counted"
+        resumed = (f", resumed from step {s.resumed_from_step}"
+                   if s.resumed_from_step is not None else "")
+        print(f"  {s.cloud_id}: {iso_utc(s.start) or '?'} to {iso_utc(s.end) or 'now'}"
+              f"{' ' + s.why if s.why else ''}{resumed}; {cost}")
+    if told.total is not None:
+        print(f"  spent {told.total:.2f} {told.currency} over {len(told.machines)} machine(s)")
+    if told.bucket_error:
+        print(f"  the bucket could not be read: {told.bucket_error}")
+    return 0
+
+
 def _cmd_show(a: argparse.Namespace) -> int:
     from gpudesk.services.cloud import cleanup, guard, instance_role
     from gpudesk.services.cloud.machines import resolve
     from gpudesk.services.remote import host_key_rotation as first_login
 
+    run = _run_record(a.id)
+    if run is not None:  # a run's id: its machines one after another (issue 23)
+        return _show_run(run, a.json)
     with Ledger() as ledger:
         m = resolve(ledger, a.id)
         data = _machine_json(m, ledger)
@@ -361,10 +400,13 @@ def _cmd_show(a: argparse.Namespace) -> int:
     data["store"] = _store_json(m)
     if m.group_id:
         from gpudesk.services.cloud.keep_alive_launch import members
+        from gpudesk.services.runs.keep_alive_run import role_name, why_no_role
 
         with Ledger() as ledger:
             data["group"] = {"id": m.group_id, "state": m.group_state or "live",
                              "ends_at": guard.iso_utc(m.cloud_timer_at),
+                             "role": role_name(ledger, m) or None,
+                             "role_says": why_no_role(ledger, m),
                              "machines": members(ledger, m)}
     cloud = m.provider != "own"
     data["login_user"] = m.ssh_user or None
@@ -385,6 +427,8 @@ def _cmd_show(a: argparse.Namespace) -> int:
         grp = data["group"]
         print(f"  kept alive by group {grp['id']} ({grp['state']}; it ends itself at "
               f"{grp['ends_at'] or 'no time'})")
+        if grp["role_says"]:
+            print(f"  {grp['role_says']}")
         for one in grp["machines"]:
             print(f"    {one['cloud_id']}: {guard.iso_utc(one['from'])} to "
                   f"{guard.iso_utc(one['to']) or 'now'} {one['why']}".rstrip())

@@ -17,6 +17,7 @@ from gpudesk.cli import budget as cli_budget
 from gpudesk.cli import cloud as cli_cloud
 from gpudesk.cli import machine as cli_machine
 from gpudesk.cli import outputs as cli_outputs
+from gpudesk.cli import queue as cli_queue
 from gpudesk.cli import remote as cli_remote
 from gpudesk.cli import runs as cli_runs
 from gpudesk.cli import spend as cli_spend
@@ -25,7 +26,7 @@ from gpudesk.services.plan.planner import Job, RankedOffer, format_bytes, rank_c
 
 # Verb modules: each has VERBS, add_parsers(sub) and handle_error(err) -> exit code | None.
 VERB_MODULES = (cli_cloud, cli_remote, cli_runs, cli_watch, cli_spend, cli_machine,
-                cli_budget, cli_outputs)
+                cli_budget, cli_outputs, cli_queue)
 
 LINES = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"),
          ("optimizer", "optimizer_bytes"), ("activations", "activations_bytes"),

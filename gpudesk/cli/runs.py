@@ -1,8 +1,9 @@
 """CLI verbs for training runs: ``run``, ``logs`` and ``pull``.
 
 ``gpudesk run --on TARGET --project DIR [--nproc N] [--nodes TARGET,...]
-[--amp fp16|bf16|off] [--checkpoint-every MIN] [--detach] -- SCRIPT ARGS...``
+[--amp fp16|bf16|off] [--checkpoint-every MIN] [--detach] [--queue] -- SCRIPT ARGS...``
 syncs the project, starts the script under torchrun detached on the machine
+(``--queue``: adds it to the machine's queue instead, ``gpudesk queue ID``)
 and prints the run id; without ``--detach`` it then follows the log and exits
 with the run's exit status. ``--resume RUN`` starts a stopped run again in its
 own folder, so it carries on from its newest checkpoint.
@@ -142,6 +143,14 @@ def _cmd_run(a: argparse.Namespace) -> int:
                 project=Path(a.project), script=command[0], args=command[1:], nproc=a.nproc,
                 amp=a.amp, checkpoint_every_min=a.checkpoint_every, python=a.python,
                 root=a.remote_root)
+            if a.queue:  # added to the machine's queue; its agent starts it in turn
+                from gpudesk.services.runs import run_queue
+
+                if len(conns) > 1:
+                    raise run_queue.QueueError(run_queue.MSG_NO_MULTI_NODE)
+                record = run_queue.add(conns[0], refs[0], request, report=_say)
+                print(record.id, flush=True)
+                return 0
             store = None
             machine = machine_access.ledger_machine(refs[0][0])
             if machine is not None and machine_access.wants_store(machine):
@@ -238,6 +247,9 @@ def add_parsers(sub: Any) -> None:
                    help="checkpoint interval in minutes for gpudesk.training")
     p.add_argument("--detach", action="store_true",
                    help="print the run id and return; the run goes on")
+    p.add_argument("--queue", action="store_true",
+                   help="add the run to the machine's queue instead of starting it: the "
+                   "agent starts it when the GPUs it asks for are free (gpudesk queue ID)")
     p.add_argument("--resume", metavar="RUN", help="start a stopped run again, from its "
                    "newest checkpoint")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT ARGS")

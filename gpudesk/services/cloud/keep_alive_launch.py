@@ -108,9 +108,12 @@ def check(cloud: str, market: str, budget: float | None, provider: object) -> Ke
     return groups_of(provider, cloud)
 
 
-def with_end(request: LaunchRequest, now: float) -> LaunchRequest:
-    """The request with the group's end: budget ÷ price from now, in the cloud's currency."""
-    at = end_time(request.budget or 0.0, 0.0, request.price_per_hour, now)
+def with_end(request: LaunchRequest, now: float, disk_per_hour: float = 0.0) -> LaunchRequest:
+    """The request with the group's end: budget ÷ price from now, in the cloud's currency.
+    A member's system disk bills while it runs (``disk_per_hour``, the same currency), so
+    it counts toward the rate as it does for one machine's cloud timer (guard.plan)."""
+    price = request.price_per_hour
+    at = end_time(request.budget or 0.0, 0.0, price + disk_per_hour if price > 0 else 0.0, now)
     if at is None:
         raise ProviderError("invalid", MSG_NEEDS_BUDGET)
     if at < now + SCHEDULE_MIN_AHEAD_S:

@@ -511,7 +511,12 @@ class _Run:
         """A keep-alive group instead of one machine: its end (budget ÷ price) read back,
         then its first member as the cloud starts it. No member in time: the group ends."""
         groups = keep_alive_launch.groups_of(self.provider, self.plan.provider)
-        request = keep_alive_launch.with_end(request, time.time())
+        q, p = self.quoted, self.plan  # the disk in the currency of request.price_per_hour
+        disk = guards.disk_per_hour(
+            p.provider, request.region, request.disk_gb,
+            q.currency if q is not None else "CNY" if p.provider in ("tencent", "aliyun")
+            else "USD", q.cny_per_usd if q is not None else p.cny_per_usd)
+        request = keep_alive_launch.with_end(request, time.time(), disk)
         hooks = self.l.keep_alive
         role = self.plan.group_role
         if hooks is not None and not role:

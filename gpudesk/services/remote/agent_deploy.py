@@ -82,7 +82,8 @@ def unit_template() -> str:
     points at (the boot guard, later the full agent), restarts it whatever its
     exit (``Restart=always``: a SIGTERM'd agent exits 0, a killed one dies by a
     signal), without a start limit (systemd gives up after 5 quick starts by
-    default), and starts it on every boot.
+    default), and starts it on every boot; a restart or stop ends the agent's own process only
+    (``KillMode=process``): the runs its queue started live on in the unit's group.
     """
     return ("[Unit]\n"
             "Description=gpudesk agent: the machine's budget and idle guard\n"
@@ -96,6 +97,8 @@ def unit_template() -> str:
             f"RestartSec={RESTART_SEC}\n"
             "StartLimitInterval=0\n"
             "OOMScoreAdjust=-500\n"
+            # a restart ends the agent alone, not the queued runs it started (queue.py)
+            "KillMode=process\n"
             "[Install]\n"
             "WantedBy=multi-user.target\n")
 

@@ -22,6 +22,17 @@ service manager; it enforces the same ``rules.json`` and goes on from the same
 ``spend.json``. ``guard_push.push_all`` rewrites the rules on every reachable
 machine when a budget, Preferences or a price change.
 
+A keep-alive group's machines (``KeepAlive``: the cloud starts each one from the
+same launch template, with nobody watching) take their code from the run's
+folder in the bucket instead: the script's fetch step (a stdlib bootstrap,
+:data:`FETCH`) reads the role's short-lived credentials from the metadata
+service, downloads ``boot/agent.tar.gz`` with a SigV4-signed GET, checks it
+against the SHA-256 carried here, and unpacks it; the full agent it holds is
+the unit's code from the first boot on (guard, uploads, spot watcher), and
+``python3 -m gpudesk.agent.replacement`` then resumes the run from the bucket.
+Inline, the boot guard alone is 9 KB of the user data; the bootstrap is under
+2 KB, so a group's user data fits every cloud's limit (:data:`USER_DATA_LIMITS`).
+
 Tests run the same script with the service manager, the folders and the power
 action replaced (``GPUDESK_BOOT_*`` variables, the rules' commands); nothing
 else in it differs.
@@ -55,6 +66,18 @@ from gpudesk.services.remote.host_key_rotation import host_key_entry as host_key
 
 # EC2 takes 16 KB of user data before base64, CVM 16 KB after it: stay under both.
 MAX_USER_DATA = 12 * 1024
+# Each cloud's documented limit, for the launch templates of keep-alive groups too:
+# (bytes, counted on the "raw" text or on its "base64"):
+# - AWS: EC2 RunInstances and RequestLaunchTemplateData UserData, "limited to 16 KB" of
+#   raw data before base64 (EC2 API Reference, RunInstances; User Guide, "user data");
+# - Tencent Cloud: CVM RunInstances and AS CreateLaunchConfiguration UserData, the
+#   base64-encoded text "不大于16KB" (API reference, RunInstances / CreateLaunchConfiguration);
+# - Alibaba Cloud: ECS RunInstances and ESS CreateScalingConfiguration UserData, raw data
+#   "最多为 32 KB" before base64 (API reference, RunInstances / CreateScalingConfiguration).
+USER_DATA_LIMITS: dict[str, tuple[int, str]] = {
+    "aws": (16 * 1024, "raw"), "tencent": (16 * 1024, "base64"),
+    "aliyun": (32 * 1024, "raw")}
+KEEP_ALIVE_AGENT = "boot/agent.tar.gz"  # in the run's folder, runs/<id>/
 BOOT_MODULES = ("__init__.py", "clock.py", "events.py", "rules.py", "runs.py", "guard.py",
                 "boot.py")
 MSG_TOO_BIG = QT_TRANSLATE_NOOP(
@@ -215,7 +238,7 @@ def _unused_out(trees: list[ast.Module], others: list[ast.Module]) -> None:
 
 
 def boot_bundle() -> bytes:
-    """The first-boot guard's files (a package folder ``agent/``), deterministic: xz of
+    """The first-boot guard's files (a package folder ``agent/``), deterministic: lzma of
     ``\\0name\\0text`` for each file. No tar: its headers cost some 400 bytes of user data,
     and python3, which the guard needs anyway, unpacks this in one line (the script)."""
     from gpudesk.agent.metrics import DEFAULT_KEEP, DEFAULT_MAX_BYTES
@@ -233,14 +256,119 @@ def boot_bundle() -> bytes:
     files["__main__.py"] = _MAIN
     files[UNIT + ".in"] = unit_template()  # the unit, filled in on the machine
     packed = "".join(f"\0{name}\0{files[name]}" for name in sorted(files))
-    return lzma.compress(packed.encode(), check=lzma.CHECK_CRC32,
-                         preset=9 | lzma.PRESET_EXTREME)
+    return _pack(packed.encode())
+
+
+# The legacy .lzma container (13 bytes of header, no index or footer: some 40 bytes less than
+# .xz) with text-tuned settings (pb=0: byte-aligned text; the longest matches), 100 bytes of
+# user data in all; lzma.decompress on the machine reads it as it read .xz (FORMAT_AUTO).
+_LZMA_TEXT = [{"id": lzma.FILTER_LZMA1, "preset": 9 | lzma.PRESET_EXTREME, "lc": 3, "lp": 0,
+               "pb": 0, "nice_len": 273}]
+
+
+def _pack(data: bytes) -> bytes:
+    return lzma.compress(data, format=lzma.FORMAT_ALONE, filters=_LZMA_TEXT)
 
 
 def bundle_files(bundle: bytes) -> dict[str, str]:
     """What :func:`boot_bundle` packed: file name -> text (as the script unpacks it)."""
     parts = lzma.decompress(bundle).decode().split("\0")
     return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+# --------------------------------------------------------------------------- keep-alive
+
+@dataclass(frozen=True)
+class KeepAlive:
+    """A keep-alive group's machine: where its run's folder is and which role reads it.
+
+    No secret: the role's credentials come from the metadata service on the machine.
+    ``sha256`` is the agent bundle's (``run_package``), checked before it is unpacked.
+    """
+
+    cloud: str  # aws | tencent | aliyun
+    region: str
+    bucket: str
+    prefix: str  # the run's folder: "<store prefix>runs/<run-id>/"
+    role: str
+    sha256: str
+    endpoint: str = ""  # "" → the cloud's S3-compatible endpoint in the region
+
+    @property
+    def key(self) -> str:
+        return self.prefix + KEEP_ALIVE_AGENT
+
+    def to_json(self) -> dict[str, str]:
+        from gpudesk.agent.store import default_endpoint
+
+        return {"cloud": self.cloud, "region": self.region, "bucket": self.bucket,
+                "prefix": self.prefix, "role": self.role, "key": self.key,
+                "sha256": self.sha256,
+                "endpoint": self.endpoint or default_endpoint(self.cloud, self.region)}
+
+
+# The keep-alive fetch step's bootstrap (stdlib, Python 3.6+), run as
+# ``python3 -c 'exec(<this>)' keep-alive.json DEST``: the role's credentials from the
+# metadata service (IMDSv2 on AWS; the hardened-mode token on Aliyun where asked), one
+# SigV4-signed GET of the agent bundle (the agent's store.py signs the same way), its
+# SHA-256 checked, then unpacked. One line on stderr and exit 1 when anything fails.
+# ``GPUDESK_STORE_{METADATA,ENDPOINT,ADDRESSING}_<CLOUD>`` point it elsewhere (tests).
+FETCH = r'''
+import hashlib as L,hmac,io,json,os,sys,tarfile,time,urllib.parse as Q,urllib.request as U
+c=json.load(open(sys.argv[1]));P=c["cloud"]
+V=lambda n:os.environ.get("GPUDESK_STORE_%s_%s"%(n,P.upper()))
+o=U.build_opener(U.ProxyHandler({}))
+def get(r,n=6):
+ for i in range(n):
+  try:return o.open(r,timeout=30).read()
+  except Exception as e:
+   x=e
+   if i<n-1:time.sleep(2**i)
+ raise x
+try:
+ m=V("METADATA") or {"aws":"http://169.254.169.254","tencent":"http://metadata.tencentyun.com",
+                     "aliyun":"http://100.100.100.200"}[P]
+ h={}
+ if P!="tencent":
+  t="X-%s-metadata-token"%("aws-ec2" if P=="aws" else "aliyun-ecs")
+  try:
+   h={t:get(U.Request(m+"/latest/api/token",b"",{t+"-ttl-seconds":"300"},method="PUT"),
+            6 if P=="aws" else 1).decode()}
+  except Exception:
+   if P=="aws":raise
+ f={"aws":"iam","tencent":"cam","aliyun":"ram"}[P]
+ d=json.loads(get(U.Request(m+"/latest/meta-data/%s/security-credentials/%s"%(f,c["role"]),
+                            headers=h)))
+ a,s,k=[d[n] for n in {"aws":("AccessKeyId","SecretAccessKey","Token"),
+                       "tencent":("TmpSecretId","TmpSecretKey","Token"),
+                       "aliyun":("AccessKeyId","AccessKeySecret","SecurityToken")}[P]]
+ e=Q.urlsplit(V("ENDPOINT") or c["endpoint"]);K=Q.quote(c["key"],safe="/-_.~")
+ if V("ADDRESSING")=="path":H,p=e.netloc,"/%s/%s"%(c["bucket"],K)
+ else:H,p=c["bucket"]+"."+e.netloc,"/"+K
+ z=time.strftime("%Y%m%dT%H%M%SZ",time.gmtime());y=z[:8];E=L.sha256(b"").hexdigest()
+ g={"host":H,"x-amz-content-sha256":E,"x-amz-date":z,"x-amz-security-token":k};n=sorted(g)
+ q="GET\n%s\n\n%s\n%s\n%s"%(p,"".join(i+":"+g[i]+"\n" for i in n),";".join(n),E)
+ S="%s/%s/s3/aws4_request"%(y,c.get("sign_region") or c["region"]);b=("AWS4"+s).encode()
+ for i in S.split("/"):b=hmac.new(b,i.encode(),L.sha256).digest()
+ r="AWS4-HMAC-SHA256\n%s\n%s\n%s"%(z,S,L.sha256(q.encode()).hexdigest())
+ r=hmac.new(b,r.encode(),L.sha256).hexdigest()
+ g["Authorization"]="AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s"%(
+  a,S,";".join(n),r)
+ B=get(U.Request("%s://%s%s"%(e.scheme,H,p),headers=g))
+except Exception as x:
+ sys.exit("cannot fetch %s from %s: %s"%(c["key"],c["bucket"],str(x)[:200] or type(x).__name__))
+D=L.sha256(B).hexdigest()
+if D!=c["sha256"]:
+ sys.exit("%s is not the agent this machine was made for (SHA-256 %s, expected %s)"%(
+  c["key"],D,c["sha256"]))
+T=tarfile.open(fileobj=io.BytesIO(B))
+T.extractall(sys.argv[2],**({"filter":"data"} if hasattr(tarfile,"data_filter") else {}))
+'''
+
+
+def fetch_blob() -> str:
+    """The bootstrap for the script: xz, then base64 (one shell word)."""
+    return base64.b64encode(_pack(FETCH.strip().encode())).decode("ascii")
 
 
 # --------------------------------------------------------------------------- the script
@@ -264,10 +392,7 @@ SYSTEMCTL="${{GPUDESK_BOOT_SYSTEMCTL:-systemctl}}"
 PY="${{GPUDESK_BOOT_PYTHON:-python3}}"
 ROOT="$H/{root}";P=unpack
 PY=$(command -v "$PY") || fail "no $PY on this machine"
-mkdir -p "$ROOT/agent/boot/agent" "$ROOT/agent/data" "$ROOT/runs"
-echo '{bundle}' | base64 -d | "$PY" -c 'import lzma,sys
-d=sys.argv[1];p=lzma.decompress(sys.stdin.buffer.read()).decode().split("\\0")
-for n,t in zip(p[1::2],p[2::2]):open(d+n,"w").write(t)' "$ROOT/agent/boot/agent/"
+{unpack}
 ln -sfn boot "$ROOT/agent/current"
 P=rules
 cat > "$ROOT/agent/rules.json" <<'GPUDESK_RULES'
@@ -285,28 +410,68 @@ P=systemd
 $SYSTEMCTL daemon-reload
 $SYSTEMCTL enable --now {unit}
 mark installed
+{after}"""
+_UNPACK = """mkdir -p "$ROOT/agent/boot/agent" "$ROOT/agent/data" "$ROOT/runs"
+echo '{bundle}' | base64 -d | "$PY" -c 'import lzma,sys
+d=sys.argv[1];p=lzma.decompress(sys.stdin.buffer.read()).decode().split("\\0")
+for n,t in zip(p[1::2],p[2::2]):open(d+n,"w").write(t)' "$ROOT/agent/boot/agent/\""""
+# A keep-alive group's machine: the agent from the run's folder in the bucket (see above).
+_FETCH_STEP = """P=fetch
+mkdir -p "$ROOT/agent/boot" "$ROOT/agent/data" "$ROOT/runs";touch "$ROOT/agent/data/agent.log"
+cat > "$ROOT/agent/keep-alive.json" <<'GPUDESK_KEEP_ALIVE'
+{keep_alive}
+GPUDESK_KEEP_ALIVE
+W=$(echo '{fetch}' | base64 -d | "$PY" -c 'import lzma,sys
+exec(lzma.decompress(sys.stdin.buffer.read()))' "$ROOT/agent/keep-alive.json" \\
+  "$ROOT/agent/boot" 2>&1) || fail "$(echo "$W" | tail -n 1)"
+ln -sfn gpudesk/agent "$ROOT/agent/boot/agent\""""
+# ... and, with its guard running, the run resumed from the bucket, detached (its lines go
+# to the agent's log), as the login user.
+_RESUME_STEP = """P=resume
+A=;[ "$(id -u)" = 0 ] && [ "$U" != root ] && A="runuser -u $U --"
+cd "$ROOT/agent/boot"
+setsid $A env PYTHONPATH="$ROOT/agent/boot" "$PY" -m gpudesk.agent.replacement \\
+  --root "$ROOT" >>"$ROOT/agent/data/agent.log" 2>&1 </dev/null &
 """
 
 
-def script(rules: AgentRules, *, user: str = "ubuntu", root: str = "gpudesk") -> str:
-    """The first-boot script: the guard, its rules and its unit (run as root, once)."""
+def script(rules: AgentRules, *, user: str = "ubuntu", root: str = "gpudesk",
+           keep_alive: KeepAlive | None = None) -> str:
+    """The first-boot script: the guard, its rules and its unit (run as root, once); with
+    ``keep_alive`` the guard is the full agent from the bucket and the run resumes."""
     rules.validate()
     data = rules.to_json()
     data.setdefault("runs_dir", "@RUNS@")  # <home>/<root>/runs: the script knows the home
+    if keep_alive is None:
+        unpack = _UNPACK.format(bundle=base64.b64encode(boot_bundle()).decode("ascii"))
+        after = ""
+    else:
+        unpack = _FETCH_STEP.format(
+            keep_alive=json.dumps(keep_alive.to_json(), separators=(",", ":")),
+            fetch=fetch_blob())
+        after = _RESUME_STEP
     return _SCRIPT.format(user=user, root=root.strip("/") or "gpudesk", state=STATE_DIR,
-                          status=GUARD_STATUS_NAME,
-                          bundle=base64.b64encode(boot_bundle()).decode("ascii"),
+                          status=GUARD_STATUS_NAME, unpack=unpack, after=after,
                           rules=json.dumps(data, separators=(",", ":")), unit=UNIT)
 
 
 SCRIPT_PATH = "/var/lib/gpudesk/first-boot.sh"
 
 
+def user_data_size(cloud: str, text: str) -> tuple[int, int]:
+    """(size as ``cloud`` counts it, its limit): :data:`USER_DATA_LIMITS`."""
+    limit, counted = USER_DATA_LIMITS[cloud]
+    raw = text.encode()
+    return (len(base64.b64encode(raw)) if counted == "base64" else len(raw)), limit
+
+
 def user_data(rules: AgentRules, host_key: HostKey, *, user: str = "ubuntu",
-              root: str = "gpudesk") -> str:
+              root: str = "gpudesk", keep_alive: KeepAlive | None = None,
+              cloud: str = "") -> str:
     """The user data: cloud-config whose ``ssh_keys`` installs the desktop's host key before
     sshd first starts (cloud-init's ssh module; every other host key deleted, none
-    generated), and whose ``runcmd`` runs :func:`script`. Under the clouds' size limit."""
+    generated), and whose ``runcmd`` runs :func:`script`. Under the clouds' size limit:
+    ``cloud``'s own (a keep-alive machine's, by its bucket's cloud), else under all."""
 
     def block(text: str, indent: int) -> str:
         pad = " " * indent
@@ -322,12 +487,17 @@ def user_data(rules: AgentRules, host_key: HostKey, *, user: str = "ubuntu",
             "write_files:\n"
             f"  - path: {SCRIPT_PATH}\n"
             "    permissions: '0700'\n"
-            "    content: |\n" + block(script(rules, user=user, root=root), 6)
+            "    content: |\n"
+            + block(script(rules, user=user, root=root, keep_alive=keep_alive), 6)
             + "runcmd:\n"
             f"  - [bash, {SCRIPT_PATH}]\n")
-    size = len(text.encode())
-    if size > MAX_USER_DATA:
-        raise FirstBootError(MSG_TOO_BIG, size=size, limit=MAX_USER_DATA)
+    cloud = cloud or (keep_alive.cloud if keep_alive is not None else "")
+    if cloud in USER_DATA_LIMITS:
+        size, limit = user_data_size(cloud, text)
+    else:
+        size, limit = len(text.encode()), MAX_USER_DATA
+    if size > limit:
+        raise FirstBootError(MSG_TOO_BIG, size=size, limit=limit)
     return text
 
 
@@ -347,9 +517,11 @@ class FirstBoot:
     """
 
     def __init__(self, settings: Callable[[], Settings], ledger: Ledger | None = None,
-                 rotation: RotationConfig | bool = True) -> None:
+                 rotation: RotationConfig | bool = True,
+                 keep_alive: KeepAlive | None = None) -> None:
         self.settings = settings
         self.ledger = ledger
+        self.keep_alive = keep_alive  # a keep-alive group's launch template (see above)
         self.rotation = rotation if isinstance(rotation, RotationConfig) else (
             RotationConfig() if rotation else None)
         self.first_login: Callable[[Machine], None] | None = (
@@ -363,7 +535,7 @@ class FirstBoot:
 
         key = new_host_key()
         text = user_data(agent_rules(machine, self.settings(), self.ledger), key,
-                         user=machine.ssh_user or "ubuntu")
+                         user=machine.ssh_user or "ubuntu", keep_alive=self.keep_alive)
         credentials.save_private_key(host_key_entry(machine.id), key.private_pem)
         PinStore().pin(host_alias(machine), _paramiko_key(key.public_line))
         return text, key.fingerprint
@@ -378,9 +550,10 @@ class FirstBoot:
 
 
 def for_launch(settings: Callable[[], Settings], ledger: Ledger | None = None, *,
-               rotation: RotationConfig | bool = True) -> FirstBoot:
+               rotation: RotationConfig | bool = True,
+               keep_alive: KeepAlive | None = None) -> FirstBoot:
     """The launcher's first-boot hook (see :class:`FirstBoot`)."""
-    return FirstBoot(settings, ledger, rotation)
+    return FirstBoot(settings, ledger, rotation, keep_alive)
 
 
 def _paramiko_key(public_line: str) -> paramiko.PKey:

@@ -123,7 +123,7 @@ def expire_after_end(record: RunRecord, status: RunStatus | None, *,
     ended = now or datetime.now(UTC)
     try:
         store = parse_uri(record.store_uri)
-        bucket = client if client is not None else _account_client(store.cloud,
+        bucket = client if client is not None else account_client(store.cloud,
                                                                    record.store_region)
         when = buckets.expire_run(bucket, store, record.id, ended, days, cloud=store.cloud)
     except Exception as exc:  # noqa: BLE001 - the folder is kept; said in the log
@@ -152,7 +152,7 @@ def lift_expiry(record: RunRecord, *, client: Any = None) -> None:
     from gpudesk.services.storage.uri import parse_uri
 
     store = parse_uri(record.store_uri)
-    bucket = client if client is not None else _account_client(store.cloud, record.store_region)
+    bucket = client if client is not None else account_client(store.cloud, record.store_region)
     buckets.expire_run(bucket, store, record.id, datetime.now(UTC), 0, cloud=store.cloud)
     record.store_kept = ""
     record.save()
@@ -166,7 +166,7 @@ def keep_folder(record: RunRecord, report: Report) -> None:
         report(Said("Runs", MSG_KEEP_NOT_LIFTED, run=record.id, why=_why(exc)))
 
 
-def _account_client(cloud: str, region: str) -> Any:
+def account_client(cloud: str, region: str) -> Any:
     from gpudesk.services.cloud.accounts import MSG_NO_ACCOUNT, title
     from gpudesk.services.cloud.credentials import load_credentials
     from gpudesk.services.cloud.providers.base import ProviderError

@@ -1,6 +1,7 @@
 """What the Run page does to a chosen run: Stop (asks first), Resume (asks when there is no
 checkpoint), Recover on a new machine (asks: it bills), TensorBoard/Jupyter through an SSH
-tunnel, and a terminal with the same pinned host key.
+tunnel, and a terminal with the same pinned host key; and "Add to queue", which queues the
+form's run on its machine instead of starting it (``services/runs/run_queue``).
 
 A mixin of ``RunPage``: it uses the page's widgets, runners and ``selected_run``.
 Texts are in the "RunPage" translation context, like the rest of the page.
@@ -21,16 +22,17 @@ from PySide6.QtWidgets import QMessageBox
 from gpudesk.services.cloud.launcher import Launcher
 from gpudesk.services.core.said import Said
 from gpudesk.services.remote import targets
-from gpudesk.services.runs import run_control, spot_recovery
+from gpudesk.services.runs import run_control, run_queue, spot_recovery
 from gpudesk.services.runs.detached import RunRecord, RunStatus
 from gpudesk.services.runs.run_control import Tunnel, TunnelSpec
 from gpudesk.ui.widgets.confirm import confirm
-from gpudesk.ui.widgets.task_runner import show_error
+from gpudesk.ui.widgets.task_runner import error_text, show_error
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QLabel, QWidget
 
     from gpudesk.services.money.ledger import Ledger
+    from gpudesk.ui.run.run_queue_view import RunQueueView
     from gpudesk.ui.widgets.host_key_question import HostKeyQuestion
     from gpudesk.ui.widgets.task_runner import TaskRunner
 
@@ -74,6 +76,7 @@ class RunActions(_Base):
     tunnel_runner: TaskRunner
     _bridge: Any
     _start_detached: Any
+    queue_view: RunQueueView
 
     def selected_run(self) -> RunRecord | None:
         raise NotImplementedError
@@ -84,6 +87,38 @@ class RunActions(_Base):
 
     def _refresh(self) -> None:
         raise NotImplementedError
+
+    def form_values(self) -> run_control.RunForm:
+        raise NotImplementedError
+
+    def save_form(self) -> None:
+        raise NotImplementedError
+
+    def reload_runs(self, select: str = "") -> None:
+        raise NotImplementedError
+
+    def queue_run(self) -> None:
+        """Add to queue: the form checked as for Run, the machine's preflight, the project
+        pushed, then the run is added to the machine's queue instead of started."""
+        form = self.form_values()
+        try:
+            form.check()  # before anything connects, as Run does
+        except Exception as exc:  # noqa: BLE001 - shown in words
+            self.status.setText(error_text(exc)[0])
+            return
+        self.save_form()
+        self.status.setText(translate("RunPage", "Checking the machine, syncing the project "
+                                      "and adding the run to its queue…"))
+        add = functools.partial(run_queue.queue_run, pusher=run_control.push_in_child)
+        self.launch_runner.run_blocking(add, form, self.question.policy(),
+                                        self._bridge.report.emit, on_success=self._queued,
+                                        title=translate("RunPage", "The run was not queued"))
+
+    def _queued(self, record: RunRecord) -> None:
+        self.status.setText(translate("RunPage", "Run {run} is in the queue of {machine}.")
+                            .format(run=record.id, machine=record.main.target))
+        self.reload_runs()
+        self.queue_view.refresh()
 
     def ask_stop(self) -> None:
         record = self.selected_run()

@@ -32,6 +32,7 @@ from gpudesk.services.runs import detached as runs
 from gpudesk.services.runs import run_control
 from gpudesk.services.runs.detached import RunRecord
 from gpudesk.services.runs.run_control import RunForm
+from gpudesk.ui.run.run_queue_view import RunQueueView
 from gpudesk.ui.widgets.machine_combo import MachineCombo
 from gpudesk.ui.widgets.retranslate import Retranslating
 
@@ -86,6 +87,9 @@ class RunFormBox(Retranslating, QGroupBox):
         self.cancel_start_button = QPushButton(self)
         self.cancel_start_button.setObjectName("runCancelStart")
         self.cancel_start_button.setEnabled(False)
+        self.queue_button = QPushButton(self)  # queues instead of starting (agent/queue.py)
+        self.queue_button.setObjectName("runQueueAdd")
+        self.queue_view = RunQueueView(self)
         layout = QFormLayout(self)
         self._labels: dict[str, QLabel] = {}
         for key, widget in (("machine", self.machine),
@@ -97,10 +101,12 @@ class RunFormBox(Retranslating, QGroupBox):
             label = QLabel(self)
             self._labels[key] = label
             layout.addRow(label, widget)
-        layout.addRow(row(self.run_button, self.cancel_start_button))
+        layout.addRow(row(self.run_button, self.queue_button, self.cancel_start_button))
+        layout.addRow(self.queue_view)
         self.identity_browse.clicked.connect(self._browse_identity)
         self.project_browse.clicked.connect(self._browse_project)
         self.machine.currentIndexChanged.connect(lambda _i: self.show_profile(chosen=True))
+        self.machine.currentTextChanged.connect(lambda _t: self.queue_view.machine_changed())
         self.retranslate()
 
     def retranslate(self) -> None:
@@ -141,6 +147,11 @@ class RunFormBox(Retranslating, QGroupBox):
         self.checkpoint.setSpecialValueText(translate("RunPage", "as the script chooses"))
         self.run_button.setText(translate("RunPage", "Run"))
         self.cancel_start_button.setText(translate("RunPage", "Cancel"))
+        self.queue_button.setText(translate("RunPage", "Add to queue"))
+        self.queue_button.setToolTip(translate(
+            "RunPage", "Queue the run on the machine instead of starting it: the machine's "
+            "agent starts it when the runs before it have started and the GPUs it asks for "
+            "are free."))
         self.cancel_start_button.setToolTip(translate(
             "RunPage", "Stop the sync of a run that is starting; nothing is started on the "
             "machine."))

@@ -44,6 +44,7 @@ from gpudesk.ui.run.run_actions import TERMINALS, RunActions, terminal_command
 from gpudesk.ui.run.run_form import RunFormBox
 from gpudesk.ui.run.run_list import RunList
 from gpudesk.ui.run.run_log_view import LOG_MAX_LINES, RunLogView
+from gpudesk.ui.run.run_machines import RunMachines
 from gpudesk.ui.run.run_outputs import RunOutputs
 from gpudesk.ui.widgets.host_key_question import HostKeyQuestion
 from gpudesk.ui.widgets.retranslate import Retranslating
@@ -111,6 +112,7 @@ class RunPage(RunActions, Retranslating, QWidget):
         self.run_list = RunList(self)
         self.log_view = RunLogView(self)
         self.outputs = RunOutputs(self)  # the chosen run's folder in its bucket
+        self.machines_view = RunMachines(ledger, self)  # a kept-alive run's machines
         for i, w in enumerate((self.run_list.tensorboard_button, self.run_list.jupyter_button,
                                self.run_list.terminal_button)):
             self.log_view.tools.insertWidget(i, w)
@@ -126,6 +128,7 @@ class RunPage(RunActions, Retranslating, QWidget):
         self.args, self.nproc, self.nodes, self.amp = f.args, f.nproc, f.nodes, f.amp
         self.checkpoint, self.python, self.run_button = f.checkpoint, f.python, f.run_button
         self.cancel_start_button = f.cancel_start_button
+        self.queue_button, self.queue_view = f.queue_button, f.queue_view
         self.runs, self.state, self.stop_button = r.runs, r.state, r.stop_button
         self.resume_button, self.recover_button = r.resume_button, r.recover_button
         self.tensorboard_button, self.jupyter_button = r.tensorboard_button, r.jupyter_button
@@ -136,9 +139,11 @@ class RunPage(RunActions, Retranslating, QWidget):
         right.addWidget(self.run_list)
         split = QSplitter(Qt.Orientation.Vertical, self.run_box)
         split.addWidget(self.log_view)
+        split.addWidget(self.machines_view)
         split.addWidget(self.outputs)
         split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 2)
+        split.setStretchFactor(1, 0)
+        split.setStretchFactor(2, 2)
         split.setChildrenCollapsible(False)
         right.addWidget(split, 1)
         body = QHBoxLayout()
@@ -158,6 +163,8 @@ class RunPage(RunActions, Retranslating, QWidget):
             runner.failed.connect(self.status.setText)
         self.launch_runner.failed.connect(self._start_failed)
         self.run_button.clicked.connect(self.start_run)
+        self.queue_button.clicked.connect(self.queue_run)
+        self.queue_view.bind(self.form_values, self.question.policy)
         self._start_cancel = threading.Event()
         self.cancel_start_button.clicked.connect(self.cancel_start)
         self.launch_runner.started.connect(lambda: self.cancel_start_button.setEnabled(True))
@@ -258,6 +265,7 @@ class RunPage(RunActions, Retranslating, QWidget):
         self.save_form()
         self._detach()
         self.outputs.show_run(None)
+        self.machines_view.show_run(None)
         # From here on the pane shows this start, and the list no run: they agree.
         self.log_view.clear()
         self.run_list.refused = ""
@@ -329,6 +337,7 @@ class RunPage(RunActions, Retranslating, QWidget):
         a cleared pane first shows what the run is and what gpudesk said starting it."""
         self._detach()
         self.outputs.show_run(record)
+        self.machines_view.show_run(record)
         self.last_status = None
         self.last_doubt = None
         self.follow_error = None
