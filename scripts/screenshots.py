@@ -103,7 +103,12 @@ def sample_ledger():  # type: ignore[no-untyped-def]
                        zone="us-east-1b", instance_type="g5.xlarge", gpu="A10G", gpus=1,
                        market="spot", price_per_hour=0.43, cloud_id="i-0a1b2c3d4e5f60718",
                        state="running", public_ip="54.210.7.19", ssh_user="ubuntu",
-                       name="m-3f9a1c20b7", running_since=now - 2 * 3600 - 840))
+                       name="m-3f9a1c20b7", running_since=now - 2 * 3600 - 840,
+                       group_id="gpudesk-run-m-3f9a1c20b7", group_state="live"),
+               step="instance", detail="i-07e5d4c3b2a190817 running")
+    # kept alive by its group: the first spot machine was reclaimed and replaced
+    ledger.log("m-3f9a1c20b7", "reclaimed", "i-07e5d4c3b2a190817")
+    ledger.log("m-3f9a1c20b7", "replaced", "i-07e5d4c3b2a190817 -> i-0a1b2c3d4e5f60718")
     ledger.add(Machine(id="m-77c2e0d915", provider="tencent", region="ap-guangzhou",
                        zone="ap-guangzhou-3", instance_type="GN7.2XLARGE32", gpu="T4", gpus=1,
                        price_per_hour=1.209, cloud_id="ins-8k2j4h1q", state="stopped",
@@ -127,6 +132,8 @@ def shoot_launch(window, catalog, settle, tag: str) -> None:  # type: ignore[no-
     dialog = LaunchDialog(offer, catalog, never, spot=True, money=window.money, detect=False,
                           parent=window)
     dialog.allow_from.setText("203.0.113.7/32")
+    dialog.keep_alive.setChecked(True)
+    dialog.budget.setValue(40.0)
     for step, status in (("key", "done"), ("security-group", "done"), ("instance", "done"),
                          ("running", "started")):
         dialog.on_progress(Progress(step, status, ledger_id="m-3f9a1c20b7"))  # type: ignore[arg-type]
@@ -166,6 +173,15 @@ def shoot_run(window, settle, tag: str) -> None:  # type: ignore[no-untyped-def]
     page = window.run
     page.reload_machines()
     page.reload_runs()
+    # the run's machines (its machine is kept alive by its group); following it would
+    # reach for the sample address, so only this panel is shown for it
+    from gpudesk.services.runs.run_story import story
+
+    record = RunRecord.load("vit-cifar-20261203-101502-4c1e")
+    page.machines_view.show_run(record)
+    settle()  # its deferred refresh starts a read no event loop here finishes:
+    page.machines_view.runner.cancel()  # read it in this thread instead
+    page.machines_view._told(record, story(record))
     page.project.setText("/home/alice/vit-cifar")
     page.args.setText("--epochs 30")
     page.amp.setCurrentIndex(2)

@@ -32,7 +32,9 @@ every Describe; VSwitchIds.N at most 5; Tags at most 20, keys not starting with 
 ``aliyun``; MinSize <= DesiredCapacity <= MaxSize (``InvalidParameter.Conflict``);
 LaunchTime exactly ``YYYY-MM-DDThh:mmZ`` (UTC, minute precision), not in the past and at most
 90 days ahead; LaunchExpirationTime 0 to 21600; Description 2 to 200; UserData Base64 of at
-most 32 KB; InternetMaxBandwidthOut 0 to 100; a scaling group must be enabled to scale.
+most 32 KB (CreateScalingConfiguration and ModifyScalingConfiguration alike; a modified
+configuration reaches only the members made after it); InternetMaxBandwidthOut 0 to 100;
+a scaling group must be enabled to scale.
 """
 
 from __future__ import annotations
@@ -234,6 +236,9 @@ class AliyunEssStandin(StandinServer):
             # CreateScalingConfiguration and ModifyScalingGroup take no RegionId (their SDK
             # models have none): ESS knows the region from the endpoint, here from the group.
             group = self.groups.get(query.get("ScalingGroupId", ""))
+            if group is None:  # ModifyScalingConfiguration names only its configuration
+                config = self.configs.get(query.get("ScalingConfigurationId", ""))
+                group = self.groups.get(config["ScalingGroupId"]) if config else None
             region = query.get("RegionId") or (group["RegionId"] if group else "")
         try:
             self._authenticate(method, url.path, dict(parse_qsl(url.query,
@@ -558,6 +563,27 @@ class AliyunEssStandin(StandinServer):
         if token[1]:
             self.tokens[token] = config_id
         return {"ScalingConfigurationId": config_id}
+
+    def _ModifyScalingConfiguration(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        """The configuration changed in place (UserData, name here): members already made
+        keep what they were made with. UserData's limits are held by ``_limits``."""
+        config = self.configs.get(q.get("ScalingConfigurationId", ""))
+        if config is None or self.groups.get(config["ScalingGroupId"], {}).get(
+                "RegionId") != region:
+            raise ApiError("InvalidScalingConfigurationId.NotFound",
+                           "The specified scaling configuration does not exist.")
+        name = q.get("ScalingConfigurationName")
+        if name and any(c["ScalingConfigurationName"] == name and c is not config
+                        and c["ScalingGroupId"] == config["ScalingGroupId"]
+                        for c in self.configs.values()):
+            raise ApiError("InvalidScalingConfigurationName.Duplicate",
+                           "The specified value of parameter \"ScalingConfigurationName\" is "
+                           "duplicated.")
+        if name:
+            config["ScalingConfigurationName"] = name
+        if "UserData" in q:
+            config["UserData"] = q["UserData"]
+        return {}
 
     def _DescribeScalingConfigurations(self, region: str, q: dict[str, str]) -> dict[str, Any]:
         group_id = q.get("ScalingGroupId", "")

@@ -17,7 +17,10 @@ DescribeScheduledActions), holding these documented limits:
 * names: Chinese, letters, digits, ``_``, ``-``, ``.``; a group name at most 55 bytes
   (unique in the account: ``GroupNameDuplicated``), a launch configuration or scheduled
   action name at most 60 (an action's unique in its group);
-* ``UserData`` base64, at most 16 KB (``UserDataSizeExceeded``); SPOTPAID needs
+* ``UserData`` base64, at most 16 KB (``UserDataSizeExceeded``; not base64:
+  ``UserDataFormatError``), also in ModifyLaunchConfigurationAttributes (/31298: "经过
+  Base64 编码后的自定义数据，最大长度不超过16KB"; a change reaches only the members made
+  after it, "已经使用该启动配置扩容的存量实例不会发生变更"); SPOTPAID needs
   ``InstanceMarketOptions`` (``MissingParameter.InstanceMarketOptions``); ImageId xor
   ImageFamily, InstanceType xor InstanceTypes (at most 10), InstanceTags at most 10, Tags
   at most 30;
@@ -42,6 +45,8 @@ test's clock. VPC DescribeVpcs/DescribeSubnets answer the default VPC and a subn
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import time
 from datetime import datetime
@@ -53,6 +58,7 @@ from tencent_standin import REGIONS, TYPES, TencentStandin, _filters, _new_id, _
 AS_VERSION = "2018-04-19"
 AS_ACTIONS = frozenset({
     "CreateLaunchConfiguration", "DescribeLaunchConfigurations", "DeleteLaunchConfiguration",
+    "ModifyLaunchConfigurationAttributes",
     "CreateAutoScalingGroup", "DescribeAutoScalingGroups", "ModifyAutoScalingGroup",
     "DeleteAutoScalingGroup", "DescribeAutoScalingInstances", "CreateScheduledAction",
     "ModifyScheduledAction", "DescribeScheduledActions", "DeleteScheduledAction",
@@ -70,6 +76,20 @@ _CHARGES = ("POSTPAID_BY_HOUR", "SPOTPAID", "PREPAID", "CDCPAID")
 def _name_ok(name: str, limit: int) -> bool:
     return bool(name) and len(name.encode()) <= limit and bool(
         re.match(r"^[A-Za-z0-9_.\-\u4e00-\u9fff]+$", name))
+
+
+def _check_user_data(value: Any) -> None:
+    """UserData: base64 text of at most 16 KB, as CreateLaunchConfiguration and
+    ModifyLaunchConfigurationAttributes document it ("" clears it)."""
+    text = str(value)
+    if len(text) > USER_DATA_MAX:
+        raise ApiError("InvalidParameterValue.UserDataSizeExceeded",
+                       "UserData is longer than 16 KB.")
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise ApiError("InvalidParameterValue.UserDataFormatError",
+                       "UserData is not base64.") from None
 
 
 def _bad_value(param: str) -> ApiError:
@@ -355,9 +375,8 @@ class TencentAsStandin(TencentStandin):
                 raise ApiError("InvalidParameterValue.InvalidInstanceType",
                                f"The instance type {itype} is not valid.")
         user_data = params.get("UserData")
-        if user_data is not None and len(str(user_data)) > USER_DATA_MAX:
-            raise ApiError("InvalidParameterValue.UserDataSizeExceeded",
-                           "UserData is longer than 16 KB.")
+        if user_data is not None:
+            _check_user_data(user_data)
         charge = params.get("InstanceChargeType", "POSTPAID_BY_HOUR")
         if charge not in _CHARGES:
             raise _bad_value("InstanceChargeType")
@@ -405,6 +424,25 @@ class TencentAsStandin(TencentStandin):
                  and self._tag_match(c["Tags"], f)]
         view = [{k: v for k, v in c.items() if not k.startswith("_")} for c in found]
         return {"TotalCount": len(view), "LaunchConfigurationSet": self._page(view, params)}
+
+    def _ModifyLaunchConfigurationAttributes(self, region: str, params: dict[str, Any]
+                                             ) -> dict[str, Any]:
+        """Some simple attributes changed in place; members already made keep theirs."""
+        config_id = str(params.get("LaunchConfigurationId") or "")
+        config = self.configs.get(config_id)
+        if config is None or config["_region"] != region:
+            raise ApiError("ResourceNotFound.LaunchConfigurationIdNotFound",
+                           f"The launch configuration {config_id} does not exist.")
+        if "UserData" in params:
+            _check_user_data(params["UserData"])
+            config["UserData"] = str(params["UserData"])
+        name = params.get("LaunchConfigurationName")
+        if name is not None:
+            if not _name_ok(str(name), CONFIG_NAME_MAX):
+                raise _bad_value("LaunchConfigurationName")
+            config["LaunchConfigurationName"] = str(name)
+        config["UpdatedTime"] = _now_iso()
+        return {}
 
     def _DeleteLaunchConfiguration(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
         config_id = str(params.get("LaunchConfigurationId") or "")

@@ -77,19 +77,26 @@ def test_a_kept_alive_run_is_a_group_capped_by_its_own_end_followed_and_ended(
     iam = cloud.client("iam")
     assert iam.get_role(RoleName=role)["Role"]["RoleName"] == role
 
-    # the cap is the group's own scheduled action, as moto holds it: size 0 at 5 USD ÷ price
+    # the cap is the group's own scheduled action, as moto holds it: size 0 at 5 USD ÷ the
+    # price of the machine and of its disk (which bills while it runs)
     (action,) = cloud.client("autoscaling").describe_scheduled_actions(
         AutoScalingGroupName=m.group_id)["ScheduledUpdateGroupActions"]
     assert (action["MinSize"], action["MaxSize"], action["DesiredCapacity"]) == (0, 0, 0)
     held = action["StartTime"].timestamp()
     assert m.cloud_timer_at == held
-    expected = before + 5.0 / m.price_per_hour * 3600
+    from gpudesk.services.cloud.guard import disk_per_hour
+
+    disk = disk_per_hour("aws", "us-east-1", m.disk_gb, "USD")
+    assert disk > 0
+    expected = before + 5.0 / (m.price_per_hour + disk) * 3600
     assert expected - 5 <= held <= expected + (time.time() - before) + 1
 
     code, out, _ = _run(["show", ledger_id, "--json"])
     group = json.loads(out)["group"]
     assert group["id"] == m.group_id and group["state"] == "live"
     assert group["role"] == f"gpudesk-run-{ledger_id}" and group["role_says"] is None
+    (says,) = json.loads(out)["guard_says"]
+    assert says.startswith("At 5.00 USD the group ends itself") and "0 machines" in says
     assert [x["cloud_id"] for x in group["machines"]] == [member]
     assert group["machines"][0]["to"] is None
 

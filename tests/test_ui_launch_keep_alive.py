@@ -69,6 +69,9 @@ def test_recover_by_itself_needs_spot_makes_a_capped_group_and_terminate_ends_it
     qtbot.keyClicks(budget, "5")
     qtbot.keyClick(budget, Qt.Key.Key_Tab)
     assert budget.value() == 5.0
+    guard = dialog.guard_text.text()
+    assert guard.startswith("At $5.00 the group ends itself") and "0 machines" in guard
+    assert not dialog.on_budget.isEnabled()  # the group's end terminates: nothing to choose
 
     with qtbot.waitSignal(dialog.launched, timeout=WAIT_MS):
         dialog.launch_button.click()

@@ -394,8 +394,13 @@ def _cmd_show(a: argparse.Namespace) -> int:
         why_unknown = _login_unknown_why(ledger, m) if not m.ssh_user else ""
     data["cleanup"] = [r.as_json() for r in leftovers]
     g = guard.of(m)
+    says = guard.english(m, g, role_why)
+    if m.group_live and m.budget:  # the group's own end is the cap (keep_alive_launch)
+        from gpudesk.services.cloud.keep_alive_launch import MSG_GROUP_GUARD
+
+        says = [MSG_GROUP_GUARD.format(budget=f"{m.budget:.2f} {m.currency or 'USD'}")]
     data.update(host_key_fingerprint=m.host_key_fingerprint or None, guard=g.as_json(),
-                guard_says=guard.english(m, g, role_why), host_key_rotated=rotated)
+                guard_says=says, host_key_rotated=rotated)
     data["guard"]["installed"] = installed
     data["store"] = _store_json(m)
     if m.group_id:

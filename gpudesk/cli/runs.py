@@ -157,6 +157,10 @@ def _cmd_run(a: argparse.Namespace) -> int:
                 request.run_id = runs.new_run_id(Path(a.project).resolve().name)
                 store = machine_access.access_for(machine, request.run_id)
             record = runs.launch(conns, refs, request, report=_say, store=store)
+            if machine is not None and machine.group_live:  # its group resumes it (issue 23)
+                from gpudesk.services.runs import keep_alive_run
+
+                keep_alive_run.run_started(record, machine, _say)
         print(record.id, flush=True)
         if a.detach:
             return 0

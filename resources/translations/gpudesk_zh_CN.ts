@@ -1471,6 +1471,38 @@ Stop {name} anyway?</source>
             <translation>{name} 由伸缩组 {group} 保持运行：停止它只会让云再启动一台。要结束伸缩组，请释放它。</translation>
         </message>
         <message>
+            <source>At {budget} the group ends itself: its own scheduled action, set from the cloud's price before anything is made, takes it to 0 machines, even with gpudesk and every agent gone. Each machine's agent ends the group sooner when the run's spend over all its machines reaches the budget. Nothing is left billing: each machine's disk goes with it.</source>
+            <translation>到 {budget} 时伸缩组会自行结束：它自己的定时任务（在创建任何东西之前按云的报价设定）会把它缩到 0 台机器，即使 gpudesk 和所有代理都不在了也一样。当这次运行在所有机器上的花费达到预算时，每台机器上的代理会更早结束伸缩组。不会留下任何计费的东西：每台机器的磁盘随机器一起释放。</translation>
+        </message>
+        <message>
+            <source>The group's next machine resumes run {run} from the bucket.</source>
+            <translation>伸缩组的下一台机器将从存储桶恢复运行 {run}。</translation>
+        </message>
+        <message>
+            <source>Run {run} has no bucket, so the group's next machine cannot resume it: after a reclaim the run waits for you. It goes on here.</source>
+            <translation>运行 {run} 没有存储桶，伸缩组的下一台机器无法恢复它：实例被回收后，该运行将等你处理。它会继续在这台机器上运行。</translation>
+        </message>
+        <message>
+            <source>The group's machines have no role, so the group's next machine cannot fetch run {run} from the bucket. It goes on here, with its copies in the bucket.</source>
+            <translation>伸缩组的机器没有角色，下一台机器无法从存储桶取得运行 {run}。它会继续在这台机器上运行，副本保存在存储桶中。</translation>
+        </message>
+        <message>
+            <source>The group's cloud could not be asked ({why}): its next machine will not resume run {run}. The run goes on here.</source>
+            <translation>无法访问伸缩组所在的云（{why}）：它的下一台机器不会恢复运行 {run}。该运行会继续在这台机器上进行。</translation>
+        </message>
+        <message>
+            <source>The role of the group's machines was not given run {run}'s folder ({why}): the group's next machine will not resume it. The run goes on here.</source>
+            <translation>未能让伸缩组机器的角色访问运行 {run} 的文件夹（{why}）：伸缩组的下一台机器不会恢复它。该运行会继续在这台机器上进行。</translation>
+        </message>
+        <message>
+            <source>What a new machine needs to resume run {run} was not written to the bucket ({why}): the group's next machine will not resume it. The run goes on here.</source>
+            <translation>新机器恢复运行 {run} 所需的内容未能写入存储桶（{why}）：伸缩组的下一台机器不会恢复它。该运行会继续在这台机器上进行。</translation>
+        </message>
+        <message>
+            <source>The group's launch template was not given run {run} ({why}): its next machine will start without resuming it. The run goes on here.</source>
+            <translation>未能把运行 {run} 写入伸缩组的启动模板（{why}）：它的下一台机器启动后不会恢复该运行。该运行会继续在这台机器上进行。</translation>
+        </message>
+        <message>
             <source>The group's machines have no role ({why}): with gpudesk closed, a replacement can neither fetch the run from the bucket nor end its group; the group's own end at the budget still stops the bill.</source>
             <translation>伸缩组的机器没有角色（{why}）：gpudesk 关闭时，替换机器既不能从存储桶取回运行，也不能结束伸缩组；伸缩组在预算处的结束动作仍会停止计费。</translation>
         </message>
@@ -3070,6 +3102,14 @@ Stop {name} anyway?</source>
             <translation>弹性伸缩（ESS）尚不能在此阿里云账号中操作（{detail}）。请先打开一次弹性伸缩控制台，让它创建服务关联角色（AliyunServiceRoleForAutoScaling），然后重试。</translation>
         </message>
         <message>
+            <source>The first-boot script is {size} bytes; {provider} takes at most {limit} for a scaling configuration.</source>
+            <translation>首次启动脚本有 {size} 字节；{provider} 的伸缩配置最多接受 {limit} 字节。</translation>
+        </message>
+        <message>
+            <source>{provider} accepted new first-boot data for the group {group} but does not hold it: its next machine would start without it.</source>
+            <translation>{provider} 接受了伸缩组 {group} 的新首次启动数据，却没有保存它：该组的下一台机器将不带它启动。</translation>
+        </message>
+        <message>
             <source>Alibaba Cloud no longer has the scaling group {name} in {region}.</source>
             <translation>阿里云在 {region} 中已没有伸缩组 {name}。</translation>
         </message>
@@ -3080,6 +3120,10 @@ Stop {name} anyway?</source>
         <message>
             <source>The group {group} cannot be set to end at {at}: that is not at least a minute ahead. End the group now instead.</source>
             <translation>无法将伸缩组 {group} 的结束时间设为 {at}：距现在不足一分钟。请立即结束该伸缩组。</translation>
+        </message>
+        <message>
+            <source>The first-boot script is {size} bytes; {provider} takes at most {limit} for a launch template.</source>
+            <translation>首次启动脚本有 {size} 字节；{provider} 的启动模板最多接受 {limit} 字节。</translation>
         </message>
         <message>
             <source>{provider} accepted the group {group} but does not list it; look for it in the console before launching again.</source>

@@ -76,6 +76,12 @@ class KeepAliveGroups(Protocol):
         """Set (or move) the group's size-0 scheduled action to ``at``; return the time the
         cloud read back (it may round)."""
 
+    def set_user_data(self, region: str, group_id: str, user_data: str) -> str:
+        """The group's NEXT members boot from ``user_data`` (members already running keep
+        theirs): the launch template/configuration changed and read back. Refused before
+        any call over the cloud's documented size. Returns what the cloud names the data
+        by now (AWS: the template version; Tencent, Aliyun: the configuration id)."""
+
     def describe_group(self, region: str, group_id: str) -> GroupState | None:
         """The group now, or None when the cloud no longer has it."""
 

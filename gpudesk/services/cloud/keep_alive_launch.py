@@ -42,6 +42,10 @@ if TYPE_CHECKING:
 # Called after a group ended (ledger, the row, the provider): the room that made the
 # group's role (services.runs.keep_alive_run) removes it. The cloud room cannot import it.
 ENDED_HOOKS: list[Callable[[Ledger, Machine, object], None]] = []
+# Called after the row followed its group to a new member (ledger, the row now): the room
+# that set the group's user data (services.runs.keep_alive_run) makes the host key that
+# data carries the one the new member is expected to offer.
+REPLACED_HOOKS: list[Callable[[Ledger, Machine], Machine | None]] = []
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +70,13 @@ MSG_NO_MEMBER = QT_TRANSLATE_NOOP(
 MSG_NO_STOP = QT_TRANSLATE_NOOP(
     "KeepAlive", "{name} is kept alive by its group {group}: stopping it would only make the "
     "cloud start another. Terminate it to end the group.")
+
+MSG_GROUP_GUARD = QT_TRANSLATE_NOOP(
+    "KeepAlive", "At {budget} the group ends itself: its own scheduled action, set from the "
+    "cloud's price before anything is made, takes it to 0 machines, even with gpudesk and "
+    "every agent gone. Each machine's agent ends the group sooner when the run's spend over "
+    "all its machines reaches the budget. Nothing is left billing: each machine's disk goes "
+    "with it.")
 
 STEP_GROUP = "group"  # ledger: the group the cloud holds (detail: id and its end)
 STEP_REPLACED = "replaced"  # ledger: the group started another member (detail: old -> new)
@@ -185,6 +196,13 @@ def follow(ledger: Ledger, m: Machine, state: GroupState | None,
                           zone=(new.zone if new else "") or m.zone,
                           changed_at=new.launched_at if new else None,
                           step=STEP_REPLACED, detail=f"{m.cloud_id or '-'} -> {member}")
+        for hook in REPLACED_HOOKS:
+            try:
+                m = hook(ledger, m) or m
+            except Exception as exc:  # noqa: BLE001 - the row follows; the pin stays as it was
+                log.warning("after the replacement in group %s: %s", m.group_id,
+                            type(exc).__name__)
+                ledger.log(m.id, "replaced-hook-failed", f"{type(exc).__name__}: {exc}"[:300])
     elif member:
         cur = by_id.get(member)
         if cur is not None and (cur.state != m.state or cur.public_ip != m.public_ip):

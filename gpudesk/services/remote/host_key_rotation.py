@@ -56,6 +56,9 @@ STEP_ROTATING = "host-key-rotating"
 STEP_ROTATED = "host-key-rotated"
 STEP_ROTATE_FAILED = "host-key-rotate-failed"
 STEP_GUARD = "guard-install"
+# A kept-alive group's new member (issue 23): its pin is the key its launch template's
+# user data carries; that key is replaced at the next connect as a launch key is.
+STEP_MEMBER_KEY = "host-key-member"
 CLOUDS = ("aws", "tencent", "aliyun")
 # After a failed rotation, later connects try again no sooner than this (a machine without
 # sudo would otherwise be asked at every connect).
@@ -317,6 +320,8 @@ def rotation_due(ledger: Ledger, machine: Machine, now: float) -> bool:
     if machine.provider not in CLOUDS:
         return False
     events = ledger.events(machine.id)
+    member = [i for i, e in enumerate(events) if e.step == STEP_MEMBER_KEY]
+    events = events[member[-1]:] if member else events  # a new member: its own key's story
     if any(e.step == STEP_ROTATED for e in events):
         return False
     failed = [e.at for e in events if e.step == STEP_ROTATE_FAILED]

@@ -339,6 +339,10 @@ def start_run(form: RunForm, policy: HostKeyPolicy, report: runs.Report, *,
                 Path(request.project).resolve().name)
             store = machine_access.access_for(machine, request.run_id)
         record = runs.launch(conns, refs, request, report=kept, pusher=pusher, store=store)
+        if machine is not None and machine.group_live:  # its group resumes it (issue 23)
+            from gpudesk.services.runs import keep_alive_run
+
+            keep_alive_run.run_started(record, machine, kept)
     return kept.keep_in(record)
 
 

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QLayout,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
@@ -36,7 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpudesk.services.cloud import accounts, instance_role
+from gpudesk.services.cloud import accounts, instance_role, keep_alive_launch
 from gpudesk.services.cloud import guard as guards
 from gpudesk.services.cloud.catalog import Catalog, Offer
 from gpudesk.services.cloud.launcher import (
@@ -227,6 +228,9 @@ class LaunchDialog(Retranslating, QDialog):
         buttons.addWidget(self.close_button)
         buttons.addWidget(self.launch_button)
         layout = QVBoxLayout(self)
+        # never smaller than what it holds: a guard text that grows (a budget typed in, the
+        # group's words) makes the dialog taller instead of being cut off
+        layout.setSizeConstraint(QLayout.SizeConstraint.SetMinimumSize)
         layout.addWidget(self.heading)
         layout.addLayout(form)
         layout.addWidget(self.cost)
@@ -250,6 +254,7 @@ class LaunchDialog(Retranslating, QDialog):
         self.budget.valueChanged.connect(self._update_guard)
         self.on_budget.currentIndexChanged.connect(self._update_guard)
         self.spot.toggled.connect(self._update_guard)
+        self.keep_alive.toggled.connect(self._update_guard)
         self.disk.valueChanged.connect(self._update_guard)
         self.store_choice.currentIndexChanged.connect(self._check_store)
         self.store_uri.textChanged.connect(self._check_store)
@@ -360,8 +365,18 @@ class LaunchDialog(Retranslating, QDialog):
                         market=market, disk_gb=disk_gb, region=o.region,
                         cny_per_usd=self.money.rate)
         m = Machine(id="", provider=o.provider, disk_gb=disk_gb, market=market)
-        self.guard_text.setText(" ".join(
-            format_template(guards.CONTEXT, t, v) for t, v in guards.sentences(m, g)))
+        kept = self.keep_alive.isChecked() and market == "spot"
+        self.on_budget.setEnabled(not kept and self.spot.isEnabled())  # the group terminates
+        if kept and budget:
+            self.guard_text.setText(format_template(
+                "KeepAlive", keep_alive_launch.MSG_GROUP_GUARD,
+                {"budget": self.money(budget, 2)}))
+        elif kept:
+            self.guard_text.setText(format_template("KeepAlive",
+                                                    keep_alive_launch.MSG_NEEDS_BUDGET, {}))
+        else:
+            self.guard_text.setText(" ".join(
+                format_template(guards.CONTEXT, t, v) for t, v in guards.sentences(m, g)))
 
     # ------------------------------------------------------------------ run data
 

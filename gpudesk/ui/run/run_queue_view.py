@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMessageBox,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -61,6 +62,8 @@ class RunQueueView(Retranslating, QGroupBox):
         layout.addWidget(self.entries)
         layout.addWidget(self.note)
         layout.addLayout(buttons)
+        # a taller form: the room goes below the box, not into it
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
         self.runner = TaskRunner(self, button=self.refresh_button)
         self.runner.failed.connect(self.note.setText)
         self.view: QueueView | None = None

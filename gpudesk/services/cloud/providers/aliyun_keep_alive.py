@@ -61,6 +61,10 @@ LAUNCH_EXPIRATION_S = 1800  # retry a refused end for 30 minutes (0 to 21600 all
 # ESS's own tag on the machines it makes (a system tag: users may not set acs: keys)
 TAG_ESS_GROUP = "acs:autoscaling:scalingGroupId"
 _REQ_TIMEOUT_MS = 30_000
+# ModifyScalingConfiguration / CreateScalingConfiguration UserData: Base64 of raw data "up to
+# 32 KB" (ESS API reference, 2022-02-22).
+USER_DATA_MAX = 32 * 1024
+ESS_LABEL = "Alibaba Cloud Auto Scaling"
 
 MSG_BUDGET_SPENT = QT_TRANSLATE_NOOP(
     "ProviderError", "The budget of {name} is already spent: its end would come in under a "
@@ -73,6 +77,12 @@ MSG_ESS_NOT_AUTHORIZED = QT_TRANSLATE_NOOP(
     "ProviderError", "Auto Scaling (ESS) may not act in this Alibaba Cloud account yet ({detail}). "
     "Open the Auto Scaling console once and let it create its service-linked role "
     "(AliyunServiceRoleForAutoScaling), then try again.")
+MSG_USER_DATA_TOO_BIG = QT_TRANSLATE_NOOP(
+    "ProviderError", "The first-boot script is {size} bytes; {provider} takes at most {limit} "
+    "for a scaling configuration.")
+MSG_USER_DATA_NOT_KEPT = QT_TRANSLATE_NOOP(
+    "ProviderError", "{provider} accepted new first-boot data for the group {group} but does "
+    "not hold it: its next machine would start without it.")
 MSG_GROUP_GONE = QT_TRANSLATE_NOOP(
     "ProviderError", "Alibaba Cloud no longer has the scaling group {name} in {region}.")
 
@@ -404,6 +414,38 @@ class KeepAliveAliyun:
             end_at=ap.parse_time(str(task.get("LaunchTime") or "")) if task else None,
             end_action_id=str(task.get("ScheduledTaskId") or "") if task else "",
             tags=tags, status=str(raw.get("LifecycleState") or ""))
+
+    def set_user_data(self, region: str, group_id: str, user_data: str) -> str:
+        """The group's next members boot from ``user_data``: its active scaling
+        configuration changed in place (ModifyScalingConfiguration; machines already made
+        keep theirs), then read back. Returns the configuration's id."""
+        self._check_region(region)
+        raw = user_data.encode()
+        if len(raw) > USER_DATA_MAX:
+            raise base.ProviderError("invalid", MSG_USER_DATA_TOO_BIG, size=len(raw),
+                                     limit=USER_DATA_MAX, provider=ESS_LABEL)
+        group = self._group_raw(region, group_id)
+        if group is None:
+            raise base.ProviderError("not-found", MSG_GROUP_GONE, name=group_id, region=region)
+        config_id = str(group.get("ActiveScalingConfigurationId") or "")
+        if not config_id:  # a group never enabled: its one configuration, by name
+            name = str(group.get("ScalingGroupName") or "")
+            config_id = next((str(c["ScalingConfigurationId"]) for c in self._ess_pages(
+                region, "DescribeScalingConfigurations", {"ScalingGroupId": group_id},
+                "ScalingConfigurations") if c.get("ScalingConfigurationName") == name), "")
+        if not config_id:
+            raise base.ProviderError("not-found", MSG_GROUP_GONE, name=group_id, region=region)
+        encoded = base64.b64encode(raw).decode()
+        self._ess(region, "ModifyScalingConfiguration", {
+            "ScalingConfigurationId": config_id, "UserData": encoded}, resource=group_id)
+        held = next((str(c.get("UserData") or "") for c in self._ess_pages(
+            region, "DescribeScalingConfigurations", {
+                "ScalingGroupId": group_id, "ScalingConfigurationIds": [config_id]},
+            "ScalingConfigurations") if c.get("ScalingConfigurationId") == config_id), None)
+        if held != encoded:
+            raise base.ProviderError("other", MSG_USER_DATA_NOT_KEPT, provider=ESS_LABEL,
+                                     group=group_id)
+        return config_id
 
     def describe_group(self, region: str, group_id: str) -> GroupState | None:
         self._check_region(region)

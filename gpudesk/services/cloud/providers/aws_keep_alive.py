@@ -51,9 +51,19 @@ MSG_BUDGET_SPENT = QT_TRANSLATE_NOOP(
 MSG_END_TOO_SOON = QT_TRANSLATE_NOOP(
     "ProviderError", "The group {group} cannot be set to end at {at}: that is not at least a "
     "minute ahead. End the group now instead.")
+MSG_USER_DATA_TOO_BIG = QT_TRANSLATE_NOOP(
+    "ProviderError", "The first-boot script is {size} bytes; {provider} takes at most {limit} "
+    "for a launch template.")
+MSG_USER_DATA_NOT_KEPT = QT_TRANSLATE_NOOP(
+    "ProviderError", "{provider} accepted new first-boot data for the group {group} but does "
+    "not hold it: its next machine would start without it.")
 MSG_GROUP_UNREAD = QT_TRANSLATE_NOOP(
     "ProviderError", "{provider} accepted the group {group} but does not list it; "
     "look for it in the console before launching again.")
+
+# RequestLaunchTemplateData UserData: "limited to 16 KB" of raw data before base64 (EC2 API
+# Reference, RequestLaunchTemplateData; the same limit as RunInstances).
+USER_DATA_MAX = 16 * 1024
 
 # Refusals that mean "that is already gone": success for an end, nothing to read.
 _GONE_WORDS = ("not found", "notfound", "does not exist")
@@ -78,6 +88,19 @@ def _seconds(value: object) -> float | None:
 def _is_gone(err: base.ProviderError) -> bool:
     lowered = err.detail.lower()
     return err.kind == "not-found" or any(word in lowered for word in _GONE_WORDS)
+
+
+def request_shaped(shape: Any, value: Any) -> Any:
+    """``value`` (a DescribeLaunchTemplateVersions answer) held to the request ``shape``
+    (botocore's RequestLaunchTemplateData): the answer's read-only fields (``State``,
+    ``Arn``-only profiles and the like) are dropped, so it can be sent back as a new version."""
+    kind = getattr(shape, "type_name", "")
+    if kind == "structure" and isinstance(value, dict):
+        return {k: request_shaped(shape.members[k], v) for k, v in value.items()
+                if k in shape.members}
+    if kind == "list" and isinstance(value, list):
+        return [request_shaped(shape.member, v) for v in value]
+    return value
 
 
 def _tag_list(tags: dict[str, str]) -> list[dict[str, str]]:
@@ -256,6 +279,62 @@ class AwsKeepAlive:
         except base.ProviderError as err:
             if "AlreadyExists" not in err.detail:  # a retry after a lost answer
                 raise
+
+    # ------------------------------------------------------------------ new user data
+
+    def set_user_data(self, region: str, group_id: str, user_data: str) -> str:
+        """The group's next members boot from ``user_data``: a new launch template version
+        (the latest one with only UserData changed), made the template's default, and the
+        group held to ``$Latest`` (an ASG pinned to a number would keep the old data). Read
+        back from the version the group launches from; returns its number."""
+        raw = user_data.encode()
+        if len(raw) > USER_DATA_MAX:
+            raise base.ProviderError("invalid", MSG_USER_DATA_TOO_BIG, size=len(raw),
+                                     limit=USER_DATA_MAX, provider="AWS")
+        group = self._raw_group(region, group_id)
+        if group is None:
+            raise base.ProviderError("not-found", base.MSG_NOT_FOUND, provider="AWS",
+                                     what="Auto Scaling group", name=group_id, region=region)
+        spec = dict(group.get("LaunchTemplate") or {})
+        template = str(spec.get("LaunchTemplateId") or "") or self._template_id(region, group_id)
+        if not template:
+            raise base.ProviderError("not-found", base.MSG_NOT_FOUND, provider="AWS",
+                                     what="launch template", name=group_id, region=region)
+        ctx = self._lt("CreateLaunchTemplateVersion", region, resource=group_id)
+
+        def new_version(client: Any) -> int:
+            latest = client.describe_launch_template_versions(
+                LaunchTemplateId=template, Versions=["$Latest"])["LaunchTemplateVersions"][0]
+            shape = client.meta.service_model.shape_for("RequestLaunchTemplateData")
+            data = request_shaped(shape, dict(latest.get("LaunchTemplateData") or {}))
+            data["UserData"] = base64.b64encode(raw).decode()
+            made = client.create_launch_template_version(
+                LaunchTemplateId=template, SourceVersion=str(latest["VersionNumber"]),
+                LaunchTemplateData=data, VersionDescription=f"gpudesk {group_id}: run")
+            return int(made["LaunchTemplateVersion"]["VersionNumber"])
+
+        number = self._call(ctx, new_version)
+        self._call(self._lt("ModifyLaunchTemplate", region, resource=group_id),
+                   lambda c: c.modify_launch_template(LaunchTemplateId=template,
+                                                      DefaultVersion=str(number)))
+        if str(spec.get("Version") or "$Default") not in ("$Latest", "$Default"):
+            self._call(self._asg("UpdateAutoScalingGroup", region, resource=group_id),
+                       lambda c: c.update_auto_scaling_group(
+                           AutoScalingGroupName=group_id,
+                           LaunchTemplate={"LaunchTemplateId": template, "Version": "$Latest"}))
+        # Read back what the group launches from now.
+        after = dict((self._raw_group(region, group_id) or {}).get("LaunchTemplate") or {})
+        used = str(after.get("Version") or "$Default")
+        held = self._call(self._lt("DescribeLaunchTemplateVersions", region, resource=group_id),
+                          lambda c: c.describe_launch_template_versions(
+                              LaunchTemplateId=template, Versions=[used]))
+        versions = held.get("LaunchTemplateVersions") or [{}]
+        kept = str((versions[0].get("LaunchTemplateData") or {}).get("UserData") or "")
+        if int(versions[0].get("VersionNumber") or 0) != number or \
+                base64.b64decode(kept or b"") != raw:
+            raise base.ProviderError("other", MSG_USER_DATA_NOT_KEPT, provider="AWS",
+                                     group=group_id)
+        return str(number)
 
     # ------------------------------------------------------------------ the end
 

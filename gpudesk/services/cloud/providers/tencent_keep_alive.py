@@ -82,6 +82,9 @@ MSG_BUDGET_SPENT = QT_TRANSLATE_NOOP(
 MSG_USER_DATA_TOO_LONG = QT_TRANSLATE_NOOP(
     "ProviderError", "The first-boot script is {size} bytes once encoded; {provider} Auto "
     "Scaling takes at most {limit}.")
+MSG_USER_DATA_NOT_KEPT = QT_TRANSLATE_NOOP(
+    "ProviderError", "{provider} accepted new first-boot data for the group {group} but does "
+    "not hold it: its next machine would start without it.")
 MSG_NO_SUBNET = QT_TRANSLATE_NOOP(
     "ProviderError", "{provider} has no subnet of the default VPC in {where} for an Auto "
     "Scaling group; make one in the VPC console (or pick another zone) and try again.")
@@ -361,6 +364,35 @@ class TencentKeepAlive:
         made = self._as(region, "CreateLaunchConfiguration", params, resource=label,
                         instance_type=request.instance_type, max_price=request.max_price)
         return str(made.get("LaunchConfigurationId") or "")
+
+    # ------------------------------------------------------------------ new user data
+
+    def set_user_data(self, region: str, group_id: str, user_data: str) -> str:
+        """The group's next members boot from ``user_data``: the group's launch
+        configuration changed in place (ModifyLaunchConfigurationAttributes: "existing
+        instances are not changed; new ones are made from the modified configuration"),
+        then read back. Returns the configuration's id."""
+        self._check_region(region)
+        encoded = base64.b64encode(user_data.encode()).decode()
+        if len(encoded) > USER_DATA_MAX:
+            raise base.ProviderError("invalid", MSG_USER_DATA_TOO_LONG, size=len(encoded),
+                                     limit=USER_DATA_MAX, provider=PROVIDER_LABEL)
+        raw = self._raw_group(region, group_id)
+        config_id = str((raw or {}).get("LaunchConfigurationId") or "")
+        if not config_id:
+            raise base.ProviderError("not-found", base.MSG_NOT_FOUND, provider=PROVIDER_LABEL,
+                                     what="Auto Scaling group", name=group_id, region=region)
+        self._as(region, "ModifyLaunchConfigurationAttributes", {
+            "LaunchConfigurationId": config_id, "UserData": encoded}, resource=config_id)
+        found = self._as(region, "DescribeLaunchConfigurations", {
+            "LaunchConfigurationIds": [config_id], "Limit": AS_PAGE},
+            resource=config_id).get("LaunchConfigurationSet") or []
+        held = next((str(c.get("UserData") or "") for c in found
+                     if c.get("LaunchConfigurationId") == config_id), None)
+        if held != encoded:
+            raise base.ProviderError("other", MSG_USER_DATA_NOT_KEPT, provider=PROVIDER_LABEL,
+                                     group=group_id)
+        return config_id
 
     # ------------------------------------------------------------------ schedule
 

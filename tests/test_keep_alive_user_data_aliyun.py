@@ -1,0 +1,63 @@
+"""A kept-alive group's next member boots from new user data (Aliyun ESS stand-in, the real
+ESS SDK with ACS3 signatures, machines in the ECS stand-in): ModifyScalingConfiguration
+changes the group's active configuration, a reclaim starts a member made from the new data,
+the member already running keeps its own, and 32 KB of raw data (the documented limit) is
+held on both sides."""
+# ruff: noqa: F811 - fixtures imported from fixtures_* arrive as parameters
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from aliyun_ess_standin import AliyunEssStandin, ess_sdk_client
+from aliyun_standin import ACCESS_KEY_ID, ACCESS_KEY_SECRET, AliyunStandin
+from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
+from test_keep_alive_aliyun import REGION, USER_DATA, _request, ess, ess_server, provider  # noqa: F401
+
+from gpudesk.services.cloud.providers import aliyun_parse as ap
+from gpudesk.services.cloud.providers.aliyun import AliyunProvider
+from gpudesk.services.cloud.providers.base import ProviderError
+
+NEW = "#cloud-config\nruncmd:\n  - [echo, 'resume run r-7 from oss://b/runs/r-7/']\n"
+
+
+def test_after_set_user_data_a_replacement_boots_from_the_new_data(
+        provider: AliyunProvider, ess: AliyunEssStandin, aliyun: AliyunStandin) -> None:
+    state = provider.create_group(_request(provider))
+    first = state.members[0].cloud_id
+    assert aliyun.state.instances[first]["_user_data"] == USER_DATA
+
+    config_id = provider.set_user_data(REGION, state.group_id, NEW)
+
+    (config,) = ess.configs.values()
+    assert config["ScalingConfigurationId"] == config_id
+    assert base64.b64decode(config["UserData"]).decode() == NEW
+    assert aliyun.state.instances[first]["_user_data"] == USER_DATA
+    ess.reclaim(first)
+    ess.tick()
+    after = provider.describe_group(REGION, state.group_id)
+    assert after is not None
+    (second,) = [m.cloud_id for m in after.members]
+    assert second != first and aliyun.state.instances[second]["_user_data"] == NEW
+
+
+def test_user_data_over_32_kb_is_refused_by_both_sides(
+        provider: AliyunProvider, ess: AliyunEssStandin) -> None:
+    from alibabacloud_ess20220222 import models
+
+    state = provider.create_group(_request(provider))
+    calls = sum(ess.calls.values())
+    with pytest.raises(ProviderError) as info:
+        provider.set_user_data(REGION, state.group_id, "x" * (32 * 1024 + 1))
+    assert info.value.kind == "invalid" and "32768" in info.value.message()
+    assert sum(ess.calls.values()) == calls  # refused before any call
+    (config,) = ess.configs.values()
+    client = ess_sdk_client(ess, ACCESS_KEY_ID, ACCESS_KEY_SECRET)
+    for value in (base64.b64encode(b"x" * (32 * 1024 + 1)).decode(), "not base64!"):
+        with pytest.raises(Exception) as refused:
+            client.modify_scaling_configuration(models.ModifyScalingConfigurationRequest(
+                scaling_configuration_id=config["ScalingConfigurationId"], user_data=value))
+        assert ap.code_of(refused.value)[0] == "InvalidParameter"
+    assert [a for a, _ in ess.limit_refusals][-2:] == ["ModifyScalingConfiguration"] * 2
+    assert base64.b64decode(config["UserData"]).decode() == USER_DATA
