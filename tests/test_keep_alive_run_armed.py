@@ -214,5 +214,8 @@ def test_a_group_that_refuses_the_user_data_leaves_the_run_running_and_says_why(
     assert getattr(refused[0], "context", "") == "KeepAlive"
     assert not any("resumes run" in s for s in said)
     with Ledger() as ledger:
-        steps = [e.step for e in ledger.events(ledger_id)]
-    assert "group-arm-failed" in steps and "group-armed" not in steps
+        events = [(e.step, e.detail) for e in ledger.events(ledger_id)]
+    steps = [step for step, _ in events]
+    # armed only for the launch (its own user data), never for this run
+    assert "group-arm-failed" in steps
+    assert [d.split()[0] for step, d in events if step == "group-armed"] == ["-"]

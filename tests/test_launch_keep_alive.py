@@ -113,6 +113,17 @@ def test_a_kept_alive_run_is_a_group_capped_by_its_own_end_followed_and_ended(
         steps = [e.step for e in ledger.events(ledger_id)]
     assert m is not None and m.cloud_id == second and m.group_live
     assert "reclaimed" in steps and "replaced" in steps
+    # no run armed the group yet: the replacement booted from the launch's own user data,
+    # so the launch's host key is the one it offers, and the only pin of its SSH name
+    from gpudesk.services.remote.host_keys import PinStore
+    from gpudesk.services.remote.ssh_config import host_alias
+
+    with Ledger() as ledger:
+        (launch_fp,) = [e.detail for e in ledger.events(ledger_id) if e.step == "host-key"]
+        armed = [e.detail for e in ledger.events(ledger_id) if e.step == "group-armed"]
+    assert armed == [f"- {launch_fp} launch"]
+    assert m.host_key_fingerprint == launch_fp
+    assert PinStore().fingerprints(host_alias(m)) == [launch_fp]
     code, out, _ = _run(["show", ledger_id, "--json"])
     machines = json.loads(out)["group"]["machines"]
     assert [(x["cloud_id"], x["why"]) for x in machines] == [(member, "reclaimed"), (second, "")]

@@ -94,6 +94,8 @@ class KeepAliveHooks(Protocol):
 
     def made(self, machine: Machine, provider: object) -> None: ...
 
+    def launch_key(self, machine: Machine) -> None: ...
+
 
 def _ended(ledger: Ledger, m: Machine, groups: object) -> None:
     for hook in ENDED_HOOKS:

@@ -526,6 +526,8 @@ class _Run:
             role_name=role)
         if hooks is not None:
             await asyncio.to_thread(hooks.made, self.machine, self.provider)
+            # the launch's host key is every member's until a run arms the group
+            await asyncio.to_thread(hooks.launch_key, self.machine)
         _fault("group-created")
         deadline = time.monotonic() + self.l.running_timeout_s
         while True:

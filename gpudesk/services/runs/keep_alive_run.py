@@ -131,6 +131,32 @@ class Hooks:
         except Exception as exc:  # noqa: BLE001 - the tag-limited policy stays; logged
             self.ledger.log(machine.id, STEP_ROLE_REFUSED, f"narrowing: {_words(exc)}"[:300])
 
+    def launch_key(self, machine: Machine) -> None:
+        """The launch's user data is the group's until a run arms it: its host key (the
+        private half copied to the group's entry before the first login replaces it) is
+        what a member the group starts before any run offers."""
+        from cryptography.hazmat.primitives import serialization
+
+        from gpudesk.services.cloud import credentials
+        from gpudesk.services.remote.first_boot import HostKey
+        from gpudesk.services.remote.host_key_rotation import host_key_entry
+
+        try:
+            pem = credentials.load_private_key(host_key_entry(machine.id))
+            if not pem:
+                return
+            private = serialization.load_ssh_private_key(pem.encode(), password=None)
+            public = private.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                                       serialization.PublicFormat.OpenSSH)
+            key = HostKey(pem, public.decode())
+            credentials.save_private_key(template_key_entry(machine.id), key.private_pem)
+        except Exception as exc:  # noqa: BLE001 - only an unarmed replacement's pin waits
+            self.ledger.log(machine.id, STEP_ARM_FAILED,
+                            f"{LAUNCH} launch-key: {type(exc).__name__}"[:300])
+            return
+        self.ledger.log(machine.id, STEP_ARMING, f"{LAUNCH} {key.fingerprint} {key.public_line}")
+        self.ledger.log(machine.id, STEP_ARMED, f"{LAUNCH} {key.fingerprint} launch")
+
 
 class _NoBucket(Exception):
     pass
@@ -164,6 +190,9 @@ def _delete_role(ledger: Ledger, m: Machine, provider: object) -> None:
         return
     run_role.delete_group_role(provider, m.id, m.region, m.provider)
     ledger.log(m.id, STEP_ROLE_DELETED, run_role.role_name(m.id))
+
+
+LAUNCH = "-"  # the run field of the arming events for the launch's own user data
 
 
 def template_key_entry(ledger_id: str) -> str:
