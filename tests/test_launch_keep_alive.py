@@ -198,3 +198,33 @@ def test_a_group_that_finds_no_capacity_for_the_wait_is_ended_and_said(
         assert [e.step for e in ledger.events(ledger_id)][-4:] == [
             "no-capacity", "group-end-requested", "group-ended", "group-role-deleted"]
     assert _group(cloud, m.group_id) is None
+
+
+def test_the_desktop_ends_the_group_when_it_sees_the_run_end(cloud: MotoAws) -> None:
+    """What the Run page and ``gpudesk run`` do when the followed run exits on the machine:
+    the group is ended as its agent would, so the cloud starts nothing again; a lost
+    machine (a reclaim) is no end."""
+    from gpudesk.services.runs.detached import NodeRun, RunRecord, RunStatus
+    from gpudesk.services.runs.keep_alive_run import MSG_GROUP_ENDED, run_ended
+
+    code, out, err = _run([*LAUNCH, "--spot", "--keep-alive", "--budget", "5", "--json"])
+    assert code == 0, err
+    ledger_id = json.loads(out)["id"]
+    record = RunRecord(id="mnist-20261205-100000-ab12", project="/p", remote_project="/r/p",
+                       script="train.py", args=[], nproc=1,
+                       nodes=[NodeRun(ledger_id, None, "/r/runs/x")])
+    said: list[str] = []
+    with Ledger() as ledger:
+        m = ledger.get(ledger_id)
+    assert m is not None
+    assert not run_ended(record, RunStatus("lost"), said.append)
+    assert said == [] and _group(cloud, m.group_id) is not None
+    assert run_ended(record, RunStatus("exited", code=0), said.append)
+    (line,) = said
+    assert line.template == MSG_GROUP_ENDED and line.values["group"] == m.group_id
+    assert _group(cloud, m.group_id) is None and _running(cloud) == []
+    with Ledger() as ledger:
+        ended = ledger.get(ledger_id)
+        assert ended is not None and ended.group_state == "ended"
+        assert [e.step for e in ledger.events(ledger_id)].count("run-ended") == 1
+    assert not run_ended(record, RunStatus("exited", code=0), said.append)  # once

@@ -94,6 +94,9 @@ def _finish(conns: list[SshConnection], record: RunRecord, offset: int) -> int:
     kept = run_upkeep.expire_after_end(record, final)
     if kept is not None:
         _say(kept)
+    from gpudesk.services.runs import keep_alive_run
+
+    keep_alive_run.run_ended(record, final, _say)
     return code
 
 

@@ -1468,7 +1468,7 @@ Stop {name} anyway?</source>
         </message>
         <message>
             <source>{name} is kept alive by its group {group}: stopping it would only make the cloud start another. Terminate it to end the group.</source>
-            <translation>{name} 由伸缩组 {group} 保持运行：停止它只会让云再启动一台。要结束伸缩组，请释放它。</translation>
+            <translation>{name} 由伸缩组 {group} 保持运行：停止它只会让云再启动一台。要结束伸缩组，请销毁它。</translation>
         </message>
         <message>
             <source>At {budget} the group ends itself: its own scheduled action, set from the cloud's price before anything is made, takes it to 0 machines, even with gpudesk and every agent gone. Each machine's agent ends the group sooner when the run's spend over all its machines reaches the budget. Nothing is left billing: each machine's disk goes with it.</source>
@@ -1501,6 +1501,14 @@ Stop {name} anyway?</source>
         <message>
             <source>The group's launch template was not given run {run} ({why}): its next machine will start without resuming it. The run goes on here.</source>
             <translation>未能把运行 {run} 写入伸缩组的启动模板（{why}）：它的下一台机器启动后不会恢复该运行。该运行会继续在这台机器上进行。</translation>
+        </message>
+        <message>
+            <source>run {run} ended, so its group {group} was ended too: nothing of it bills now</source>
+            <translation>运行 {run} 已结束，所以它的伸缩组 {group} 也已结束：现在不再计费</translation>
+        </message>
+        <message>
+            <source>run {run} ended, but its group {group} could not be ended ({why}): it keeps a machine until its own end at {end}; end it on the Instances page (Terminate)</source>
+            <translation>运行 {run} 已结束，但无法结束它的伸缩组 {group}（{why}）：它会保留一台机器，直到 {end} 自行结束；请在“实例”页用“销毁”结束它</translation>
         </message>
         <message>
             <source>The group's machines have no role ({why}): with gpudesk closed, a replacement can neither fetch the run from the bucket nor end its group; the group's own end at the budget still stops the bill.</source>

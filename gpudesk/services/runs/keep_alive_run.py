@@ -75,6 +75,11 @@ MSG_ARM_PACKAGE_FAILED = QT_TRANSLATE_NOOP(
 MSG_ARM_USER_DATA_FAILED = QT_TRANSLATE_NOOP(
     "KeepAlive", "The group's launch template was not given run {run} ({why}): its next "
     "machine will start without resuming it. The run goes on here.")
+MSG_GROUP_ENDED = QT_TRANSLATE_NOOP(
+    "KeepAlive", "run {run} ended, so its group {group} was ended too: nothing of it bills now")
+MSG_GROUP_END_FAILED = QT_TRANSLATE_NOOP(
+    "KeepAlive", "run {run} ended, but its group {group} could not be ended ({why}): it keeps "
+    "a machine until its own end at {end}; end it on the Instances page (Terminate)")
 MSG_NO_ROLE = QT_TRANSLATE_NOOP(
     "KeepAlive", "The group's machines have no role ({why}): with gpudesk closed, a "
     "replacement can neither fetch the run from the bucket nor end its group; the group's "
@@ -248,6 +253,44 @@ def run_started(record: RunRecord, machine: Machine | None, report: Callable[[st
         _failed(ledger, machine, record.id, "unexpected", _words(exc), report,
                 MSG_ARM_USER_DATA_FAILED)
         return False
+
+
+def run_ended(record: RunRecord, status: object, report: Callable[[str], None], *,
+              providers: Callable[[str], object] | None = None) -> bool:
+    """Blocking: the desktop saw ``record`` end for good (its process exited on the machine:
+    finished, failed or stopped on request; a lost machine is no end) on a live keep-alive
+    row: the group is ended as the agent would, so the cloud starts nothing again. True when
+    the group was ended here. Never raises; a failure is said with when the group's own
+    end comes."""
+    from gpudesk.services.cloud.guard import iso_utc
+
+    if getattr(status, "state", "") != "exited" or record.main.target.startswith("ssh://"):
+        return False
+    with Ledger() as ledger:
+        m = ledger.get(record.main.target)
+        if m is None or not m.group_live:
+            return False
+        try:
+            provider: object
+            if providers is None:
+                from gpudesk.services.cloud.accounts import provider_from_keyring
+
+                provider = provider_from_keyring(m.provider)  # type: ignore[arg-type]
+            else:
+                provider = providers(m.provider)
+            groups = keep_alive_launch.groups_of(provider, m.provider)
+            ledger.log(m.id, "run-ended", record.id)
+            after = keep_alive_launch.end(ledger, m, groups)
+        except Exception as exc:  # noqa: BLE001 - said, with the group's own end
+            report(Said(CONTEXT, MSG_GROUP_END_FAILED, run=record.id, group=m.group_id,
+                        why=_words(exc), end=iso_utc(m.cloud_timer_at) or "-"))
+            return False
+    if after.group_live:
+        report(Said(CONTEXT, MSG_GROUP_END_FAILED, run=record.id, group=m.group_id,
+                    why="the cloud still lists it", end=iso_utc(m.cloud_timer_at) or "-"))
+        return False
+    report(Said(CONTEXT, MSG_GROUP_ENDED, run=record.id, group=m.group_id))
+    return True
 
 
 def _failed(ledger: Ledger, m: Machine, run: str, step: str, why: str,

@@ -32,7 +32,7 @@ from gpudesk.services.remote.host_keys import HostKeyPolicy, known_hosts_file
 from gpudesk.services.remote.ssh import LocalForward, SshConnection, SshError, SshTarget
 from gpudesk.services.remote.sync import SyncResult
 from gpudesk.services.runs import detached as runs
-from gpudesk.services.runs import machine_access, run_upkeep
+from gpudesk.services.runs import keep_alive_run, machine_access, run_upkeep
 from gpudesk.services.runs.detached import NodeRun, RunRecord, RunRequest, RunStatus
 
 MSG_NO_TARGET = QT_TRANSLATE_NOOP(
@@ -493,6 +493,7 @@ class LogFollower(StoppableWorker):
                 kept = run_upkeep.expire_after_end(self.record, final)
                 if kept is not None:
                     self._note(kept)
+                keep_alive_run.run_ended(self.record, final, self._note)
         except Exception as exc:  # noqa: BLE001 - reported to the window, never raised there
             result = FollowResult(None, None, self.offset, exc)
         finally:
