@@ -3,8 +3,8 @@
 ``python scripts/guard_matrix.py`` prints one row per case (cloud, action, fault, bill,
 budget, outcome) and writes the same table into docs/guard-matrix.md; ``--json`` prints
 ``{"rows": [...]}`` instead of the table. ``--only aws`` (or ``aws:stop``,
-``aws:stop:reboot``) runs some rows and leaves the document alone. Exit status 1 when a
-row is not capped, refused or said.
+``aws:stop:reboot``; ``aws+group`` for the keep-alive group rows of issue 23) runs some rows
+and leaves the document alone. Exit status 1 when a row is not capped, refused or said.
 """
 
 from __future__ import annotations

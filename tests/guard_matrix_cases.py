@@ -51,6 +51,12 @@ CVM call is signed on the matrix's clock (the one the CVM stand-in checks). The 
 guard has no cloud_stop (it does not fit the user data), so the role's command reaches the
 machine with gpudesk's full agent: its first Watch (played, like a budget change's push,
 by handing the agent ``machine_rules.agent_rules``) or a budget change.
+
+Keep-alive groups (issue 23): the ``aws+group``, ``tencent+group`` and ``aliyun+group`` rows
+launch with ``LaunchPlan.keep_alive`` through the same launcher against moto's Auto Scaling,
+the Tencent AS stand-in (``tencent_as_standin``, CVM beside it) and the ESS stand-in
+(``aliyun_ess_standin``, in front of the ECS stand-in); what is played and why is written on
+:class:`GroupRowRun`.
 """
 
 from __future__ import annotations
@@ -985,6 +991,8 @@ GROUP_FAULTS: tuple[tuple[str, str], ...] = (
     ("no-capacity-open", "no capacity after a reclaim for 30 minutes, app open"),
     ("group-left-after-run", "the group left at size 1 after the run ended"),
 )
+# not a row of the matrix: the control that shows a group without its end is seen OVER
+END_LOST = "end-lost"
 RECLAIM_EVERY_S = 600.0  # reclaim-loop: the spot market takes each member after 10 minutes
 UNHEALTHY_AFTER_S = 300.0  # a member that never boots: the group's health check (EC2 ASG
 # HealthCheckGracePeriod's default, 300 s) replaces it after this long
@@ -1167,6 +1175,8 @@ class GroupRowRun(RowRun):
         elif self.cloud == "aliyun":
             with self.world.ess._lock:
                 self.world.ess.no_spot = not there
+        else:  # before the reclaim that follows: moto would replace the member at once
+            self._aws_converge()
         self.notes.append("spot capacity back" if there else "no spot capacity")
 
     def group_fault(self, now: float) -> None:
@@ -1197,11 +1207,38 @@ class GroupRowRun(RowRun):
             if "reclaim" in self.done and not self.capacity and \
                     now >= self.fault_at + NO_CAPACITY_FOR_S:
                 self.set_capacity(True)
+        elif f == END_LOST and now >= self.fault_at and "lost" not in self.done:
+            self.done.add("lost")
+            self.lose_end()
         elif f == "group-left-after-run" and now >= T0 + RUN_ENDS_AT_S and \
                 "ended" not in self.done:
             self.done.add("ended")
             self.notes.append("the run ended; nobody ended the group (desktop closed, the "
                               "agent gone)")
+
+    def lose_end(self) -> None:
+        """The control row (``END_LOST``, not in the matrix): the cloud no longer holds the
+        group's scheduled end, as if gpudesk had never set it. Such a group must go OVER,
+        or the matrix could not see a missing end."""
+        if self.cloud == "aws":
+            from ec2_bill import _asg_backend
+
+            held = _asg_backend(self.offer.region).scheduled_actions  # type: ignore[attr-defined]
+            for name in [k for k, a in held.items() if a.auto_scaling_group_name ==
+                         self.group_id]:
+                del held[name]
+        elif self.cloud == "tencent":
+            server: Any = self.world.tencent
+            with server._lock:
+                for key in [k for k, a in server.actions.items()
+                            if a["AutoScalingGroupId"] == self.group_id]:
+                    del server.actions[key]
+        else:
+            with self.world.ess._lock:
+                for key in [k for k, t in self.world.ess.tasks.items()
+                            if t.get("ScalingGroupId") == self.group_id]:
+                    del self.world.ess.tasks[key]
+        self.notes.append("the cloud lost the group's scheduled end")
 
     # -- the row
 
@@ -1268,6 +1305,11 @@ class GroupRowRun(RowRun):
                     break  # the group is at size 0 for good (max 0): nothing starts again;
                     # whatever still bills is billed to the 30 days by its open interval
             self.sync_bill()
+            from gpudesk.services.cloud import keep_alive_launch as ka
+
+            for e in ledger.events(m.id):  # what gpudesk itself did to the group, and when
+                if e.step in (ka.STEP_NO_CAPACITY, ka.STEP_GROUP_ENDED):
+                    self.notes.append(f"gpudesk: {e.step} at {round((e.at - T0) / 60)} min")
             row = ledger.get(m.id)
             left = self.members()
             self.notes.append(f"{len(self.started)} machine(s) started by the group, "
@@ -1379,6 +1421,14 @@ The `tencent` and `aliyun` rows launch without the instance role (issue 21); the
 stop-charging StopInstances, which its full agent (from gpudesk's first Watch or a budget
 change) asks the stand-in for itself.
 
+The `aws+group`, `tencent+group` and `aliyun+group` rows (issue 23) launch a spot machine
+its cloud keeps alive (`--keep-alive`): the cloud's own group of one (EC2 Auto Scaling, Tencent
+AS, Alibaba Cloud ESS) with its size-0 scheduled action at budget ÷ (price + disk), read back.
+Members are reclaimed, never boot, or find no capacity; no agent runs on them, and the desktop
+is closed except in the "app open" row. Their *bill* counts every machine the group started;
+the scheduled end is run by the stand-in (AS, ESS) or, on moto, played by the matrix at its
+time, as AWS's scheduler would.
+
 *bill* is in the cloud's currency; *budget* is the machine's budget (USD in gpudesk's ledger)
 in the cloud's currency at 7.2 CNY/USD, after the row's change where the fault changes it.
 The clock steps 5 s (the first-boot guard's period); the desktop checks every 30 s.
@@ -1403,5 +1453,6 @@ def as_json(rows: list[Row]) -> str:
     return json.dumps({"rows": [r.as_json() for r in rows]}, indent=1)
 
 
-__all__ = ["ACTIONS", "CLOUDS", "FAULTS", "OUTCOMES", "ROLE_CLOUDS", "Row", "World", "as_json",
-           "cases", "document", "run_matrix", "run_row", "table"]
+__all__ = ["ACTIONS", "CLOUDS", "END_LOST", "FAULTS", "GROUP_ACTIONS", "GROUP_CLOUDS",
+           "GROUP_FAULTS", "OUTCOMES", "ROLE_CLOUDS", "Row", "World", "as_json", "cases",
+           "document", "run_matrix", "run_row", "table"]

@@ -5,6 +5,10 @@ docs/guard-matrix.md is exactly what the matrix prints. The ``tencent+role`` and
 stop-charging stop, so from gpudesk's first Watch the compute bill ends at the budget with
 the app closed.
 
+The ``+group`` rows (issue 23): a keep-alive group of one, reclaimed in a loop, with
+replacements that never boot, without capacity, or left at size 1 after its run; each is
+capped by the group's own scheduled end (or, app open, by reconcile's no-capacity wait).
+
 The whole matrix runs once per session (about three minutes on two cores); each row is
 then its own test, so a row that ends OVER fails by name.
 """
@@ -116,3 +120,106 @@ def test_with_the_role_the_agent_ends_the_compute_bill_with_the_app_closed(
     step = gm.OFFERS[label.partition("+")[0]].price / 60.0  # one billing step (a minute)
     assert compute(role) <= budget + step, role.why
     assert compute(plain) > 100 * budget, plain.why
+
+
+# ---------------------------------------------------------------- keep-alive groups (issue 23)
+
+GROUP_CASES = [(c, a, f) for c in gm.GROUP_CLOUDS for a in gm.GROUP_ACTIONS
+               for f, _ in gm.GROUP_FAULTS]
+
+
+def _amount(text: str) -> float:
+    return float(text.split()[0])
+
+
+def _started(row: gm.Row) -> int:
+    import re
+
+    found = re.search(r"(\d+) machine\(s\) started by the group, (\d+) taken; left at the "
+                      r"end: (\d+)", row.why)
+    assert found is not None, row.why
+    assert found[3] == "0", f"the group still holds a machine: {row.why}"
+    return int(found[1])
+
+
+@pytest.mark.parametrize("case", GROUP_CASES, ids=[":".join(c) for c in GROUP_CASES])
+def test_every_group_row_is_capped_by_the_bill(rows: dict[tuple[str, str, str], gm.Row],
+                                               case: tuple[str, str, str]) -> None:
+    """A group that replaces its machines never outlives its budget: capped (never merely
+    said), the bill over every member within the budget + one billing step."""
+    row = rows[case]
+    assert row.outcome == "capped", (
+        f"{':'.join(case)}: bill {row.bill} against {row.budget}: {row.outcome}. {row.why}")
+    cloud = case[0].partition("+")[0]
+    step = gm.OFFERS[cloud].spot_price / 60.0
+    assert _amount(row.bill) <= _amount(row.budget) + step + 0.005, row.why
+    _started(row)  # and nothing of the group is left running
+
+
+@pytest.mark.parametrize("cloud", gm.GROUP_CLOUDS)
+def test_the_group_bill_counts_every_member_it_started(
+        rows: dict[tuple[str, str, str], gm.Row], cloud: str) -> None:
+    """A reclaim every 10 minutes: six members one after another, and the bill is theirs
+    together (about the whole budget), not the first member's ten minutes. A replacement
+    that never boots is replaced every five minutes: more members, the same cap."""
+    loop = rows[(cloud, "terminate", "reclaim-loop")]
+    assert _started(loop) >= 5, loop.why
+    assert _amount(loop.bill) >= 0.8 * _amount(loop.budget), loop.why
+    never = rows[(cloud, "terminate", "replacement-never-boots")]
+    assert _started(never) >= 8, never.why
+    assert _amount(never.bill) >= 0.8 * _amount(never.budget), never.why
+
+
+@pytest.mark.parametrize("cloud", gm.GROUP_CLOUDS)
+def test_with_the_app_closed_the_groups_own_end_stops_it(
+        rows: dict[tuple[str, str, str], gm.Row], cloud: str) -> None:
+    """Desktop closed and no agent: what ended each group is the cloud running its
+    scheduled size-0 action, before the budget ran out."""
+    for fault in ("reclaim-loop", "replacement-never-boots", "no-capacity",
+                  "group-left-after-run"):
+        row = rows[(cloud, "terminate", fault)]
+        assert "ran the scheduled" in row.why, row.why
+        assert "gpudesk: group-ended" not in row.why, row.why
+
+
+@pytest.mark.parametrize("cloud", gm.GROUP_CLOUDS)
+def test_with_the_app_open_no_capacity_ends_the_group_after_the_wait(
+        rows: dict[tuple[str, str, str], gm.Row], cloud: str) -> None:
+    """No capacity after a reclaim: with the desktop open, reconcile ends the group after
+    keep_alive_wait_min (20 here) before capacity returns, so it bills less than the same
+    fault with the app closed (where capacity returns and the scheduled end caps it)."""
+    import re
+
+    opened = rows[(cloud, "terminate", "no-capacity-open")]
+    closed = rows[(cloud, "terminate", "no-capacity")]
+    found = re.search(r"gpudesk: no-capacity at (\d+) min", opened.why)
+    assert found is not None, opened.why
+    reclaimed_at = round(gm.FAULT_AT * 60)  # the reclaim: a quarter of the hour in
+    assert reclaimed_at + gm.GROUP_WAIT_MIN <= int(found[1]) <= reclaimed_at + \
+        gm.GROUP_WAIT_MIN + gm.RECONCILE_EVERY_S / 60 + 1, opened.why
+    assert _started(opened) == 1, opened.why  # nothing started after capacity returned
+    assert _amount(opened.bill) < _amount(closed.bill), (opened.why, closed.why)
+
+
+def test_a_group_whose_end_is_lost_goes_over(tmp_path: Path) -> None:
+    """The control: the same group with its scheduled end gone bills on for 30 days and
+    the matrix says OVER, so a group row that lost its cap could not pass as capped."""
+    import asyncio
+    import logging
+
+    running = asyncio.events._get_running_loop()
+    asyncio.events._set_running_loop(None)
+    quiet = {n: logging.getLogger(n).level for n in ("gpudesk", "werkzeug", "moto")}
+    for name in quiet:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    world = gm.World()
+    try:
+        row = gm.run_row(world, "tencent+group", "terminate", gm.END_LOST, tmp_path / "row")
+    finally:
+        world.close()
+        asyncio.events._set_running_loop(running)
+        for name, level in quiet.items():
+            logging.getLogger(name).setLevel(level)
+    assert "the cloud lost the group's scheduled end" in row.why, row.why
+    assert row.outcome == "OVER", row
+    assert _amount(row.bill) > 100 * _amount(row.budget), row
