@@ -103,3 +103,46 @@ def test_recover_by_itself_needs_spot_makes_a_capped_group_and_terminate_ends_it
     assert _groups(aws) == []
     ended = aws_window.ledger.get(m.id)
     assert ended is not None and ended.group_state == "ended"
+
+
+def test_a_group_waiting_for_capacity_is_listed_and_can_be_ended(
+        aws_window: MainWindow, qtbot: Any, aws: MotoAws) -> None:
+    """Between machines the row's own machine is gone, but its group lives and may start
+    another: the page lists it (Show ended unticked), says so, and Terminate ends it."""
+    from gpudesk.services.cloud.launcher import LaunchPlan
+
+    async def launch() -> Any:
+        return await aws_window.launcher.launch(LaunchPlan(
+            provider="aws", instance_type="g4dn.xlarge", region="us-east-1", market="spot",
+            allow_from="203.0.113.7/32", budget=5.0, keep_alive=True, wait_ssh=False,
+            instance_role=False))
+
+    done: list[Any] = []
+    aws_window.instances.sync_runner.run(launch(), on_success=done.append)
+    qtbot.waitUntil(lambda: bool(done), timeout=WAIT_MS)
+    (m,) = aws_window.ledger.machines()
+    asg = aws.client("autoscaling")
+    asg.detach_instances(InstanceIds=[m.cloud_id], AutoScalingGroupName=m.group_id,
+                         ShouldDecrementDesiredCapacity=True)
+    aws.client("ec2").terminate_instances(InstanceIds=[m.cloud_id])
+    page = aws_window.instances
+    assert not page.show_ended.isChecked()
+    page.refresh_button.click()
+    qtbot.waitUntil(lambda: "was reclaimed; its group is starting another" in page.status.text(),
+                    timeout=WAIT_MS)
+    row = next(r for r, x in enumerate(page.model.machines) if x.id == m.id)
+    state = page.model.data(page.model.index(row, page.model.columns.index("state")))
+    assert state == "reclaimed; its group starts another"
+    page.select_machine(m.id)
+    assert page.terminate_button.isEnabled() and not page.stop_button.isEnabled()
+    box = page.ask_terminate()
+    assert box is not None and f"End {m.name}'s group {m.group_id}?" in box.text()
+    yes = next(b for b in box.buttons() if b.objectName() == "confirmTerminateYes")
+    yes.click()
+
+    def ended() -> bool:
+        row = aws_window.ledger.get(m.id)
+        return row is not None and row.group_state == "ended"
+
+    qtbot.waitUntil(ended, timeout=WAIT_MS)
+    assert _groups(aws) == []

@@ -1165,6 +1165,14 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>按量</translation>
         </message>
         <message>
+            <source>reclaimed; its group starts another</source>
+            <translation>已被回收；伸缩组正在启动另一台</translation>
+        </message>
+        <message>
+            <source>{state} (kept alive)</source>
+            <translation>{state}（自动恢复）</translation>
+        </message>
+        <message>
             <source>none</source>
             <translation>无</translation>
         </message>
@@ -1402,6 +1410,10 @@ Stop {name} anyway?</source>
             <translation>{words}
 
 仍要停止 {name} 吗？</translation>
+        </message>
+        <message>
+            <source>End {name}'s group {group}? Its machine and disk are deleted and the cloud starts no other; anything not in the run's bucket is lost. Billing stops.</source>
+            <translation>结束 {name} 的伸缩组 {group}？它的机器和磁盘会被删除，云不会再启动其他机器；不在运行存储桶中的内容都会丢失。计费停止。</translation>
         </message>
         <message>
             <source>Terminate machine</source>

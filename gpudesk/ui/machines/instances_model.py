@@ -136,6 +136,11 @@ class InstancesModel(NamedColumnsModel):
             return translate("InstancesModel", "spot") if m.market == "spot" else \
                 translate("InstancesModel", "on-demand")
         if column == "state":
+            if m.group_live and m.ended:  # its group lives on: another machine is coming
+                return translate("InstancesModel", "reclaimed; its group starts another")
+            if m.group_live:
+                return translate("InstancesModel", "{state} (kept alive)").format(
+                    state=state_text(m.billing_label))
             return state_text(m.billing_label)  # a stopped machine charged in full says so
         if column == "uptime":
             return duration_text(m.uptime_s(self.now())) if m.running_since else ""

@@ -198,7 +198,9 @@ class InstancesPage(Retranslating, QWidget):
 
     def reload(self) -> None:
         selected = self.selected()
-        machines = self.ledger.machines(include_ended=self.show_ended.isChecked())
+        machines = self.ledger.machines(include_ended=True)
+        if not self.show_ended.isChecked():  # a kept-alive group between machines still bills
+            machines = [m for m in machines if not m.ended or m.group_live]
         self.model.set_machines(machines, {m.id: spend.history(self.ledger, m) for m in machines},
                                 {m.id: instance_role.why_not(self.ledger, m) for m in machines})
         if selected is not None:
@@ -372,9 +374,12 @@ class InstancesPage(Retranslating, QWidget):
     def _update_buttons(self) -> None:
         m = self.selected()
         cloud = m is not None and m.provider != "own" and bool(m.cloud_id) and not m.ended
-        self.stop_button.setEnabled(cloud and m is not None and m.state == "running")
-        self.start_button.setEnabled(cloud and m is not None and m.state == "stopped")
-        self.terminate_button.setEnabled(cloud)
+        group = m is not None and m.group_live  # its group stops and starts nothing by hand
+        self.stop_button.setEnabled(cloud and not group and m is not None
+                                    and m.state == "running")
+        self.start_button.setEnabled(cloud and not group and m is not None
+                                     and m.state == "stopped")
+        self.terminate_button.setEnabled(cloud or group)
         self.ssh_button.setEnabled(m is not None and bool(m.public_ip))
         self.allow_me_button.setEnabled(cloud and m is not None and bool(m.security_group))
         self.remove_button.setEnabled(m is not None and not m.billing)
@@ -481,11 +486,15 @@ class InstancesPage(Retranslating, QWidget):
         m = self.selected()
         if m is None:
             return None
+        text = self.tr("Terminate {name} ({type}, {cloud_id})? The machine and its disk are "
+                       "deleted; anything not copied off it is lost. Billing stops.").format(
+            name=m.name, type=m.instance_type, cloud_id=m.cloud_id)
+        if m.group_live:  # the group is what ends: its machines go with it
+            text = self.tr("End {name}'s group {group}? Its machine and disk are deleted and "
+                           "the cloud starts no other; anything not in the run's bucket is "
+                           "lost. Billing stops.").format(name=m.name, group=m.group_id)
         return confirm(
-            self, QMessageBox.Icon.Warning, self.tr("Terminate machine"),
-            self.tr("Terminate {name} ({type}, {cloud_id})? The machine and its disk are "
-                    "deleted; anything not copied off it is lost. Billing stops.").format(
-                name=m.name, type=m.instance_type, cloud_id=m.cloud_id),
+            self, QMessageBox.Icon.Warning, self.tr("Terminate machine"), text,
             "confirmTerminate",
             (self.tr("Terminate"), QMessageBox.ButtonRole.DestructiveRole, "confirmTerminateYes"),
             lambda: self.run_action("terminate"))
