@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
+from keep_alive_capacity import no_capacity
 
 from gpudesk.cli.entry import main
 from gpudesk.services.cloud import credentials
@@ -172,12 +173,10 @@ def test_a_group_that_finds_no_capacity_for_the_wait_is_ended_and_said(
     with Ledger() as ledger:
         m = ledger.get(ledger_id)
     assert m is not None
-    asg = cloud.client("autoscaling")
-    # capacity gone: the member leaves and nothing replaces it (moto launches no other
-    # when the group's wish drops with it; the cloud's answer is the same: no member)
-    asg.detach_instances(InstanceIds=[m.cloud_id], AutoScalingGroupName=m.group_id,
-                         ShouldDecrementDesiredCapacity=True)
-    cloud.client("ec2").terminate_instances(InstanceIds=[m.cloud_id])
+    # capacity gone: the member is reclaimed and the group, still wanting one, gets none
+    no_capacity(m.group_id)
+    cloud.client("autoscaling").terminate_instance_in_auto_scaling_group(
+        InstanceId=m.cloud_id, ShouldDecrementDesiredCapacity=False)
 
     provider = cloud.provider()
     t0 = time.time()
@@ -228,3 +227,24 @@ def test_the_desktop_ends_the_group_when_it_sees_the_run_end(cloud: MotoAws) -> 
         assert ended is not None and ended.group_state == "ended"
         assert [e.step for e in ledger.events(ledger_id)].count("run-ended") == 1
     assert not run_ended(record, RunStatus("exited", code=0), said.append)  # once
+
+
+def test_a_group_found_at_zero_is_deleted_at_once(cloud: MotoAws) -> None:
+    """Its agent (or its own scheduled end) set it to 0 and could not delete it (Tencent AS
+    refuses while a member still runs): the next look deletes it; nothing more waits."""
+    code, out, err = _run([*LAUNCH, "--spot", "--keep-alive", "--budget", "5", "--json"])
+    assert code == 0, err
+    ledger_id = json.loads(out)["id"]
+    with Ledger() as ledger:
+        m = ledger.get(ledger_id)
+    assert m is not None
+    cloud.client("autoscaling").update_auto_scaling_group(
+        AutoScalingGroupName=m.group_id, MinSize=0, MaxSize=0, DesiredCapacity=0)
+    assert _group(cloud, m.group_id) is not None
+    code, _, err = _run(["ls", "--json"])
+    assert code == 0, err
+    assert _group(cloud, m.group_id) is None and _running(cloud) == []
+    with Ledger() as ledger:
+        row = ledger.get(ledger_id)
+        steps = [e.step for e in ledger.events(ledger_id)]
+    assert row is not None and row.group_state == "ended" and "group-at-zero" in steps

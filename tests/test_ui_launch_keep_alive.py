@@ -13,6 +13,7 @@ import pytest
 from cloud_window import confirm_terminate, fill_launch_dialog, open_cloud_window, select_offer
 from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
+from keep_alive_capacity import no_capacity
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox
 
@@ -121,10 +122,9 @@ def test_a_group_waiting_for_capacity_is_listed_and_can_be_ended(
     aws_window.instances.sync_runner.run(launch(), on_success=done.append)
     qtbot.waitUntil(lambda: bool(done), timeout=WAIT_MS)
     (m,) = aws_window.ledger.machines()
-    asg = aws.client("autoscaling")
-    asg.detach_instances(InstanceIds=[m.cloud_id], AutoScalingGroupName=m.group_id,
-                         ShouldDecrementDesiredCapacity=True)
-    aws.client("ec2").terminate_instances(InstanceIds=[m.cloud_id])
+    no_capacity(m.group_id)  # reclaimed, and no spot capacity for another
+    aws.client("autoscaling").terminate_instance_in_auto_scaling_group(
+        InstanceId=m.cloud_id, ShouldDecrementDesiredCapacity=False)
     page = aws_window.instances
     assert not page.show_ended.isChecked()
     page.refresh_button.click()

@@ -82,6 +82,7 @@ STEP_GROUP = "group"  # ledger: the group the cloud holds (detail: id and its en
 STEP_REPLACED = "replaced"  # ledger: the group started another member (detail: old -> new)
 STEP_RECLAIMED = "reclaimed"  # ledger: the current member ended while the group lives
 STEP_GROUP_ENDED = "group-ended"
+STEP_AT_ZERO = "group-at-zero"  # ledger: found at size 0 with no machine: deleted
 STEP_NO_CAPACITY = "no-capacity"  # ledger: no member for the wait after a reclaim: ended
 WAIT_S_DEFAULT = 3600.0  # Preferences keep_alive_wait_min
 
@@ -216,6 +217,11 @@ def follow(ledger: Ledger, m: Machine, state: GroupState | None,
         m = ledger.update(m.id, state=STATE_TERMINATED,
                           changed_at=old.state_since if old is not None else None,
                           step=STEP_RECLAIMED, detail=f"{m.cloud_id}; the group starts another")
+    if not member and groups is not None and m.group_live and state.desired == 0:
+        # its agent or its own scheduled end set it to 0 (Tencent AS keeps a group that still
+        # had a member then): nothing more will start, so it is deleted now
+        ledger.log(m.id, STEP_AT_ZERO, f"{m.group_id} desired 0, no machine")
+        return end(ledger, m, groups)
     if not member and groups is not None and m.group_live:
         since = last_reclaim(ledger, m)
         t = now if now is not None else time.time()
