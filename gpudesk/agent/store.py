@@ -288,6 +288,45 @@ def _child_text(el: ET.Element, tag: str) -> str:
     return ""
 
 
+def billing_class(method: str, query: Mapping[str, str]) -> str:
+    """S3's request classes (aws.amazon.com/s3/pricing, Requests): "tier1" PUT, COPY, POST
+    and LIST (ListObjectsV2, ListMultipartUploads, ListParts); "free" DELETE and CANCEL
+    (AbortMultipartUpload is a DELETE); "tier2" GET, SELECT and all others (HEAD)."""
+    if method == "DELETE":
+        return "free"
+    if method in ("PUT", "POST") or "list-type" in query or "uploads" in query \
+            or "uploadId" in query:
+        return "tier1"
+    return "tier2"
+
+
+class Requests:
+    """Requests answered by the bucket, by billing class; thread-safe. One per run folder
+    (bucket and prefix) in this process, shared by every :class:`Store` of it, so the
+    uploader's count includes the keep-alive spend's GET and PUT (bucket_spend.py)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.tier1 = self.tier2 = self.free = 0
+
+    def add(self, kind: str) -> None:
+        with self._lock:
+            setattr(self, kind, getattr(self, kind) + 1)
+
+    def counts(self) -> Tuple[int, int, int]:
+        with self._lock:
+            return self.tier1, self.tier2, self.free
+
+
+_REQUESTS: Dict[str, Requests] = {}
+_REQUESTS_LOCK = threading.Lock()
+
+
+def requests_for(uri: str) -> Requests:
+    with _REQUESTS_LOCK:
+        return _REQUESTS.setdefault(uri, Requests())
+
+
 _ACTIONS = {("PUT", ""): "PutObject", ("GET", ""): "GetObject", ("HEAD", ""): "GetObject",
             ("DELETE", ""): "DeleteObject", ("GET", "list-type"): "ListBucket",
             ("POST", "uploads"): "PutObject", ("PUT", "partNumber"): "PutObject",
@@ -322,6 +361,7 @@ class Store:
         proxy = urllib.parse.urlsplit(config.proxy) if config.proxy else None
         self.proxy = proxy.netloc if proxy is not None else ""
         self.last_meta: Dict[str, str] = {}  # x-amz-meta-* of the last head()
+        self.requests = requests_for(config.uri)
 
     # -------------------------------------------------------------- plumbing
 
@@ -379,6 +419,7 @@ class Store:
             elif body:
                 conn.send(body)
             resp = conn.getresponse()
+            self.requests.add(billing_class(method, query))  # answered: billed
             rheaders = {k.lower(): v for k, v in resp.getheaders()}
             if 200 <= resp.status < 300 and out is not None:
                 while True:

@@ -31,8 +31,10 @@ uses the warning time (AWS 2 min, Tencent about 2, Aliyun 5): the newest
 checkpoint first, then the manifest, then the log, on every tick.
 
 Its state for the desktop's Watch page goes to ``store.json`` in the run folder:
-the last upload, what the bucket holds, and the last error ("cannot reach the
-bucket: …").
+the last upload, what the bucket holds, the last error ("cannot reach the
+bucket: …") and ``requests`` ``{"tier1", "tier2", "since"}``: the run's store
+requests by S3 billing class since ``since``, summed over agent restarts (what the
+file had plus what this process counted), for the desktop's spend.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from .clock import SYSTEM_CLOCK, Clock
 from .runs import PID_FILE, pid_alive, read_pid
@@ -157,6 +159,10 @@ def finished_checkpoints(folder: Path) -> List[LocalCheckpoint]:
     return sorted(out, key=lambda c: c.step)
 
 
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def _mtime(path: Path) -> Optional[float]:
     try:
         return path.stat().st_mtime
@@ -183,6 +189,15 @@ class Uploader:
     next_log: float = 0.0
     retry_at: float = 0.0  # after a failure, wait before trying again
     _bad: Set[str] = field(default_factory=set)  # local checkpoints whose bytes fail their hash
+    # store.json's tier1 and tier2 when this uploader began, and the store's count then
+    _counted: Tuple[int, int, Tuple[int, int, int]] = (0, 0, (0, 0, 0))
+
+    def __post_init__(self) -> None:
+        had = self.state.get("requests")
+        had = had if isinstance(had, dict) else {}
+        self.state["requests"] = had
+        self._counted = (_count(had.get("tier1")), _count(had.get("tier2")),
+                         self.store.requests.counts())
 
     @classmethod
     def for_run(cls, folder: Path, store: Optional[Store] = None,
@@ -432,6 +447,12 @@ class Uploader:
 
     def _save(self, now: float) -> None:
         m = self.manifest or {}
+        t1, t2, start = self._counted
+        got = self.store.requests.counts()
+        self.state["requests"] = {"tier1": t1 + got[0] - start[0],
+                                  "tier2": t2 + got[1] - start[1],
+                                  "since": str(self.state["requests"].get("since")
+                                               or utc_iso(now))}
         self.state.update(
             run=self.settings.run_id, uri=self.config.uri, updated=utc_iso(now),
             latest=m.get("latest"),

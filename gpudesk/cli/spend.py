@@ -2,8 +2,9 @@
 
 ``gpudesk spend [--json] [--csv FILE] [--month YYYY-MM]`` prints one line per
 machine with compute, storage, transfer and total in the machine's currency,
-the month's total per currency, a "Storage" line for the user's buckets (GB-months and
-data out per run, with each price's source and date, or why there is no price), and
+the month's total per currency, a "Storage" line for the user's buckets (GB-months, data
+out and the requests counted per run, with each price's source and date, or why there is
+no price), and
 where each budget stands. ``--csv FILE``
 (``-`` for standard output) writes one row per machine per month: every month
 on record, or only ``--month``. Months are calendar months in local time.
@@ -132,7 +133,9 @@ def _print_storage(storage: dict[str, Any]) -> None:
         print("Storage: no bucket held a run's data in this month")
         return
     known = "; ".join(f"{v:.2f} {cur}" for cur, v in storage["totals"].items())
-    print(f"Storage: {storage['gib_months']:.3f} GB-month in the buckets"
+    asked = storage["requests"]["tier1"] + storage["requests"]["tier2"]
+    print(f"Storage: {storage['gib_months']:.3f} GB-month"
+          + (f" and {asked:,} requests" if asked else "") + " in the buckets"
           + (f", {known}" if known else "")
           + ("" if storage["complete"] else ", part of it unknown (see below)"))
     for r in storage["runs"]:
@@ -150,6 +153,17 @@ def _print_storage(storage: dict[str, Any]) -> None:
                    else f"cost unknown: {r['data_out_unknown_because']}")
             print(f"  {'':<24} data out to this computer {size_text(r['data_out_bytes'])}  "
                   f"{out}")
+        q = r["requests"]
+        if q["tier1"] or q["tier2"]:
+            if q["cost"] is None:
+                cost = f"cost unknown: {q['unknown_because']}"
+            else:
+                at = " and ".join(f"{q[k + '_price'] * 1000:g} {q['currency']} per 1,000 {what}"
+                                  for k, what in (("tier1", "PUT/COPY/POST/LIST"),
+                                                  ("tier2", "GET and other")) if q[k])
+                cost = f"{q['cost']:.4f} {q['currency']} at {at} ({q['source']}, {q['as_of']})"
+            print(f"  {'':<24} requests {q['tier1'] + q['tier2']:,} ({q['tier1']:,} "
+                  f"PUT/COPY/POST/LIST, {q['tier2']:,} GET and other)  {cost}")
 
 
 def _write_csv(path: str, month: str | None, now: float) -> int:

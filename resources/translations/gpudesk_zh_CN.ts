@@ -1300,6 +1300,14 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>下载到本机的流量:{size},{cost} {currency}({source},{date})。</translation>
         </message>
         <message>
+            <source>Requests: {n} ({tier1} PUT/COPY/POST/LIST, {tier2} GET and other), cost unknown: {why}</source>
+            <translation>请求：{n} 次（PUT/COPY/POST/LIST {tier1} 次，GET 及其他 {tier2} 次），费用未知：{why}</translation>
+        </message>
+        <message>
+            <source>Requests: {n} ({tier1} PUT/COPY/POST/LIST, {tier2} GET and other) ≈ {cost} {currency} ({source}, {date}).</source>
+            <translation>请求：{n} 次（PUT/COPY/POST/LIST {tier1} 次，GET 及其他 {tier2} 次）≈ {cost} {currency}（{source}，{date}）。</translation>
+        </message>
+        <message>
             <source>No monthly budget (Preferences sets one).</source>
             <translation>没有月度预算（可在偏好设置中设置）。</translation>
         </message>

@@ -2,6 +2,10 @@
 
 Checkpoints are "complete" only when ``manifest.json`` (written last by the agent)
 says so: an object without a manifest entry is an upload that was cut off.
+
+The requests sent here are counted into the run's usage by S3's billing classes, like
+the agent's (``usage.record_requests``): each ListObjectsV2 page is tier1, each
+GetObject tier2, DeleteObjects free (a DELETE); one answered with an error counts too.
 """
 
 from __future__ import annotations
@@ -22,7 +26,12 @@ from gpudesk.services.storage.errors import (
     from_client_error,
 )
 from gpudesk.services.storage.uri import RunPaths, StoreUri
-from gpudesk.services.storage.usage import SOURCE_DELETED, record_download, record_sample
+from gpudesk.services.storage.usage import (
+    SOURCE_DELETED,
+    record_download,
+    record_requests,
+    record_sample,
+)
 
 GB = 1024**3  # the clouds bill storage and traffic in GiB ("GB" on their pages)
 LIST_PAGE = 1000
@@ -76,24 +85,55 @@ class RunListing:
         return sum(o.bytes for o in self.outputs)
 
 
-def _objects(client: Any, bucket: str, prefix: str) -> Iterator[dict[str, Any]]:
+@dataclass
+class Sent:
+    """Requests this computer sent to a run's folder, by S3 billing class."""
+
+    tier1: int = 0  # PUT, COPY, POST, LIST
+    tier2: int = 0  # GET and all other requests
+
+    def call(self, tier: str, fn: Callable[..., Any], **kwargs: Any) -> Any:
+        """``fn(**kwargs)``, counted when the bucket answered (an error answer too)."""
+        from botocore.exceptions import ClientError
+
+        try:
+            result = fn(**kwargs)
+        except ClientError:
+            self._add(tier)
+            raise
+        self._add(tier)
+        return result
+
+    def _add(self, tier: str) -> None:
+        setattr(self, tier, getattr(self, tier) + 1)
+
+    def note(self, client: Any, store: StoreUri, run_id: str) -> None:
+        record_requests(run_id, store.cloud, _region(client), self.tier1, self.tier2,
+                        uri=store.run(run_id).uri)
+
+
+def _objects(client: Any, bucket: str, prefix: str,
+             sent: Sent | None = None) -> Iterator[dict[str, Any]]:
     token: str | None = None
+    sent = sent or Sent()
     while True:
         kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": LIST_PAGE}
         if token:
             kwargs["ContinuationToken"] = token
-        page = client.list_objects_v2(**kwargs)
+        page = sent.call("tier1", client.list_objects_v2, **kwargs)
         yield from page.get("Contents", [])
         if not page.get("IsTruncated"):
             return
         token = page["NextContinuationToken"]
 
 
-def read_manifest(client: Any, paths: RunPaths) -> dict[str, Any] | None:
+def read_manifest(client: Any, paths: RunPaths,
+                  sent: Sent | None = None) -> dict[str, Any] | None:
     from botocore.exceptions import ClientError
 
     try:
-        body = client.get_object(Bucket=paths.store.bucket, Key=paths.manifest)["Body"].read()
+        body = (sent or Sent()).call("tier2", client.get_object, Bucket=paths.store.bucket,
+                                     Key=paths.manifest)["Body"].read()
     except ClientError as err:
         code = str(err.response.get("Error", {}).get("Code", ""))
         if code in ("NoSuchKey", "404"):
@@ -111,16 +151,19 @@ def list_run(client: Any, store: StoreUri, run_id: str) -> RunListing:
 
     paths = store.run(run_id)
     listing = RunListing(run=run_id, uri=paths.uri)
+    sent = Sent()
     try:
-        objects = list(_objects(client, store.bucket, paths.root))
+        objects = list(_objects(client, store.bucket, paths.root, sent))
         try:
-            manifest = read_manifest(client, paths) or {}
+            manifest = read_manifest(client, paths, sent) or {}
         except ValueError as err:
             manifest, listing.warning = {}, Said("Storage", MSG_BAD_MANIFEST, reason=str(err))
     except ClientError as err:
         raise from_client_error(err, store.cloud, paths.uri) from None
     except BotoCoreError as err:
         raise unreachable(client, err) from None
+    finally:
+        sent.note(client, store, run_id)
     done = {str(c.get("name")) for c in manifest.get("checkpoints", []) or []
             if isinstance(c, dict) and c.get("complete") is True}
     latest = manifest.get("latest")
@@ -152,6 +195,7 @@ def download_outputs(client: Any, store: StoreUri, listing: RunListing, dest: Pa
     total = listing.outputs_bytes
     done = 0
     sent = [0]  # bytes that left the bucket, a cut file's too: data out is billed
+    requests = Sent()
     written: list[Path] = []
     if progress is not None:
         progress(0, total)
@@ -165,16 +209,17 @@ def download_outputs(client: Any, store: StoreUri, listing: RunListing, dest: Pa
                 if progress is not None and progress(_base + n, total) is False:
                     raise Cancelled(MSG_CANCELLED)
 
-            _download_one(client, store, paths.output(out.path), out, target, step)
+            _download_one(client, store, paths.output(out.path), out, target, step, requests)
             done += out.bytes
             written.append(target)
     finally:
         record_download(listing.run, store.cloud, _region(client), max(sent[0], done))
+        requests.note(client, store, listing.run)
     return written
 
 
 def _download_one(client: Any, store: StoreUri, key: str, out: OutputFile, target: Path,
-                  step: Callable[[int], None]) -> None:
+                  step: Callable[[int], None], requests: Sent) -> None:
     from botocore.exceptions import BotoCoreError, ClientError
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -182,7 +227,7 @@ def _download_one(client: Any, store: StoreUri, key: str, out: OutputFile, targe
     got = 0
     body: Any = None
     try:
-        body = client.get_object(Bucket=store.bucket, Key=key)["Body"]
+        body = requests.call("tier2", client.get_object, Bucket=store.bucket, Key=key)["Body"]
         with part.open("wb") as handle:
             for chunk in body.iter_chunks(CHUNK):
                 handle.write(chunk)
@@ -216,9 +261,10 @@ def delete_run(client: Any, store: StoreUri, run_id: str) -> int:
 
     paths = store.run(run_id)
     count = 0
+    sent = Sent()  # DeleteObjects is a DELETE: free; the listings are not
     try:
         while True:
-            keys = [o["Key"] for o in _objects(client, store.bucket, paths.root)]
+            keys = [o["Key"] for o in _objects(client, store.bucket, paths.root, sent)]
             if not keys:
                 record_sample(run_id, store.cloud, _region(client), 0, uri=paths.uri,
                               source=SOURCE_DELETED)
@@ -237,6 +283,8 @@ def delete_run(client: Any, store: StoreUri, run_id: str) -> int:
         raise from_client_error(err, store.cloud, paths.uri) from None
     except BotoCoreError as err:
         raise unreachable(client, err) from None
+    finally:
+        sent.note(client, store, run_id)
 
 
 def unreachable(client: Any, err: Exception) -> StorageError:

@@ -59,7 +59,8 @@ class PriceLookup:
 
 @dataclass(frozen=True)
 class RequestPrices:
-    """Per-request prices. Shown, not yet counted: the agent does not count its requests."""
+    """Per-request prices (Tier1 PUT/COPY/POST/LIST, Tier2 GET and others): counted runs
+    are priced with them (usage.py)."""
 
     tier1: PriceLookup  # PUT, COPY, POST, LIST
     tier2: PriceLookup  # GET and all other requests

@@ -243,8 +243,9 @@ class InstancesPage(Retranslating, QWidget):
         self.billing_changed.emit(count, per_hour)
 
     def storage_text(self) -> str:
-        """The month's "Storage" line: GB-months of each run's bucket folder and data out
-        to this computer, at sourced prices; a cost without a price says why, never 0."""
+        """The month's "Storage" line: GB-months of each run's bucket folder, data out to
+        this computer and the requests counted, at sourced prices; a cost without a price
+        says why, never 0."""
         month = usage.month_storage()
         if not month.runs:
             return self.tr("Storage this month: no bucket held a run's data.")
@@ -284,7 +285,22 @@ class InstancesPage(Retranslating, QWidget):
                                       "({source}, {date}).").format(
                     size=size_text(r.data_out_bytes), cost=f"{r.data_out_cost:,.4f}",
                     currency=o.currency, source=o.source, date=o.as_of.isoformat())
+        if r.requests.total:
+            line += " " + self._storage_requests(r)
         return line
+
+    def _storage_requests(self, r: usage.RunMonth) -> str:
+        """The run's counted bucket requests this month, priced per S3 billing class."""
+        n, t1, t2 = (f"{v:,}" for v in (r.requests.total, r.requests.tier1, r.requests.tier2))
+        p = r.requests_price
+        if r.requests_cost is None or p is None:
+            return self.tr("Requests: {n} ({tier1} PUT/COPY/POST/LIST, {tier2} GET and "
+                           "other), cost unknown: {why}").format(
+                n=n, tier1=t1, tier2=t2, why=said_text(r.requests_reason))
+        return self.tr("Requests: {n} ({tier1} PUT/COPY/POST/LIST, {tier2} GET and other) "
+                       "≈ {cost} {currency} ({source}, {date}).").format(
+            n=n, tier1=t1, tier2=t2, cost=f"{r.requests_cost:,.4f}", currency=p.currency,
+            source=p.source, date=p.as_of.isoformat())
 
     def month_text(self) -> str:
         """This month's spend against the monthly budget (Preferences), or that none is set."""

@@ -176,7 +176,7 @@ class SettingsDialog(Retranslating, QDialog):
             self.edits[key].textChanged.connect(lambda _t: self._show_guard())
 
         column = QVBoxLayout(content)
-        for box in (self.general_box, self.idle_box, self.store_box, self.money_box):
+        for box in (self.general_box, self.idle_box, self.money_box, self.store_box):
             box.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
             column.addWidget(box)
         column.addStretch(1)  # a taller window: the room goes below, not between the boxes

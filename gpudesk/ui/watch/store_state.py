@@ -1,10 +1,11 @@
 """What the agent on a watched machine has put in the run's bucket: its ``store.json``.
 
 The agent's uploader keeps ``store.json`` in the run folder (``gpudesk/agent/uploader.py``):
-the last upload, what the bucket holds, and the last error ("cannot reach the bucket:
-…"). The Watch page reads it with one ``cat`` over the feed's own SSH connection, on
-its spend timer (every 30 s) and when the feed goes live: no faster than it already
-asks the machine, and no new connection. Texts are in the "WatchPage" context.
+the last upload, what the bucket holds, the last error ("cannot reach the bucket:
+…") and the run's request count (samples for the month's spend, ``usage.py``). The
+Watch page reads it with one ``cat`` over the feed's own SSH connection, on its spend
+timer (every 30 s) and when the feed goes live: no faster than it already asks the
+machine, and no new connection. Texts are in the "WatchPage" context.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class StoreState:
     error_at: str = ""
     finished: str = ""
     bucket_bytes: int | None = None  # what the agent says the folder holds
+    requests: usage.RequestSample | None = None  # the agent's request count, cumulative
 
 
 def run_with_store(ref: str) -> RunRecord | None:
@@ -76,7 +78,7 @@ def parse_state(record: RunRecord, text: str | None) -> StoreState:
         checkpoints=tuple(str(n) for n in names) if isinstance(names, list) else (),
         outputs=mapping("outputs"), error=str(data.get("error") or ""),
         error_at=str(data.get("error_at") or ""), finished=str(data.get("finished") or ""),
-        bucket_bytes=usage.agent_bytes(data))
+        bucket_bytes=usage.agent_bytes(data), requests=usage.agent_requests(data))
 
 
 def read_state(conn: Any, record: RunRecord) -> StoreState:
@@ -89,6 +91,10 @@ def read_state(conn: Any, record: RunRecord) -> StoreState:
     if state.bucket_bytes is not None:  # a sample for the month's storage spend
         usage.record_sample(record.id, _cloud(record.store_uri), record.store_region,
                             state.bucket_bytes, uri=state.uri, source=usage.SOURCE_AGENT)
+    if state.requests is not None:  # a sample for the month's request spend
+        usage.record_agent_requests(record.id, _cloud(record.store_uri), record.store_region,
+                                    state.requests.tier1, state.requests.tier2,
+                                    state.requests.since, uri=state.uri)
     return state
 
 
