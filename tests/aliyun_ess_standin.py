@@ -41,8 +41,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import itertools
 import json
 import random
@@ -55,7 +53,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from aliyun_standin import _AUTH, ECS_PRINCIPAL, MAX_SKEW_S, AliyunStandin, acs3_signature
+from aliyun_standin import ECS_PRINCIPAL, AliyunStandin, check_acs3
 from standin_http import ApiError, StandinServer
 
 ESS_VERSION = "2022-02-22"
@@ -276,38 +274,8 @@ class AliyunEssStandin(StandinServer):
     def _authenticate(self, method: str, path: str, query: dict[str, str],
                       headers: dict[str, str], body: bytes) -> None:
         """ACS3-HMAC-SHA256, as alibabacloud-tea-openapi signs (aliyun_standin's check)."""
-        match = _AUTH.match(headers.get("authorization", ""))
-        if not match:
-            raise ApiError("IncompleteSignature", "The request signature does not conform to "
-                           "Aliyun standards.")
-        with self._lock:
-            secret = self.secrets.get(match["id"])
-        if secret is None:
-            raise ApiError("InvalidAccessKeyId.NotFound", "Specified access key is not found.")
-        try:
-            stamp = datetime.strptime(headers.get("x-acs-date", ""),
-                                      "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-        except ValueError:
-            raise ApiError("InvalidTimeStamp.Format",
-                           "Specified time stamp is not valid.") from None
-        if abs(_real_time() - stamp) > MAX_SKEW_S:
-            raise ApiError("InvalidTimeStamp.Expired",
-                           "Specified time stamp or date value is expired.")
-        payload_hash = headers.get("x-acs-content-sha256", "")
-        signed = match["signed"].split(";")
-        expected = acs3_signature(secret, method, path, query, headers, signed, payload_hash)
-        if (payload_hash != hashlib.sha256(body).hexdigest()
-                or not {"host", "x-acs-action", "x-acs-date", "x-acs-signature-nonce",
-                        "x-acs-content-sha256", "x-acs-version"} <= set(signed)
-                or not hmac.compare_digest(expected, match["sig"])):
-            raise ApiError("SignatureDoesNotMatch", "Specified signature is not matched with "
-                           "our calculation.")
-        nonce = headers.get("x-acs-signature-nonce", "")
-        with self._lock:
-            if nonce in self.nonces:
-                raise ApiError("SignatureNonceUsed", "Specified signature nonce was used "
-                               "already.")
-            self.nonces.add(nonce)
+        check_acs3(self.secrets, self.nonces, self._lock, method, path, query, headers, body,
+                   now=_real_time())
 
     def _limits(self, action: str, q: dict[str, str]) -> None:
         """The documented limits every action is held to before it acts."""

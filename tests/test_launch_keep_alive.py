@@ -2,12 +2,10 @@
 over HTTP: the ledger row stands for the group, its end (size 0 at budget ÷ price) is the
 one moto holds, a reclaim is followed to the replacement by ``ls``, a stop is refused
 (the group would start another) and ``terminate`` ends the group with nothing left."""
-# ruff: noqa: F811 - fixtures imported from fixtures_* arrive as parameters
+# ruff: noqa: F811 - fixtures imported from other modules arrive as parameters
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import time
 from dataclasses import replace as replace_settings
@@ -17,29 +15,10 @@ import pytest
 from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from keep_alive_capacity import no_capacity
+from test_launch_store import LAUNCH, _run, cloud  # noqa: F401 - the fixture
 
-from gpudesk.cli.entry import main
-from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.keep_alive import group_name
 from gpudesk.services.money.ledger import Ledger
-
-LAUNCH = ["launch", "--provider", "aws", "--type", "g4dn.xlarge", "--region", "us-east-1",
-          "--allow-from", "203.0.113.7/32", "--no-wait-ssh", "--poll", "0.01",
-          "--no-instance-role"]
-
-
-@pytest.fixture
-def cloud(aws: MotoAws, memory_keyring: Any) -> MotoAws:
-    credentials.save_credentials(aws.credentials)
-    aws.publish_dlami("us-east-1")
-    return aws
-
-
-def _run(args: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(args)
-    return code, out.getvalue(), err.getvalue()
 
 
 def _group(cloud: MotoAws, name: str) -> dict[str, Any] | None:

@@ -6,35 +6,20 @@ cloud starts nothing again."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from cloud_window import confirm_terminate, fill_launch_dialog, open_cloud_window, select_offer
+from cloud_window import confirm_terminate, fill_launch_dialog, select_offer
 from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from keep_alive_capacity import no_capacity
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox
+from test_ui_launch_store import aws_window  # noqa: F401 - the fixture
 
-from gpudesk.services.cloud import credentials
-from gpudesk.services.money.ledger import Account
 from gpudesk.ui.machines.launch_dialog import LaunchDialog
 from gpudesk.ui.shell.main_window import MainWindow
 
 WAIT_MS = 30000
-
-
-@pytest.fixture
-def aws_window(qtbot: Any, loop: Any, aws: MotoAws, memory_keyring: Any,
-               monkeypatch: pytest.MonkeyPatch, banner_port: int) -> Iterator[MainWindow]:
-    credentials.save_credentials(aws.credentials)
-    aws.publish_dlami("us-east-1")
-    with open_cloud_window(qtbot, monkeypatch, banner_port, "AWS_ENDPOINT_URL",
-                           aws.endpoint.removeprefix("http://")) as w:
-        w.ledger.save_account(Account("aws", "AKIA…0001", account="123456789012",
-                                      can_launch=True))
-        yield w
 
 
 def _tick(qtbot: Any, box: QCheckBox) -> None:

@@ -18,6 +18,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from gpudesk.services.storage.clients import account_client
 from gpudesk.services.storage.uri import StoreUri, parse_uri
 
 SPEND_FILE = "spend.json"  # gpudesk/agent/bucket_spend.py SPEND_FILE
@@ -177,15 +178,10 @@ def story(record: Any, *, client: Any = None) -> RunStory:
     error = ""
     if record.store_uri:
         try:
-            bucket = client if client is not None else _account_client(record)
+            bucket = client if client is not None else account_client(
+                parse_uri(record.store_uri).cloud, record.store_region)
             stints, total, currency = from_bucket(bucket, record.store_uri, record.id)
         except Exception as exc:  # noqa: BLE001 - the ledger's part is still shown
             error = str(getattr(exc, "message", lambda: "")() or type(exc).__name__)
     return RunStory(record.id, target, group, merged(stints, ledger_rows, currency), total,
                     currency, error)
-
-
-def _account_client(record: Any) -> Any:
-    from gpudesk.services.runs.run_upkeep import account_client
-
-    return account_client(parse_uri(record.store_uri).cloud, record.store_region)

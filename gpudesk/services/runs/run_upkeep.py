@@ -26,6 +26,7 @@ from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.said import Said
 from gpudesk.services.core.worker import StoppableWorker
 from gpudesk.services.runs.detached import RunRecord, RunStatus
+from gpudesk.services.storage.clients import account_client
 
 log = logging.getLogger(__name__)
 
@@ -164,18 +165,6 @@ def keep_folder(record: RunRecord, report: Report) -> None:
         lift_expiry(record)
     except Exception as exc:  # noqa: BLE001 - the run starts anyway; the date is said
         report(Said("Runs", MSG_KEEP_NOT_LIFTED, run=record.id, why=_why(exc)))
-
-
-def account_client(cloud: str, region: str) -> Any:
-    from gpudesk.services.cloud.accounts import MSG_NO_ACCOUNT, title
-    from gpudesk.services.cloud.credentials import load_credentials
-    from gpudesk.services.cloud.providers.base import ProviderError
-    from gpudesk.services.storage.clients import make_client
-
-    creds = load_credentials(cloud)  # type: ignore[arg-type]
-    if creds is None:
-        raise ProviderError("auth", MSG_NO_ACCOUNT, provider=title(cloud), provider_id=cloud)
-    return make_client(cloud, region, creds)
 
 
 class KeyRenewer(StoppableWorker):

@@ -64,3 +64,16 @@ def make_client(cloud: str, region: str, credentials: Credentials, *,
         aws_access_key_id=credentials.key_id, aws_secret_access_key=credentials.secret,
         aws_session_token=credentials.session_token or None, region_name=region)
     return session.client("s3", endpoint_url=endpoint.url, config=config)
+
+
+def account_client(cloud: str, region: str) -> Any:
+    """A client with the account's own keys from the keyring (the desktop's side only: they
+    never reach a machine). Raises ProviderError "auth" when the keyring has none."""
+    from gpudesk.services.cloud.accounts import MSG_NO_ACCOUNT, title
+    from gpudesk.services.cloud.credentials import load_credentials
+    from gpudesk.services.cloud.providers.base import ProviderError
+
+    creds = load_credentials(cloud)  # type: ignore[arg-type]
+    if creds is None:
+        raise ProviderError("auth", MSG_NO_ACCOUNT, provider=title(cloud), provider_id=cloud)
+    return make_client(cloud, region, creds)

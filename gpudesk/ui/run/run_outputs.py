@@ -58,16 +58,9 @@ class Where:
 
 def bucket_client(where: Where) -> Any:
     """A client with the account's keys from the keyring (blocking: a worker thread)."""
-    from gpudesk.services.cloud.accounts import MSG_NO_ACCOUNT, title
-    from gpudesk.services.cloud.credentials import load_credentials
-    from gpudesk.services.cloud.providers.base import ProviderError
-    from gpudesk.services.storage.clients import make_client
+    from gpudesk.services.storage.clients import account_client
 
-    cloud = where.store.cloud
-    creds = load_credentials(cloud)  # type: ignore[arg-type]
-    if creds is None:
-        raise ProviderError("auth", MSG_NO_ACCOUNT, provider=title(cloud), provider_id=cloud)
-    return make_client(cloud, where.region, creds)
+    return account_client(where.store.cloud, where.region)
 
 
 class _Bridge(QObject):
