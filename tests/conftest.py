@@ -10,6 +10,7 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import tempfile  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -68,14 +69,39 @@ def pytest_make_collect_report(collector: pytest.Collector):  # type: ignore[no-
 
 
 @pytest.fixture(autouse=True)
-def gpudesk_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point every gpudesk config/data/log/cache folder at a fresh temporary folder."""
+def gpudesk_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Point every gpudesk config/data/log/cache folder at a fresh temporary folder; after
+    the test, end the processes it left running there."""
     home = tmp_path / "gpudesk-home"
     monkeypatch.setenv("GPUDESK_HOME", str(home))
     # No test reads AWS's real price list (`gpudesk spend`/`outputs` read S3's when not
     # cached): a closed port on 127.0.0.1 unless the test serves one there itself.
     monkeypatch.setenv("GPUDESK_AWS_PRICE_LIST_URL", "http://127.0.0.1:9")
-    return home
+    yield home
+    _end_left_processes(tmp_path)
+
+
+def _end_left_processes(folder: Path) -> None:
+    """SIGKILL what a test left running in its own folder: the sshd "machine" is this
+    computer, and an agent, uploader or run started there is detached from the test (on a
+    real machine it lives as long as the machine). Left alive, they poll a bucket that
+    is gone and load the later tests (CI once saw one PUT every 30 s for minutes)."""
+    import contextlib
+    import signal
+
+    mark = str(folder)
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            words = (entry / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+            words.append(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        if any(w == mark or f"{mark}/" in w for w in words):
+            with contextlib.suppress(OSError):
+                os.kill(int(entry.name), signal.SIGKILL)
 
 
 @pytest.fixture(scope="session")

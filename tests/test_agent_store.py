@@ -119,13 +119,19 @@ def _machine_role(bucket: Bucket) -> dict[str, str]:
             "token": c["SessionToken"]}
 
 
+def _changed(secret: str) -> str:
+    """The secret with its last character changed (never to itself: a secret that
+    already ended in "x" once made this test pass its wrong-secret PUT)."""
+    return secret[:-1] + ("y" if secret.endswith("x") else "x")
+
+
 def test_a_signature_with_a_wrong_secret_is_refused_and_denials_name_the_action(
         bucket: Bucket) -> None:
     role = _machine_role(bucket)
     good = write_sts_file(bucket.root / "good.json", key_id=role["key_id"],
                           secret=role["secret"], token=role["token"])
     bad = write_sts_file(bucket.root / "bad.json", key_id=role["key_id"],
-                         secret=role["secret"][:-1] + "x", token=role["token"])
+                         secret=_changed(role["secret"]), token=role["token"])
     with bucket.moto.enforce_iam():  # moto now recomputes every signature and checks IAM
         _store(bucket, credentials_file=str(good)).put_bytes("runs/r1/manifest.json", b"{}")
         with pytest.raises(StoreError) as wrong:

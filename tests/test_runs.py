@@ -100,6 +100,8 @@ def _clean_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Non
     for name in ("GPUDESK_AMP", "GPUDESK_CHECKPOINT_EVERY_MIN", "GPUDESK_RUN_DIR"):
         monkeypatch.delenv(name, raising=False)
     yield
+    for log in sorted((tmp_path / "machine" / "runs").glob("*/log")):  # shown on a failure
+        print(f"--- {log} (last 4000 bytes)\n{log.read_bytes()[-4000:].decode(errors='replace')}")
     for pid_file in (tmp_path / "machine" / "runs").glob("*/pid"):
         with contextlib.suppress(OSError, ValueError):
             for p in process_tree(int(pid_file.read_text())):
@@ -267,9 +269,12 @@ def test_two_nodes_on_one_machine_train_together_with_their_node_ranks(
     assert (r0["world_size"], r1["world_size"], r0["step"]) == (2, 2, 10)
     for key in r0["state"]:
         assert torch.equal(r0["state"][key], r1["state"][key]), key
+    ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    assert 20000 <= record.master_port < ephemeral_low  # no port the kernel hands out
     for rank, node in enumerate(record.nodes):
         spec = (Path(node.run_dir) / "command").read_text()
-        assert f"--nnodes 2 --node-rank {rank} --master-addr 127.0.0.1" in spec
+        assert (f"--nnodes 2 --node-rank {rank} --master-addr 127.0.0.1 "
+                f"--master-port {record.master_port} ") in spec
         assert (Path(node.run_dir) / "exit_status").read_text() == "0\n"
     # Global rank 0 (and with it every checkpoint) is on the first node.
     assert (Path(record.nodes[0].run_dir) / "checkpoints" / "ckpt-000000010.pt").is_file()

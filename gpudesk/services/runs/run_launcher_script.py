@@ -310,8 +310,30 @@ def stop(run_dir: str) -> int:
     return 0
 
 
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as fh:
+            return int(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
+    """A free port for torchrun's rendezvous, below the kernel's ephemeral range (as 29500,
+    torchrun's own default, is): a port the kernel handed out for bind(0) goes back to
+    its pool, and an outgoing connection (or the rendezvous client's own retries, whose
+    source port can equal the target port) may take it before torchrun listens."""
+    import random
+
+    below = range(20000, min(_ephemeral_low(), 32768))
+    for port in random.SystemRandom().sample(below, min(64, len(below))):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as sock:  # a machine with a wide ephemeral range: ask the kernel
         sock.bind(("", 0))
         return int(sock.getsockname()[1])
 
