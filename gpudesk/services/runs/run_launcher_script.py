@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import re
 import shlex
 import signal
@@ -323,8 +324,6 @@ def free_port() -> int:
     torchrun's own default, is): a port the kernel handed out for bind(0) goes back to
     its pool, and an outgoing connection (or the rendezvous client's own retries, whose
     source port can equal the target port) may take it before torchrun listens."""
-    import random
-
     below = range(20000, min(_ephemeral_low(), 32768))
     for port in random.SystemRandom().sample(below, min(64, len(below))):
         with socket.socket() as sock:
