@@ -215,32 +215,84 @@ def ledger_file() -> Path:
     return paths.data_dir() / "gpudesk.sqlite3"
 
 
-def _create_private(path: Path) -> None:
-    """Create the database file 0600 before SQLite does (its -wal and -shm copy the mode):
-    what you rent, where and for how much is nobody else's business."""
-    if str(path) == ":memory:":
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-    if os.name == "posix":
-        os.chmod(path, 0o600)  # a ledger from an older version may be wider
+class _Shared:
+    """One SQLite connection per database file per process, counted by its users.
+
+    SQLite's own locks are POSIX advisory locks, and on POSIX closing *any* descriptor
+    of a file drops *every* lock the process holds on it (SQLite's "How To Corrupt An
+    SQLite Database File", 2.2). So nothing here opens the database file outside SQLite,
+    and the window's long-lived ledger, a short ``with Ledger()`` beside it and worker
+    threads share one connection (and one lock): another gpudesk process (the sync
+    child, the CLI) then always sees this one as a user of the WAL and never deletes it
+    under a live connection. Keyed by pid too, so a forked child opens its own.
+    """
+
+    _open: dict[tuple[int, str], _Shared] = {}
+    _registry_lock = threading.Lock()
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.lock = threading.RLock()
+        self.users = 0
+
+    @classmethod
+    def acquire(cls, path: Path) -> _Shared:
+        key = (os.getpid(), _key(path))
+        with cls._registry_lock:
+            shared = cls._open.get(key)
+            if shared is None:
+                shared = cls._open[key] = _Shared(_connect_private(path))
+            shared.users += 1
+            return shared
+
+    @classmethod
+    def release(cls, path: Path, shared: _Shared) -> None:
+        key = (os.getpid(), _key(path))
+        with cls._registry_lock:
+            shared.users -= 1
+            if shared.users > 0:
+                return
+            if cls._open.get(key) is shared:
+                del cls._open[key]
+        with shared.lock:
+            shared.db.close()
+
+
+def _key(path: Path) -> str:
+    return str(path) if str(path) == ":memory:" else str(path.resolve())
+
+
+def _connect_private(path: Path) -> sqlite3.Connection:
+    """Open (SQLite creating it if needed) and make the file 0600 by its *path*: what
+    you rent, where and for how much is nobody else's business. The -wal and -shm
+    files SQLite makes later copy the database file's mode. No descriptor of the file
+    is ever opened here (see :class:`_Shared`)."""
+    memory = str(path) == ":memory:"
+    if not memory:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10.0)
+    if not memory and os.name == "posix" and os.stat(path).st_mode & 0o077:
+        os.chmod(path, 0o600)  # new (still empty), or from an older, wider version
+    db.row_factory = sqlite3.Row
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    return db
 
 
 class Ledger:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path if path is not None else ledger_file()
-        self._lock = threading.RLock()
-        _create_private(self.path)
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
-                                   timeout=10.0)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
+        self._shared: _Shared | None = _Shared.acquire(self.path)
+        self._db = self._shared.db
+        self._lock = self._shared.lock
         self._migrate()
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        """Let go of the process's shared connection (closed with its last user);
+        closing twice is harmless."""
+        shared, self._shared = self._shared, None
+        if shared is not None:
+            _Shared.release(self.path, shared)
 
     def __enter__(self) -> Ledger:
         return self
