@@ -1,7 +1,10 @@
 """``gpudesk watch --on TARGET [--seconds N] [--json-lines]``: live GPU samples in a terminal.
 
 Makes sure the agent is on the machine and running (uploading it when this
-version is not there; its rules.json is left as the app wrote it), then
+version is not there) with the rules the window's Watch gives it
+(``machine_rules.target_rules``: a launched machine's budget, action and role stop
+from the ledger; warnings only on your own machine or an ssh:// address), and says
+on stderr what a launched machine's agent now enforces when that changed. Then
 prints every GPU of every new sample: with ``--json-lines`` one JSON object
 per GPU per sample, ``{"time", "gpu", "name", "util_pct", "mem_used_mib",
 "mem_total_mib", "temp_c", "power_w"}`` (``time`` in unix seconds, a missing
@@ -47,7 +50,7 @@ def table_line(g: dict[str, Any]) -> str:
 
 
 def _cmd_watch(a: argparse.Namespace) -> int:
-    from gpudesk.services.remote import agent_deploy
+    from gpudesk.services.remote import agent_deploy, target_agent
     from gpudesk.services.remote.telemetry import FAILED, TelemetryError, TelemetryStream
 
     lock = threading.Lock()
@@ -73,8 +76,12 @@ def _cmd_watch(a: argparse.Namespace) -> int:
             print(f"gpudesk: {state}: {detail}", file=sys.stderr, flush=True)
 
     with cli_remote.open_target(a) as conn:
-        site = agent_deploy.deploy(conn, None, root=a.remote_root, python=a.python,
-                                   nvidia_smi=a.nvidia_smi)
+        agent = target_agent.deploy(conn, a.target, root=a.remote_root, python=a.python,
+                                    nvidia_smi=a.nvidia_smi)
+        site = agent.site
+        said = agent.line()
+        if said is not None:  # what a launched machine's agent enforces, when that changed
+            print(f"gpudesk: {said}", file=sys.stderr, flush=True)
         if a.verbose:
             print(f"gpudesk: agent {site.version} pid {site.pid} on {site.target}"
                   f"{' (started)' if site.started else ''}", file=sys.stderr, flush=True)

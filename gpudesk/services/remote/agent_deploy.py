@@ -273,6 +273,11 @@ if not os.path.isfile(os.path.join(entry, "__main__.py")):
 os.makedirs(data, exist_ok=True)
 rules = spec.get("rules")
 if rules is not None or not os.path.isfile(rules_path):
+    try:  # what these rules replace, so that the app can say when the guard changed
+        with open(rules_path, "rb") as f:
+            out["rules_before"] = json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError):
+        out["rules_before"] = None
     rules = dict(rules or {})
     rules.setdefault("runs_dir", os.path.join(root, "runs"))
     atomic(rules_path, (json.dumps(rules, indent=1) + "\n").encode())
@@ -518,6 +523,9 @@ class AgentSite:
     last_seq: int = 0  # the newest record on the machine when this call returned
     supervisor: str = "none"  # "systemd": the unit restarts it; "none": nothing does
     supervisor_note: str = ""  # why nothing supervises it
+    # the rules.json this call replaced (None: there was none, it was unreadable, or the
+    # call kept the machine's rules)
+    rules_before: dict[str, Any] | None = None
 
     def follow_command(self, since: int) -> str:
         """What the desktop runs over SSH to backfill after ``since`` and then stream.
@@ -571,7 +579,9 @@ def deploy(conn: SshConnection, rules: AgentRules | None = None, *, root: str = 
                      uploaded=bool(answer.get("uploaded")),
                      last_seq=int(answer.get("last_seq") or 0),
                      supervisor=str(answer.get("supervisor") or "none"),
-                     supervisor_note=str(answer.get("supervisor_note") or ""))
+                     supervisor_note=str(answer.get("supervisor_note") or ""),
+                     rules_before=before if isinstance(before := answer.get("rules_before"),
+                                                       dict) else None)
 
 
 def ensure_running(conn: SshConnection, site: AgentSite) -> AgentSite:

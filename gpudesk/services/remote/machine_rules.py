@@ -8,6 +8,11 @@ someone's own machine: for "own" machines every action is only a warning. On
 Tencent Cloud and Alibaba Cloud a budget or idle "stop" is the desktop's (``budget_action``,
 ``idle_action``): an OS shutdown there keeps charging. With the machine's role (issue 21)
 it is the agent's again: its stop is the cloud's stop-charging StopInstances, not a shutdown.
+
+:func:`target_rules` is the one answer to "which rules does the agent on this TARGET get
+at a connect", for the window's Watch and the CLI's ``watch`` and ``run`` alike, so a
+machine watched only from a terminal carries the same rules.json as one watched from
+the window.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from gpudesk.services.money import spend
 from gpudesk.services.money.budgets import BudgetConfig, machine_budget
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.remote.agent_deploy import AgentRules, BudgetStop, IdleStop
+
+CLOUDS = ("aws", "tencent", "aliyun")
 
 
 def budget_action(provider: str, action: str, role: bool = False) -> str:
@@ -62,7 +69,7 @@ def agent_rules(machine: Machine | None, settings: Settings, ledger: Ledger | No
                 now: float | None = None) -> AgentRules:
     """Rules for ``machine`` (None: a bare ssh:// target, which gets warnings only)."""
     now = time.time() if now is None else now
-    cloud = machine is not None and machine.provider in ("aws", "tencent", "aliyun")
+    cloud = machine is not None and machine.provider in CLOUDS
     # with a role, stop/terminate are the cloud's own call made by the agent (issue 21)
     commands = instance_role.rules_commands(machine) if cloud else {}
     role = role_stops(commands)
@@ -89,3 +96,29 @@ def agent_rules(machine: Machine | None, settings: Settings, ledger: Ledger | No
     spot = machine.provider if cloud and machine is not None and machine.market == "spot" \
         else "none"
     return AgentRules(idle=idle, budget=budget, spot_provider=spot, commands=commands)
+
+
+def target_machine(ledger: Ledger | None, ref: str) -> Machine | None:
+    """The ledger's machine a TARGET names (ledger id, cloud id or name, as the CLI and the
+    window's machine box take them); None for an ``ssh://`` address or a name it lacks."""
+    if ledger is None or not ref or ref.startswith("ssh://"):
+        return None
+    return ledger.find(ref)
+
+
+def target_rules(ledger: Ledger | None, ref: str, settings: Settings,
+                 now: float | None = None) -> tuple[Machine | None, AgentRules]:
+    """(the machine, the rules its agent gets) for a connect to ``ref``.
+
+    A machine gpudesk launched gets its real guard from the ledger (budget, action and the
+    role's cloud stop: :func:`agent_rules`); the user's own machine and a bare ``ssh://``
+    address get warnings only. ``settings`` are the user's Preferences as the window holds
+    them (``load_settings`` in a terminal)."""
+    machine = target_machine(ledger, ref)
+    return machine, agent_rules(machine, settings, ledger, now)
+
+
+def launched(machine: Machine | None) -> bool:
+    """Whether ``machine`` is one gpudesk launched on a cloud (its agent enforces a guard),
+    not the user's own machine or an address."""
+    return machine is not None and machine.provider in CLOUDS

@@ -21,6 +21,10 @@ on the first node; c10d's dynamic rendezvous orders nodes by host name and pid
 instead). The socket interface towards the first node is set for gloo and
 NCCL, and the node list is given to the script as ``GPUDESK_NODES``.
 
+On a machine gpudesk launched, the agent gets the ledger's rules before the run
+starts there (:func:`give_rules`), as the window's Watch gives them: a machine
+launched and run only from a terminal is guarded like one watched in the window.
+
 Everything blocks (paramiko does); the window calls it with ``asyncio.to_thread``.
 """
 
@@ -486,6 +490,18 @@ def _attach_store(conn: SshConnection, record: RunRecord, store: StoreAccess | N
     return run_store.fetch_resume_argv(site, node.run_dir, [])
 
 
+def give_rules(conn: SshConnection, ref: str, root: str, python: str, report: Report) -> None:
+    """Before a run starts on a machine gpudesk launched, its agent gets the rules the
+    window's Watch gives it (``target_agent.before_run``: the ledger's budget, action and
+    role stop, not the first-boot guard's warnings), whichever face started the run; what
+    it now enforces is said when that changed. The user's own machines are left alone."""
+    from gpudesk.services.remote import target_agent
+
+    said = target_agent.before_run(conn, ref, root=root, python=python)
+    if said is not None:
+        report(said)
+
+
 def _sync_and_start(conns: list[SshConnection], record: RunRecord, report: Report, *,
                     resume: bool, pusher: Pusher, store: StoreAccess | None = None) -> None:
     project = Path(record.project)
@@ -499,6 +515,7 @@ def _sync_and_start(conns: list[SshConnection], record: RunRecord, report: Repor
             remote_project = f"{root}/projects/{Path(record.remote_project).name}"
             if i == 0:
                 record.remote_project = remote_project
+            give_rules(conn, node.target, root, record.python, report)
             pushed = pusher(conn, node, [(project, remote_project),
                                          (lib_stage, f"{root}/lib")])[0]
             report(Said("Runs", MSG_SYNCED, sent=pushed.files_sent,

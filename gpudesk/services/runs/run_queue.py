@@ -188,6 +188,7 @@ def add(conn: SshConnection, target: tuple[str, str | None], request: RunRequest
                        created=time.time(), last_state=QUEUED_STATE)
     node = NodeRun(ref, identity, f"{root}/runs/{run_id}", conn.target.host)
     record.nodes.append(node)
+    runs.give_rules(conn, ref, root, request.python, report)  # the agent keeps the queue
     pushed = pusher(conn, node, [(project, remote_project),
                                  (runs.training_lib_folder(), f"{root}/lib")])[0]
     report(Said("Runs", runs.MSG_SYNCED, sent=pushed.files_sent, unchanged=pushed.unchanged,

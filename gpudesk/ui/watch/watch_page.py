@@ -390,7 +390,7 @@ class WatchPage(Retranslating, QWidget):
             title=self.tr("The agent was not stopped"))
 
     def connect_selected(self) -> DashboardPage | None:
-        from gpudesk.services.remote.machine_rules import agent_rules
+        from gpudesk.services.remote.machine_rules import target_rules
 
         ref = self._ref()
         if not ref:
@@ -399,13 +399,13 @@ class WatchPage(Retranslating, QWidget):
         if ref in self.dashboards:
             self.show_machine(ref)
             return self.dashboards[ref]
-        machine = self._machine(ref)
+        # the same rules as ``gpudesk watch`` and a run's start write (one decision)
+        machine, rules = target_rules(self.ledger, ref, self.settings())
         name = (machine.name or machine.id) if machine is not None else ref
         page = DashboardPage(name, ref, self)
         self.dashboards[ref] = page
         self.stack.addWidget(page)
         self.overview.watch(page)
-        rules = agent_rules(machine, self.settings(), self.ledger)
         python = machine.remote_python if machine is not None and machine.remote_python \
             else self.python  # the machine profile's python and folder
         root = machine.remote_root if machine is not None and machine.remote_root \
