@@ -334,7 +334,16 @@ TENCENT: dict[str, list[Rule]] = {
               TENCENT_SDK),
         _len("InstanceName", 1, 128, TENCENT_SDK),
         # https://cloud.tencent.com/document/api/213/15730: InstanceCount 1 to 100
-        _int("InstanceCount", 1, 100, TENCENT_SDK)],
+        _int("InstanceCount", 1, 100, TENCENT_SDK),
+        # UserData "需要以 base64 方式编码，支持的最大数据大小为 16KB": held to 16 KB of the
+        # base64 text sent, as AS is (tencent_as_standin; gpudesk sends base64 of gzip,
+        # gpudesk/services/cloud/providers/user_data.py)
+        _len("UserData", 0, 16 * 1024, TENCENT_SDK,
+             code="InvalidParameterValue.UserDataSizeExceeded",
+             message="UserData is longer than 16 KB."),
+        Rule("UserData", "pattern", TENCENT_SDK, pattern=r"^[A-Za-z0-9+/]*={0,2}$",
+             code="InvalidParameterValue.UserDataFormatError",
+             message="UserData is not base64.")],
     # StoppedMode KEEP_CHARGING|STOP_CHARGING; StopType SOFT|HARD|SOFT_FIRST.
     "StopInstances": [_enum("StoppedMode", ("KEEP_CHARGING", "STOP_CHARGING"), TENCENT_SDK),
                       _enum("StopType", ("SOFT", "HARD", "SOFT_FIRST"), TENCENT_SDK),

@@ -69,7 +69,9 @@ def test_the_user_data_guard_terminates_the_machine_at_its_budget_with_no_deskto
     key = first_boot.new_host_key()
     flag = tmp_path / "power-action"
     data = first_boot.user_data(_rules(flag), key, user=getpass.getuser())
-    assert len(data.encode()) <= first_boot.MAX_USER_DATA  # fits EC2's and CVM's user data
+    for cloud in first_boot.USER_DATA_LIMITS:  # no cloud named: it fits every cloud's
+        size, limit = first_boot.user_data_size(cloud, data)  # (each cloud's own and its
+        assert size <= limit, (cloud, size)  # spare: tests/test_first_boot_size.py)
     config = yaml.safe_load(data)  # what cloud-init reads
     assert data.startswith("#cloud-config\n")
     # the host key: cloud-init's ssh module installs it before sshd starts, nothing else

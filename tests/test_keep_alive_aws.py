@@ -11,7 +11,6 @@ ShouldDecrementDesiredCapacity=False, after which the group starts a replacement
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from datetime import UTC, datetime
@@ -31,6 +30,7 @@ from gpudesk.services.cloud.providers.base import (
     LaunchRequest,
     ProviderError,
 )
+from gpudesk.services.cloud.providers.user_data import decode_base64
 
 R = "us-east-1"
 ME = "203.0.113.7"
@@ -104,7 +104,7 @@ def test_create_makes_a_template_and_a_group_of_one_running_machine(aws: MotoAws
     assert data["MetadataOptions"]["HttpTokens"] == "required"
     assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
     assert data["InstanceInitiatedShutdownBehavior"] == "terminate"
-    assert base64.b64decode(data["UserData"]).decode() == SCRIPT
+    assert decode_base64(data["UserData"]) == SCRIPT
     assert "IamInstanceProfile" not in data
     specs = {spec["ResourceType"]: _tags(spec) for spec in data["TagSpecifications"]}
     for kind in ("instance", "volume"):
@@ -129,7 +129,7 @@ def test_create_makes_a_template_and_a_group_of_one_running_machine(aws: MotoAws
     assert {TAG_MANAGED: "1", TAG_LEDGER: "m-0042"}.items() <= _tags(inst).items()
     user_data = aws.client("ec2").describe_instance_attribute(
         InstanceId=inst["InstanceId"], Attribute="userData")["UserData"]["Value"]
-    assert base64.b64decode(user_data).decode() == SCRIPT
+    assert decode_base64(user_data) == SCRIPT
 
     # What create answered is what the cloud holds.
     assert state.group_id == name and state.region == R and state.desired == 1
@@ -191,7 +191,7 @@ def test_a_reclaimed_member_is_replaced_by_another_machine(aws: MotoAws) -> None
     assert _tags(inst)[TAG_LEDGER] == "m-0042"
     user_data = aws.client("ec2").describe_instance_attribute(
         InstanceId=second.cloud_id, Attribute="userData")["UserData"]["Value"]
-    assert base64.b64decode(user_data).decode() == SCRIPT
+    assert decode_base64(user_data) == SCRIPT
     old = aws.client("ec2").describe_instances(InstanceIds=[first.cloud_id])
     assert old["Reservations"][0]["Instances"][0]["State"]["Name"] == "terminated"
 

@@ -20,7 +20,6 @@ moto's CreateLaunchTemplateVersion needs one fix to launch from a new version
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from test_launch_keep_alive import LAUNCH, _run
 from test_runs import PYTHON
 
 from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud.providers.user_data import decode_base64
 from gpudesk.services.money.ledger import Ledger
 from gpudesk.services.remote import first_boot, targets
 from gpudesk.services.remote.host_key_rotation import (
@@ -74,7 +74,7 @@ def _template_user_data(cloud: MotoAws, name: str, version: str = "$Latest") -> 
     (found,) = ec2.describe_launch_template_versions(
         LaunchTemplateId=template["LaunchTemplateId"], Versions=[version])[
         "LaunchTemplateVersions"]
-    return base64.b64decode(found["LaunchTemplateData"]["UserData"]).decode()
+    return decode_base64(found["LaunchTemplateData"]["UserData"])
 
 
 def _project(tmp_path: Path) -> Path:
@@ -141,7 +141,7 @@ def test_a_run_on_a_kept_alive_machine_arms_its_group_and_the_replacement_is_exp
         if i["InstanceId"] != m.cloud_id]
     value = cloud.client("ec2").describe_instance_attribute(
         InstanceId=second, Attribute="userData")["UserData"]["Value"]
-    assert base64.b64decode(value).decode() == data
+    assert decode_base64(value) == data
     code, _, err = _run(["ls", "--json"])
     assert code == 0, err
     with Ledger() as ledger:

@@ -4,7 +4,6 @@ documented limits, and keeps its members as real machines in the CVM stand-in's 
 
 from __future__ import annotations
 
-import base64
 import math
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
 from gpudesk.services.cloud.providers.tencent import TencentProvider
 from gpudesk.services.cloud.providers.tencent_keep_alive import END_ACTION_NAME, beijing_time
+from gpudesk.services.cloud.providers.user_data import decode_base64
 
 REGION = "ap-guangzhou"
 TYPE = "GN7.2XLARGE32"
@@ -85,7 +85,7 @@ def test_create_makes_a_spot_configuration_a_group_and_a_tagged_member(
 
     (config,) = cloud.configs.values()
     assert config["LaunchConfigurationName"] == group_name(request.ledger_id)
-    assert base64.b64decode(config["UserData"]).decode() == USER_DATA
+    assert decode_base64(config["UserData"]) == USER_DATA
     assert config["InstanceChargeType"] == "SPOTPAID"
     # no max price: the bid is the zone's on-demand price (Tencent never charges above it)
     assert config["InstanceMarketOptions"] == {
@@ -108,7 +108,7 @@ def test_create_makes_a_spot_configuration_a_group_and_a_tagged_member(
     assert machine.market == "spot" and machine.ledger_id == request.ledger_id
     assert machine.tags[base.TAG_MANAGED] == "1"
     assert cloud.role_of(member.cloud_id) == ROLE
-    assert base64.b64decode(cloud.state.instances[member.cloud_id]["_user_data"]).decode() \
+    assert decode_base64(cloud.state.instances[member.cloud_id]["_user_data"]) \
         == USER_DATA
     again = provider.describe_group(REGION, state.group_id)
     assert again is not None and [m.state for m in again.members] == ["IN_SERVICE"]

@@ -10,7 +10,6 @@ stand-ins and moto, with the real SDKs.
 from __future__ import annotations
 
 import asyncio
-import base64
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +29,7 @@ from gpudesk.services.cloud.providers.aliyun import AliyunProvider
 from gpudesk.services.cloud.providers.aws import image_login_user
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.cloud.providers.tencent import TencentProvider
+from gpudesk.services.cloud.providers.user_data import decode_base64
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.remote import first_boot
@@ -40,7 +40,7 @@ ADDRESS = "203.0.113.7/32"
 
 def _script_user(user_data_b64: str) -> str:
     """The user the first-boot script in the user data installs the guard for."""
-    config = yaml.safe_load(base64.b64decode(user_data_b64).decode())
+    config = yaml.safe_load(decode_base64(user_data_b64))
     text = config["write_files"][0]["content"]
     line = next(ln for ln in text.splitlines() if ln.startswith('U="${GPUDESK_BOOT_USER:-'))
     return line[len('U="${GPUDESK_BOOT_USER:-'):-len('}"')]

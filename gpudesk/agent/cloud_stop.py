@@ -358,7 +358,8 @@ def expand(argv: Sequence[str], python: str = "") -> List[str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n")[0])
+    # the first-boot bundle carries this file without docstrings: no description there
+    p = argparse.ArgumentParser(prog=COMMAND, description=(__doc__ or "").split("\n")[0])
     p.add_argument("--provider", choices=PROVIDERS, required=True)
     p.add_argument("--action", choices=ACTIONS, default=os.environ.get("GPUDESK_ACTION"))
     p.add_argument("--role", required=True)

@@ -42,15 +42,12 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .clock import SYSTEM_CLOCK, Clock
+
+# gpudesk-cloud-stop → cloud_stop.py run by this python (the first-boot bundle carries it)
+from .cloud_stop import expand as expand_command
 from .events import Event, EventLog
 from .rules import BudgetRule, Rules, boot_id
 from .runs import ActiveRun, active_runs
-
-try:
-    from .cloud_stop import expand as expand_command
-except ImportError:  # the first-boot bundle (12 KB of user data) has no cloud_stop; its
-    def expand_command(argv: Sequence[str], python: str = "") -> List[str]:  # rules never
-        return list(argv)  # name it: the role's commands come with the full agent
 from .smi import GpuSample
 
 log = logging.getLogger("gpudesk.agent")
@@ -68,10 +65,13 @@ def all_idle(gpus: Sequence[GpuSample], below_pct: float) -> bool:
     return bool(gpus) and all(g.util is not None and g.util < below_pct for g in gpus)
 
 
+UPTIME_FILE = "/proc/uptime"
+
+
 def since_boot() -> float:
     """Seconds since this boot (``/proc/uptime``); 0 when unknown."""
     try:
-        with open("/proc/uptime", encoding="ascii") as f:
+        with open(UPTIME_FILE, encoding="ascii") as f:
             return float(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         return 0.0

@@ -9,7 +9,9 @@ reads it on first boot) that
    no trust on first use;
 2. runs a shell script (``runcmd``) that installs the first-boot guard
    (``gpudesk/agent/boot.py`` with the agent's rules, guard, events, clock and
-   runs modules), its ``rules.json`` (price per hour, spend at launch, budget
+   runs modules, and ``cloud_stop.py`` cut to the machine's cloud: the rules'
+   ``gpudesk-cloud-stop``, the role's stop-that-ends-the-compute-bill, runs from
+   the first second), its ``rules.json`` (price per hour, spend at launch, budget
    and action, idle rule) and the machine's one systemd unit
    (``agent_deploy.unit_template``: ``Restart=always``) that runs
    ``<root>/agent/current`` (here the boot guard) on every boot and again
@@ -30,8 +32,10 @@ service, downloads ``boot/agent.tar.gz`` with a SigV4-signed GET, checks it
 against the SHA-256 carried here, and unpacks it; the full agent it holds is
 the unit's code from the first boot on (guard, uploads, spot watcher), and
 ``python3 -m gpudesk.agent.replacement`` then resumes the run from the bucket.
-Inline, the boot guard alone is 9 KB of the user data; the bootstrap is under
-2 KB, so a group's user data fits every cloud's limit (:data:`USER_DATA_LIMITS`).
+Inline, the boot guard is some 9 KB of lzma (12 KB once base64); the bootstrap is
+under 2 KB. Sent gzip on AWS and Tencent Cloud (``providers/user_data.py``), either
+fits every cloud's limit as that cloud counts it (:data:`USER_DATA_LIMITS`) with
+2 KB to spare (tests/test_first_boot_size.py).
 
 Tests run the same script with the service manager, the folders and the power
 action replaced (``GPUDESK_BOOT_*`` variables, the rules' commands); nothing
@@ -42,16 +46,21 @@ from __future__ import annotations
 
 import ast
 import base64
+import builtins
 import hashlib
 import importlib.resources
+import itertools
 import json
+import keyword
 import lzma
-from collections.abc import Callable
+import string
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import paramiko
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.cloud.providers import user_data as sent_user_data
 from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.ledger import Ledger, Machine
@@ -64,8 +73,6 @@ from gpudesk.services.remote.host_key_rotation import (
 )
 from gpudesk.services.remote.host_key_rotation import host_key_entry as host_key_entry
 
-# EC2 takes 16 KB of user data before base64, CVM 16 KB after it: stay under both.
-MAX_USER_DATA = 12 * 1024
 # Each cloud's documented limit, for the launch templates of keep-alive groups too:
 # (bytes, counted on the "raw" text or on its "base64"):
 # - AWS: EC2 RunInstances and RequestLaunchTemplateData UserData, "limited to 16 KB" of
@@ -74,12 +81,13 @@ MAX_USER_DATA = 12 * 1024
 #   base64-encoded text "不大于16KB" (API reference, RunInstances / CreateLaunchConfiguration);
 # - Alibaba Cloud: ECS RunInstances and ESS CreateScalingConfiguration UserData, raw data
 #   "最多为 32 KB" before base64 (API reference, RunInstances / CreateScalingConfiguration).
+# What is counted is what is sent: gzip on AWS and Tencent Cloud (``providers.user_data``).
 USER_DATA_LIMITS: dict[str, tuple[int, str]] = {
     "aws": (16 * 1024, "raw"), "tencent": (16 * 1024, "base64"),
     "aliyun": (32 * 1024, "raw")}
 KEEP_ALIVE_AGENT = "boot/agent.tar.gz"  # in the run's folder, runs/<id>/
 BOOT_MODULES = ("__init__.py", "clock.py", "events.py", "rules.py", "runs.py", "guard.py",
-                "boot.py")
+                "boot.py", "cloud_stop.py")
 MSG_TOO_BIG = QT_TRANSLATE_NOOP(
     "Agent", "The first-boot script is {size} bytes; clouds take at most {limit}.")
 
@@ -142,6 +150,13 @@ class _Shrink(ast.NodeTransformer):
         self._where.pop()
         return node
 
+    def visit_Call(self, node: ast.Call) -> ast.Call:  # noqa: N802 - argparse's words out
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "add_argument", "ArgumentParser"):
+            node.keywords = [k for k in node.keywords if k.arg not in ("help", "description")]
+        return node
+
     def visit_Expr(self, node: ast.Expr) -> ast.AST:  # noqa: N802 - log.x(...) out
         call = node.value
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
@@ -150,7 +165,7 @@ class _Shrink(ast.NodeTransformer):
         return node
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:  # noqa: N802
-        if node.value is not None and (self._where or ["module"])[-1] == "def":
+        if node.value is not None and (self._where or ["module"])[-1] != "class":
             return ast.copy_location(ast.Assign([node.target], node.value), node)
         return node  # a dataclass field stays
 
@@ -204,31 +219,52 @@ sys.exit(main())
 '''
 
 
-def _unused_out(trees: list[ast.Module], others: list[ast.Module]) -> None:
-    """Drop what no module of the bundle uses at run time: top-level functions and classes
-    (the full agent's spot and run-signalling helpers, the test clock), names imported only
-    for annotations, and ``__all__``: user data is small."""
+def _unused_out(trees: dict[str, ast.Module], others: list[ast.Module]) -> None:
+    """Drop what no module of the bundle uses at run time: top-level functions, classes
+    and constants (the full agent's spot and run-signalling helpers, the test clock, the
+    other clouds' signing), imports their module no longer reads (those only for
+    annotations), and ``__all__``: user data is small. ``trees``: file name -> module; a
+    name another module imports from one (``from .m import f as g``) is used there."""
     while True:
-        used: set[str] = set()
-        for tree in [*trees, *others]:
+        used: set[str] = set()  # any mention: a def or class is dropped when unmentioned
+        loaded: set[str] = set()  # read somewhere: a constant is dropped when never read
+        mine: dict[int, set[str]] = {}  # read in that module, or imported from it
+        for tree in [*trees.values(), *others]:
+            mine.setdefault(id(tree), set())
+        for tree in [*trees.values(), *others]:
             for node in ast.walk(tree):
                 if isinstance(node, ast.Name):
                     used.add(node.id)
+                    if not isinstance(node.ctx, ast.Store):
+                        loaded.add(node.id)
+                        mine[id(tree)].add(node.id)
                 elif isinstance(node, ast.Attribute):
                     used.add(node.attr)
+                    loaded.add(node.attr)
+                elif isinstance(node, ast.ImportFrom) and node.level:
+                    imported = {a.name for a in node.names}
+                    used.update(imported)
+                    loaded.update(imported)
+                    source = trees.get(f"{node.module or '__init__'}.py")
+                    if source is not None:
+                        mine[id(source)].update(imported)
+                elif isinstance(node, ast.Global | ast.Nonlocal):
+                    loaded.update(node.names)
         dropped = False
-        for tree in trees:
+        for tree in trees.values():
             keep: list[ast.stmt] = []
             for n in tree.body:
-                if isinstance(n, ast.ImportFrom) and n.module != "__future__":
-                    names = [a for a in n.names if (a.asname or a.name) in used]
+                if isinstance(n, ast.Import | ast.ImportFrom) and \
+                        getattr(n, "module", "") != "__future__":
+                    names = [a for a in n.names if _bound(a) in mine[id(tree)]]
                     dropped |= len(names) != len(n.names)
                     n.names = names
                     if not names:
                         continue
                 elif isinstance(n, ast.FunctionDef | ast.ClassDef) and n.name not in used or \
                         isinstance(n, ast.Assign) and any(
-                            isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets):
+                            isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets) \
+                        or _unread_constant(n, loaded):
                     dropped = True
                     continue
                 keep.append(n)
@@ -237,19 +273,88 @@ def _unused_out(trees: list[ast.Module], others: list[ast.Module]) -> None:
             return
 
 
-def boot_bundle() -> bytes:
+def _bound(alias: ast.alias) -> str:
+    """The name an import binds: ``import a.b`` binds ``a``."""
+    return alias.asname or alias.name.split(".")[0]
+
+
+def _unread_constant(node: ast.stmt, loaded: set[str]) -> bool:
+    """A top-level ``NAME = value`` (not a dunder) whose name nothing reads."""
+    return isinstance(node, ast.Assign) and all(
+        isinstance(t, ast.Name) and t.id not in loaded and not t.id.startswith("__")
+        for t in node.targets)
+
+
+# Each cloud's call in cloud_stop.py (its ``_CALLS`` entry): a machine's bundle keeps its
+# own cloud's, and ``_unused_out`` then drops the others' signing and constants.
+_CLOUD_CALLS = {"aws": "_aws", "tencent": "_tencent", "aliyun": "_aliyun"}
+
+
+class _OneCloud(ast.NodeTransformer):
+    """cloud_stop.py for one cloud: the other clouds' calls out, and every dict keyed by
+    cloud (``{"aws": ..., "tencent": ..., "aliyun": ...}``) down to this cloud's entry."""
+
+    def __init__(self, cloud: str) -> None:
+        self.cloud = cloud
+        self.others = {name for c, name in _CLOUD_CALLS.items() if c != cloud}
+
+    def visit_Module(self, node: ast.Module) -> ast.Module:  # noqa: N802 - ast API
+        node.body = [n for n in node.body
+                     if not (isinstance(n, ast.FunctionDef) and n.name in self.others)]
+        self.generic_visit(node)
+        return node
+
+    def visit_Assign(self, node: ast.Assign) -> ast.Assign:  # noqa: N802 - PROVIDERS
+        if [t.id for t in node.targets if isinstance(t, ast.Name)] == ["PROVIDERS"]:
+            node.value = ast.Tuple([ast.Constant(self.cloud)], ast.Load())
+        self.generic_visit(node)
+        return node
+
+    def visit_If(self, node: ast.If) -> ast.AST | list[ast.stmt]:  # noqa: N802
+        """``if provider == "aws":`` (or ``self.provider``) decided: this cloud's branch."""
+        self.generic_visit(node)
+        test = node.test
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
+                isinstance(test.ops[0], ast.Eq | ast.NotEq) and \
+                (isinstance(test.left, ast.Name) and test.left.id == "provider" or
+                 isinstance(test.left, ast.Attribute) and test.left.attr == "provider") and \
+                isinstance(test.comparators[0], ast.Constant) and \
+                test.comparators[0].value in _CLOUD_CALLS:
+            holds = (test.comparators[0].value == self.cloud) == isinstance(test.ops[0], ast.Eq)
+            return (node.body if holds else node.orelse) or ast.copy_location(ast.Pass(), node)
+        return node
+
+    def visit_Dict(self, node: ast.Dict) -> ast.Dict:  # noqa: N802
+        self.generic_visit(node)
+        keys = [k.value if isinstance(k, ast.Constant) else None for k in node.keys]
+        if len(keys) > 1 and all(k in _CLOUD_CALLS for k in keys):
+            pairs = [(k, v) for k, v in zip(node.keys, node.values, strict=True)
+                     if isinstance(k, ast.Constant) and k.value == self.cloud]
+            node.keys = [k for k, _ in pairs]
+            node.values = [v for _, v in pairs]
+        return node
+
+
+def boot_bundle(cloud: str = "") -> bytes:
     """The first-boot guard's files (a package folder ``agent/``), deterministic: lzma of
     ``\\0name\\0text`` for each file. No tar: its headers cost some 400 bytes of user data,
-    and python3, which the guard needs anyway, unpacks this in one line (the script)."""
+    and python3, which the guard needs anyway, unpacks this in one line (the script).
+
+    ``cloud_stop.py`` rides along so that the guard can run the role's stop
+    (``gpudesk-cloud-stop``: ``guard.expand_command`` makes it this file, run by the
+    guard's own python): for ``cloud`` alone, or for every cloud when ``cloud`` is none
+    of them."""
     from gpudesk.agent.metrics import DEFAULT_KEEP, DEFAULT_MAX_BYTES
 
     files: dict[str, str] = {}
     package = importlib.resources.files("gpudesk.agent")
     trees = {name: _Shrink().visit(ast.parse(package.joinpath(name).read_text(encoding="utf-8")))
              for name in BOOT_MODULES}
-    _unused_out(list(trees.values()), [ast.parse(_SMI_STUB), ast.parse(_MAIN)])
+    if cloud in _CLOUD_CALLS:
+        trees["cloud_stop.py"] = _OneCloud(cloud).visit(trees["cloud_stop.py"])
+    _unused_out(trees, [ast.parse(_SMI_STUB), ast.parse(_MAIN)])
     for name, tree in trees.items():
-        files[name] = ast.unparse(tree) + "\n"
+        files[name] = _one_space(ast.unparse(_short_locals(_passes_out(tree)))) + "\n"
     files["smi.py"] = _SMI_STUB
     files["metrics.py"] = (f"DEFAULT_MAX_BYTES = {DEFAULT_MAX_BYTES}\n"
                            f"DEFAULT_KEEP = {DEFAULT_KEEP}\n")
@@ -257,6 +362,77 @@ def boot_bundle() -> bytes:
     files[UNIT + ".in"] = unit_template()  # the unit, filled in on the machine
     packed = "".join(f"\0{name}\0{files[name]}" for name in sorted(files))
     return _pack(packed.encode())
+
+
+def _passes_out(tree: ast.Module) -> ast.Module:
+    """What the shrinking left behind: ``pass`` in a block with other statements, and the
+    statements after a ``return`` or ``raise`` (a decided ``if`` of :class:`_OneCloud`)."""
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if not isinstance(block, list) or not block:
+                continue
+            end = next((i for i, n in enumerate(block) if isinstance(n, ast.Return | ast.Raise)),
+                       len(block))
+            block = block[:end + 1]
+            setattr(node, name, [n for n in block if not isinstance(n, ast.Pass)] or block[:1])
+    return tree
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _short_locals(tree: ast.Module) -> ast.Module:
+    """Each function's local variables (not its parameters, which callers may name) as one
+    or two letters no name in the module uses: fewer bytes to compress. A function with a
+    scope inside it (a def, lambda or class: closures) keeps its names; a comprehension's
+    own variables keep theirs."""
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | \
+        {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)} | set(dir(builtins)) | \
+        set(keyword.kwlist) | set(keyword.softkwlist)
+    for fn in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
+        if any(isinstance(n, _SCOPES) for n in ast.walk(fn) if n is not fn):
+            continue
+        fixed = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Global | ast.Nonlocal):
+                fixed.update(n.names)
+        local = set(_stored(fn.body)) - fixed
+        short = (name for name in itertools.chain(
+            string.ascii_letters, (a + b for a in string.ascii_letters
+                                   for b in string.ascii_letters + string.digits))
+            if name not in taken)
+        rename = {name: next(short) for name in sorted(local) if len(name) > 1}
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Name) and n.id in rename:
+                n.id = rename[n.id]
+            elif isinstance(n, ast.ExceptHandler) and n.name in rename:
+                n.name = rename[n.name]
+    return tree
+
+
+def _stored(nodes: list[ast.stmt]) -> Iterator[str]:
+    """The names these statements bind in their function's scope (not a comprehension's)."""
+    todo: list[ast.AST] = list(nodes)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            yield node.id
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            yield node.name
+        if isinstance(node, _COMPREHENSIONS):
+            # only a := inside binds in the function; the comprehension's own targets do not
+            todo.extend(n.target for n in ast.walk(node) if isinstance(n, ast.NamedExpr))
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _one_space(code: str) -> str:
+    """``ast.unparse``'s four-space indents as one space (it writes every string on one
+    line, so every line's leading spaces are indentation): fewer bytes to compress."""
+    return "\n".join(" " * ((len(line) - len(stripped)) // 4) + stripped
+                     for line in code.split("\n") for stripped in [line.lstrip(" ")])
 
 
 # The legacy .lzma container (13 bytes of header, no index or footer: some 40 bytes less than
@@ -436,14 +612,15 @@ setsid $A env PYTHONPATH="$ROOT/agent/boot" "$PY" -m gpudesk.agent.replacement \
 
 
 def script(rules: AgentRules, *, user: str = "ubuntu", root: str = "gpudesk",
-           keep_alive: KeepAlive | None = None) -> str:
+           keep_alive: KeepAlive | None = None, cloud: str = "") -> str:
     """The first-boot script: the guard, its rules and its unit (run as root, once); with
-    ``keep_alive`` the guard is the full agent from the bucket and the run resumes."""
+    ``keep_alive`` the guard is the full agent from the bucket and the run resumes. The
+    guard carries ``cloud``'s stop (:func:`boot_bundle`)."""
     rules.validate()
     data = rules.to_json()
     data.setdefault("runs_dir", "@RUNS@")  # <home>/<root>/runs: the script knows the home
     if keep_alive is None:
-        unpack = _UNPACK.format(bundle=base64.b64encode(boot_bundle()).decode("ascii"))
+        unpack = _UNPACK.format(bundle=base64.b64encode(boot_bundle(cloud)).decode("ascii"))
         after = ""
     else:
         unpack = _FETCH_STEP.format(
@@ -459,10 +636,12 @@ SCRIPT_PATH = "/var/lib/gpudesk/first-boot.sh"
 
 
 def user_data_size(cloud: str, text: str) -> tuple[int, int]:
-    """(size as ``cloud`` counts it, its limit): :data:`USER_DATA_LIMITS`."""
+    """(size as ``cloud`` counts it, its limit): the bytes sent (``user_data.encode``: gzip
+    on AWS and Tencent Cloud), or their base64 where the cloud counts that
+    (:data:`USER_DATA_LIMITS`)."""
     limit, counted = USER_DATA_LIMITS[cloud]
-    raw = text.encode()
-    return (len(base64.b64encode(raw)) if counted == "base64" else len(raw)), limit
+    sent = sent_user_data.encode(cloud, text)
+    return (len(base64.b64encode(sent)) if counted == "base64" else len(sent)), limit
 
 
 def user_data(rules: AgentRules, host_key: HostKey, *, user: str = "ubuntu",
@@ -470,14 +649,16 @@ def user_data(rules: AgentRules, host_key: HostKey, *, user: str = "ubuntu",
               cloud: str = "") -> str:
     """The user data: cloud-config whose ``ssh_keys`` installs the desktop's host key before
     sshd first starts (cloud-init's ssh module; every other host key deleted, none
-    generated), and whose ``runcmd`` runs :func:`script`. Under the clouds' size limit:
-    ``cloud``'s own (a keep-alive machine's, by its bucket's cloud), else under all."""
+    generated), and whose ``runcmd`` runs :func:`script` (with ``cloud``'s stop). Under
+    the clouds' size limit as each counts what it is sent (``user_data_size``):
+    ``cloud``'s own (a keep-alive machine's, by its bucket's cloud), else every cloud's."""
 
     def block(text: str, indent: int) -> str:
         pad = " " * indent
         return "".join(pad + line + "\n" if line else "\n"
                        for line in text.rstrip("\n").split("\n"))
 
+    cloud = cloud or (keep_alive.cloud if keep_alive is not None else "")
     text = ("#cloud-config\n"
             "ssh_deletekeys: true\n"
             "ssh_genkeytypes: []\n"
@@ -488,16 +669,14 @@ def user_data(rules: AgentRules, host_key: HostKey, *, user: str = "ubuntu",
             f"  - path: {SCRIPT_PATH}\n"
             "    permissions: '0700'\n"
             "    content: |\n"
-            + block(script(rules, user=user, root=root, keep_alive=keep_alive), 6)
+            + block(script(rules, user=user, root=root, keep_alive=keep_alive,
+                           cloud=cloud), 6)
             + "runcmd:\n"
             f"  - [bash, {SCRIPT_PATH}]\n")
-    cloud = cloud or (keep_alive.cloud if keep_alive is not None else "")
-    if cloud in USER_DATA_LIMITS:
-        size, limit = user_data_size(cloud, text)
-    else:
-        size, limit = len(text.encode()), MAX_USER_DATA
-    if size > limit:
-        raise FirstBootError(MSG_TOO_BIG, size=size, limit=limit)
+    for each in [cloud] if cloud in USER_DATA_LIMITS else list(USER_DATA_LIMITS):
+        size, limit = user_data_size(each, text)
+        if size > limit:
+            raise FirstBootError(MSG_TOO_BIG, size=size, limit=limit)
     return text
 
 
@@ -535,7 +714,8 @@ class FirstBoot:
 
         key = new_host_key()
         text = user_data(agent_rules(machine, self.settings(), self.ledger), key,
-                         user=machine.ssh_user or "ubuntu", keep_alive=self.keep_alive)
+                         user=machine.ssh_user or "ubuntu", keep_alive=self.keep_alive,
+                         cloud=machine.provider)
         credentials.save_private_key(host_key_entry(machine.id), key.private_pem)
         PinStore().pin(host_alias(machine), _paramiko_key(key.public_line))
         return text, key.fingerprint

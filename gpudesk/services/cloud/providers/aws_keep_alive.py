@@ -36,6 +36,7 @@ from gpudesk.services.cloud.keep_alive import (
     group_name,
 )
 from gpudesk.services.cloud.providers import base
+from gpudesk.services.cloud.providers import user_data as sent_user_data
 from gpudesk.services.cloud.providers.aws_errors import MSG_DISK_BELOW_IMAGE, CallContext
 
 _T = TypeVar("_T")
@@ -235,8 +236,9 @@ class AwsKeepAlive:
             data["KeyName"] = request.key_name
         if role_name:
             data["IamInstanceProfile"] = {"Name": role_name}
-        if request.user_data:  # a template's UserData is sent base64 (boto3 does not encode it)
-            data["UserData"] = base64.b64encode(request.user_data.encode()).decode()
+        if request.user_data:  # a template's UserData is sent base64 (boto3 does not encode
+            # it), of the gzip EC2 counts (providers/user_data.py)
+            data["UserData"] = sent_user_data.encode_base64("aws", request.user_data)
         if request.market == "spot":
             spot: dict[str, Any] = {"SpotInstanceType": "one-time",
                                     "InstanceInterruptionBehavior": "terminate"}
@@ -287,7 +289,7 @@ class AwsKeepAlive:
         (the latest one with only UserData changed), made the template's default, and the
         group held to ``$Latest`` (an ASG pinned to a number would keep the old data). Read
         back from the version the group launches from; returns its number."""
-        raw = user_data.encode()
+        raw = sent_user_data.encode("aws", user_data)  # gzip: what EC2 counts
         if len(raw) > USER_DATA_MAX:
             raise base.ProviderError("invalid", MSG_USER_DATA_TOO_BIG, size=len(raw),
                                      limit=USER_DATA_MAX, provider="AWS")

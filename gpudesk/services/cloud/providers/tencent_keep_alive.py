@@ -31,7 +31,6 @@ launch configuration. Every step reads back; nothing here trusts what it only as
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import math
 import re
@@ -50,6 +49,7 @@ from gpudesk.services.cloud.keep_alive import (
 )
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers import tencent_parse as tp
+from gpudesk.services.cloud.providers import user_data as sent_user_data
 from gpudesk.services.cloud.providers.sdk_provider import Refused
 from gpudesk.services.cloud.providers.tencent_errors import PROVIDER_LABEL, CallContext
 
@@ -239,7 +239,7 @@ class TencentKeepAlive:
                      and request.cloud_timer_at < now + SCHEDULE_MIN_AHEAD_S):
             raise base.ProviderError("invalid", MSG_BUDGET_SPENT, name=name,
                                      provider=PROVIDER_LABEL)
-        user_data = base64.b64encode(request.user_data.encode()).decode()
+        user_data = sent_user_data.encode_base64("tencent", request.user_data)  # of the gzip
         if len(user_data) > USER_DATA_MAX:
             raise base.ProviderError("invalid", MSG_USER_DATA_TOO_LONG, size=len(user_data),
                                      limit=USER_DATA_MAX, provider=PROVIDER_LABEL)
@@ -373,7 +373,7 @@ class TencentKeepAlive:
         instances are not changed; new ones are made from the modified configuration"),
         then read back. Returns the configuration's id."""
         self._check_region(region)
-        encoded = base64.b64encode(user_data.encode()).decode()
+        encoded = sent_user_data.encode_base64("tencent", user_data)  # of the gzip
         if len(encoded) > USER_DATA_MAX:
             raise base.ProviderError("invalid", MSG_USER_DATA_TOO_LONG, size=len(encoded),
                                      limit=USER_DATA_MAX, provider=PROVIDER_LABEL)
