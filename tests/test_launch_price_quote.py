@@ -226,3 +226,61 @@ def test_the_cli_says_why_before_anything_is_made(
     assert "RunInstances" not in tencent.calls and tencent.state.instances == {}
     with Ledger() as ledger:
         assert ledger.machines() == []
+
+
+# ------------------------------------------------------------- a spot price not believed
+
+def _moto_spot_launch(aws: MotoAws, **kw: Any) -> tuple[Ledger, Any]:
+    credentials.save_credentials(aws.credentials)
+    aws.publish_dlami("us-east-1")
+    values: dict[str, Any] = {
+        "provider": "aws", "instance_type": "g5.xlarge", "region": "us-east-1",
+        "zone": "us-east-1a", "market": "spot", "allow_from": "203.0.113.7/32",
+        "price_per_hour": 0.0, "wait_ssh": False, "budget": 2.0, "on_budget": "stop"}
+    ledger = Ledger()
+    m = asyncio.run(Launcher(ledger, poll_s=0.01).launch(LaunchPlan(**{**values, **kw}))).machine
+    return ledger, m
+
+
+@pytest.mark.parametrize("handed", [0.0, 0.00001])  # asked at launch; the refreshed catalog's
+def test_motos_spot_price_of_2006_is_not_counted_and_the_budget_still_crosses(
+        aws: MotoAws, memory_keyring: Any, price_list: dict[str, bytes], handed: float) -> None:
+    """moto answers $0.00001 dated 2006 for every spot type. Counted, the spend would be
+    ¥0.01 a day and the $2 budget would never cross: the launch counts the on-demand
+    price (the most a spot machine bills) and says why, and the 15-minute refresh does not
+    bring the placeholder back."""
+    from gpudesk.services.cloud.spot_prices import record_spot_prices
+    from gpudesk.services.money import spend
+
+    ledger, m = _moto_spot_launch(aws, price_per_hour=handed)
+    try:
+        assert m.market == "spot" and m.price_per_hour == 1.006  # the bundled list price
+        quote = guard.launch_quote(ledger, m)
+        assert quote is not None and quote.price == 1.006
+        assert "DescribeSpotPriceHistory's 1e-05 USD/h dated 2006-01-02" in quote.source
+        assert "the most a spot machine bills" in quote.source
+        launched = m.launched_at
+        assert launched is not None
+        report = record_spot_prices(ledger, lambda _n: aws.provider(), RATE,
+                                    now=launched + 2 * HOUR)
+        assert report.recorded == 0 and m.id in report.doubted
+        m = ledger.get(m.id)
+        assert m is not None and m.price_per_hour == 1.006
+        # 1.006 $/h: under the $2 budget after 1.9 h, over it after 2 h
+        under = spend.machine_spend(ledger, m, launched + 1.9 * HOUR).compute
+        over = spend.machine_spend(ledger, m, launched + 2.0 * HOUR).compute
+        assert under < 2.0 <= over
+        assert over == pytest.approx(2.012, abs=0.01)
+    finally:
+        ledger.close()
+
+
+def test_a_refused_spot_price_counts_the_users_maximum_price_where_it_is_lower(
+        aws: MotoAws, memory_keyring: Any, price_list: dict[str, bytes]) -> None:
+    ledger, m = _moto_spot_launch(aws, max_price=0.4)
+    try:
+        assert m.price_per_hour == 0.4
+        quote = guard.launch_quote(ledger, m)
+        assert quote is not None and quote.source.startswith("your maximum price, the most")
+    finally:
+        ledger.close()

@@ -106,12 +106,15 @@ def test_ec2_spot_price_on_moto_and_only_spot_machines_that_bill(aws: MotoAws) -
                            instance_type="g5.xlarge", state="running"))
         ended = _spot(ledger, zone=zone + "x")
         ledger.update(ended.id, state="terminated", ended_at=START + 10)
-        report = record_spot_prices(ledger, lambda _n: provider, 7.2, now=time.time())
-        assert (report.machines, report.recorded) == (1, 1)
-        prices = ledger.prices(machine.id)
-        # moto answers 0.00001 USD/h since 2006: in force from the launch on
-        assert [(p.since, p.price) for p in prices] == [(START - 30, 0.5), (START, 0.00001)]
-        assert record_spot_prices(ledger, lambda _n: provider, 7.2).recorded == 0
+        report = record_spot_prices(ledger, lambda _n: provider, 7.2, now=START + 3600)
+        # moto answers 0.00001 USD/h since 2006: older than EC2's 90 days of history and
+        # under 5 % of g5.xlarge's $1.006 on-demand, so it is not the price in force
+        assert (report.machines, report.recorded, report.errors) == (1, 0, {})
+        assert "older than the 90 days" in report.doubted[machine.id]
+        # the launch's 0.5 stays the price
+        assert [(p.since, p.price) for p in ledger.prices(machine.id)] == [(START - 30, 0.5)]
+        cost = spend.cost(spend.history(ledger, ledger.get(machine.id)), START + 3600)
+        assert cost.compute == pytest.approx(0.5)
 
 
 def test_cvm_spot_price_now_in_usd_and_errors_are_kept_per_machine(
@@ -152,10 +155,12 @@ def test_the_window_records_spot_prices_in_the_background(qtbot, loop,  # type: 
                         providers=lambda _n: provider)
     try:
         assert window.spot_timer.isActive() and window.spot_timer.interval() == 15 * 60 * 1000
-        window.refresh_spot_prices()
-        qtbot.waitUntil(lambda: len(ledger.prices(machine.id)) == 2, timeout=10000)
-        assert ledger.prices(machine.id)[-1].price == 0.00001
-        qtbot.waitUntil(lambda: not window.spot_runner.busy, timeout=5000)
+        with qtbot.waitSignal(window.spot_runner.finished, timeout=10000) as asked:
+            window.refresh_spot_prices()
+        assert asked.args == [True]
+        # moto's $0.00001 of 2006 is not believed: the launch's 0.5 stays the price
+        assert [p.price for p in ledger.prices(machine.id)] == [0.5]
+        assert ledger.get(machine.id).price_per_hour == 0.5  # type: ignore[union-attr]
         assert window.spot_runner.last_box is None  # never a dialog
     finally:
         from PySide6.QtCore import QCoreApplication, QEvent

@@ -35,6 +35,7 @@ from gpudesk.services.cloud.providers.base import (
     ProviderError,
 )
 from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.spend import machine_spend
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -84,6 +85,7 @@ STEP_RECLAIMED = "reclaimed"  # ledger: the current member ended while the group
 STEP_GROUP_ENDED = "group-ended"
 STEP_AT_ZERO = "group-at-zero"  # ledger: found at size 0 with no machine: deleted
 STEP_NO_CAPACITY = "no-capacity"  # ledger: no member for the wait after a reclaim: ended
+STEP_BUDGET_SPENT = "group-budget-spent"  # ledger: a new budget already spent: ended now
 WAIT_S_DEFAULT = 3600.0  # Preferences keep_alive_wait_min
 
 
@@ -260,6 +262,42 @@ def end(ledger: Ledger, m: Machine, groups: KeepAliveGroups) -> Machine:
                       step=STEP_GROUP_ENDED, detail=f"{m.group_id} deleted")
     _ended(ledger, m, groups)
     return m
+
+
+def move_end(ledger: Ledger, m: Machine, groups: KeepAliveGroups, budget: float,
+             now: float) -> Machine:
+    """Blocking: a group row's budget changed, so its scheduled end (size 0) moves to when
+    the budget left runs out: (budget - spent) ÷ (price + disk) from ``now``, in the cloud's
+    currency from the launch's quote, as the launch set it (``with_end``). Lowered or
+    raised, the cloud's cap is the new budget's. The end is read back from the group and the
+    ledger records only what the cloud holds; a budget already spent ends the group now
+    (no cloud takes a past time, and an end left later would bill past the budget)."""
+    spent = machine_spend(ledger, m, now).total
+    currency = m.currency or "USD"
+    quote = guards.launch_quote(ledger, m)
+    if quote is not None and quote.price > 0:
+        disk = guards.disk_per_hour(m.provider, m.region, m.disk_gb, quote.currency,
+                                    quote.cny_per_usd)
+        at = end_time(quote.convert(budget, currency), quote.convert(spent, currency),
+                      quote.price + disk, now)
+    else:
+        disk = guards.disk_per_hour(m.provider, m.region, m.disk_gb, currency)
+        at = end_time(budget, spent, m.price_per_hour + disk if m.price_per_hour > 0 else 0.0,
+                      now)
+    if at is None:
+        raise ProviderError("invalid", MSG_NEEDS_BUDGET)
+    if at < now + SCHEDULE_MIN_AHEAD_S:
+        ledger.log(m.id, STEP_BUDGET_SPENT, f"{budget:.2f} {currency}, {spent:.2f} spent")
+        return end(ledger, m, groups)
+    ledger.log(m.id, "group-end-move", f"{m.group_id} end {guards.iso_utc(at)}")
+    groups.schedule_end(m.region, m.group_id, at)
+    state = groups.describe_group(m.region, m.group_id)
+    if state is None:
+        return follow(ledger, m, None, [], groups=groups, now=now)
+    return ledger.update(m.id, cloud_timer_at=state.end_at,
+                         enforced_by=guards.with_timer(m.enforced_by, state.end_at),
+                         step=STEP_GROUP,
+                         detail=f"{state.group_id} end {guards.iso_utc(state.end_at) or 'none'}")
 
 
 def wait_deadline(timeout_s: float) -> float:

@@ -13,7 +13,10 @@ says where each of its prices came from (the price list file and its date).
 
 Every answer is kept in a small cache (``live-prices.json``) so the next run
 shows it as ``cached <date>`` instead of falling back to the bundle; a spot
-price is only ever such a quote, never a fraction of on-demand.
+price is only ever such a quote, never a fraction of on-demand. A spot quote
+under 5 % of the on-demand price (moto's $0.00001) is not believed
+(:mod:`spot_sanity`): the offer gets no spot price and its source says why, so a
+launch counts the on-demand price, the most spot bills, instead.
 """
 
 from __future__ import annotations
@@ -21,11 +24,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field, replace
-from datetime import date
+from datetime import UTC, date, datetime, time
 from pathlib import Path
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import aws_price_list
+from gpudesk.services.cloud import aws_price_list, spot_sanity
 from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
 from gpudesk.services.cloud.catalog import Catalog, Offer
 from gpudesk.services.cloud.credentials import CLOUD_PROVIDERS, CredentialError, load_credentials
@@ -90,8 +93,13 @@ def merge_live(catalog: Catalog, live: list[LiveOffer], cny_per_usd: float,
             return q.price_per_hour / cny_per_usd if q.currency == "CNY" else q.price_per_hour
 
         ondemand = [q for q in usable if q.market == "on-demand"]
-        spot = [q for q in usable if q.market == "spot"]
         price = min(usd(q) for q in ondemand) if ondemand else offer.ondemand_price
+        quoted = [q for q in usable if q.market == "spot"]
+        now = datetime.combine(today, time(), UTC).timestamp()
+        doubts = {id(q): spot_sanity.doubt(q.provider, usd(q), now, price, now)
+                  for q in quoted}
+        spot = [q for q in quoted if not doubts[id(q)]]
+        doubted = next((d for d in doubts.values() if d), "") if not spot else ""
         spot_price = min(usd(q) for q in spot) if spot else None
         new = replace(
             offer,
@@ -99,7 +107,7 @@ def merge_live(catalog: Catalog, live: list[LiveOffer], cny_per_usd: float,
             spot_price=round(spot_price, 6) if spot_price is not None else None,
             price_source=_source(offer, ondemand, spot, today,
                                  (sources or {}).get((offer.provider, offer.region), ""),
-                                 (offer.provider, offer.region) in asked),
+                                 (offer.provider, offer.region) in asked, doubted),
             price_date=today, price_kind="live" if ondemand else offer.price_kind)
         updated += new != offer
         offers.append(new)
@@ -107,7 +115,7 @@ def merge_live(catalog: Catalog, live: list[LiveOffer], cny_per_usd: float,
 
 
 def _source(offer: Offer, ondemand: list[LiveOffer], spot: list[LiveOffer], today: date,
-            origin: str, spot_asked: bool) -> str:
+            origin: str, spot_asked: bool, doubted: str = "") -> str:
     """Where each of the offer's prices came from, in words."""
     def where(quotes: list[LiveOffer]) -> str:
         zones = sorted({q.zone for q in quotes if q.zone})
@@ -119,6 +127,8 @@ def _source(offer: Offer, ondemand: list[LiveOffer], spot: list[LiveOffer], toda
                      f"{today.isoformat()} ({where(ondemand)})")
     if spot:
         parts.append(f"spot: live from {offer.provider} on {today.isoformat()} ({where(spot)})")
+    elif doubted:
+        parts.append(f"spot: none believed, {offer.provider}'s {doubted}")
     elif spot_asked:
         parts.append(f"spot: none, {offer.provider} quoted no spot price here")
     else:

@@ -105,11 +105,11 @@ async def act(ledger: Ledger, ref: str, action: str,
     if action == "terminate":
         await asyncio.to_thread(_cleanup_quietly, provider, machine.region, ledger, machine.id)
     if machine.provider in TIMER_CLOUDS:
-        updated = await asyncio.to_thread(_timer_follows, ledger, updated, action, provider)
+        updated = await asyncio.to_thread(timer_follows, ledger, updated, action, provider)
     return updated
 
 
-def _timer_follows(ledger: Ledger, m: Machine, action: str, provider: object) -> Machine:
+def timer_follows(ledger: Ledger, m: Machine, action: str, provider: object) -> Machine:
     """Blocking: the cloud's timer follows the machine. A stop that ends the compute bill
     (STOP_CHARGING / StopCharging) removes it: the machine is not spending its budget, and
     a timer left would terminate it (with its disk and data) for money it never spent. A

@@ -15,16 +15,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import keep_alive_launch
+from gpudesk.services.cloud import forget, guard, keep_alive_launch
 from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring, title
 from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.cloud.cleanup import CleanupReport
 from gpudesk.services.cloud.cleanup import run as cleanup_run
 from gpudesk.services.cloud.credentials import CLOUD_PROVIDERS, CredentialError, load_credentials
+from gpudesk.services.cloud.machines import TIMER_CLOUDS, timer_follows
 from gpudesk.services.cloud.providers.base import (
+    STATE_PENDING,
+    STATE_RUNNING,
+    STATE_STOPPED,
+    STATE_STOPPING,
     TAG_LEDGER,
     CloudInstance,
     Provider,
@@ -45,6 +50,13 @@ from gpudesk.services.money.ledger import (
 
 log = logging.getLogger(__name__)
 
+NO_PRICE_STEP = "no-price"  # the ledger event: the cloud gave an adopted machine no price
+# said in red wherever such a machine's price would be (Instances, ``gpudesk show``)
+MSG_NO_PRICE = QT_TRANSLATE_NOOP("Guard", "no price: no budget can be counted")
+MSG_NO_PRICE_WHY = QT_TRANSLATE_NOOP(
+    "Guard", "gpudesk found this machine in the cloud and has no price for it: the catalog "
+    "has none and the cloud gave none when asked ({why}). Its spend counts as 0, so no "
+    "budget of it can ever cross: terminate it, or watch its bill in the cloud's console.")
 MSG_KEYRING_LOCKED = QT_TRANSLATE_NOOP(
     "ProviderError", "{account}: not checked, the keyring did not give its keys ({why}). "
     "Machines there may be billing unseen; unlock the keyring and check again.")
@@ -73,6 +85,13 @@ class ReconcileReport:
     reclaimed: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
     gave_up: list[str] = field(default_factory=list)
+    # rows whose cloud timer followed a stop or start made outside gpudesk (ledger ids)
+    timers: list[str] = field(default_factory=list)
+    # adopted ledger ids the cloud gave no price for (id -> why): no budget can be counted
+    no_price: dict[str, str] = field(default_factory=dict)
+    # adopted ledger ids that were removed from the list before (forget.forget): back with
+    # the budget and guard they had, since they still exist in their cloud
+    restored: list[str] = field(default_factory=list)
 
     def account(self, name: str) -> str:
         """The account a warning is about: "AWS account 1234… (key AKIA…1234)"."""
@@ -222,9 +241,14 @@ def _merge(ledger: Ledger, name: ProviderName, inst: CloudInstance,
     if known is None:
         ledger_id = inst.ledger_id if inst.ledger_id and ledger.get(inst.ledger_id) is None \
             else new_ledger_id()
+        # a row removed from the list (forget.forget) comes back with its guard
+        kept = forget.kept_row(ledger, ledger_id) if ledger_id == inst.ledger_id else None
+        if kept is not None and kept.provider != name:
+            kept = None
         gpu, gpus = gpus_for(name, inst.instance_type)
-        user, unknown = adopted_login_user(provider, inst)
-        ledger.add(Machine(
+        user, unknown = (kept.ssh_user, "") if kept is not None and kept.ssh_user \
+            else adopted_login_user(provider, inst)
+        machine = Machine(
             id=ledger_id, provider=name, region=inst.region, zone=inst.zone,
             instance_type=inst.instance_type, gpu=gpu, gpus=gpus, market=inst.market,
             cloud_id=inst.cloud_id,
@@ -232,11 +256,28 @@ def _merge(ledger: Ledger, name: ProviderName, inst: CloudInstance,
             price_per_hour=_catalog_price(name, inst), launched_at=inst.launched_at,
             # running, or stopped but still charged: billed since the launch (as far as
             # gpudesk can know)
-            running_since=inst.launched_at if bills_compute(name, inst.state,
-                                                            inst.stopped_mode) else None,
-            stopped_mode=inst.stopped_mode, ssh_user=user,
-        ), step="adopted", detail=f"found {inst.cloud_id} tagged {TAG_LEDGER}={inst.ledger_id}")
+            running_since=(inst.state_since or inst.launched_at)
+            if bills_compute(name, inst.state, inst.stopped_mode) else None,
+            stopped_mode=inst.stopped_mode, ssh_user=user)
+        detail = f"found {inst.cloud_id} tagged {TAG_LEDGER}={inst.ledger_id}"
+        if kept is not None:
+            machine = forget.restored(kept, inst, machine)
+            detail += "; removed from the list before: its budget and guard are kept"
+        quote, no_price = None, ""
+        if machine.price_per_hour <= 0:  # none bundled: the cloud's own quote, as a launch
+            quote, no_price = _cloud_price(provider, name, inst)
+            if quote is not None:
+                machine = replace(machine, price_per_hour=quote.usd, currency="USD")
+        ledger.add(machine, step="adopted", detail=detail)
+        if quote is not None:
+            guard.record_quote(ledger, ledger_id, quote)
+        elif no_price:
+            ledger.log(ledger_id, NO_PRICE_STEP, no_price)
+            report.no_price[ledger_id] = no_price
         ledger.log(ledger_id, "login-user", user or f"unknown: {unknown}")
+        if kept is not None:
+            _timer_read_back(ledger, ledger_id, provider)
+            report.restored.append(ledger_id)
         if unknown:
             report.login_unknown[ledger_id] = unknown
         report.adopted.append(ledger_id)
@@ -254,12 +295,100 @@ def _merge(ledger: Ledger, name: ProviderName, inst: CloudInstance,
     if inst.zone and inst.zone != known.zone:
         changes["zone"] = inst.zone
     if changes:
-        # a state change is dated by the cloud (EC2's StateTransitionReason / LaunchTime):
-        # a machine reclaimed while gpudesk was closed stopped billing then, not now
-        when = inst.state_since if "state" in changes else None
-        ledger.update(known.id, step="reconcile", changed_at=when,
-                      detail=", ".join(f"{k}={v}" for k, v in changes.items()), **changes)
+        # a state change is dated by the cloud (EC2's StateTransitionReason / LaunchTime,
+        # ECS's StartTime, CVM's CreatedTime for a machine running since its creation): a
+        # machine reclaimed while gpudesk was closed stopped billing then, not now
+        when = _after_last_stretch(ledger, known.id,
+                                   inst.state_since if "state" in changes else None)
+        updated = ledger.update(known.id, step="reconcile", changed_at=when,
+                                detail=", ".join(f"{k}={v}" for k, v in changes.items()),
+                                **changes)
         report.updated.append(known.id)
+        if "state" in changes and name in TIMER_CLOUDS:
+            _console_timer(ledger, known, updated, provider, report)
+
+
+_STOPPED = (STATE_STOPPING, STATE_STOPPED)
+_RUNNING = (STATE_PENDING, STATE_RUNNING)
+
+
+def _console_timer(ledger: Ledger, before: Machine, after: Machine, provider: object,
+                   report: ReconcileReport) -> None:
+    """A stop or start made outside gpudesk (the cloud's console, its CLI): the cloud timer
+    follows it as it follows gpudesk's own (``machines.timer_follows``): a stop that ends the
+    compute bill removes the CVM ActionTimer / ECS AutoReleaseTime (the machine spends no
+    budget while stopped, and the timer would delete it and its disk for money it never
+    spent); a start sets it again from the budget left. Read back either way."""
+    if before.state in _RUNNING and after.state in _STOPPED:
+        action = "stop"
+    elif before.state in _STOPPED and after.state in _RUNNING:
+        action = "start"
+    else:
+        return
+    ledger.log(after.id, f"console-{action}", f"{before.state} -> {after.state}, seen by "
+               "reconcile")
+    held = (after.cloud_timer_at, after.enforced_by)
+    followed = timer_follows(ledger, after, action, provider)
+    if (followed.cloud_timer_at, followed.enforced_by) != held:
+        report.timers.append(after.id)
+
+
+def _after_last_stretch(ledger: Ledger, ledger_id: str, when: float | None) -> float | None:
+    """The cloud's moment, never inside a stretch already counted (ECS's StartTime is to the
+    minute: a start seconds after a stop gpudesk saw would otherwise bill twice)."""
+    if when is None:
+        return None
+    ends = [i.end for i in ledger.intervals(ledger_id) if i.end is not None]
+    return max(when, max(ends)) if ends else when
+
+
+def _cloud_price(provider: object, name: ProviderName, inst: CloudInstance
+                 ) -> tuple[guard.Quote | None, str]:
+    """The price of an adopted machine the catalog has none for, asked of its cloud as a
+    launch asks it (``launcher.cloud_quote``: CVM's InquiryPriceRunInstances, ECS's
+    DescribePrice or spot history, EC2's spot history, the AWS price list as already here:
+    a reconcile in the background fetches no region's whole file); (None, why) when it
+    gives none."""
+    from gpudesk.services.cloud.launcher import LaunchPlan, cloud_quote  # noqa: PLC0415
+    from gpudesk.services.core.settings import load_settings  # noqa: PLC0415
+
+    if provider is None or not inst.instance_type:
+        return None, "no cloud to ask"
+    rate = load_settings().cny_per_usd
+    plan = LaunchPlan(provider=name, instance_type=inst.instance_type, region=inst.region,
+                      zone=inst.zone, market="spot" if inst.market == "spot" else "on-demand",
+                      image_id=inst.image_id, cny_per_usd=rate if rate > 0 else 7.2)
+    try:
+        return cloud_quote(provider, plan, inst.region, inst.zone,  # type: ignore[arg-type]
+                           download=False), ""
+    except ProviderError as error:
+        why = error.detail or error.message()
+    except Exception as error:  # noqa: BLE001 - a quote is a refinement; said, never fatal
+        why = type(error).__name__
+    return None, f"{title(name)}, {inst.instance_type} in {inst.zone or inst.region}: {why}"
+
+
+def no_price_why(ledger: Ledger, m: Machine) -> str | None:
+    """Why a cloud machine has no price (the cloud's words when gpudesk asked), "" when
+    nobody said; None when it has a price or bills nothing any more."""
+    if m.provider == "own" or m.price_per_hour > 0 or m.ended:
+        return None
+    for event in reversed(ledger.events(m.id)):
+        if event.step == NO_PRICE_STEP:
+            return event.detail
+    return ""
+
+
+def _timer_read_back(ledger: Ledger, ledger_id: str, provider: object) -> None:
+    """The ledger's cloud timer of a row found again: only what the cloud holds now."""
+    m = ledger.get(ledger_id)
+    if m is None or m.provider not in TIMER_CLOUDS:
+        return
+    answered, held = guard.read_timer(provider, m.region, m.cloud_id)
+    if answered:
+        ledger.update(m.id, cloud_timer_at=held, enforced_by=guard.with_timer(m.enforced_by,
+                                                                             held),
+                      step="timer", detail=guard.iso_utc(held) or "none")
 
 
 def _catalog_price(name: str, inst: CloudInstance) -> float:

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import guard
+from gpudesk.services.cloud import guard, keep_alive_launch
 from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
 from gpudesk.services.cloud.catalog import provider_title
 from gpudesk.services.cloud.machines import resolve
@@ -77,6 +77,14 @@ MSG_CLOUD_UNREAD = QT_TRANSLATE_NOOP(
     "Guard", "{cloud} could not be asked what it holds now: {why}")
 MSG_CLOUD_FAILED = QT_TRANSLATE_NOOP(
     "Guard", "The cloud's cap did not change and stays as it was: {why}")
+MSG_GROUP_END = QT_TRANSLATE_NOOP(
+    "Guard", "{cloud} says: the group {group} goes to 0 machines at {time} UTC (its own "
+    "scheduled action).")
+MSG_GROUP_NO_END = QT_TRANSLATE_NOOP(
+    "Guard", "{cloud} says: the group {group} holds no scheduled end.")
+MSG_GROUP_ENDED = QT_TRANSLATE_NOOP(
+    "Guard", "The new budget is already spent: the group {group} was ended, so it starts no "
+    "machine and bills nothing more.")
 
 Says = tuple[str, dict[str, object]]
 
@@ -197,6 +205,30 @@ def cloud_reads(provider: object, m: Machine) -> list[Says]:
     return []
 
 
+def _move_group_end(ledger: Ledger, m: Machine, providers: ProviderFactory, budget: float,
+                    action: str, now: float) -> tuple[guard.Guard | None, str, list[Says]]:
+    """A kept-alive machine's cap is its group's scheduled end, not a timer on the member
+    (the group would replace a member that ended): the end moves to the new budget's
+    moment and is read back from the group (``keep_alive_launch.move_end``)."""
+    cloud = provider_title(m.provider)
+    try:
+        provider = providers(m.provider)  # type: ignore[arg-type]
+        groups = keep_alive_launch.groups_of(provider, m.provider)
+        row = keep_alive_launch.move_end(ledger, m, groups, budget, now)
+    except (ProviderError, TemplatedError) as exc:
+        why = exc.message()
+        return None, why, [(MSG_CLOUD_FAILED, {"why": why})]
+    if not row.group_live:
+        return None, "", [(MSG_GROUP_ENDED, {"group": m.group_id})]
+    held = row.cloud_timer_at
+    applied = guard.Guard(budget, action, tuple(x for x in row.enforced_by.split(",") if x),
+                          held)
+    if held is None:
+        return applied, "", [(MSG_GROUP_NO_END, {"cloud": cloud, "group": m.group_id})]
+    return applied, "", [(MSG_GROUP_END, {"cloud": cloud, "group": m.group_id,
+                                          "time": _iso(held)})]
+
+
 def change_budget(ledger: Ledger, machine_id: str, amount: float, action: str | None = None,
                   *, currency: str | None = None, settings: Settings | None = None,
                   providers: ProviderFactory = provider_from_keyring,
@@ -213,7 +245,7 @@ def change_budget(ledger: Ledger, machine_id: str, amount: float, action: str | 
     name = m.name or m.id
     if m.provider == "own":
         raise ProviderError("invalid", MSG_OWN, name=name)
-    if m.ended:
+    if m.ended and not m.group_live:  # a group between members still bills: it has one
         raise ProviderError("invalid", MSG_ENDED, name=name, state=m.state)
     chosen = _action_for(m, action, settings)
     budget = _in_ledger_currency(m, float(amount), currency, settings.cny_per_usd)
@@ -227,7 +259,9 @@ def change_budget(ledger: Ledger, machine_id: str, amount: float, action: str | 
     applied: guard.Guard | None = None
     cloud_error = ""
     reads: list[Says] = []
-    if m.cloud_id and m.provider in guard_push.CLOUDS:
+    if m.group_live and m.provider in guard_push.CLOUDS:
+        applied, cloud_error, reads = _move_group_end(ledger, m, providers, budget, chosen, now)
+    elif m.cloud_id and m.provider in guard_push.CLOUDS:
         provider: object = None
         try:
             provider = providers(m.provider)  # type: ignore[arg-type]

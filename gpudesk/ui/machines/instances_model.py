@@ -9,6 +9,7 @@ from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QBrush, QColor
 
 from gpudesk.services.cloud import accounts, guard
+from gpudesk.services.cloud.reconcile import MSG_NO_PRICE, MSG_NO_PRICE_WHY
 from gpudesk.services.money import spend
 from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.widgets.models import Index, NamedColumnsModel
@@ -70,14 +71,18 @@ class InstancesModel(NamedColumnsModel):
         self.histories: dict[str, spend.History] = {}  # read with the rows, priced each tick
         # why a machine has no role to stop itself (instance_role.why_not), read with the rows
         self.role_whys: dict[str, str | None] = {}
+        # why a cloud machine has no price (reconcile.no_price_why), read with the rows
+        self.price_whys: dict[str, str] = {}
         self.money = money or DISPLAY
         self.now = time.time
 
     def set_machines(self, machines: list[Machine],
                      histories: dict[str, spend.History] | None = None,
-                     role_whys: dict[str, str | None] | None = None) -> None:
+                     role_whys: dict[str, str | None] | None = None,
+                     price_whys: dict[str, str] | None = None) -> None:
         self.histories = dict(histories or {})
         self.role_whys = dict(role_whys or {})
+        self.price_whys = dict(price_whys or {})
         if [m.id for m in machines] == [m.id for m in self.machines]:
             self.machines = list(machines)  # same rows: repaint in place, keep the selection
             self.refresh_all()
@@ -110,6 +115,11 @@ class InstancesModel(NamedColumnsModel):
             return self.display(m, column)
         if role == Qt.ItemDataRole.ForegroundRole and column == "state" and m.billing:
             return QBrush(QColor("#c0392b" if m.state == "running" else "#d68910"))
+        if role == Qt.ItemDataRole.ForegroundRole and column == "price" and self.unpriced(m):
+            return QBrush(QColor("#c0392b"))  # no budget of it can be counted: said in red
+        if role == Qt.ItemDataRole.ToolTipRole and column == "price" and self.unpriced(m):
+            return translate("Guard", MSG_NO_PRICE_WHY).format(
+                why=self.price_whys.get(m.id) or translate("InstancesModel", "not asked"))
         if role == Qt.ItemDataRole.ToolTipRole and column == "state" and m.error:
             return m.error
         if role == Qt.ItemDataRole.ToolTipRole and column in ("spend", "budget") \
@@ -145,6 +155,8 @@ class InstancesModel(NamedColumnsModel):
         if column == "uptime":
             return duration_text(m.uptime_s(self.now())) if m.running_since else ""
         if column == "price":
+            if self.unpriced(m):
+                return translate("Guard", MSG_NO_PRICE)
             return self.money(m.price_per_hour, 3) if not own and m.price_per_hour else ""
         if column == "spend":
             return self.money(self.spent(m)) if not own else ""
@@ -155,6 +167,12 @@ class InstancesModel(NamedColumnsModel):
                 return ""  # an ended machine's address is someone else's now
             return m.public_ip + (f":{m.ssh_port}" if m.ssh_port != 22 else "")
         return ""
+
+    @staticmethod
+    def unpriced(m: Machine) -> bool:
+        """A cloud machine that may still bill with no price: its spend and budget count 0."""
+        return m.provider != "own" and m.price_per_hour <= 0 and not m.ended \
+            and bool(m.cloud_id)
 
     def guard_tooltip(self, m: Machine) -> str:
         """Who enforces the machine's budget, and, where it got no role to stop itself, what

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from gpudesk.services.cloud import accounts, instance_role
 from gpudesk.services.cloud.accounts import ProviderFactory
 from gpudesk.services.cloud.allow_me import AllowResult, allow_me_if_moved
+from gpudesk.services.cloud.forget import forget
 from gpudesk.services.cloud.machines import act, settle, stop_warning
 from gpudesk.services.cloud.providers.base import ProviderError
 from gpudesk.services.cloud.reconcile import (
@@ -37,6 +38,7 @@ from gpudesk.services.cloud.reconcile import (
     MSG_KEYS_MISSING,
     MSG_NO_ANSWER,
     ReconcileReport,
+    no_price_why,
     reconcile,
 )
 from gpudesk.services.core.machine_states import STOPPED_STILL_BILLING
@@ -202,7 +204,9 @@ class InstancesPage(Retranslating, QWidget):
         if not self.show_ended.isChecked():  # a kept-alive group between machines still bills
             machines = [m for m in machines if not m.ended or m.group_live]
         self.model.set_machines(machines, {m.id: spend.history(self.ledger, m) for m in machines},
-                                {m.id: instance_role.why_not(self.ledger, m) for m in machines})
+                                {m.id: instance_role.why_not(self.ledger, m) for m in machines},
+                                {m.id: why for m in machines
+                                 if (why := no_price_why(self.ledger, m))})
         if selected is not None:
             for row, m in enumerate(self.model.machines):
                 if m.id == selected.id:
@@ -324,20 +328,31 @@ class InstancesPage(Retranslating, QWidget):
     def _reconciled(self, report: ReconcileReport) -> None:
         self.last_report = report
         parts = []
-        if report.adopted:
+        strangers = [i for i in report.adopted if i not in report.restored]
+        if strangers:
             parts.append(self.tr("Found {n} machine(s) the ledger did not know.").format(
-                n=len(report.adopted)))
+                n=len(strangers)))
+        if report.restored:
+            parts.append(self.tr("{n} machine(s) removed from the list still exist in their "
+                                 "cloud: they are back, with the budget they had.").format(
+                n=len(report.restored)))
         if report.gone:
             parts.append(self.tr("{n} machine(s) no longer exist.").format(n=len(report.gone)))
+        if report.no_price:
+            parts.append(self.tr("{n} machine(s) found have no price: no budget can be counted "
+                                 "for them (see Price/h).").format(n=len(report.no_price)))
+        if report.timers:
+            parts.append(self.tr("{n} machine(s) were stopped or started outside gpudesk: "
+                                 "their cloud timer followed.").format(n=len(report.timers)))
         parts += self._group_news(report)
         for name, error in report.errors.items():
             why = error_text(error)[0]
             parts.append(why if error.template in NAMES_ITS_ACCOUNT else self.tr(
                 "{provider} not checked: {why}").format(provider=report.account(name), why=why))
         # a cloud left unchecked is a warning that stays visible, never "Up to date"
-        self.status.setStyleSheet("color: #922b21; font-weight: bold;" if report.errors
-                                  else "")
-        self.status.setProperty("warning", bool(report.errors))
+        warn = bool(report.errors or report.no_price)
+        self.status.setStyleSheet("color: #922b21; font-weight: bold;" if warn else "")
+        self.status.setProperty("warning", warn)
         if not parts and not self.ledger.accounts():
             parts.append(self.tr("No cloud account to check: add your keys on the Accounts "
                                  "page."))
@@ -399,7 +414,7 @@ class InstancesPage(Retranslating, QWidget):
         self.ssh_button.setEnabled(m is not None and bool(m.public_ip))
         self.allow_me_button.setEnabled(cloud and m is not None and bool(m.security_group))
         self.remove_button.setEnabled(m is not None and not m.billing)
-        budget = m is not None and m.provider != "own" and not m.ended
+        budget = m is not None and m.provider != "own" and (not m.ended or m.group_live)
         self.budget_button.setEnabled(budget)
         self.budget_action.setEnabled(budget)
 
@@ -562,7 +577,7 @@ class InstancesPage(Retranslating, QWidget):
     def change_budget(self) -> BudgetDialog | None:
         """Open the budget dialog for the selected machine (one at a time)."""
         m = self.selected()
-        if m is None or m.provider == "own" or m.ended:
+        if m is None or m.provider == "own" or (m.ended and not m.group_live):
             return None
         if self.budget_dialog is not None:
             self.budget_dialog.close()
@@ -582,8 +597,35 @@ class InstancesPage(Retranslating, QWidget):
             self.status.setText(self.tr("{name}: budget now {budget}.").format(
                 name=m.name or m.id, budget=self.model.budget_text(m)))
 
-    def forget_selected(self) -> None:
+    def forget_selected(self) -> QMessageBox | None:
+        """Ask, then remove the selected row. A cloud machine that has not ended still
+        exists there and bills its disk; Check clouds finds it again with its budget
+        (``services.cloud.forget`` keeps its guard)."""
         m = self.selected()
-        if m is not None and not m.billing:
-            self.ledger.remove(m.id)
+        if m is None or m.billing:
+            return None
+        name = m.name or m.id
+        if m.provider == "own":
+            text = self.tr("Remove {name} from the list? gpudesk forgets how to reach it; the "
+                           "machine itself is not touched.").format(name=name)
+        elif m.ended or not m.cloud_id:
+            text = self.tr("Remove {name} from the list? It has ended ({state}); its row and "
+                           "its spend leave this list.").format(name=name,
+                                                                state=state_text(m.state))
+        else:
+            text = self.tr("Remove {name} from the list? This does not delete it: {cloud_id} "
+                           "still exists in {cloud} ({state}) and its disk bills until you "
+                           "terminate it. The next Check clouds finds it again, with its "
+                           "budget ({budget}). To end its bill, use Terminate instead.").format(
+                name=name, cloud_id=m.cloud_id, cloud=accounts.title(m.provider),
+                state=state_text(m.state), budget=self.model.budget_text(m))
+
+        def remove() -> None:
+            forget(self.ledger, m.id)
             self.reload()
+            self.status.setText(self.tr("{name} was removed from the list.").format(name=name))
+
+        return confirm(self, QMessageBox.Icon.Question, self.tr("Remove from list"), text,
+                       "confirmForget",
+                       (self.tr("Remove"), QMessageBox.ButtonRole.AcceptRole,
+                        "confirmForgetYes"), remove)

@@ -104,15 +104,25 @@ def public_ip_of(raw: dict[str, Any]) -> str:
     return str((raw.get("EipAddress") or {}).get("IpAddress") or "")
 
 
+def state_since(raw: dict[str, Any], state: str) -> float | None:
+    """When ECS says the state began, where it says: a running machine's ``StartTime`` (its
+    last start, to the minute: rounded down, so a running stretch is never counted short).
+    ECS gives no time for a stop; None there (gpudesk dates it when it sees it)."""
+    if state != base.STATE_RUNNING:
+        return None
+    return parse_time(raw.get("StartTime"))
+
+
 def parse_instance(raw: dict[str, Any], region: str) -> base.CloudInstance:
     spot = str(raw.get("SpotStrategy") or SPOT_NONE) != SPOT_NONE
+    state = state_of(str(raw.get("Status", "")), locks_of(raw))
     return base.CloudInstance(
         provider="aliyun",
         cloud_id=str(raw.get("InstanceId", "")),
         region=region,
         zone=str(raw.get("ZoneId", "")),
         instance_type=str(raw.get("InstanceType", "")),
-        state=state_of(str(raw.get("Status", "")), locks_of(raw)),
+        state=state,
         market="spot" if spot else "on-demand",
         public_ip=public_ip_of(raw),
         launched_at=parse_time(raw.get("CreationTime")),
@@ -120,6 +130,7 @@ def parse_instance(raw: dict[str, Any], region: str) -> base.CloudInstance:
         reason=recycling_reason(raw),
         stopped_mode=str(raw.get("StoppedMode") or ""),  # KeepCharging bills when stopped
         image_id=str(raw.get("ImageId") or ""),
+        state_since=state_since(raw, state),
     )
 
 

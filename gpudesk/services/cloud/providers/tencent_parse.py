@@ -64,15 +64,26 @@ def tag_list(tags: dict[str, str]) -> list[dict[str, str]]:
     return [{"Key": k, "Value": v} for k, v in tags.items()]
 
 
+def state_since(raw: dict[str, Any], state: str) -> float | None:
+    """When CVM says the state began, where it says. DescribeInstances dates only the
+    creation (``CreatedTime``) and names the latest operation without its time, so: a
+    machine running since its RunInstances runs since ``CreatedTime``; after any later stop
+    or start CVM gives no time (None: gpudesk dates it when it sees it)."""
+    if state == base.STATE_RUNNING and raw.get("LatestOperation") == "RunInstances":
+        return parse_time(raw.get("CreatedTime"))
+    return None
+
+
 def parse_instance(raw: dict[str, Any], region: str) -> base.CloudInstance:
     public = raw.get("PublicIpAddresses") or []
+    state = state_of(str(raw.get("InstanceState", "")))
     return base.CloudInstance(
         provider="tencent",
         cloud_id=str(raw.get("InstanceId", "")),
         region=region,
         zone=str((raw.get("Placement") or {}).get("Zone", "")),
         instance_type=str(raw.get("InstanceType", "")),
-        state=state_of(str(raw.get("InstanceState", ""))),
+        state=state,
         market="spot" if raw.get("InstanceChargeType") == CHARGE_SPOT else "on-demand",
         public_ip=str(public[0]) if public else "",
         launched_at=parse_time(raw.get("CreatedTime")),
@@ -80,6 +91,7 @@ def parse_instance(raw: dict[str, Any], region: str) -> base.CloudInstance:
         reason=failure_of(raw),
         stopped_mode=str(raw.get("StopChargingMode") or ""),
         image_id=str(raw.get("ImageId") or ""),
+        state_since=state_since(raw, state),
     )
 
 
