@@ -31,7 +31,9 @@ RAM (2015-05-01, issue 21, told by its version header): roles and custom policie
 their attachments, account-wide; CreateRole and CreatePolicy check their documents, and ECS
 AttachInstanceRamRole attaches a role only if it exists and trusts ``ecs.aliyuncs.com``,
 to machines of the region (``role_of`` says which role a machine has). ``ram_denied``
-answers every RAM call NoPermission and AttachInstanceRamRole Forbidden.RAM.
+answers every RAM call NoPermission and AttachInstanceRamRole Forbidden.RAM (and
+``pass_role_denied`` a RunInstances naming ``RamRoleName``). RunInstances takes the role
+too (``RamRoleName``, checked as AttachInstanceRamRole checks it).
 
 STS (2015-04-01, issue 22, told by its version header): ``GetCallerIdentity`` says whose
 keys sign (``root_keys`` are the account's own, every other key a RAM user's), and
@@ -275,6 +277,9 @@ class AliyunStandin(StandinServer):
             # every RAM call answered NoPermission, and AttachInstanceRamRole (passing a
             # role) Forbidden.RAM, as for a key without those permissions
             self.ram_denied = False
+            # a key that may make roles but not pass one (ram:PassRole): RunInstances naming
+            # RamRoleName answered Forbidden.RAM (as with ram_denied)
+            self.pass_role_denied = False
             self.root_keys: set[str] = set()  # the account's own keys (the others: RAM users)
             self.assumed: list[dict[str, Any]] = []  # what AssumeRole gave
             self._caller = ""  # the key id the request being answered is signed with
@@ -342,6 +347,16 @@ class AliyunStandin(StandinServer):
     def _bill_sync(self) -> None:
         if self.bill is not None:
             self.bill.sync(self.billing_view())
+
+    def add_role(self, name: str, service: str = ECS_PRINCIPAL) -> None:
+        """Test control: a RAM role trusted by ``service`` (made before a RunInstances that
+        names it, as gpudesk makes its own: ECS refuses a role it does not know)."""
+        with self._lock:
+            if name not in self.state.roles:
+                self._CreateRole("", {"RoleName": name, "AssumeRolePolicyDocument": json.dumps(
+                    {"Version": "1", "Statement": [{"Action": "sts:AssumeRole",
+                                                    "Effect": "Allow",
+                                                    "Principal": {"Service": [service]}}]})})
 
     def add_vpc(self, region: str, name: str = "", tags: dict[str, str] | None = None,
                 cidr: str = "192.168.0.0/16") -> str:
@@ -445,7 +460,10 @@ class AliyunStandin(StandinServer):
                    now=_real_time() + self.clock_offset)
 
     def _maybe_fail(self, action: str, region: str, q: dict[str, str]) -> None:
-        if action in self.denied or (self.ram_denied and action == "AttachInstanceRamRole"):
+        passes_role = action == "AttachInstanceRamRole" or (
+            action == "RunInstances" and bool(q.get("RamRoleName")))
+        if action in self.denied or (
+                (self.ram_denied or self.pass_role_denied) and passes_role):
             raise ApiError("Forbidden.RAM", "User not authorized to operate on the specified "
                            "resource, or this API doesn't support RAM.")
         if self.ram_denied and action in RAM_ACTIONS:
@@ -820,6 +838,15 @@ class AliyunStandin(StandinServer):
             raise ApiError("InvalidSpotPriceLimit.LowerThanPublicPrice",
                            "The specified parameter spotPriceLimit can't be lower than current "
                            "public price.")
+        role_name = q.get("RamRoleName", "")
+        if role_name:  # RunInstances RamRoleName: checked as AttachInstanceRamRole checks it
+            role = self.state.roles.get(role_name)
+            if role is None:
+                raise ApiError("InvalidRamRole.NotFound", "The specified RAMRoleName does not "
+                               "exist.")
+            if ECS_PRINCIPAL not in role["_services"]:
+                raise ApiError("InvalidRamRole.NotEcsRole", "The specified ram role is not "
+                               "authorized for ecs, please check your role policy.")
         release = q.get("AutoReleaseTime", "")
         if release:
             at = _parse_iso(release)
@@ -844,6 +871,8 @@ class AliyunStandin(StandinServer):
             "OperationLocks": {"LockReason": []},
             "Tags": _tags_view({t["Key"]: t.get("Value", "") for t in _objects(q, "Tag")}),
             "_seen": 0, "_disk_gb": int(q.get("SystemDisk.Size") or 40)}
+        if role_name:
+            self.state.instances[iid]["_ram_role"] = role_name
         if q.get("ClientToken"):
             self.state.tokens[token] = [iid]
         return {"InstanceIdSets": {"InstanceIdSet": [iid]}, "TradePrice": TYPES[itype][4]}
@@ -857,6 +886,9 @@ class AliyunStandin(StandinServer):
         if raw["Status"] in nxt:
             raw["Status"] = nxt[raw["Status"]]
             raw["_seen"] = 0
+            if raw["Status"] == "Running":  # ECS's StartTime: its last start, to the minute
+                raw["StartTime"] = datetime.fromtimestamp(self.now(), UTC).strftime(
+                    "%Y-%m-%dT%H:%MZ")
         if raw["Status"] == "Running" and not raw["PublicIpAddress"]["IpAddress"]:
             raw["PublicIpAddress"]["IpAddress"] = [f"198.51.100.{next(self._ips)}"]
 

@@ -40,17 +40,19 @@ file; a reboot brings it back with a new boot id. The SSH push of new rules afte
 SDKs' signatures read it; the ECS SDK signs with the real clock and its stand-in checks
 that one).
 
-Roles (issue 21): the ``tencent`` and ``aliyun`` rows launch with no role (the user's
-choice, ``LaunchPlan.instance_role``); the ``tencent+role`` and ``aliyun+role`` rows with
-the role gpudesk gives (CAM/RAM on the stand-ins, bound to the machine). The agent's rules
+Roles (issues 21, 29): every row launches with the role allowed, the default; on Tencent
+Cloud and Alibaba Cloud gpudesk makes it (CAM/RAM on the stand-ins) and names it in
+RunInstances, so the ``tencent`` and ``aliyun`` machines carry it from their first second;
+in the ``tencent+norole`` and ``aliyun+norole`` rows the account refuses it. The agent's rules
 then name the role's command, and the matrix's machine runs the real
 ``gpudesk/agent/cloud_stop.py`` for it (a subprocess, as the agent does) against a
 metadata stand-in (``metadata_standin``) that hands the role's temporary keys only while
 the stand-in says the role is bound to the machine, and the cloud stand-in's endpoint; the
 CVM call is signed on the matrix's clock (the one the CVM stand-in checks). The first-boot
-guard has no cloud_stop (it does not fit the user data), so the role's command reaches the
-machine with gpudesk's full agent: its first Watch (played, like a budget change's push,
-by handing the agent ``machine_rules.agent_rules``) or a budget change.
+rules in the user data already name that command (without region or instance: the metadata
+says both), and the first-boot bundle carries ``cloud_stop`` pruned to the machine's cloud
+(``first_boot.boot_bundle``; tests/test_first_boot_size.py runs that bundled copy against the
+stand-ins); the matrix runs the repository's module for it.
 
 Keep-alive groups (issue 23): the ``aws+group``, ``tencent+group`` and ``aliyun+group`` rows
 launch with ``LaunchPlan.keep_alive`` through the same launcher against moto's Auto Scaling,
@@ -105,10 +107,25 @@ FAULTS: tuple[tuple[str, str], ...] = (
     ("spot-replaced", "a spot replacement"),
     ("watched-closed", "app closed after the first Watch"),
 )
-# Rows whose machine has the role that lets its agent stop it through the cloud (issue 21):
-# the clouds where that changes what "stop" does (an OS shutdown there keeps charging).
-ROLE_CLOUDS = ("tencent+role", "aliyun+role")
-ROLE_ACTIONS = ("stop",)
+# A Tencent/Alibaba Cloud "stop" has no cloud timer (the role's stop-charging stop is its cap),
+# so its "timer refused" row tests what can be refused there instead: that stop, twice.
+STOP_REFUSED = ("stop-refused", "the cloud refuses the agent's stop twice")
+
+
+def faults_for(cloud: str, action: str) -> list[str]:
+    """The faults of one cloud × action, each testing what it names (issue 29)."""
+    names = [f for f, _ in FAULTS]
+    if cloud in ("tencent", "aliyun") and action == "stop":
+        names = [STOP_REFUSED[0] if f == "timer-refused" else f for f in names]
+    return names
+# Rows whose account refuses gpudesk the role that lets the machine stop itself through the
+# cloud (issue 29): on the clouds where that changes what "stop" means (an OS shutdown there
+# keeps charging), a "stop" budget is then refused before anything bills, and "terminate"
+# keeps the cloud's own timer. The plain ``tencent``/``aliyun`` rows are the default: the
+# role named at creation (issue 29), its stop made by the first-boot guard itself.
+ROLE_CLOUDS = ("tencent+norole", "aliyun+norole")
+ROLE_ACTIONS = ACTIONS
+ROLE_FAULTS = ("app-closed", "network-lost", "watched-closed", "stop-start", "no-guard")
 OUTCOMES = ("capped", "refused", "said")
 
 PRICE_LIST_ENV = "GPUDESK_AWS_PRICE_LIST_URL"
@@ -138,64 +155,28 @@ DISK_GB = 100
 
 @dataclass(frozen=True)
 class Said:
-    """Words that say a risk a row leaves, as gpudesk says them (services/cloud/guard.py);
-    which parts of the bill they cover ("running": compute while running past the budget,
-    "keep": compute while stopped but charged, "disk"), and in which rows (``faults``;
-    empty: all). ``also``: further sentences of the same guard text, each judged alone
-    (a row is said when one sentence that applies to it covers all of its overrun)."""
+    """Words that say a risk a row leaves, as gpudesk says them (services/cloud/guard.py)
+    both in the Launch dialog and in ``gpudesk show``, and which parts of the bill they
+    cover: only ever "disk" (what a stopped machine still bills), never the compute."""
 
     words: str
     covers: frozenset[str]
-    faults: frozenset[str] = frozenset()
-    also: tuple[Said, ...] = ()
-    # the Launch dialog's words for the same risk where they differ: the dialog plans before
-    # the launch and cannot know whether the cloud will give the machine its role
-    dialog: str = ""
 
 
-EVERYTHING = frozenset({"running", "keep", "disk"})
-# Tencent Cloud and Alibaba Cloud with "stop": the desktop's stop-charging stop is the only
-# one that ends the compute's bill (an OS shutdown there keeps charging, so the agent does
-# not power off); with the app closed or offline nothing stops it, and that is said.
-OFFLINE = Said("This stop needs gpudesk running and online: while the desktop has no "
-               "network, nothing stops the bill.", EVERYTHING, frozenset({"network-lost"}))
+# "said" covers only what a *stopped* machine still bills, its disk (issue 29): never compute.
+# No sentence covers the compute: a row whose compute goes past the budget is OVER.
+DISK = frozenset({"disk"})
 SAID: dict[tuple[str, str], Said] = {
     ("aws", "stop"): Said("A stopped EC2 machine still bills its disk ({disk} GB) until you "
-                          "terminate it.", frozenset({"disk"})),
-    ("tencent", "stop"): Said(
-        "a stopped Tencent Cloud machine still bills its disk ({disk} GB) until you "
-        "terminate it.", frozenset({"disk"}),
-        also=(Said("A stop from inside a Tencent Cloud machine keeps charging, so with the "
-                   "laptop shut nothing stops the bill: choose terminate for a cap Tencent "
-                   "Cloud enforces itself.", EVERYTHING,
-                   frozenset({"app-closed", "watched-closed"})),
-              OFFLINE)),
-    ("aliyun", "stop"): Said(
-        "a stopped Alibaba Cloud machine still bills its disk ({disk} GB) until you release "
-        "it.", frozenset({"disk"}),
-        also=(Said("A stop from inside an Alibaba Cloud machine keeps charging, so with the "
-                   "laptop shut nothing stops the bill: only the cloud's release timer ends it "
-                   "on its own, and that comes with terminate only.", EVERYTHING,
-                   frozenset({"app-closed", "watched-closed"})),
-              OFFLINE)),
+                          "terminate it.", DISK),
 }
-# With the role: the agent's stop-charging stop ends the compute's bill; the disk bills on
-# (said), and before gpudesk's full agent is on the machine nothing stops it with the app
-# closed (said; the Launch dialog says that risk in its no-role words).
-FIRST_BOOT = ("The machine's first-boot guard cannot make that call: until gpudesk first puts "
-              "its full agent there (Watch, or a budget change), with the laptop shut nothing "
-              "stops the bill.")
+# With the role (the default, named at creation): the agent's stop-charging stop ends the
+# compute's bill from the first-boot guard on; the disk bills on, and that is said.
 for _cloud, _title, _mode in (("tencent", "Tencent Cloud", "STOP_CHARGING"),
                               ("aliyun", "Alibaba Cloud", "StopCharging")):
-    _plain = SAID[(_cloud, "stop")]
-    SAID[(f"{_cloud}+role", "stop")] = Said(
+    SAID[(_cloud, "stop")] = Said(
         f"{_title} then stops it in {_mode} mode: the compute stops billing, but a stopped "
-        "machine still bills its disk ({disk} GB) until you delete it.", frozenset({"disk"}),
-        dialog=_plain.words,
-        also=(Said(FIRST_BOOT, EVERYTHING, frozenset({"app-closed"}),
-                   dialog=_plain.also[0].words),
-              Said(FIRST_BOOT, EVERYTHING, frozenset({"network-lost"}),
-                   dialog=OFFLINE.words)))
+        "machine still bills its disk ({disk} GB) until you delete it.", DISK)
 
 
 @dataclass(frozen=True)
@@ -368,6 +349,7 @@ class Machine:
         self.installed = installed and bool(user_data)
         self.rules_json = rules_from_user_data(user_data) if self.installed else {}
         self.boot = 1
+        self.booted_at = row.clock()  # this boot's start on the matrix's clock
         self.guard: Any = None
         self.agent_down_until: float | None = None
         self.power_seen = 0
@@ -428,7 +410,12 @@ class Machine:
         self.guard = Guard(self.load_rules(self.rules_json), EventLog(self.folder / "agent",
                                                                       clock),
                            runs_dir=self.folder / "runs", log_dir=self.folder, clock=clock,
-                           boot=f"boot-{self.boot}")
+                           boot=f"boot-{self.boot}", since_boot=self.since_boot)
+
+    def since_boot(self) -> float:
+        """The machine's ``/proc/uptime``: seconds since its boot on the matrix's clock
+        (never the host's, whose uptime would make the bill depend on the test machine)."""
+        return max(0.0, self.row.clock() - self.booted_at)
 
     def kill_agent(self, restart_after: float | None) -> None:
         self.guard = None
@@ -451,6 +438,7 @@ class Machine:
         if not self.was_running:  # it booted: systemd starts the guard
             if self.started:
                 self.boot += 1
+            self.booted_at = now
             self.started = self.was_running = True
             self.agent_down_until = None
             self.start_agent()
@@ -486,6 +474,7 @@ class RowRun:
     budget_usd: float = 0.0
     notes: list[str] = field(default_factory=list)
     role: bool = False  # the machine gets the role that lets its agent stop it (issue 21)
+    role_refused: bool = False  # the account refuses gpudesk the role (CAM/RAM denied)
     group: bool = False  # a keep-alive group (issue 23): GroupRowRun
 
     @property
@@ -493,7 +482,7 @@ class RowRun:
         """The row's cloud as the table names it (``tencent+role``, ``aws+group``)."""
         if self.group:
             return f"{self.cloud}+group"
-        return f"{self.cloud}+role" if self.role else self.cloud
+        return f"{self.cloud}+norole" if self.role_refused else self.cloud
 
     def role_keys(self, cloud_id: str) -> Callable[[], dict[str, str]]:
         """The metadata's answer for the role: its temporary keys (known to the stand-in)
@@ -540,6 +529,8 @@ class RowRun:
         if self.role:  # the role's temporary keys, as CAM/RAM's STS would know them
             server = self.world.tencent if self.cloud == "tencent" else self.world.aliyun
             server.add_secret(ROLE_KEY_ID, ROLE_SECRET)
+        self.world.tencent.cam_denied = self.role_refused and self.cloud == "tencent"
+        self.world.aliyun.ram_denied = self.role_refused and self.cloud == "aliyun"
         self.providers: dict[str, Any] = {}
         self.desktop_open = self.fault != "app-closed"
         self.online = self.fault != "network-lost"
@@ -625,10 +616,12 @@ class RowRun:
         self.sync_bill()
 
     def user_data_of(self, cloud_id: str) -> str:
+        from gpudesk.services.cloud.providers.user_data import decode  # gzip: AWS, Tencent
+
         if self.cloud == "aws":
             got = self.world.aws.client("ec2", self.offer.region).describe_instance_attribute(
                 InstanceId=cloud_id, Attribute="userData")
-            return base64.b64decode(got["UserData"].get("Value", "")).decode()
+            return decode(base64.b64decode(got["UserData"].get("Value", "")))
         if self.cloud == "tencent":
             server: Any = self.world.tencent
             key = "UserData"
@@ -638,7 +631,7 @@ class RowRun:
         for params in reversed(server.params("RunInstances")):
             if params.get(key):
                 encoded = params[key]
-                return base64.b64decode(encoded).decode()
+                return decode(base64.b64decode(encoded))
         return ""
 
     # -- gpudesk's side
@@ -657,9 +650,7 @@ class RowRun:
                           max_price=0.9 if (market == "spot" and self.cloud == "aws") else None,
                           allow_from=ADDRESS, price_per_hour=price_usd, wait_ssh=False,
                           disk_gb=DISK_GB, budget=self.budget_usd, on_budget=self.action,
-                          cny_per_usd=CNY_PER_USD,
-                          # AWS rows as before; Tencent and Alibaba Cloud: the row's choice
-                          instance_role=self.role or self.cloud == "aws")
+                          cny_per_usd=CNY_PER_USD)  # the role allowed: the default
 
     def launcher(self) -> Any:
         from gpudesk.services.cloud.launcher import Launcher
@@ -686,9 +677,34 @@ class RowRun:
                 self.world.aliyun.fail_next("DescribePrice", "InternalError", "The request "
                                             "processing has failed due to some unknown error.",
                                             times=50)
-        result = asyncio.run(self.launcher().launch(plan))
+        with self._no_bundled_price():
+            result = asyncio.run(self.launcher().launch(plan))
         self.sync_bill()
         return result.machine
+
+    @contextlib.contextmanager
+    def _no_bundled_price(self) -> Iterator[None]:
+        """AWS "no price at launch": EC2 quotes none itself and the price list is unreachable
+        here, so the row's type has no bundled price either (a type newer than the catalog):
+        else the launch would count by the catalog's and the row would test nothing."""
+        if self.fault != "no-price" or self.cloud != "aws":
+            yield
+            return
+        from dataclasses import replace as replaced
+
+        from gpudesk.services.cloud import catalog, launcher
+
+        bundled = catalog.load_catalog()
+        bare = replaced(bundled, offers=tuple(
+            replaced(o, ondemand_price=None, spot_price=None)
+            if o.provider == "aws" and o.instance_type == self.offer.instance_type else o
+            for o in bundled.offers))
+        saved = launcher.load_catalog
+        launcher.load_catalog = lambda *_a: bare  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            launcher.load_catalog = saved  # type: ignore[assignment]
 
     def boot_machine(self, m: Any) -> None:
         machine = Machine(self, m.cloud_id, self.user_data_of(m.cloud_id),
@@ -889,6 +905,14 @@ class RowRun:
             self.notes.append("machine rebooted (new boot id)")
         elif f == "stop-start":
             self.user_act("stop")
+        elif f == STOP_REFUSED[0]:  # the budget's stop, when it comes, is refused twice
+            if self.cloud == "tencent":
+                self.world.tencent.fail_next("StopInstances", "RequestLimitExceeded",
+                                             "Your request is too frequent.", times=2)
+            else:
+                self.world.aliyun.fail_next("StopInstances", "Throttling", "Request was "
+                                            "denied due to request throttling.", times=2)
+            self.notes.append("the cloud refuses the next two StopInstances")
         elif f == "timer-refused":
             self.refuse_cloud_cap()
             self.change_budget(round(self.budget_usd / 2, 2))
@@ -933,7 +957,8 @@ class RowRun:
 
         o = self.offer
         price = (o.spot_price if self.spot else o.price) if o.currency == "USD" else 0.0
-        g = guards.plan(self.cloud, self.budget_usd, self.action, price, 0.0, T0)
+        g = guards.plan(self.cloud, self.budget_usd, self.action, price, 0.0, T0,
+                        role=True)  # the dialog plans the default: the role allowed
         dm = Row_(id="", provider=self.cloud, disk_gb=float(DISK_GB),
                   market="spot" if self.spot else "on-demand")
         return guards.english(dm, g)
@@ -965,15 +990,15 @@ class RowRun:
         if parts.total <= cap + step + 1e-9:
             return Row(self.label, self.action, self.fault, bill, budget, "capped", why)
         first = SAID.get((self.label, self.action))
-        for said in ([first, *first.also] if first is not None else []):
-            if said.faults and self.fault not in said.faults:
-                continue
+        for said in [first] if first is not None else []:
             words = said.words.format(disk=DISK_GB)
             over = {"running": parts.running, "keep": parts.keep, "disk": parts.disk}
             unsaid = sum(v for k, v in over.items() if k not in said.covers)
+            compute = parts.running + parts.keep  # never said: capped or OVER
+            if compute > cap + step + 1e-9:
+                continue
             in_show = any(words in line for line in self.show)
-            told = (said.dialog or said.words).format(disk=DISK_GB)
-            in_dialog = any(told in line for line in self.dialog)
+            in_dialog = any(words in line for line in self.dialog)
             if unsaid <= cap + step + 1e-9 and in_show and in_dialog:
                 return Row(self.label, self.action, self.fault, bill, budget, "said",
                            f"{why}; said: {words}")
@@ -1356,7 +1381,9 @@ def run_row(world: World, cloud: str, action: str, fault: str, folder: Path) -> 
     world.reset()
     provider, _, kind = cloud.partition("+")
     run = (GroupRowRun(world, provider, action, fault, folder, group=True) if kind == "group"
-           else RowRun(world, provider, action, fault, folder, role=kind == "role"))
+           else RowRun(world, provider, action, fault, folder,
+                       role=provider in ("tencent", "aliyun") and kind != "norole",
+                       role_refused=kind == "norole"))
     with _environment(world, folder / "home"), clock_as_time(run.clock):
         try:
             return run.run()
@@ -1365,8 +1392,8 @@ def run_row(world: World, cloud: str, action: str, fault: str, folder: Path) -> 
 
 
 def cases() -> list[tuple[str, str, str]]:
-    return [*((c, a, f) for c in CLOUDS for a in ACTIONS for f, _ in FAULTS),
-            *((c, a, f) for c in ROLE_CLOUDS for a in ROLE_ACTIONS for f, _ in FAULTS),
+    return [*((c, a, f) for c in CLOUDS for a in ACTIONS for f in faults_for(c, a)),
+            *((c, a, f) for c in ROLE_CLOUDS for a in ROLE_ACTIONS for f in ROLE_FAULTS),
             *((c, a, f) for c in GROUP_CLOUDS for a in GROUP_ACTIONS for f, _ in GROUP_FAULTS)]
 
 
@@ -1396,7 +1423,7 @@ def run_matrix(only: Callable[[tuple[str, str, str]], bool] = lambda _c: True,
     return rows
 
 
-FAULT_WORDS = {**dict(FAULTS), **dict(GROUP_FAULTS)}
+FAULT_WORDS = {**dict(FAULTS), **dict(GROUP_FAULTS), STOP_REFUSED[0]: STOP_REFUSED[1]}
 HEADER = ("| cloud | action | fault | bill | budget | outcome |\n"
           "| --- | --- | --- | --- | --- | --- |\n")
 DOC_INTRO = """# The guard matrix: what a runaway bill comes to
@@ -1416,10 +1443,18 @@ EC2's 60-second minimum; `tests/ec2_bill.py` over moto). Outcomes:
   `gpudesk show`;
 * **OVER** — none of these: a defect, reported, and the test fails for it.
 
-The `tencent` and `aliyun` rows launch without the instance role (issue 21); the
-`tencent+role` and `aliyun+role` rows with it: the agent's "stop" is then the role's
-stop-charging StopInstances, which its full agent (from gpudesk's first Watch or a budget
-change) asks the stand-in for itself.
+Every row launches as a new user would, with the defaults: the machine's role is named in
+RunInstances (issue 29), so on Tencent Cloud and Alibaba Cloud the agent's "stop" is the
+role's stop-charging StopInstances, which the first-boot guard asks the stand-in for itself
+from the machine's first second, app closed or not. In the `tencent+norole` and
+`aliyun+norole` rows the account refuses gpudesk the role (CAM/RAM denied): a "stop" budget
+is then refused before anything bills, and "terminate" keeps the cloud's own timer. A
+Tencent/Alibaba Cloud "stop" has no cloud timer, so its "timer" fault refuses the agent's
+stop twice instead; on AWS "no price at launch" also takes the bundled price away.
+
+*said* covers only what a stopped machine still bills: its disk. A row whose compute (running,
+or stopped but charged) passes the budget by more than one billing step is OVER, whatever is
+said.
 
 The `aws+group`, `tencent+group` and `aliyun+group` rows (issue 23) launch a spot machine
 its cloud keeps alive (`--keep-alive`): the cloud's own group of one (EC2 Auto Scaling, Tencent

@@ -189,7 +189,9 @@ def _new_id(prefix: str) -> str:
 
 
 def _now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # time.time, not datetime.now: a clock a test controls (the guard matrix's) dates the
+    # cloud's timestamps too (CreatedTime dates a machine running since its creation)
+    return datetime.fromtimestamp(time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _tags(items: Any) -> list[dict[str, str]]:
@@ -292,6 +294,16 @@ class TencentStandin(StandinServer):
             instance = self.state.instances[instance_id]
             instance.update(InstanceState="STOPPED", StopChargingMode="KEEP_CHARGING",
                             LatestOperation="", LatestOperationState="SUCCESS")
+
+    def add_role(self, name: str, service: str = CVM_PRINCIPAL) -> None:
+        """Test control: a CAM role trusted by ``service`` (made before a RunInstances that
+        names it, as gpudesk makes its own: CVM refuses a role it does not know)."""
+        with self._lock:
+            if name not in self.state.roles:
+                self._CreateRole("", {"RoleName": name, "PolicyDocument": json.dumps(
+                    {"version": "2.0", "statement": [{"effect": "allow",
+                                                      "action": "name/sts:AssumeRole",
+                                                      "principal": {"service": [service]}}]})})
 
     def add_rule(self, group_id: str, direction: str, rule: dict[str, Any]) -> None:
         """Put a rule straight into a group (as another tool or a person might)."""
@@ -611,6 +623,12 @@ class TencentStandin(StandinServer):
         timer = params.get("ActionTimer")
         if timer is not None:
             self._check_timer(timer)
+        role_name = str(params.get("CamRoleName") or "")
+        if role_name:  # RunInstances CamRoleName: checked as ModifyInstancesAttribute checks it
+            role = self.state.roles.get(role_name)
+            if role is None or CVM_PRINCIPAL not in role["_services"]:
+                raise ApiError("AuthFailure.CamRoleNameAuthenticateFailed",
+                               f"The CAM role {role_name} cannot be used by CVM.")
         count = int(params.get("InstanceCount") or 1)
         alive = sum(1 for i in self.state.instances.values()
                     if i["_region"] == region and i["InstanceState"] != "TERMINATING")
@@ -731,6 +749,8 @@ class TencentStandin(StandinServer):
             "DefaultLoginUser": "ubuntu", "DefaultLoginPort": 22,
             "_region": region, "_public": f"198.51.100.{n}", "_fails": "",
         }
+        if params.get("CamRoleName"):
+            self.state.instances[instance_id]["CamRoleName"] = str(params["CamRoleName"])
         for i, (fail_zone, message) in enumerate(self.launch_failures):
             if fail_zone in ("", zone):
                 self.state.instances[instance_id]["_fails"] = message
@@ -805,9 +825,13 @@ class TencentStandin(StandinServer):
             if state not in allowed.split("|"):
                 raise ApiError(f"UnsupportedOperation.InstanceState{state.title()}",
                                f"The instance {instance['InstanceId']} is {state}.")
+        operation = {"STOPPING": "StopInstances", "STARTING": "StartInstances",
+                     "REBOOTING": "RebootInstances"}.get(to, "")
         for instance in instances:
             instance["InstanceState"] = to
             instance["LatestOperationState"] = "OPERATING"
+            if operation:  # CVM names the latest operation (without its time)
+                instance["LatestOperation"] = operation
         return instances
 
     def _StopInstances(self, region: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,6 @@ CVM's action timer on the Tencent stand-in; and `gpudesk launch --budget` / `sho
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import time
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from gpudesk.services.cloud import credentials, guard
 from gpudesk.services.cloud.launcher import Launcher, LaunchPlan
 from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
 from gpudesk.services.cloud.providers.tencent import TencentProvider
+from gpudesk.services.cloud.providers.user_data import decode_base64
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.ledger import Ledger
 from gpudesk.services.remote import first_boot
@@ -58,8 +58,8 @@ def test_aws_launch_carries_guard_user_data_and_terminates_on_shutdown(
         # EC2 itself turns the agent's power-off into a termination: nothing bills after it
         assert _attr(cloud, m.cloud_id, "instanceInitiatedShutdownBehavior")[
             "InstanceInitiatedShutdownBehavior"]["Value"] == "terminate"
-        user_data = base64.b64decode(_attr(cloud, m.cloud_id, "userData")["UserData"]["Value"])
-        config = yaml.safe_load(user_data.decode())
+        user_data = decode_base64(_attr(cloud, m.cloud_id, "userData")["UserData"]["Value"])
+        config = yaml.safe_load(user_data)  # gzip on EC2: cloud-init reads it unpacked
         text = config["write_files"][0]["content"]
         assert text.startswith("#!/bin/bash") and first_boot.UNIT in text
         rules = json.loads(text.split("<<'GPUDESK_RULES'\n")[1].split("\nGPUDESK_RULES")[0])
@@ -121,7 +121,7 @@ def test_tencent_terminates_the_machine_itself_at_budget_over_price(
         (sent,) = [params for action, _r, params in tencent.requests if action == "RunInstances"]
         assert sent["ActionTimer"] == {"TimerAction": "TerminateInstances",
                                        "ActionTime": _iso(g.cloud_timer_at or 0)}
-        assert base64.b64decode(sent["UserData"]) == b"#!/bin/bash\necho guard\n"
+        assert decode_base64(sent["UserData"]) == "#!/bin/bash\necho guard\n"  # of gzip
         (timer,) = p.action_timers("ap-guangzhou", inst.cloud_id)
         assert timer["ActionTime"] == _iso(g.cloud_timer_at or 0)
         # the budget is raised to ¥200: the old timer goes, the new one is imported
@@ -228,8 +228,8 @@ def test_tencent_launch_records_the_cloud_timer_and_show_says_it(
     assert sent["UserData"]  # the guard and the host key ride along
     assert main(["show", m.id, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    # the CAM role is bound at launch too (issue 21: instance_role on Tencent Cloud)
-    assert shown["guard"]["enforced_by"] == ["agent", "cloud-timer", "instance-role"]
+    # the CAM role is named at creation too (issues 21, 29: instance_role on Tencent Cloud)
+    assert sorted(shown["guard"]["enforced_by"]) == ["agent", "cloud-timer", "instance-role"]
     assert shown["guard"]["cloud_timer_at"] == sent["ActionTimer"]["ActionTime"]
     assert shown["host_key_fingerprint"].startswith("SHA256:")
     assert any("Tencent Cloud itself terminates this machine" in line
@@ -244,12 +244,16 @@ def test_launch_budget_flags_are_in_the_providers_currency() -> None:
     from gpudesk.services.core.settings import save_settings
 
     save_settings(Settings(cny_per_usd=7.0, machine_budget_usd=25.0, budget_action="terminate"))
-    flags = argparse.Namespace(provider="tencent", budget=70.0, on_budget="stop")
-    assert _launch_budget(flags) == (10.0, "stop", 7.0)  # ¥70 is $10 in the ledger
-    flags = argparse.Namespace(provider="aws", budget=None, on_budget=None)
-    assert _launch_budget(flags) == (25.0, "terminate", 7.0)  # Preferences' default
+    flags = argparse.Namespace(provider="tencent", budget=70.0, on_budget="stop",
+                               no_budget=False)
+    got = _launch_budget(flags, 1.2)
+    assert (got.usd, got.action, got.rate) == (10.0, "stop", 7.0)  # ¥70 is $10 in the ledger
+    flags = argparse.Namespace(provider="aws", budget=None, on_budget=None, no_budget=False)
+    got = _launch_budget(flags, 1.2)
+    assert (got.usd, got.action, got.rate) == (25.0, "terminate", 7.0)  # Preferences' fixed
     with pytest.raises(ProviderError):
-        _launch_budget(argparse.Namespace(provider="aws", budget=0.0, on_budget=None))
+        _launch_budget(argparse.Namespace(provider="aws", budget=0.0, on_budget=None,
+                                          no_budget=False), 1.2)
 
 
 def test_a_guard_the_cloud_refused_is_not_claimed_in_the_ledger() -> None:

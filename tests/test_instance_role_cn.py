@@ -49,6 +49,9 @@ def _tencent_creds() -> dict[str, str]:
 
 
 def _cvm_machine(tencent: TencentStandin) -> str:
+    """A CVM machine launched with the role named in RunInstances (CamRoleName), the role
+    made first as gpudesk makes it: CVM refuses a role it does not know."""
+    tencent.add_role(ROLE)
     client = cvm_client(tencent)
     ids: list[str] = client.call_json("RunInstances", {
         "Placement": {"Zone": "ap-guangzhou-3"}, "InstanceType": "GN7.2XLARGE32",
@@ -108,6 +111,9 @@ def _aliyun_creds() -> dict[str, str]:
 
 
 def _ecs_machine(aliyun: AliyunStandin) -> str:
+    """An ECS machine launched with the role named in RunInstances (RamRoleName), the role
+    made first as gpudesk makes it: ECS refuses a role it does not know."""
+    aliyun.add_role(ROLE)
     vpc_id = aliyun.add_vpc("cn-hangzhou")
     vswitch = aliyun.add_vswitch(vpc_id, "cn-hangzhou-h")
     group = aliyun.add_group(vpc_id)

@@ -14,6 +14,7 @@ import contextlib
 import io
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import cloud_limits
@@ -40,9 +41,9 @@ from gpudesk.services.remote.machine_rules import agent_rules
 ROLE = instance_role.ROLE_NAME
 ADDRESS = "203.0.113.7/32"
 CAM_AND_ROLE = frozenset({"GetRole", "CreateRole", "ListPolicies", "CreatePolicy",
-                          "AttachRolePolicy", "ModifyInstancesAttribute"})
+                          "AttachRolePolicy", "RunInstances"})
 RAM_AND_ROLE = frozenset({"GetRole", "CreateRole", "GetPolicy", "CreatePolicy",
-                          "AttachPolicyToRole", "AttachInstanceRamRole"})
+                          "AttachPolicyToRole", "RunInstances"})
 TENCENT_PLAN = LaunchPlan(provider="tencent", instance_type="GN7.2XLARGE32",
                           region="ap-guangzhou", allow_from=ADDRESS, gpu="T4", gpus=1,
                           price_per_hour=1.209, wait_ssh=False, budget=20.0,
@@ -118,11 +119,13 @@ def test_tencent_launch_makes_the_cam_role_once_and_binds_it(
         assert cvm.role_of(m.cloud_id) == ROLE
         assert "instance-role" in m.enforced_by.split(",")
         steps = [e.step for e in ledger.events(m.id)]
-        assert steps.index("instance-role-requested") < steps.index("instance-role")
+        # the role is made and recorded before anything bills, then named at creation
+        assert steps.index("instance-role-requested") < steps.index("instance-role") \
+            < steps.index("instance-role-at-creation") < steps.index("request")
         assert "instance-role-refused" not in steps
-    bound = [p for p in cvm.params("ModifyInstancesAttribute")]
-    assert bound == [{"InstanceIds": [first.cloud_id], "CamRoleName": ROLE},
-                     {"InstanceIds": [second.cloud_id], "CamRoleName": ROLE}]
+    # bound by RunInstances itself (CamRoleName): from the machine's first second
+    assert [p.get("CamRoleName") for p in cvm.params("RunInstances")] == [ROLE, ROLE]
+    assert cvm.calls["ModifyInstancesAttribute"] == 0
     _no_limit_broken("tencent", cvm.requests, CAM_AND_ROLE)
     # the agent gets the role's commands, with the region and the machine named
     commands = agent_rules(first, Settings(), ledger).to_json()["commands"]
@@ -253,9 +256,10 @@ def test_aliyun_launch_makes_the_ram_role_once_and_attaches_it(
         assert "instance-role" in m.enforced_by.split(",")
         (detail,) = [e.detail for e in ledger.events(m.id) if e.step == "instance-role"]
         assert detail == f"{ROLE} (acs:ram::1234567890123456:role/{ROLE})"
-    assert [(q["RegionId"], json.loads(q["InstanceIds"]), q["RamRoleName"])
-            for q in ecs.params("AttachInstanceRamRole")] == [
-        ("cn-hangzhou", [first.cloud_id], ROLE), ("cn-hangzhou", [second.cloud_id], ROLE)]
+    # bound by RunInstances itself (RamRoleName): from the machine's first second
+    assert [(q["RegionId"], q.get("RamRoleName")) for q in ecs.params("RunInstances")] == [
+        ("cn-hangzhou", ROLE), ("cn-hangzhou", ROLE)]
+    assert ecs.params("AttachInstanceRamRole") == []
     assert ecs.versions[("CreateRole", "2015-05-01")] == 1
     assert ecs.limit_refusals == [] and ecs.internal_errors == []
     _no_limit_broken("aliyun", ecs.requests, RAM_AND_ROLE)
@@ -286,11 +290,15 @@ def test_aliyun_ram_refused_the_launch_goes_on_without_a_role(
 
 def test_aliyun_passing_the_role_refused_is_said_in_ecs_words(
         ecs: AliyunStandin, ali: AliyunProvider, ledger: Ledger) -> None:
-    ecs.denied.add("AttachInstanceRamRole")  # RAM may make roles, ECS may not pass them
+    ecs.pass_role_denied = True  # RAM may make roles, the key may not pass one to ECS
     m = _launch_aliyun(ledger, ali)
     (refused,) = [e.detail for e in ledger.events(m.id) if e.step == "instance-role-refused"]
     assert refused.startswith("Forbidden.RAM: User not authorized"), refused
     assert ROLE in ecs.state.roles and ecs.role_of(m.cloud_id) == ""
+    assert "instance-role" not in m.enforced_by.split(",")
+    # launched again without the role, and its first-boot rules do not name the role's call
+    assert [bool(q.get("RamRoleName")) for q in ecs.params("RunInstances")] == [True, False]
+    assert instance_role.rules_commands(m) == {}
 
 
 def test_aliyun_standin_attaches_only_an_ecs_role_in_the_machines_region(
@@ -321,3 +329,43 @@ def test_aliyun_standin_attaches_only_an_ecs_role_in_the_machines_region(
         f"This machine has no role to stop itself (the RAM role {ROLE} exists and is not "
         "trusted by ecs.aliyuncs.com): with gpudesk closed, its agent cannot ask Alibaba "
         "Cloud to stop the bill.")
+
+
+# ------------------------------------------------------- a "stop" budget needs the role (issue 29)
+
+def test_tencent_stop_budget_without_a_role_is_refused_before_anything_bills(
+        cvm: TencentStandin, ledger: Ledger) -> None:
+    """CAM refused: a stop from inside a CVM machine keeps charging, so a "stop" budget with
+    no role would be no cap with the laptop shut. Refused before RunInstances, in words that
+    say the two ways on; accepting the open app alone (app_stop_only) launches."""
+    from gpudesk.services.cloud.providers.base import ProviderError
+
+    cvm.cam_denied = True
+    stop = replace(TENCENT_PLAN, on_budget="stop")
+    with pytest.raises(ProviderError) as refused:
+        asyncio.run(Launcher(ledger, poll_s=0.01).launch(stop))
+    words = refused.value.message()
+    assert words.startswith("Tencent Cloud gave gpudesk no role for this machine "
+                            "(AuthFailure.UnauthorizedOperation"), words
+    assert "Nothing was launched. Choose terminate at the budget" in words
+    assert cvm.calls["RunInstances"] == 0 and cvm.state.instances == {}
+    (row,) = ledger.machines()
+    assert row.state == "failed" and not row.billing
+    accepted = _launch_tencent(ledger, replace(stop, app_stop_only=True))
+    assert accepted.on_budget == "stop" and cvm.role_of(accepted.cloud_id) == ""
+
+
+def test_aliyun_stop_budget_refused_when_the_role_cannot_be_passed(
+        ecs: AliyunStandin, ali: AliyunProvider, ledger: Ledger) -> None:
+    """RAM made the role but the key may not pass it: ECS refused the RunInstances that named
+    it, so nothing was made, and the "stop" budget is refused rather than launched uncapped."""
+    from gpudesk.services.cloud.providers.base import ProviderError
+
+    ecs.pass_role_denied = True
+    stop = replace(ALIYUN_PLAN, on_budget="stop")
+    providers: Callable[[str], AliyunProvider] = lambda _name: ali  # noqa: E731
+    with pytest.raises(ProviderError) as refused:
+        asyncio.run(Launcher(ledger, providers, poll_s=0.0).launch(stop))  # type: ignore[arg-type]
+    assert "Forbidden.RAM" in refused.value.message()
+    assert ecs.state.instances == {}
+    assert [m.state for m in ledger.machines()] == ["failed"]

@@ -128,7 +128,8 @@ def test_a_kept_alive_run_is_a_group_capped_by_its_own_end_followed_and_ended(
 
 @pytest.mark.parametrize(("args", "says"), [
     (["--keep-alive", "--budget", "5"], "--keep-alive is for spot machines"),
-    (["--spot", "--keep-alive"], "needs a budget"),
+    # a budget by default (issue 29): only "no budget" on purpose leaves a group uncapped
+    (["--spot", "--keep-alive", "--no-budget"], "needs a budget"),
 ])
 def test_a_group_that_could_not_be_capped_is_refused_before_anything(
         cloud: MotoAws, args: list[str], says: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLabel
 
 from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.core.settings import Settings
@@ -36,11 +36,25 @@ def test_launch_dialog_says_who_enforces_the_budget(qtbot: Any) -> None:
     action = d.findChild(QComboBox, "onBudget")
     assert action is not None
     action.setCurrentIndex(action.findData("stop"))  # as a user picks it
-    assert "keeps charging" in text.text() and "choose terminate" in text.text()
+    # the role named at creation (issue 29): the machine's own agent makes the stop-charging
+    # stop, app closed or not; only the stopped disk bills on
+    assert "the machine's agent also asks Tencent Cloud itself to stop the machine" \
+        in text.text()
+    assert "stops it in STOP_CHARGING mode" in text.text()
+    assert "keeps charging" not in text.text()
     budget = d.findChild(QDoubleSpinBox, "budget")
     assert budget is not None
-    budget.setValue(0.0)
-    assert d.plan().budget is None and "nothing stops this machine" in text.text()
+    budget.setValue(0.0)  # 0 is never "none" (issue 29): the default's hours of the price
+    plan = d.plan()
+    assert (plan.budget, plan.budget_hours) == (None, 24.0)
+    assert "nothing stops this machine" not in text.text()
+    assert f"At {24 * d.price():.2f} USD " in text.text()
+    none = d.findChild(QCheckBox, "noBudget")
+    assert none is not None
+    none.setChecked(True)  # "No budget", on purpose
+    plan = d.plan()
+    assert (plan.budget, plan.budget_hours) == (None, 0.0)
+    assert "nothing stops this machine" in text.text()
 
 
 def test_launch_dialog_on_aws_says_a_stopped_machine_bills_its_disk(qtbot: Any) -> None:

@@ -225,7 +225,9 @@ def test_quitting_with_a_machine_billing_says_what_and_can_stop_it(  # type: ign
     text = box.text()
     assert m.name in text and "GN7.2XLARGE32" in text and "running" in text
     assert f"${m.price_per_hour:,.3f}/h" in text
-    assert "budget" in text.lower()  # its guard, in words
+    # its guard, in words: the default budget (issue 29) and who stops it there
+    assert m.budget is not None
+    assert f"it also stops the machine through the cloud's API at {m.budget:.2f} USD" in text
     assert box.defaultButton() == box.button(QMessageBox.StandardButton.Cancel)
     button(box, "quitStop").click()
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=WAIT_MS)

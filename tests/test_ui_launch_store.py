@@ -151,6 +151,11 @@ def test_a_machine_ram_refused_a_role_says_what_stays_unprotected(
     _pick(qtbot, choice, "Another bucket…")
     assert field.placeholderText() == "oss://bucket/prefix"
     qtbot.keyClicks(field, "oss://lab-runs")
+    # the default budget's "stop" would need the role RAM refuses (issue 29): terminate at
+    # it, which the cloud's own release timer enforces
+    action = dialog.findChild(QComboBox, "onBudget")
+    assert action is not None
+    _pick(qtbot, action, "terminate")
     assert dialog.launch_button.isEnabled()
     with qtbot.waitSignal(dialog.launched, timeout=WAIT_MS):
         dialog.launch_button.click()
@@ -172,3 +177,34 @@ def test_a_machine_ram_refused_a_role_says_what_stays_unprotected(
     for column in ("spend", "budget"):
         tip = page.model.index(row, COL[column]).data(Qt.ItemDataRole.ToolTipRole)
         assert said in tip.splitlines(), tip
+
+
+def test_a_stop_budget_without_a_role_is_refused_until_the_user_accepts_the_app_alone(
+        aliyun_window: MainWindow, qtbot: Any, aliyun: AliyunStandin) -> None:
+    """RAM refuses the role and the budget's action is "stop" (the default): a stop from
+    inside an ECS machine keeps charging, so Launch is refused before anything bills, in
+    words; ticking "only the open app stops it" is the explicit way on (issue 29)."""
+    from PySide6.QtWidgets import QCheckBox
+
+    aliyun.ram_denied = True
+    dialog = _open(aliyun_window, A10, "cn-hangzhou")
+    accept = dialog.findChild(QCheckBox, "appStopOnly")
+    assert accept is not None and accept.isVisible() and not accept.isChecked()
+    action = dialog.findChild(QComboBox, "onBudget")
+    assert action is not None and action.currentData() == "stop"
+    _pick(qtbot, action, "terminate")  # terminate has the cloud's own timer: no question
+    assert not accept.isVisible()
+    _pick(qtbot, action, "stop")
+    assert accept.isVisible()
+    dialog.launch_button.click()
+    qtbot.waitUntil(lambda: "gave gpudesk no role" in dialog.log.text(), timeout=WAIT_MS)
+    assert "Nothing was launched" in dialog.log.text()
+    assert aliyun.state.instances == {}
+    assert [m.state for m in aliyun_window.ledger.machines()] == ["failed"]
+    qtbot.waitUntil(lambda: dialog.launch_button.isEnabled(), timeout=WAIT_MS)
+    accept.click()
+    with qtbot.waitSignal(dialog.launched, timeout=WAIT_MS):
+        dialog.launch_button.click()
+    live = [m for m in aliyun_window.ledger.machines() if m.state != "failed"]
+    assert len(live) == 1 and live[0].on_budget == "stop"
+    assert aliyun.role_of(live[0].cloud_id) == ""

@@ -243,10 +243,19 @@ def test_the_budget_help_says_what_the_chosen_action_does(window, qtbot) -> None
     type_into(qtbot, find(dialog, QLineEdit, "pref_machine_budget_usd"), "0")
     type_into(qtbot, find(dialog, QLineEdit, "pref_monthly_budget_usd"), "0")
     assert "only warn" not in help_text.text()  # "Stop" is never answered by "only warn"
+    # no fixed amount: every machine still has a budget, a day of it (issue 29)
+    assert "Every machine launches with a budget of 24 hours of its price" in help_text.text()
+    assert "AWS: At 24 h × its price the machine's agent shuts it down and EC2 stops it" \
+        in help_text.text()
+    assert "No budget" not in help_text.text()
+    hours = find(dialog, QLineEdit, "pref_machine_budget_hours")
+    type_into(qtbot, hours, "")  # while the hours are typed again, nothing is set
     assert "No budget is set yet" in help_text.text()
+    type_into(qtbot, hours, "48")
+    assert "a budget of 48 hours of its price" in help_text.text()
     type_into(qtbot, find(dialog, QLineEdit, "pref_monthly_budget_usd"), "500")
     assert "gpudesk stops every billing machine" in help_text.text()
-    assert "No budget per machine" in help_text.text()
+    assert "No budget per machine" not in help_text.text()
     choose(qtbot, action, "terminate")
     assert "gpudesk terminates every billing machine" in help_text.text()
     choose(qtbot, action, "warn")

@@ -11,6 +11,8 @@ import argparse
 import asyncio
 import getpass
 import json
+import math
+import os
 import re
 import sys
 import time
@@ -155,22 +157,62 @@ def _catalog_offer(provider: str, region: str, instance_type: str) -> Any:
     return None
 
 
-def _launch_budget(a: argparse.Namespace) -> tuple[float | None, str, float]:
-    """(budget in USD like the ledger, action, CNY per USD) from the flags or Preferences."""
+@dataclass(frozen=True)
+class _Budget:
+    """The launch's budget as the flags and Preferences give it."""
+
+    usd: float | None  # USD like the ledger; None: counted from hours, or none at all
+    hours: float  # LaunchPlan.budget_hours: hours of the price the launch counts by
+    action: str
+    rate: float  # CNY per USD
+    said: str  # what the CLI says about it before launching
+
+
+def _launch_budget(a: argparse.Namespace, price: float) -> _Budget:
+    """The budget from the flags, else Preferences' default (a day of the machine unless a
+    fixed amount is set): never none unless ``--no-budget`` says so (issue 29)."""
     from gpudesk.services.core.settings import load_settings
+    from gpudesk.services.money import default_budget
 
     s = load_settings()
     rate = s.cny_per_usd if s.cny_per_usd > 0 else 7.2
+    # Preferences' "warn" watches budgets without acting; a machine's own budget always acts
     action = a.on_budget or (s.budget_action if s.budget_action in ("stop", "terminate")
                              else "stop")
-    if a.budget is None and a.on_budget is None and s.budget_action not in ("stop", "terminate"):
-        return None, "stop", rate  # Preferences only warn: no guard stops the machine
+    if a.no_budget:
+        from gpudesk.services.cloud.guard import MSG_NONE
+
+        return _Budget(None, 0.0, "stop", rate, MSG_NONE)
     if a.budget is not None:
-        if a.budget <= 0:
+        if not math.isfinite(a.budget) or a.budget <= 0:
             raise ProviderError("invalid", MSG_BAD_BUDGET, amount=a.budget)
         usd = a.budget / rate if a.provider != "aws" else a.budget
-        return usd, action, rate
-    return (s.machine_budget_usd or None), action, rate
+        shown = f"{a.budget:.2f} {'USD' if a.provider == 'aws' else 'CNY'}"
+        return _Budget(usd, 0.0, action, rate, f"Budget {shown} (--budget).")
+    default = default_budget.of_settings(s)
+    usd = default.amount(price)
+    if default.fixed:
+        said = default_budget.MSG_DEFAULT_FIXED.format(budget=f"{usd:.2f} USD")
+    elif usd is not None:  # the launcher counts it again from the price it launches at
+        said = default_budget.MSG_DEFAULT_HOURS.format(
+            budget=f"{usd:.2f} USD", hours=f"{default.hours:g}", price=f"{price:g} USD")
+        usd = None
+    else:
+        said = default_budget.MSG_DEFAULT_QUOTED.format(hours=f"{default.hours:g}")
+    return _Budget(usd, default.plan_hours(), action, rate, said)
+
+
+def _guard_says(ledger: Ledger, m: Machine) -> list[str]:
+    """Who enforces ``m``'s budget, in the Launch dialog's own sentences (guard.sentences):
+    ``launch`` and ``show`` print these."""
+    from gpudesk.services.cloud import guard, instance_role
+
+    says = guard.english(m, guard.of(m), instance_role.why_not(ledger, m))
+    if m.group_live and m.budget:  # the group's own end is the cap (keep_alive_launch)
+        from gpudesk.services.cloud.keep_alive_launch import MSG_GROUP_GUARD
+
+        says = [MSG_GROUP_GUARD.format(budget=f"{m.budget:.2f} {m.currency or 'USD'}")]
+    return says
 
 
 def store_choice(text: str, provider: str) -> str:
@@ -215,18 +257,24 @@ def _cmd_launch(a: argparse.Namespace) -> int:
         return _fail(err.message(), 2)
     if a.login_user and not _LOGIN_NAME.match(a.login_user):
         return _fail(MSG_BAD_LOGIN_USER.format(user=a.login_user), 2)
+    if a.no_budget and a.on_budget:
+        return _fail("--on-budget needs a budget; drop --no-budget or --on-budget", 2)
     offer = _catalog_offer(a.provider, a.region, a.type)
     price = (offer.price(a.spot) or offer.ondemand_price or 0.0) if offer is not None else 0.0
-    budget, on_budget, rate = _launch_budget(a)
+    budget = _launch_budget(a, price)
+    print(f"gpudesk: {'warning: ' if a.no_budget else ''}{budget.said}", file=sys.stderr,
+          flush=True)
     plan = LaunchPlan(
         provider=a.provider, instance_type=a.type, region=a.region, zone=a.zone or "",
-        budget=budget, on_budget=on_budget, cny_per_usd=rate,
+        budget=budget.usd, budget_hours=budget.hours, on_budget=budget.action,
+        cny_per_usd=budget.rate,
         market="spot" if a.spot else "on-demand", max_price=a.max_price,
         image_id=a.image or "", disk_gb=a.disk_gb, allow_from=a.allow_from or "",
         fallback_regions=tuple(a.fallback_region or ()),
         gpu=offer.gpu.name if offer is not None else "",
         gpus=offer.gpu_count if offer is not None else 0, price_per_hour=price,
-        wait_ssh=not a.no_wait_ssh, instance_role=not a.no_instance_role, store=store,
+        wait_ssh=not a.no_wait_ssh, instance_role=not a.no_instance_role,
+        app_stop_only=a.app_stop_only, store=store,
         ssh_user=a.login_user or "", keep_alive=a.keep_alive)
 
     def show(p: Progress) -> None:
@@ -246,13 +294,28 @@ def _cmd_launch(a: argparse.Namespace) -> int:
         result = asyncio.run(launcher.launch(plan, show))
         m = ledger.get(result.machine.id) or result.machine
         data = _machine_json(m, ledger)
+        says = _guard_says(ledger, m)
+    from gpudesk.services.cloud import guard
+
+    data.update(guard=guard.of(m).as_json(), guard_says=says)
     if a.json:
-        print(json.dumps(data, indent=2))
+        print(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         login = f"ssh {m.ssh_user}@{m.public_ip}" if m.ssh_user else _login_unknown(m, "")
         print(f"{m.id} {m.cloud_id} {m.instance_type} {m.market} {m.state} in {m.zone or m.region}"
               f"; {login}")
+        _print_guard(m, says)
     return 0
+
+
+def _print_guard(m: Machine, says: list[str]) -> None:
+    """The budget and who enforces it, as ``show`` prints them."""
+    budget = f"{m.budget:.2f} {m.currency or 'USD'}, then {m.on_budget or 'stop'}" \
+        if m.budget else "none"
+    print(f"  budget: {budget}")
+    print(f"  enforced by: {', '.join(x for x in m.enforced_by.split(',') if x) or 'nobody'}")
+    for line in says:
+        print(f"  {line}")
 
 
 def _login_unknown(m: Machine, why: str) -> str:
@@ -320,6 +383,9 @@ def _cmd_ls(a: argparse.Namespace) -> int:
         if report.adopted:
             print(f"gpudesk: found {len(report.adopted)} machine(s) the ledger did not know: "
                   + ", ".join(report.adopted), file=sys.stderr)
+        for ledger_id, why in report.no_price.items():
+            print(f"gpudesk: warning: {ledger_id}: no price: no budget can be counted (the "
+                  f"cloud gave none: {why})", file=sys.stderr)
         for ledger_id, why in report.login_unknown.items():
             m = next((x for x in machines if x.id == ledger_id), None)
             if m is not None and not m.ssh_user:
@@ -377,8 +443,22 @@ def _show_run(record: Any, as_json: bool) -> int:
     return 0
 
 
+RED, RESET = "\033[31m", "\033[0m"
+
+
+def _no_price_words(ledger: Ledger, m: Machine) -> str:
+    """"no price: no budget can be counted. …why" for a cloud machine without a price
+    (reconcile.no_price_why); "" for one that has a price."""
+    from gpudesk.services.cloud.reconcile import MSG_NO_PRICE, MSG_NO_PRICE_WHY, no_price_why
+
+    why = no_price_why(ledger, m)
+    if why is None:
+        return ""
+    return f"{MSG_NO_PRICE}. {MSG_NO_PRICE_WHY.format(why=why or 'not asked')}"
+
+
 def _cmd_show(a: argparse.Namespace) -> int:
-    from gpudesk.services.cloud import cleanup, guard, instance_role
+    from gpudesk.services.cloud import cleanup, guard
     from gpudesk.services.cloud.machines import resolve
     from gpudesk.services.remote import host_key_rotation as first_login
 
@@ -390,15 +470,12 @@ def _cmd_show(a: argparse.Namespace) -> int:
         data = _machine_json(m, ledger)
         leftovers = cleanup.status(ledger, m)
         rotated, installed = first_login.login_facts(ledger, m.id)
-        role_why = instance_role.why_not(ledger, m)  # what stays unprotected without a role
+        says = _guard_says(ledger, m)  # with what stays unprotected without a role
         why_unknown = _login_unknown_why(ledger, m) if not m.ssh_user else ""
+        no_price = _no_price_words(ledger, m)
     data["cleanup"] = [r.as_json() for r in leftovers]
+    data["price_says"] = no_price or None
     g = guard.of(m)
-    says = guard.english(m, g, role_why)
-    if m.group_live and m.budget:  # the group's own end is the cap (keep_alive_launch)
-        from gpudesk.services.cloud.keep_alive_launch import MSG_GROUP_GUARD
-
-        says = [MSG_GROUP_GUARD.format(budget=f"{m.budget:.2f} {m.currency or 'USD'}")]
     data.update(host_key_fingerprint=m.host_key_fingerprint or None, guard=g.as_json(),
                 guard_says=says, host_key_rotated=rotated)
     data["guard"]["installed"] = installed
@@ -421,6 +498,9 @@ def _cmd_show(a: argparse.Namespace) -> int:
     print(f"{m.id} {m.name}: {m.provider} {m.cloud_id or '-'} {m.instance_type} "
           f"{m.billing_label}")
     print(f"  spent {data['spend']:.2f} {m.currency} at {m.price_per_hour:g}/h")
+    if no_price:  # in red where the terminal shows colour: no budget of it can cross
+        red = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        print(f"  {RED if red else ''}{no_price}{RESET if red else ''}")
     print(f"  host key {m.host_key_fingerprint or 'not known yet (asked on first connect)'}")
     if m.ssh_user or not cloud:
         print(f"  login user {m.ssh_user or 'root'}")  # an own machine's, as targets uses
@@ -563,14 +643,23 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--fallback-region", action="append",
                    help="try this region when the first refuses (repeatable)")
     p.add_argument("--no-wait-ssh", action="store_true", help="return once it runs")
-    p.add_argument("--budget", type=float, metavar="AMOUNT",
-                   help="this machine's budget in the provider's currency (AWS USD, Tencent "
-                        "CNY); default: the Preferences machine budget")
+    money = p.add_mutually_exclusive_group()
+    money.add_argument("--budget", type=float, metavar="AMOUNT",
+                       help="this machine's budget in the provider's currency (AWS USD, "
+                            "Tencent and Alibaba Cloud CNY); default: the Preferences "
+                            "default, a day of the machine at its price unless a fixed "
+                            "amount is set there")
+    money.add_argument("--no-budget", action="store_true",
+                       help="no budget at all: nothing stops the machine's bill but you")
     p.add_argument("--on-budget", choices=("stop", "terminate"),
                    help="what happens at the budget (default: the Preferences action)")
     p.add_argument("--no-instance-role", action="store_true",
                    help="give the machine no role to stop itself (AWS: an instance profile "
                         "that may only stop or terminate that machine)")
+    p.add_argument("--app-stop-only", action="store_true",
+                   help="Tencent Cloud and Alibaba Cloud, a \"stop\" budget: launch even "
+                        "where the machine gets no role, accepting that only the open app "
+                        "stops its bill (else such a launch is refused before it bills)")
     p.add_argument("--store", default=STORE_AUTO, metavar="auto|none|URI",
                    help="where its runs keep checkpoints, logs and outputs: auto (the "
                         "account's gpudesk bucket in the machine's region, the default), "

@@ -395,6 +395,21 @@ Open SSH to {here} instead (the old address loses access)?</source>
         </message>
     </context>
     <context>
+        <name>Budget</name>
+        <message>
+            <source>Budget {budget}: {hours} hours of the machine at {price}/h (the default in Preferences).</source>
+            <translation>预算 {budget}：这台机器按 {price}/小时计的 {hours} 小时费用（偏好设置中的默认值）。</translation>
+        </message>
+        <message>
+            <source>Budget: {hours} hours of the machine at the price the cloud quotes before launching (the default in Preferences).</source>
+            <translation>预算：这台机器按云在启动前的报价计的 {hours} 小时费用（偏好设置中的默认值）。</translation>
+        </message>
+        <message>
+            <source>Budget {budget} (the default budget per machine in Preferences).</source>
+            <translation>预算 {budget}（偏好设置中的单机默认预算）。</translation>
+        </message>
+    </context>
+    <context>
         <name>BudgetAlerts</name>
         <message>
             <source>stop</source>
@@ -908,6 +923,10 @@ Open SSH to {here} instead (the old address loses access)?</source>
             <translation>花费达到 {budget} 时，{cloud}会在 UTC 时间 {time} 自行销毁这台机器，即使 gpudesk 和机器上的代理都已不在。</translation>
         </message>
         <message>
+            <source>Alibaba Cloud releases a machine no sooner than {minutes} minutes after its release time is set (AutoReleaseTime at least 30 minutes ahead, plus a minute for the clock), so this budget of {budget}, which lasts under {minutes} minutes, can run up to {most} before the cloud ends it.</source>
+            <translation>阿里云在设置释放时间后最早 {minutes} 分钟才会释放机器（AutoReleaseTime 至少在 30 分钟之后，另加 1 分钟时钟余量），因此这份 {budget} 的预算虽然不足 {minutes} 分钟，机器仍可能运行到花费 {most} 才被云端结束。</translation>
+        </message>
+        <message>
             <source>At {budget} the machine's agent shuts it down and EC2 terminates it (shutdown behaviour: terminate), even with gpudesk closed; nothing bills after that.</source>
             <translation>花费达到 {budget} 时，机器上的代理会将其关机，EC2 随即销毁它（关机行为：终止），即使 gpudesk 已关闭也是如此；此后不再产生任何费用。</translation>
         </message>
@@ -952,10 +971,6 @@ Open SSH to {here} instead (the old address loses access)?</source>
             <translation>随后 {cloud} 以 {mode} 模式关机：计算部分停止计费，但关机的机器在您删除之前仍按磁盘（{disk} GB）计费。</translation>
         </message>
         <message>
-            <source>The machine's first-boot guard cannot make that call: until gpudesk first puts its full agent there (Watch, or a budget change), with the laptop shut nothing stops the bill.</source>
-            <translation>机器首次启动时的守护程序无法发出这个调用：在 gpudesk 首次部署完整代理之前（打开监控页或修改预算），笔记本合上时没有任何东西能停止计费。</translation>
-        </message>
-        <message>
             <source>The machine's agent has the new rules: {action} at {cap} USD ({spent} USD spent so far).</source>
             <translation>机器上的代理已获得新规则：花费达到 {cap} USD 时{action}（目前已花费 {spent} USD）。</translation>
         </message>
@@ -994,6 +1009,30 @@ Open SSH to {here} instead (the old address loses access)?</source>
         <message>
             <source>The cloud's cap did not change and stays as it was: {why}</source>
             <translation>云端的上限没有改变，仍保持原样：{why}</translation>
+        </message>
+        <message>
+            <source>{cloud} says: the group {group} goes to 0 machines at {time} UTC (its own scheduled action).</source>
+            <translation>{cloud} 表示：伸缩组 {group} 将于 UTC {time} 缩减到 0 台机器（它自己的定时任务）。</translation>
+        </message>
+        <message>
+            <source>{cloud} says: the group {group} holds no scheduled end.</source>
+            <translation>{cloud} 表示：伸缩组 {group} 没有设定结束时间。</translation>
+        </message>
+        <message>
+            <source>The new budget is already spent: the group {group} was ended, so it starts no machine and bills nothing more.</source>
+            <translation>新预算已经花完：伸缩组 {group} 已被结束，它不会再启动机器，也不再产生费用。</translation>
+        </message>
+        <message>
+            <source>no price: no budget can be counted</source>
+            <translation>没有价格：无法计算任何预算</translation>
+        </message>
+        <message>
+            <source>gpudesk found this machine in the cloud and has no price for it: the catalog has none and the cloud gave none when asked ({why}). Its spend counts as 0, so no budget of it can ever cross: terminate it, or watch its bill in the cloud's console.</source>
+            <translation>gpudesk 在云端找到了这台机器，但没有它的价格：目录中没有，询问云端时云端也没有给出（{why}）。它的花费按 0 计算，因此它的任何预算都不会被触发：请终止它，或在云控制台中留意它的账单。</translation>
+        </message>
+        <message>
+            <source>{first} {second}</source>
+            <translation>{first}{second}</translation>
         </message>
     </context>
     <context>
@@ -1155,6 +1194,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>{h} h {m:02d} min</source>
             <translation>{h} 小时 {m:02d} 分</translation>
+        </message>
+        <message>
+            <source>not asked</source>
+            <translation>未询问</translation>
         </message>
         <message>
             <source>spot</source>
@@ -1324,8 +1367,20 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>发现 {n} 台账本中没有记录的机器。</translation>
         </message>
         <message>
+            <source>{n} machine(s) removed from the list still exist in their cloud: they are back, with the budget they had.</source>
+            <translation>{n} 台从列表中移除的机器仍存在于其云端：它们已回到列表，预算保持原样。</translation>
+        </message>
+        <message>
             <source>{n} machine(s) no longer exist.</source>
             <translation>{n} 台机器已不存在。</translation>
+        </message>
+        <message>
+            <source>{n} machine(s) found have no price: no budget can be counted for them (see Price/h).</source>
+            <translation>找到的 {n} 台机器没有价格：无法为它们计算任何预算（见“每小时价格”）。</translation>
+        </message>
+        <message>
+            <source>{n} machine(s) were stopped or started outside gpudesk: their cloud timer followed.</source>
+            <translation>{n} 台机器在 gpudesk 之外被停止或启动：它们的云端定时器已随之调整。</translation>
         </message>
         <message>
             <source>{provider} not checked: {why}</source>
@@ -1426,6 +1481,26 @@ Stop {name} anyway?</source>
         <message>
             <source>Terminate machine</source>
             <translation>销毁机器</translation>
+        </message>
+        <message>
+            <source>Remove {name} from the list? gpudesk forgets how to reach it; the machine itself is not touched.</source>
+            <translation>从列表中移除 {name}？gpudesk 将不再记得如何连接它；机器本身不受影响。</translation>
+        </message>
+        <message>
+            <source>Remove {name} from the list? It has ended ({state}); its row and its spend leave this list.</source>
+            <translation>从列表中移除 {name}？它已结束（{state}）；它的这一行及其花费将从此列表中移除。</translation>
+        </message>
+        <message>
+            <source>Remove {name} from the list? This does not delete it: {cloud_id} still exists in {cloud} ({state}) and its disk bills until you terminate it. The next Check clouds finds it again, with its budget ({budget}). To end its bill, use Terminate instead.</source>
+            <translation>从列表中移除 {name}？这不会删除它：{cloud_id} 仍存在于{cloud}（{state}），其磁盘会一直计费，直到您将它终止。下次“检查云端”会再次找到它，并带回它的预算（{budget}）。要结束它的账单，请改用“终止”。</translation>
+        </message>
+        <message>
+            <source>{name} was removed from the list.</source>
+            <translation>{name} 已从列表中移除。</translation>
+        </message>
+        <message>
+            <source>Remove</source>
+            <translation>移除</translation>
         </message>
         <message>
             <source>Terminate {name} ({type}, {cloud_id})? The machine and its disk are deleted; anything not copied off it is lost. Billing stops.</source>
@@ -1586,12 +1661,16 @@ Stop {name} anyway?</source>
             <translation>你自己的镜像 ID（AWS 为 ami-…，腾讯云为 img-…，阿里云为 m-…），须位于机器所在地域；留空时 gpudesk 会选用最新的 GPU 深度学习镜像。</translation>
         </message>
         <message>
-            <source>Budget for this machine (0: none)</source>
-            <translation>这台机器的预算（0：无）</translation>
-        </message>
-        <message>
             <source>At the budget</source>
             <translation>达到预算时</translation>
+        </message>
+        <message>
+            <source>If {cloud} refuses gpudesk a role, launch anyway: only the open app stops it</source>
+            <translation>如果{cloud}拒绝给 gpudesk 角色，仍然启动：只有打开的应用能停止它</translation>
+        </message>
+        <message>
+            <source>Without its role, a stop from inside the machine keeps charging: with gpudesk closed nothing stops the bill. Unticked, such a launch is refused before anything bills.</source>
+            <translation>没有角色时，从机器内部关机仍会继续计费：关闭 gpudesk 后没有任何东西能停止计费。不勾选时，这样的启动会在产生任何费用之前被拒绝。</translation>
         </message>
         <message>
             <source>stop</source>
@@ -1678,6 +1757,10 @@ Stop {name} anyway?</source>
             <translation>阿里云的最高价以人民币/小时计；不设最高价时按市场价付费（SpotAsPriceGo），不会超过按量付费价格。</translation>
         </message>
         <message>
+            <source>The budget is {hours} hours of the price the cloud quotes before the launch; the Instances page says who enforces it once the machine runs.</source>
+            <translation>预算是云在启动前报价的 {hours} 小时费用；机器运行后，“实例”页会说明由谁执行它。</translation>
+        </message>
+        <message>
             <source>Going on where the cloud accepted it ({n} place(s) refused first).</source>
             <translation>已在云端接受的位置继续（此前有 {n} 个位置拒绝）。</translation>
         </message>
@@ -1716,6 +1799,22 @@ Stop {name} anyway?</source>
         <message>
             <source>Refused, trying the next place: {why}</source>
             <translation>被拒绝，正在尝试下一个地点：{why}</translation>
+        </message>
+        <message>
+            <source>Budget for this machine</source>
+            <translation>这台机器的预算</translation>
+        </message>
+        <message>
+            <source>{hours} h × its price</source>
+            <translation>{hours} 小时 × 其价格</translation>
+        </message>
+        <message>
+            <source>No budget (nothing stops the bill but you)</source>
+            <translation>不设预算（除了你自己，没有什么会停止计费）</translation>
+        </message>
+        <message>
+            <source>Launch without a budget: no agent, cloud timer or gpudesk stops this machine for its spend. Only for a machine you watch yourself.</source>
+            <translation>不设预算启动：代理、云定时器和 gpudesk 都不会因花费而停止这台机器。仅适用于你自己看管的机器。</translation>
         </message>
         <message>
             <source>{cloud_id} is running at {address}. It is on the Instances page; connect with ssh {user}@{address}.</source>
@@ -3169,6 +3268,10 @@ Stop {name} anyway?</source>
             <source>{provider} has no subnet of the default VPC in {where} for an Auto Scaling group; make one in the VPC console (or pick another zone) and try again.</source>
             <translation>{provider} 在 {where} 没有默认私有网络（VPC）的子网可供弹性伸缩组使用；请在私有网络控制台创建一个子网（或换一个可用区）后重试。</translation>
         </message>
+        <message>
+            <source>{provider} gave gpudesk no role for this machine ({why}), and without one a stop at the budget cannot end the bill with gpudesk closed: a stop from inside the machine keeps charging there. Nothing was launched. Choose terminate at the budget (the cloud's own timer then ends the machine), or accept that only the open app stops it (--app-stop-only, or the Launch dialog's box).</source>
+            <translation>{provider}没有为这台机器给 gpudesk 角色（{why}）。没有角色，关闭 gpudesk 时到达预算的停止无法结束计费：在该云上从机器内部关机会继续计费。没有启动任何机器。请选择到达预算时释放（云自己的定时器会结束这台机器），或接受只有打开的应用才能停止它（--app-stop-only，或启动对话框中的选项）。</translation>
+        </message>
     </context>
     <context>
         <name>RunControl</name>
@@ -4220,8 +4323,12 @@ Stop {name} anyway?</source>
             <translation>请输入美元金额，0（不设预算）或更多，例如 500。</translation>
         </message>
         <message>
-            <source>Enter US dollars, 0 (no budget) or more, e.g. 50.</source>
-            <translation>请输入美元金额，0（不设预算）或更多，例如 50。</translation>
+            <source>Enter US dollars, 0 (the hours above) or more, e.g. 50.</source>
+            <translation>请输入美元金额，0（使用上面的小时数）或更多，例如 50。</translation>
+        </message>
+        <message>
+            <source>Enter hours above 0 and at most 8784, e.g. 24 (a day of the machine).</source>
+            <translation>请输入大于 0 且不超过 8784 的小时数，例如 24（机器运行一天）。</translation>
         </message>
         <message>
             <source>Enter a percentage from 0 to 100, e.g. 5.</source>
@@ -4254,6 +4361,14 @@ Stop {name} anyway?</source>
         <message>
             <source>Machine budgets only warn: nothing is stopped.</source>
             <translation>机器预算只发出警告：不会停止任何机器。</translation>
+        </message>
+        <message>
+            <source>{hours} h × its price</source>
+            <translation>{hours} 小时 × 其价格</translation>
+        </message>
+        <message>
+            <source>Every machine launches with a budget of {hours} hours of its price unless you choose another (or none) when you launch it; a fixed amount below replaces the hours.</source>
+            <translation>每台机器启动时的预算是其 {hours} 小时的费用，除非你在启动时另选预算（或不设预算）；下面的固定金额会取代小时数。</translation>
         </message>
         <message>
             <source>Tencent Cloud itself terminates it when budget ÷ price runs out, even if gpudesk and the agent are gone.</source>
@@ -4332,8 +4447,12 @@ Stop {name} anyway?</source>
             <translation>每月预算（美元，0 = 不限）(&amp;B)</translation>
         </message>
         <message>
-            <source>Budget per &amp;machine (USD, 0 = none)</source>
-            <translation>每台机器预算（美元，0 = 不限）(&amp;M)</translation>
+            <source>Budget per machine: &amp;hours of its price</source>
+            <translation>单机预算：按其价格计的小时数(&amp;H)</translation>
+        </message>
+        <message>
+            <source>Or a fixed budget per &amp;machine (USD, 0 = the hours)</source>
+            <translation>或固定的单机预算（美元，0 = 按小时数）(&amp;M)</translation>
         </message>
         <message>
             <source>Idle below GPU &amp;utilisation (%)</source>

@@ -49,6 +49,13 @@ MSG_NONE = QT_TRANSLATE_NOOP(
 MSG_TIMER = QT_TRANSLATE_NOOP(
     "Guard", "At {budget} {cloud} itself terminates this machine at {time} UTC, even if gpudesk "
     "and the machine's agent are gone.")
+# ECS's release floor (aliyun_parse.RELEASE_FLOOR_S, "30 min + 1"): a budget that lasts less
+# buys that much anyway, and the words say so with the figure.
+MSG_ALIYUN_FLOOR = QT_TRANSLATE_NOOP(
+    "Guard", "Alibaba Cloud releases a machine no sooner than {minutes} minutes after its "
+    "release time is set (AutoReleaseTime at least 30 minutes ahead, plus a minute for the "
+    "clock), so this budget of {budget}, which lasts under {minutes} minutes, can run up to "
+    "{most} before the cloud ends it.")
 MSG_AWS_TERMINATE = QT_TRANSLATE_NOOP(
     "Guard", "At {budget} the machine's agent shuts it down and EC2 terminates it (shutdown "
     "behaviour: terminate), even with gpudesk closed; nothing bills after that.")
@@ -86,15 +93,12 @@ MSG_DESKTOP = QT_TRANSLATE_NOOP(
     "Guard", "While gpudesk runs, it also {action}s the machine through the cloud's API at "
     "{budget}.")
 # Tencent Cloud and Alibaba Cloud with "stop" and the machine's role (issue 21): the agent
-# asks for the stop-charging stop itself (MSG_ROLE); what a machine stopped so still bills,
-# and that the first-boot guard cannot make that call (only the full agent has cloud_stop).
+# asks for the stop-charging stop itself (MSG_ROLE), from the first-boot guard on (the role is
+# named at creation and the boot bundle carries cloud_stop, issue 29); what a machine stopped
+# so still bills.
 MSG_ROLE_STOPPED = QT_TRANSLATE_NOOP(
     "Guard", "{cloud} then stops it in {mode} mode: the compute stops billing, but a stopped "
     "machine still bills its disk ({disk} GB) until you delete it.")
-MSG_ROLE_FIRST_BOOT = QT_TRANSLATE_NOOP(
-    "Guard", "The machine's first-boot guard cannot make that call: until gpudesk first puts "
-    "its full agent there (Watch, or a budget change), with the laptop shut nothing stops the "
-    "bill.")
 STOP_MODE = {"tencent": "STOP_CHARGING", "aliyun": "StopCharging"}
 # Clouds where an OS shutdown keeps charging: at the budget, "stop" is the desktop's
 # stop-charging StopInstances only, and the agent just records that the budget was reached.
@@ -239,7 +243,7 @@ def timer_at(budget: float, spent: float, price_per_hour: float, now: float,
 def plan(provider: str, budget: float | None, action: str, price_per_hour: float,
          spent: float, now: float, *, agent: bool = True, quote: Quote | None = None,
          currency: str = "USD", disk_gb: float = 0.0, region: str = "",
-         cny_per_usd: float = 7.2, market: str = "on-demand") -> Guard:
+         cny_per_usd: float = 7.2, market: str = "on-demand", role: bool = False) -> Guard:
     """The guard a machine gets: which enforcers, and the cloud timer's moment if any.
 
     ``budget``, ``spent`` and ``price_per_hour`` are in ``currency`` (the ledger's). With
@@ -248,7 +252,9 @@ def plan(provider: str, budget: float | None, action: str, price_per_hour: float
     system disk (``disk_gb`` in ``region``) bills while the machine runs, so its price per
     hour is added to the compute's: the cap covers both. A Tencent Cloud spot machine
     cannot stop charging (STOP_CHARGING is for pay-as-you-go machines), so its "stop" is a
-    terminate (:data:`MSG_TENCENT_SPOT_STOP` says so).
+    terminate (:data:`MSG_TENCENT_SPOT_STOP` says so). ``role``: the machine will carry the
+    role that lets its agent stop it through the cloud (named at creation, the default), as
+    a plan's words should say before the launch.
     """
     action = action if action in ACTIONS else "stop"
     if action == "stop" and spot_cannot_stop(provider, market):
@@ -269,6 +275,8 @@ def plan(provider: str, budget: float | None, action: str, price_per_hour: float
             when = timer_at(budget, spent, price_per_hour + disk, now, provider)
         if when is not None:
             by.append("cloud-timer")
+    if role and provider in ("aws", "tencent", "aliyun"):
+        by.append("instance-role")
     return Guard(budget, action, tuple(by), when)
 
 
@@ -308,6 +316,7 @@ def sentences(m: Machine, g: Guard | None = None, role_why: str | None = None
         clock = datetime.fromtimestamp(g.cloud_timer_at, UTC).strftime("%Y-%m-%d %H:%M")
         out.append((MSG_TIMER, {"budget": budget, "cloud": provider_title(m.provider),
                                 "time": clock}))
+        out += _under_release_floor(m, g.budget or 0.0)
     if m.provider == "aws" and "shutdown-behavior" in g.enforced_by:
         out.append((MSG_AWS_TERMINATE if g.action == "terminate" else MSG_AWS_STOP,
                     {"budget": budget, "disk": f"{m.disk_gb:g}"}))
@@ -319,7 +328,6 @@ def sentences(m: Machine, g: Guard | None = None, role_why: str | None = None
         out += [(MSG_ROLE, {"budget": budget, "cloud": cloud, "action": g.action}),
                 (MSG_ROLE_STOPPED, {"cloud": cloud, "mode": STOP_MODE[m.provider],
                                     "disk": f"{m.disk_gb:g}"}),
-                (MSG_ROLE_FIRST_BOOT, {}),
                 (MSG_DESKTOP, {"budget": budget, "action": g.action})]
         return out
     elif m.provider in STOP_BY_DESKTOP and g.action == "stop":
@@ -335,6 +343,21 @@ def sentences(m: Machine, g: Guard | None = None, role_why: str | None = None
     out += no_role
     out.append((MSG_DESKTOP, {"budget": budget, "action": g.action}))
     return out
+
+
+def _under_release_floor(m: Machine, budget: float) -> list[tuple[str, dict[str, object]]]:
+    """ECS's floor, said with its figures where the budget lasts less than it at the machine's
+    price (with its disk): the cloud's release comes at the floor, not at the budget."""
+    if m.provider != "aliyun" or m.price_per_hour <= 0:
+        return []
+    per_hour = m.price_per_hour + disk_per_hour(m.provider, m.region, m.disk_gb,
+                                                m.currency or "USD")
+    floor_h = ap.RELEASE_FLOOR_S / 3600.0
+    if budget >= per_hour * floor_h:
+        return []
+    return [(MSG_ALIYUN_FLOOR, {"minutes": f"{ap.RELEASE_FLOOR_S // 60:g}",
+                                "budget": f"{budget:.2f} {m.currency}",
+                                "most": f"{per_hour * floor_h:.2f} {m.currency}"})]
 
 
 def english(m: Machine, g: Guard | None = None, role_why: str | None = None) -> list[str]:

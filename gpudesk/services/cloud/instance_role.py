@@ -80,6 +80,17 @@ WHY_OFF = QT_TRANSLATE_NOOP("Guard", "you chose no role")
 MSG_NO_ROLE = QT_TRANSLATE_NOOP(
     "Guard", "This machine has no role to stop itself ({why}): with gpudesk closed, its "
     "agent cannot ask {cloud} to stop the bill.")
+# A "stop" budget on Tencent/Alibaba Cloud with no role: refused before anything bills
+# (issue 29): an OS shutdown there keeps charging, so nothing would cap it with the app shut.
+MSG_STOP_NEEDS_ROLE = QT_TRANSLATE_NOOP(
+    "ProviderError", "{provider} gave gpudesk no role for this machine ({why}), and without one "
+    "a stop at the budget cannot end the bill with gpudesk closed: a stop from inside the "
+    "machine keeps charging there. Nothing was launched. Choose terminate at the budget (the "
+    "cloud's own timer then ends the machine), or accept that only the open app stops it "
+    "(--app-stop-only, or the Launch dialog's box).")
+STEP_AT_CREATION = "instance-role-at-creation"  # ledger: the launch named the role
+STEP_NOT_READY = "instance-role-not-ready"  # ledger: launched without it, bound once it runs
+STEP_REQUESTED = "instance-role-requested"
 
 
 @dataclass(frozen=True)
@@ -253,6 +264,11 @@ def _words(err: base.ProviderError) -> str:
     code = _code_of(err)
     message = (err.detail or "")[len(code) + 2:].strip() if code else err.message()
     return (f"{code}: {message}" if code and message else code or message)[:300]
+
+
+def words(err: base.ProviderError) -> str:
+    """The cloud's own code and words for a refusal (what the ledger and the guard show)."""
+    return _words(err)
 
 
 def _denied(err: base.ProviderError) -> bool:
@@ -517,6 +533,78 @@ _GIVE: dict[str, Callable[[Any, Machine, Callable[[float], None]], str]] = {
 
 # ------------------------------------------------------------------ launch
 
+def _ensure_aws(provider: Any, region: str) -> str:
+    iam, _ec2 = _clients(provider, region)
+    return ensure_aws_role(iam)
+
+
+def _ensure_tencent(provider: Any, region: str) -> str:
+    role_id = ensure_tencent_role(_cam_call(provider))
+    return f"CAM role {role_id}" if role_id else "CAM role"
+
+
+def _ensure_aliyun(provider: Any, region: str) -> str:
+    return ensure_aliyun_role(_ram_call(provider)) or "RAM role"
+
+
+_ENSURE: dict[str, Callable[[Any, str], str]] = {
+    "aws": _ensure_aws, "tencent": _ensure_tencent, "aliyun": _ensure_aliyun}
+
+
+def before_launch(ledger: Ledger, machine_id: str, provider: Any, *, allowed: bool = True
+                  ) -> RoleOutcome:
+    """Blocking, before RunInstances: the role found or made, so that the launch names it
+    (EC2 ``IamInstanceProfile``, CVM ``CamRoleName``, ECS ``RamRoleName``) and the machine
+    can stop its own bill from its first second, before any desktop ever reaches it.
+
+    The ledger says so first (the ``instance-role`` enforcer, the role's words), so the
+    first-boot rules name the role's command. A refusal is written as today's
+    ``instance-role-refused`` with the cloud's words; the caller decides whether the launch
+    may go on without it (:func:`stop_needs_role`).
+    """
+    m = ledger.get(machine_id)
+    if m is None:
+        return RoleOutcome(False, why="no machine")
+    if not allowed:
+        ledger.log(machine_id, STEP_OFF, "the user chose no role")
+        return RoleOutcome(False, why="off")
+    if m.provider not in _ENSURE:
+        return RoleOutcome(False, why=f"no role on {m.provider}")
+    ledger.log(machine_id, STEP_REQUESTED, f"{ROLE_NAME} (at creation)")
+    try:
+        profile = _ENSURE[m.provider](provider, m.region)
+    except RoleRefused as exc:
+        ledger.log(machine_id, STEP_REFUSED, str(exc))
+        return RoleOutcome(False, why=str(exc))
+    except base.ProviderError as err:
+        why = _words(err)
+        if err.kind in ("auth", "clock", "network"):
+            raise  # not a refusal of the role: the launch itself cannot go on
+        if not _denied(err):
+            log.warning("no instance role for %s: %s", machine_id, why)
+        ledger.log(machine_id, STEP_REFUSED, why)
+        return RoleOutcome(False, why=why)
+    add_enforcer(ledger, m, f"{ROLE_NAME} ({profile})")
+    ledger.log(machine_id, STEP_AT_CREATION, ROLE_NAME)
+    return RoleOutcome(True, ROLE_NAME, profile)
+
+
+def not_ready(err: base.ProviderError) -> bool:
+    """The cloud refused a launch that named a role it has not spread yet (IAM, CAM and
+    RAM are eventually consistent): launch without it, bind it once the machine runs."""
+    code = _code_of(err)
+    if code == CVM_ROLE_NOT_READY or code in ECS_ROLE_NOT_READY:
+        return True
+    return code == "InvalidParameterValue" and "iaminstanceprofile" in err.detail.lower()
+
+
+def stop_needs_role(provider: str, action: str, budget: float | None) -> bool:
+    """A budget whose "stop" only a role can make: Tencent Cloud and Alibaba Cloud, where a
+    stop from inside keeps charging (``guard.STOP_BY_DESKTOP``). EC2's own shutdown
+    behaviour stops the compute bill; "terminate" has the cloud's own timer there."""
+    return bool(budget) and action == "stop" and provider in ("tencent", "aliyun")
+
+
 def give_role(ledger: Ledger, machine_id: str, provider: Any, *, allowed: bool = True,
               sleep: Callable[[float], None] = time.sleep) -> RoleOutcome:
     """Blocking: after launch, give the machine its role where the user allows it.
@@ -535,7 +623,7 @@ def give_role(ledger: Ledger, machine_id: str, provider: Any, *, allowed: bool =
         why = f"no role on {m.provider}"
         ledger.log(machine_id, STEP_REFUSED, why)
         return RoleOutcome(False, why=why)
-    ledger.log(machine_id, "instance-role-requested", ROLE_NAME)
+    ledger.log(machine_id, STEP_REQUESTED, ROLE_NAME)
     try:
         profile = _GIVE[m.provider](provider, m, sleep)
     except RoleRefused as exc:
@@ -602,7 +690,7 @@ def at_launch(ledger: Ledger, m: Machine, provider: Any, allowed: bool) -> Machi
     gpudesk gives roles on (:data:`CLOUDS`), the machine as the ledger now has it. Never
     raises: a machine without a role is still a launched machine (the ledger and the
     guard's words say so)."""
-    if m.provider in CLOUDS and m.cloud_id:
+    if m.provider in CLOUDS and m.cloud_id and _bind_after(ledger, m):
         try:
             give_role(ledger, m.id, provider, allowed=allowed)
         except Exception as exc:  # noqa: BLE001 - the ledger itself failed: say it, go on
@@ -610,15 +698,37 @@ def at_launch(ledger: Ledger, m: Machine, provider: Any, allowed: bool) -> Machi
     return ledger.get(m.id) or m
 
 
+def _bind_after(ledger: Ledger, m: Machine) -> bool:
+    """Is the role still to be bound now that the machine runs? Only where the cloud had
+    not spread it at RunInstances (:data:`STEP_NOT_READY`), or where no launch step spoke
+    of a role at all (a machine launched before roles were named at creation)."""
+    for event in reversed(ledger.events(m.id)):
+        if event.step == STEP_NOT_READY:
+            return True
+        if event.step in (STEP_AT_CREATION, STEP, STEP_REFUSED, STEP_OFF):
+            return False
+    return True
+
+
+def drop_enforcer(ledger: Ledger, m: Machine, why: str) -> Machine:
+    """The cloud refused the role at RunInstances: the machine goes without it, and the
+    ledger says why in the cloud's words (the guard's no-role sentence reads it)."""
+    by = [x for x in m.enforced_by.split(",") if x and x != ENFORCER]
+    return ledger.update(m.id, enforced_by=",".join(by), step=STEP_REFUSED, detail=why)
+
+
 def rules_commands(m: Machine | None) -> dict[str, tuple[str, ...]]:
     """``AgentRules.commands`` for ``m``: the role's stop/terminate where it has one.
 
     On Tencent Cloud and Alibaba Cloud the region and the instance id are named: CVM signs
     with the region (``X-TC-Region``) and ECS wants ``RegionId``, and the ledger knows both,
-    so the agent need not read them from a metadata path that differs between images.
+    so the agent need not read them from a metadata path that differs between images. The
+    first-boot rules, written before the cloud has chosen either, leave both to the metadata.
     """
     if m is None or ENFORCER not in m.enforced_by.split(","):
         return {}
+    if not m.cloud_id:  # first boot: the launch may still fail over to another region, so
+        return agent_commands(m.provider)  # the machine's metadata names region and id
     if m.provider in ("tencent", "aliyun"):
         return agent_commands(m.provider, region=m.region, instance_id=m.cloud_id)
     return agent_commands(m.provider)

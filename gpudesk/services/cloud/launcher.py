@@ -29,6 +29,7 @@ from gpudesk.services.cloud import (
     credentials,
     instance_role,
     keep_alive_launch,
+    spot_sanity,
 )
 from gpudesk.services.cloud import guard as guards
 from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring, title
@@ -39,6 +40,7 @@ from gpudesk.services.cloud.providers.base import (
     CloudInstance,
     LaunchRequest,
     Market,
+    PricePoint,
     Provider,
     ProviderError,
     ProviderName,
@@ -121,10 +123,17 @@ class LaunchPlan:
     ssh_user: str = ""  # "": the image's login user (the provider's login_user)
     wait_ssh: bool = True
     budget: float | None = None  # USD like price_per_hour (the ledger's currency); None: none
+    # with no budget given: this many hours of the launch's price (after the cloud's quote)
+    # become the budget (Preferences' default, issue 29); 0 with no budget: none, on purpose
+    budget_hours: float = 0.0
     on_budget: str = "stop"  # "stop" or "terminate"
     cny_per_usd: float = 7.2  # to hand CNY-billing clouds their own currency
-    # a role that may only stop/terminate the machine itself (services.cloud.instance_role)
+    # a role that may only stop/terminate the machine itself (services.cloud.instance_role),
+    # named in RunInstances so the first-boot guard can stop the bill from the first second
     instance_role: bool = True
+    # the user accepted, on purpose, that with no role only the open app stops a Tencent or
+    # Alibaba Cloud "stop" budget (--app-stop-only): else such a launch is refused (issue 29)
+    app_stop_only: bool = False
     # where its runs keep their data (issue 22): "" or "auto" (the account's gpudesk bucket
     # in the machine's region), "none", or a store URI. The front ends check a URI
     # (storage.uri.parse_uri) before the launch; the cloud room only carries it.
@@ -220,7 +229,9 @@ class Launcher:
                               plan.max_price, plan.image_id, plan.disk_gb, plan.allow_from)
         validate_request(plan.provider, probe, regions, known)  # before anything costs a call
         if plan.keep_alive:  # a group the cloud could not cap is refused before it is written
-            keep_alive_launch.check(plan.provider, plan.market, plan.budget, provider)
+            # hours of the price still to be quoted are a budget too (budget_hours)
+            keep_alive_launch.check(plan.provider, plan.market,
+                                    plan.budget or plan.budget_hours or None, provider)
         for region in plan.fallback_regions:
             if region not in regions:
                 validate_request(plan.provider, LaunchRequest("check", region, plan.instance_type),
@@ -228,9 +239,11 @@ class Launcher:
         allow_from = plan.allow_from or await asyncio.to_thread(detect_public_address)
         # The cloud's own price, before anything is written or made: no answer, no launch.
         quoted: guards.Quote | None = None
-        if not plan.price_per_hour or plan.provider in QUOTED_AT_LAUNCH:
+        if not plan.price_per_hour or plan.provider in QUOTED_AT_LAUNCH \
+                or _handed_spot_doubted(plan):
             quoted = await asyncio.to_thread(_first_quote, provider, plan)
             plan = replace(plan, price_per_hour=quoted.usd)
+        plan = _with_default_budget(plan)
 
         ledger_id = new_ledger_id()
         machine = self.ledger.add(Machine(
@@ -277,18 +290,20 @@ def quote(provider: Provider, plan: LaunchPlan) -> float:
 
 
 def cloud_quote(provider: Provider, plan: LaunchPlan, region: str = "",
-                zone: str = "") -> guards.Quote:
+                zone: str = "", *, download: bool = True) -> guards.Quote:
     """What the cloud itself asks per hour for ``plan`` in ``region``/``zone`` (default: the
     plan's), in its own currency: Tencent Cloud's InquiryPriceRunInstances, Alibaba Cloud's
     DescribePrice (spot: DescribeSpotPriceHistory), the AWS price list (spot:
     DescribeSpotPriceHistory). Blocking; makes nothing.
 
     No usable answer refuses the launch (``ProviderError`` of kind "price", in words): a
-    machine whose spend cannot be counted would bill past every budget unseen."""
+    machine whose spend cannot be counted would bill past every budget unseen.
+    ``download``: False keeps to the AWS price list already here (cached or bundled), for
+    callers in the background (reconcile) that must not fetch a region's whole file."""
     region, zone = region or plan.region, zone or plan.zone
     why = ""
     try:
-        found = _ask_price(provider, plan, region, zone)
+        found = _ask_price(provider, plan, region, zone, download)
     except ProviderError as error:
         if error.kind in ("auth", "clock"):
             raise
@@ -328,17 +343,87 @@ def _first_zone(provider: Provider, region: str, plan: LaunchPlan) -> str:
 
 
 def _latest_spot(provider: Provider, region: str, zone: str, plan: LaunchPlan
-                 ) -> tuple[float, str] | None:
+                 ) -> PricePoint | None:
     zone = zone or _first_zone(provider, region, plan)
     if not zone:
         return None
     points = provider.spot_price_history(region, zone, plan.instance_type,
                                          time.time() - 6 * 3600)
-    return (points[-1].price, points[-1].currency) if points else None
+    return points[-1] if points else None
+
+
+def _with_default_budget(plan: LaunchPlan) -> LaunchPlan:
+    """The plan with its budget: the one given, else ``budget_hours`` of the price the
+    launch counts by (the cloud's quote where one was asked). Never a default launch
+    without a budget: no price to count it from is no launch."""
+    if plan.budget is not None or plan.budget_hours <= 0:
+        return plan
+    if plan.price_per_hour <= 0:
+        raise ProviderError("price", MSG_NO_QUOTE, instance_type=plan.instance_type,
+                            region=plan.region, detail=f"0 per hour, so no budget of "
+                            f"{plan.budget_hours:g} hours can be counted")
+    return replace(plan, budget=plan.budget_hours * plan.price_per_hour)
+
+
+def _handed_spot_doubted(plan: LaunchPlan) -> bool:
+    """A spot price handed to the launch (the catalog's, a refresh cached before prices were
+    judged) that :mod:`spot_sanity` would refuse against the bundled on-demand price: the
+    cloud is asked instead, so the launch counts what the machine can bill."""
+    if plan.market != "spot" or plan.price_per_hour <= 0:
+        return False
+    now = time.time()
+    for offer in load_catalog().filter(provider=plan.provider, region=plan.region):
+        if offer.instance_type == plan.instance_type and offer.ondemand_price:
+            return bool(spot_sanity.doubt(plan.provider, plan.price_per_hour, now,
+                                          offer.ondemand_price, now))
+    return False
+
+
+def _spot_quote(provider: Provider, plan: LaunchPlan, region: str, zone: str,
+                made: Callable[[float, str, str], guards.Quote],
+                download: bool = True) -> guards.Quote | None:
+    """The spot price in force (DescribeSpotPriceHistory), judged by :mod:`spot_sanity`
+    against the on-demand price. One it refuses is replaced by the most the machine can
+    bill (the maximum price, else on-demand), and the quote's source says why; with no
+    on-demand price to fall back on, the launch is refused with those words."""
+    point = _latest_spot(provider, region, zone, plan)
+    if point is None:
+        return None
+    try:
+        on_demand = _on_demand_quote(provider, plan, region, made, download)
+    except (ProviderError, OSError, ValueError) as error:  # judged by its date alone
+        log.warning("no on-demand price to judge the spot price by: %s", error)
+        on_demand = None
+    same = on_demand is not None and on_demand.currency == point.currency
+    why = spot_sanity.doubt(plan.provider, point.price, point.at,
+                            on_demand.price if same and on_demand else None, time.time(),
+                            point.currency)
+    if not why:
+        return made(point.price, point.currency, "DescribeSpotPriceHistory")
+    log.warning("spot price of %s in %s refused: %s", plan.instance_type, region, why)
+    if on_demand is None:
+        raise ProviderError("price", MSG_NO_QUOTE, detail=f"DescribeSpotPriceHistory's {why}",
+                            instance_type=plan.instance_type, region=region)
+    price = spot_sanity.most_it_bills(on_demand.price, plan.max_price)
+    counted = "your maximum price" if price != on_demand.price else on_demand.source
+    return made(price, on_demand.currency,
+                f"{counted}, the most a spot machine bills, since DescribeSpotPriceHistory's "
+                f"{why}")
+
+
+def _on_demand_quote(provider: Provider, plan: LaunchPlan, region: str,
+                     made: Callable[[float, str, str], guards.Quote],
+                     download: bool = True) -> guards.Quote | None:
+    if plan.provider == "aws":
+        return _aws_list_price(plan, region, made, download)
+    ask = getattr(provider, "on_demand_price", None)
+    quoted = ask(region, plan.instance_type) if ask is not None else None
+    return None if quoted is None else made(quoted[0], quoted[1], "DescribePrice")
 
 
 def _aws_list_price(plan: LaunchPlan, region: str,
-                    made: Callable[[float, str, str], guards.Quote]) -> guards.Quote | None:
+                    made: Callable[[float, str, str], guards.Quote],
+                    download: bool = True) -> guards.Quote | None:
     """EC2 quotes no on-demand price itself; AWS publishes it in the price list. In order:
     the region's file read lately (cached), the bundled catalog's row (read from that file,
     with its date), else the region's file fetched now."""
@@ -352,6 +437,8 @@ def _aws_list_price(plan: LaunchPlan, region: str,
         if offer.instance_type == plan.instance_type and offer.ondemand_price:
             return made(offer.ondemand_price, "USD",
                         f"AWS Price List published {offer.price_date.isoformat()} (bundled)")
+    if not download:
+        return None
     prices = aws_price_list.fetch_region(region, {plan.instance_type})
     aws_price_list.save(cache_dir(), prices)
     price = prices.ondemand.get(plan.instance_type)
@@ -359,8 +446,8 @@ def _aws_list_price(plan: LaunchPlan, region: str,
                                            f"AWS Price List published {prices.published}")
 
 
-def _ask_price(provider: Provider, plan: LaunchPlan, region: str, zone: str
-               ) -> guards.Quote | None:
+def _ask_price(provider: Provider, plan: LaunchPlan, region: str, zone: str,
+               download: bool = True) -> guards.Quote | None:
     def made(price: float, currency: str, source: str) -> guards.Quote:
         return guards.Quote(float(price), currency, source, plan.cny_per_usd, region, zone)
 
@@ -371,20 +458,12 @@ def _ask_price(provider: Provider, plan: LaunchPlan, region: str, zone: str
                                 plan.max_price, plan.image_id, plan.disk_gb)
         return made(inquiry(request), "CNY", "InquiryPriceRunInstances")
     if plan.market == "spot" and plan.provider in ("aws", "aliyun"):
-        spot = _latest_spot(provider, region, zone, plan)
+        spot = _spot_quote(provider, plan, region, zone, made, download)
         if spot is not None:
-            return made(spot[0], spot[1], "DescribeSpotPriceHistory")
+            return spot
         if plan.provider == "aws":
             return None  # EC2 quoted no spot price: nothing to count a spot machine by
-    if plan.provider == "aws":
-        return _aws_list_price(plan, region, made)
-    ask = getattr(provider, "on_demand_price", None)
-    if ask is None:
-        return None
-    quoted = ask(region, plan.instance_type)
-    if quoted is None:
-        return None
-    return made(quoted[0], quoted[1], "DescribePrice")
+    return _on_demand_quote(provider, plan, region, made, download)
 
 
 class _Run:
@@ -416,6 +495,7 @@ class _Run:
         key = await asyncio.to_thread(credentials.ensure_ssh_key,
                                       credentials.KEY_KINDS[kind], kind)
         await self._login_user()
+        role = await self._role_first()
         user_data = await self._first_boot()
         candidates = await self._candidates()
         if not candidates and not self.refusals:
@@ -459,13 +539,11 @@ class _Run:
                 request = self._with_guard(LaunchRequest(
                     self.machine.id, region, self.plan.instance_type, self.plan.market, zone,
                     self.plan.max_price, image, self.plan.disk_gb, self.allow_from, key_name,
-                    group, token, user_data=user_data))
+                    group, token, user_data=user_data, instance_role=role))
                 if self.plan.keep_alive:
                     instance = await self._group_member(request)
                 else:
-                    self.inflight = asyncio.ensure_future(
-                        asyncio.to_thread(self.provider.run_instance, request))
-                    instance = await asyncio.shield(self.inflight)
+                    instance = await self._run_instance(request)
                 _fault("instance-requested")
                 self._record(instance, "instance")
                 self.inflight = None
@@ -506,6 +584,66 @@ class _Run:
             await self._first_login()
         return LaunchResult(self.machine, self.refusals,
                             instance_role.why_not(ledger, self.machine))
+
+    async def _run_instance(self, request: LaunchRequest) -> CloudInstance:
+        """RunInstances; a role the cloud has not spread yet (IAM/CAM/RAM are eventually
+        consistent: a first launch makes the role a moment before) is left out, and bound
+        once the machine runs (``instance_role.at_launch``), with the same token."""
+        try:
+            self.inflight = asyncio.ensure_future(
+                asyncio.to_thread(self.provider.run_instance, request))
+            return await asyncio.shield(self.inflight)
+        except ProviderError as error:
+            if not request.instance_role:
+                raise
+            if instance_role.not_ready(error):
+                self.l.ledger.log(self.machine.id, instance_role.STEP_NOT_READY,
+                                  "the cloud has not spread the role yet: bound once it runs")
+                request = replace(request, instance_role="")
+            elif error.kind == "permission":
+                # the account may make the role but not pass it (ram:PassRole, cam:PassRole,
+                # iam:PassRole): no role, so the first-boot rules must not name its command
+                why = instance_role.words(error)
+                self.machine = instance_role.drop_enforcer(self.l.ledger, self.machine, why)
+                await self._role_needed(why)
+                request = replace(request, instance_role="", user_data=await self._first_boot())
+            else:
+                raise
+        self.inflight = asyncio.ensure_future(
+            asyncio.to_thread(self.provider.run_instance, request))
+        return await asyncio.shield(self.inflight)
+
+    async def _role_first(self) -> str:
+        """The machine's role, found or made before anything is created (its name for
+        RunInstances; "" for none). With no role, a "stop" budget that only a role can make
+        on this cloud is refused before anything bills, unless the user accepted that only
+        the open app stops it (``LaunchPlan.app_stop_only``)."""
+        p = self.plan
+        if p.keep_alive or p.provider not in instance_role.CLOUDS:
+            return ""  # group members carry the group's own role (its template)
+        ledger = self.l.ledger
+        got = await asyncio.to_thread(instance_role.before_launch, ledger, self.machine.id,
+                                      self.provider, allowed=p.instance_role)
+        self.machine = ledger.get(self.machine.id) or self.machine
+        if got.attached:
+            return got.role
+        await self._role_needed(instance_role.WHY_OFF if got.why == "off" else got.why)
+        return ""
+
+    async def _role_needed(self, why: str) -> None:
+        """Refuse, before anything bills, a "stop" budget only a role could make here
+        (``instance_role.stop_needs_role``), unless the user accepted the open app alone."""
+        p = self.plan
+        action = "terminate" if guards.spot_cannot_stop(p.provider, p.market) else p.on_budget
+        if p.app_stop_only or not instance_role.stop_needs_role(p.provider, action, p.budget):
+            return
+        error = ProviderError("permission", instance_role.MSG_STOP_NEEDS_ROLE, why,
+                              provider=title(p.provider), why=why)
+        self.machine = self.l.ledger.update(self.machine.id, state=STATE_FAILED,
+                                            error=error.message(), step="failed",
+                                            detail="no role for a stop budget")
+        self._progress("instance", "failed", error)
+        raise error
 
     async def _group_member(self, request: LaunchRequest) -> CloudInstance:
         """A keep-alive group instead of one machine: its end (budget ÷ price) read back,
@@ -653,9 +791,12 @@ class _Run:
                         agent=bool(request.user_data), quote=q, currency="USD",
                         disk_gb=p.disk_gb, region=request.region or p.region,
                         cny_per_usd=p.cny_per_usd, market=p.market)
+        by = [*g.enforced_by]  # the role given before the launch stays an enforcer
+        if instance_role.ENFORCER in self.machine.enforced_by.split(","):
+            by.append(instance_role.ENFORCER)
         self.machine = self.l.ledger.update(
             self.machine.id, budget=g.budget, on_budget=g.action if g.budget else "",
-            enforced_by=",".join(g.enforced_by), cloud_timer_at=g.cloud_timer_at,
+            enforced_by=",".join(by), cloud_timer_at=g.cloud_timer_at,
             step="guard", detail=",".join(g.enforced_by) or "none")
         if q is not None:
             return replace(request, budget=None if g.budget is None else

@@ -6,6 +6,12 @@ back to their defaults, and a file that is not JSON at all is moved aside to
 ``settings.json.bad``; each of these is logged as a warning. Writes are atomic
 (a temporary file in the same folder, then :func:`os.replace`).
 
+A machine's budget by default (issue 29): ``machine_budget_hours`` hours of the
+machine's price (a day, out of the box), unless ``machine_budget_usd`` fixes an amount.
+``machine_budget_usd`` = 0 reads as "no fixed amount: the hours", which is also what a
+file written when 0 meant "no budget" gets now, on purpose: no budget is never a setting,
+only a choice made for one launch (the Launch dialog's "No budget", ``--no-budget``).
+
 Secrets never go here; they live in the OS keyring.
 """
 
@@ -32,6 +38,8 @@ CURRENCIES: tuple[str, ...] = ("USD", "CNY")
 """The currencies the Preferences dialog offers (prices are stored in USD)."""
 IDLE_ACTIONS: tuple[str, ...] = ("warn", "stop", "terminate")
 MAX_IDLE_MINUTES = 24 * 60
+DEFAULT_BUDGET_HOURS = 24.0  # a day of the machine
+MAX_BUDGET_HOURS = 366 * 24.0
 
 
 @dataclass
@@ -55,7 +63,11 @@ class Settings:
     monthly_budget_usd: float = 0.0
     """Spending limit per calendar month in USD; 0 means no budget."""
     machine_budget_usd: float = 0.0
-    """Spending limit per rented machine in USD; 0 means no budget."""
+    """A fixed default budget per rented machine in USD; 0 means none fixed: the default
+    is then ``machine_budget_hours`` of the machine's price (never "no budget")."""
+    machine_budget_hours: float = DEFAULT_BUDGET_HOURS
+    """The default budget per machine in hours of its price, in the machine's own
+    currency (above 0, at most a year); used where ``machine_budget_usd`` is 0."""
     budget_action: str = "stop"
     """At 100 % of a budget: ``"warn"``, ``"stop"`` or ``"terminate"`` the billing machines."""
     idle_gpu_percent: float = 5.0
@@ -112,6 +124,10 @@ def _is_budget(value: object) -> bool:
     return _is_number(value) and 0.0 <= value <= 1e9  # type: ignore[operator]
 
 
+def _is_hours(value: object) -> bool:
+    return _is_number(value) and 0.0 < value <= MAX_BUDGET_HOURS  # type: ignore[operator]
+
+
 def _is_percent(value: object) -> bool:
     return _is_number(value) and 0.0 <= value <= 100.0  # type: ignore[operator]
 
@@ -143,6 +159,7 @@ _VALIDATORS: dict[str, Callable[[object], bool]] = {
     "cny_per_usd": _is_rate,
     "monthly_budget_usd": _is_budget,
     "machine_budget_usd": _is_budget,
+    "machine_budget_hours": _is_hours,
     "idle_gpu_percent": _is_percent,
     "idle_minutes": _is_minutes,
     "idle_action": _one_of(IDLE_ACTIONS),
@@ -154,7 +171,7 @@ _VALIDATORS: dict[str, Callable[[object], bool]] = {
     "keep_alive_wait_min": lambda v: _is_count(v, 5, 10080),
 }
 _FLOAT_FIELDS = frozenset({"mfu", "cny_per_usd", "monthly_budget_usd", "machine_budget_usd",
-                           "idle_gpu_percent"})
+                           "machine_budget_hours", "idle_gpu_percent"})
 
 
 def is_valid(key: str, value: object) -> bool:

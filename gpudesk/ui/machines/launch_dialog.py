@@ -39,7 +39,7 @@ from PySide6.QtWidgets import (
 
 from gpudesk.services.cloud import accounts, instance_role, keep_alive_launch
 from gpudesk.services.cloud import guard as guards
-from gpudesk.services.cloud.catalog import Catalog, Offer
+from gpudesk.services.cloud.catalog import Catalog, Offer, provider_title
 from gpudesk.services.cloud.launcher import (
     MSG_NO_SSH,
     MSG_NOT_RUNNING,
@@ -51,6 +51,7 @@ from gpudesk.services.cloud.launcher import (
 )
 from gpudesk.services.cloud.providers.base import MSG_BAD_CIDR, ProviderError, single_address
 from gpudesk.services.cloud.public_ip import detect_public_address
+from gpudesk.services.money import default_budget
 from gpudesk.services.money.ledger import Machine
 from gpudesk.services.runs.machine_access import MSG_OTHER_CLOUD
 from gpudesk.services.storage.errors import StorageError
@@ -69,6 +70,7 @@ STORE_CHOICES = ("auto", "none", "uri")  # the "Run data" choices (LaunchPlan.st
 STORE_STYLE = """
 QLineEdit#storeUri[invalid="true"] { border: 2px solid #d32f2f; }
 QLabel#storeError { color: #d32f2f; }
+QLabel#guardText[risk="true"] { color: #d32f2f; }
 """
 
 
@@ -78,7 +80,8 @@ class LaunchDialog(Retranslating, QDialog):
 
     def __init__(self, offer: Offer, catalog: Catalog, launch: LaunchFn, *,
                  spot: bool = False, money: Money | None = None, detect: bool = True,
-                 budget: float = 0.0, on_budget: str = "stop",
+                 budget: float = 0.0, budget_hours: float = default_budget.DEFAULT_HOURS,
+                 on_budget: str = "stop",
                  wait_ready: WaitFn | None = None, terminate: TerminateFn | None = None,
                  open_instances: Callable[[str], None] | None = None,
                  parent: QWidget | None = None) -> None:
@@ -139,14 +142,29 @@ class LaunchDialog(Retranslating, QDialog):
         self.cost = QLabel(self)
         self.cost.setObjectName("launchCost")
         self.cost.setWordWrap(True)
-        # the machine's budget (USD, like every ledger amount; 0 = none) and who enforces it
+        # the machine's budget (USD, like every ledger amount) and who enforces it: never
+        # none unless "No budget" is ticked (issue 29). It starts from Preferences' default
+        # (``budget`` USD, else ``budget_hours`` of the price); 0 in the field is the hours
+        # of the price the cloud quotes at launch.
+        self.default = default_budget.DefaultBudget(max(0.0, budget), budget_hours
+                                                    if budget_hours > 0 else
+                                                    default_budget.DEFAULT_HOURS)
         self.budget = QDoubleSpinBox(self)
         self.budget.setObjectName("budget")
         self.budget.setDecimals(2)
         self.budget.setRange(0.0, 1_000_000.0)
         self.budget.setSingleStep(10.0)
         self.budget.setPrefix("$ ")
-        self.budget.setValue(max(0.0, budget))
+        self._default_shown = 0.0  # the default the field shows, until the user changes it
+        self._own_amount = False  # the user changed the amount: the default no longer moves it
+        self.no_budget = QCheckBox(self)
+        self.no_budget.setObjectName("noBudget")
+        # Tencent/Alibaba Cloud "stop" with no role: refused unless accepted on purpose (29)
+        self.app_stop_only = QCheckBox(self)
+        self.app_stop_only.setObjectName("appStopOnly")
+        self.budget_note = QLabel(self)
+        self.budget_note.setObjectName("budgetNote")
+        self.budget_note.setWordWrap(True)
         self.on_budget = QComboBox(self)
         self.on_budget.setObjectName("onBudget")
         for action in guards.ACTIONS:
@@ -190,7 +208,10 @@ class LaunchDialog(Retranslating, QDialog):
         form.addRow(self.labels[4], self.fallbacks)
         form.addRow(self.labels[5], self.image)
         form.addRow(self.budget_labels[0], self.budget)
+        form.addRow("", self.budget_note)
+        form.addRow("", self.no_budget)
         form.addRow(self.budget_labels[1], self.on_budget)
+        form.addRow("", self.app_stop_only)
         form.addRow(self.guard_text)
         store_box = QVBoxLayout()
         store_box.addWidget(self.store_choice)
@@ -249,9 +270,13 @@ class LaunchDialog(Retranslating, QDialog):
         self.launch_button.clicked.connect(self.start)
         self.close_button.clicked.connect(self.close)
         self.detect_button.clicked.connect(self.detect)
+        self._follow_default()
         self.spot.toggled.connect(self._update_cost)
+        self.spot.toggled.connect(self._follow_default)
         self.max_price.valueChanged.connect(self._update_cost)
-        self.budget.valueChanged.connect(self._update_guard)
+        self.budget.valueChanged.connect(self._amount_changed)
+        self.no_budget.toggled.connect(self._update_guard)
+        self.on_budget.currentIndexChanged.connect(self._show_app_stop_only)
         self.on_budget.currentIndexChanged.connect(self._update_guard)
         self.spot.toggled.connect(self._update_guard)
         self.keep_alive.toggled.connect(self._update_guard)
@@ -259,6 +284,7 @@ class LaunchDialog(Retranslating, QDialog):
         self.store_choice.currentIndexChanged.connect(self._check_store)
         self.store_uri.textChanged.connect(self._check_store)
         self.retranslate()
+        self._show_app_stop_only()
         self._update_cost()
         if detect:
             self.detect()
@@ -284,8 +310,21 @@ class LaunchDialog(Retranslating, QDialog):
         self.image.setToolTip(self.tr("An image id of your own (AWS ami-…, Tencent img-…, "
                                       "Alibaba Cloud m-…) in the machine's region; empty: "
                                       "gpudesk picks the newest GPU deep-learning image."))
-        self.budget_labels[0].setText(self.tr("Budget for this machine (0: none)"))
+        self.budget_labels[0].setText(self.tr("Budget for this machine"))
+        self.budget.setSpecialValueText(self.tr("{hours} h × its price").format(
+            hours=f"{self.default.hours:g}"))
+        self.no_budget.setText(self.tr("No budget (nothing stops the bill but you)"))
+        self.no_budget.setToolTip(self.tr(
+            "Launch without a budget: no agent, cloud timer or gpudesk stops this machine "
+            "for its spend. Only for a machine you watch yourself."))
         self.budget_labels[1].setText(self.tr("At the budget"))
+        self.app_stop_only.setText(self.tr(
+            "If {cloud} refuses gpudesk a role, launch anyway: only the open app stops it")
+            .format(cloud=provider_title(self.offer.provider)))
+        self.app_stop_only.setToolTip(self.tr(
+            "Without its role, a stop from inside the machine keeps charging: with gpudesk "
+            "closed nothing stops the bill. Unticked, such a launch is refused before "
+            "anything bills."))
         self.on_budget.setItemText(0, self.tr("stop"))
         self.on_budget.setItemText(1, self.tr("terminate"))
         self.store_label.setText(self.tr("Run data (checkpoints, logs, outputs)"))
@@ -352,10 +391,65 @@ class LaunchDialog(Retranslating, QDialog):
                                   "more than pay-as-you-go.")
         self.cost.setText(text)
 
+    # ------------------------------------------------------------------ budget
+
+    def budget_usd(self) -> float | None:
+        """``LaunchPlan.budget``: the amount in the field; None with "No budget" ticked, or
+        with 0 in the field (then :meth:`budget_hours` of the cloud's quote)."""
+        if self.no_budget.isChecked():
+            return None
+        return self.budget.value() or None
+
+    def budget_hours(self) -> float:
+        """``LaunchPlan.budget_hours``: the default's hours where the field says them (0),
+        else none; never both none and no hours unless "No budget" is ticked."""
+        if self.no_budget.isChecked() or self.budget.value() > 0:
+            return 0.0
+        return self.default.hours
+
+    def _follow_default(self) -> None:
+        """The field shows Preferences' default for the price now (spot or on-demand) until
+        the user changes the amount."""
+        if self._own_amount:
+            return
+        self._default_shown = round(self.default.amount(self.price()) or 0.0, 2)
+        self.budget.blockSignals(True)
+        self.budget.setValue(self._default_shown)
+        self.budget.blockSignals(False)
+        self._update_guard()
+
+    def _amount_changed(self) -> None:
+        self._own_amount = True
+        self._update_guard()
+
+    def _budget_said(self) -> str:
+        """The note under the field: where the default comes from, in the user's currency;
+        empty once the user typed another amount."""
+        value = self.budget.value()
+        if self.no_budget.isChecked() or (self._own_amount and value > 0):
+            return ""
+        price = self.price()
+        if self.default.fixed and value > 0:
+            return format_template("Budget", default_budget.MSG_DEFAULT_FIXED,
+                                   {"budget": self.money(value, 2)})
+        if value > 0 and price > 0:
+            return format_template("Budget", default_budget.MSG_DEFAULT_HOURS,
+                                   {"budget": self.money(value, 2),
+                                    "hours": f"{self.default.hours:g}",
+                                    "price": self.money(price, 3)})
+        return format_template("Budget", default_budget.MSG_DEFAULT_QUOTED,
+                               {"hours": f"{self.default.hours:g}"})
+
     def _update_guard(self) -> None:
-        """Who enforces the budget on this machine, in the cloud's own terms."""
+        """Who enforces the budget on this machine, in the cloud's own terms; with "No
+        budget" ticked, the risk in red."""
         o = self.offer
-        budget = self.budget.value() or None
+        none = self.no_budget.isChecked()
+        budget = self.budget_usd()
+        # 0 in the field: the default's hours of the price (known here, or quoted at launch)
+        hours_only = budget is None and not none
+        if hours_only and self.price() > 0:
+            budget = self.default.hours * self.price()
         action = str(self.on_budget.currentData() or "stop")
         market = "spot" if self.spot.isChecked() else "on-demand"
         disk_gb = float(self.disk.value())
@@ -363,20 +457,38 @@ class LaunchDialog(Retranslating, QDialog):
         # spot "stop" is a terminate with the cloud's timer
         g = guards.plan(o.provider, budget, action, self.price(), 0.0, time.time(),
                         market=market, disk_gb=disk_gb, region=o.region,
-                        cny_per_usd=self.money.rate)
+                        cny_per_usd=self.money.rate, role=True)  # named at creation
         m = Machine(id="", provider=o.provider, disk_gb=disk_gb, market=market)
         kept = self.keep_alive.isChecked() and market == "spot"
-        self.on_budget.setEnabled(not kept and self.spot.isEnabled())  # the group terminates
-        if kept and budget:
+        self.budget.setEnabled(not none and self.spot.isEnabled())
+        self.on_budget.setEnabled(not kept and not none and self.spot.isEnabled())
+        self.budget_note.setText(self._budget_said())
+        self.budget_note.setVisible(bool(self.budget_note.text()))
+        quoted = self.tr("{hours} h × its price").format(hours=f"{self.default.hours:g}")
+        if kept and (budget or hours_only):
             self.guard_text.setText(format_template(
                 "KeepAlive", keep_alive_launch.MSG_GROUP_GUARD,
-                {"budget": self.money(budget, 2)}))
+                {"budget": self.money(budget, 2) if budget else quoted}))
         elif kept:
             self.guard_text.setText(format_template("KeepAlive",
                                                     keep_alive_launch.MSG_NEEDS_BUDGET, {}))
+        elif hours_only and budget is None:  # no price before the cloud's quote
+            self.guard_text.setText(self.tr(
+                "The budget is {hours} hours of the price the cloud quotes before the "
+                "launch; the Instances page says who enforces it once the machine runs.")
+                .format(hours=f"{self.default.hours:g}"))
         else:
             self.guard_text.setText(" ".join(
                 format_template(guards.CONTEXT, t, v) for t, v in guards.sentences(m, g)))
+        self._mark_risk(none)
+
+    def _mark_risk(self, risk: bool) -> None:
+        """The guard's words in red while nothing but the user stops the bill."""
+        if (self.guard_text.property("risk") == "true") == risk:
+            return
+        self.guard_text.setProperty("risk", "true" if risk else "false")
+        self.guard_text.style().unpolish(self.guard_text)
+        self.guard_text.style().polish(self.guard_text)
 
     # ------------------------------------------------------------------ run data
 
@@ -446,9 +558,17 @@ class LaunchDialog(Retranslating, QDialog):
             disk_gb=self.disk.value(), allow_from=self.allow_from.text().strip(),
             fallback_regions=fallbacks, gpu=o.gpu.name, gpus=o.gpu_count,
             image_id=self.image.text().strip(),
-            price_per_hour=self.price(), budget=self.budget.value() or None,
+            price_per_hour=self.price(), budget=self.budget_usd(),
+            budget_hours=self.budget_hours(),
             on_budget=str(self.on_budget.currentData() or "stop"), store=self.store_value(),
-            keep_alive=spot and self.keep_alive.isChecked())
+            keep_alive=spot and self.keep_alive.isChecked(),
+            app_stop_only=self.app_stop_only.isVisibleTo(self)
+            and self.app_stop_only.isChecked())
+
+    def _show_app_stop_only(self) -> None:
+        """Only where a stop needs the machine's role (Tencent/Alibaba Cloud "stop")."""
+        self.app_stop_only.setVisible(instance_role.stop_needs_role(
+            self.offer.provider, str(self.on_budget.currentData() or "stop"), 1.0))
 
     def start(self) -> None:
         try:
@@ -482,10 +602,12 @@ class LaunchDialog(Retranslating, QDialog):
 
     def _set_inputs(self, enabled: bool) -> None:
         for w in (self.spot, self.disk, self.allow_from, self.fallbacks, self.detect_button,
-                  self.image, self.store_choice, self.store_uri, self.keep_alive):
+                  self.image, self.store_choice, self.store_uri, self.keep_alive,
+                  self.no_budget, self.app_stop_only):
             w.setEnabled(enabled)
         if enabled:
             self.keep_alive.setEnabled(self.spot.isChecked())
+        self._update_guard()  # the budget and its action follow the inputs
 
     def on_progress(self, p: Progress) -> None:
         self.ledger_id = p.ledger_id

@@ -223,12 +223,14 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
             self.statusBar().showMessage(self.tr("Add your {provider} keys first.").format(
                 provider=title(offer.provider)), 10000)
             return None
-        warn_only = self.settings.budget_action not in ("stop", "terminate")
         from gpudesk.services.cloud.machines import act
 
+        # Preferences' default budget, whatever its action: "warn" watches budgets without
+        # acting, but a launch is never without a cap unless "No budget" is ticked there
         dialog = LaunchDialog(offer, catalog, self.launcher.launch,
                               spot=bool(getattr(ranked, "spot", False)), money=self.money,
-                              budget=0.0 if warn_only else self.settings.machine_budget_usd,
+                              budget=self.settings.machine_budget_usd,
+                              budget_hours=self.settings.machine_budget_hours,
                               on_budget=self.settings.budget_action,
                               wait_ready=self.launcher.wait_ready,
                               terminate=lambda ledger_id: act(self.ledger, ledger_id,

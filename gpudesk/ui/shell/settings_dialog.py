@@ -54,7 +54,7 @@ QLineEdit[invalid="true"] { border: 2px solid #d32f2f; }
 QLabel#prefsErrors, QLabel[fieldError="true"] { color: #d32f2f; }
 """
 EDIT_KEYS = ("default_region", "mfu", "cny_per_usd", "monthly_budget_usd",
-             "machine_budget_usd", "idle_gpu_percent", "idle_minutes",
+             "machine_budget_hours", "machine_budget_usd", "idle_gpu_percent", "idle_minutes",
              "store_keep_days", "store_keep_checkpoints", "keep_alive_wait_min")
 WHOLE_KEYS = ("idle_minutes", "store_keep_days", "store_keep_checkpoints",
               "keep_alive_wait_min")
@@ -160,6 +160,7 @@ class SettingsDialog(Retranslating, QDialog):
         row(money, "currency", self.currency)
         row(money, "cny_per_usd", self.edits["cny_per_usd"])
         row(money, "monthly_budget_usd", self.edits["monthly_budget_usd"])
+        row(money, "machine_budget_hours", self.edits["machine_budget_hours"])
         row(money, "machine_budget_usd", self.edits["machine_budget_usd"])
         row(money, "budget_action", self.budget_action)
         # Who enforces a budget in each cloud, said before anything launches: last in the
@@ -172,7 +173,7 @@ class SettingsDialog(Retranslating, QDialog):
         self.guard_text.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         money_column.addWidget(self.guard_text)
         self.budget_action.currentIndexChanged.connect(lambda _i: self._show_guard())
-        for key in ("machine_budget_usd", "monthly_budget_usd"):
+        for key in ("machine_budget_usd", "machine_budget_hours", "monthly_budget_usd"):
             self.edits[key].textChanged.connect(lambda _t: self._show_guard())
 
         column = QVBoxLayout(content)
@@ -238,6 +239,7 @@ class SettingsDialog(Retranslating, QDialog):
         self.edits["mfu"].setText(f"{s.mfu * 100:g}")
         self.edits["monthly_budget_usd"].setText(f"{s.monthly_budget_usd:g}")
         self.edits["machine_budget_usd"].setText(f"{s.machine_budget_usd:g}")
+        self.edits["machine_budget_hours"].setText(f"{s.machine_budget_hours:g}")
         self.edits["idle_gpu_percent"].setText(f"{s.idle_gpu_percent:g}")
         self.edits["idle_minutes"].setText(str(s.idle_minutes))
         self.edits["store_keep_days"].setText(str(s.store_keep_days))
@@ -266,7 +268,7 @@ class SettingsDialog(Retranslating, QDialog):
         }
         bad: list[str] = []
         for key in ("cny_per_usd", "monthly_budget_usd", "machine_budget_usd",
-                    "idle_gpu_percent"):
+                    "machine_budget_hours", "idle_gpu_percent"):
             out[key] = _number(self.edits[key].text())
         mfu = _number(self.edits["mfu"].text())
         out["mfu"] = None if mfu is None else mfu / 100
@@ -294,8 +296,10 @@ class SettingsDialog(Retranslating, QDialog):
                                    "e.g. 7.2."),
             "monthly_budget_usd": self.tr("Enter US dollars, 0 (no budget) or more, "
                                           "e.g. 500."),
-            "machine_budget_usd": self.tr("Enter US dollars, 0 (no budget) or more, "
+            "machine_budget_usd": self.tr("Enter US dollars, 0 (the hours above) or more, "
                                           "e.g. 50."),
+            "machine_budget_hours": self.tr("Enter hours above 0 and at most 8784, e.g. 24 "
+                                            "(a day of the machine)."),
             "idle_gpu_percent": self.tr("Enter a percentage from 0 to 100, e.g. 5."),
             "idle_minutes": self.tr("Enter whole minutes from 1 to 1440, e.g. 30."),
             "store_keep_days": self.tr("Enter whole days from 0 (keep) to 3650, e.g. 30."),
@@ -365,9 +369,11 @@ class SettingsDialog(Retranslating, QDialog):
         value = _number(self.edits[key].text())
         return value if value is not None and value > 0 else 0.0
 
-    def _guard_lines(self, action: str, machine: float, monthly: float) -> list[str]:
+    def _guard_lines(self, action: str, machine: float, monthly: float,
+                     hours: float = 0.0) -> list[str]:
         """What happens at 100 % of each budget, as the settings stand: the words follow
-        the chosen action, so "Stop…" is never answered by "nothing is stopped"."""
+        the chosen action, so "Stop…" is never answered by "nothing is stopped". A machine's
+        budget is ``machine`` USD, else ``hours`` of its price (the default, issue 29)."""
         from gpudesk.services.cloud import guard
         from gpudesk.services.cloud.catalog import provider_title
         from gpudesk.services.money.ledger import Machine
@@ -377,11 +383,23 @@ class SettingsDialog(Retranslating, QDialog):
             return [self.tr("Machine budgets only warn: nothing is stopped.")]
         stop = action == "stop"
         lines = []
-        if machine > 0:
+        per_machine = machine > 0 or hours > 0
+        # the default in hours: its amount is the machine's price times them
+        amount = "" if machine > 0 else self.tr("{hours} h × its price").format(
+            hours=f"{hours:g}")
+        if machine <= 0 and hours > 0:
+            lines.append(self.tr(
+                "Every machine launches with a budget of {hours} hours of its price unless "
+                "you choose another (or none) when you launch it; a fixed amount below "
+                "replaces the hours.").format(hours=f"{hours:g}"))
+        if per_machine:
             for provider in ("aws", "tencent"):
                 m = Machine(id="", provider=provider, disk_gb=100.0)
-                g = guard.plan(provider, machine, action, 1.0, 0.0, 0.0)
-                said = " ".join(format_template(guard.CONTEXT, t, v)
+                g = guard.plan(provider, machine if machine > 0 else hours, action, 1.0, 0.0,
+                               0.0, role=True)  # the role named at creation, the default
+                said = " ".join(format_template(guard.CONTEXT, t,
+                                                {**v, "budget": amount} if amount and
+                                                "budget" in v else v)
                                 for t, v in guard.sentences(m, g)
                                 if t not in (guard.MSG_TIMER, guard.MSG_DESKTOP))
                 if "cloud-timer" in g.enforced_by:
@@ -395,13 +413,13 @@ class SettingsDialog(Retranslating, QDialog):
                 "gpudesk runs).") if stop else self.tr(
                 "At 100 % of the monthly budget, gpudesk terminates every billing machine "
                 "(while gpudesk runs)."))
-        if machine <= 0 and monthly <= 0:
+        if not per_machine and monthly <= 0:
             lines.append(self.tr(
                 "No budget is set yet, so nothing is stopped: enter a monthly budget or a "
                 "budget per machine above.") if stop else self.tr(
                 "No budget is set yet, so nothing is terminated: enter a monthly budget or a "
                 "budget per machine above."))
-        elif machine <= 0:
+        elif not per_machine:
             lines.append(self.tr(
                 "No budget per machine: no single machine is stopped for its own spend.")
                 if stop else self.tr(
@@ -410,8 +428,9 @@ class SettingsDialog(Retranslating, QDialog):
 
     def _longest_guard(self) -> str:
         """The longest help any budget setting gives, to size the dialog once for all."""
-        texts = ["\n".join(self._guard_lines(action, machine, monthly))
-                 for action in ("stop", "terminate") for machine in (0.0, 50.0)
+        texts = ["\n".join(self._guard_lines(action, machine, monthly, hours))
+                 for action in ("stop", "terminate")
+                 for machine, hours in ((0.0, 0.0), (50.0, 24.0), (0.0, 8784.0))
                  for monthly in (0.0, 500.0)]
         return max(texts, key=len)
 
@@ -419,7 +438,8 @@ class SettingsDialog(Retranslating, QDialog):
         """The budgets in each cloud's terms: what stops the bill, and who."""
         action = str(self.budget_action.currentData() or "stop")
         lines = self._guard_lines(action, self._budget("machine_budget_usd"),
-                                  self._budget("monthly_budget_usd"))
+                                  self._budget("monthly_budget_usd"),
+                                  self._budget("machine_budget_hours"))
         self.guard_text.setText("\n".join(lines))
 
     # ------------------------------------------------------------------ language
@@ -438,7 +458,9 @@ class SettingsDialog(Retranslating, QDialog):
             "currency": self.tr("Show prices &in"),
             "cny_per_usd": self.tr("CNY per USD (your &rate)"),
             "monthly_budget_usd": self.tr("Monthly &budget (USD, 0 = none)"),
-            "machine_budget_usd": self.tr("Budget per &machine (USD, 0 = none)"),
+            "machine_budget_hours": self.tr("Budget per machine: &hours of its price"),
+            "machine_budget_usd": self.tr("Or a fixed budget per &machine (USD, 0 = the "
+                                          "hours)"),
             "idle_gpu_percent": self.tr("Idle below GPU &utilisation (%)"),
             "idle_minutes": self.tr("Idle f&or (minutes)"),
             "idle_action": self.tr("When idle, &do"),

@@ -462,6 +462,8 @@ class AliyunProvider(SdkProvider[CallContext], MachineGroups, KeepAliveAliyun):
             params["AutoReleaseTime"] = ap.format_time(release)
         if request.user_data:
             params["UserData"] = base64.b64encode(request.user_data.encode()).decode()
+        if request.instance_role:  # RunInstances RamRoleName: bound at creation
+            params["RamRoleName"] = request.instance_role
         self._tag_shared(region, request.ledger_id, group, request.key_name)
         answer = self._ecs(region, "RunInstances", params, zone=zone,
                            instance_type=request.instance_type, max_price=request.max_price)

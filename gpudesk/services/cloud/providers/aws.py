@@ -402,7 +402,10 @@ class AwsProvider(MachineGroups, AwsKeepAlive):
         params["InstanceInitiatedShutdownBehavior"] = shutdown_behavior(
             request.on_budget, request.market)
         if request.user_data:
-            params["UserData"] = request.user_data  # boto3 base64-encodes it
+            from gpudesk.services.cloud.providers.user_data import encode  # gzip: 16 KB raw
+            params["UserData"] = encode("aws", request.user_data)  # boto3 base64-encodes it
+        if request.instance_role:  # RunInstances IamInstanceProfile: bound at creation
+            params["IamInstanceProfile"] = {"Name": request.instance_role}
         if request.zone:
             params["Placement"] = {"AvailabilityZone": request.zone}
         if request.market == "spot":

@@ -95,6 +95,10 @@ class LaunchRequest:
     price_per_hour: float = 0.0  # in the provider's currency; 0: unknown (no cloud timer)
     cloud_timer_at: float | None = None  # unix s: when the cloud itself ends it (guard.plan)
     user_data: str = ""  # a first-boot script (cloud-init); providers base64 it as needed
+    # The role the machine carries from its creation (instance_role.ROLE_NAME; "" = none):
+    # EC2 IamInstanceProfile, CVM CamRoleName, ECS RamRoleName, so the first-boot guard can
+    # stop the bill through the cloud from the machine's first second.
+    instance_role: str = ""
 
     def tags(self) -> dict[str, str]:
         return {TAG_MANAGED: "1", TAG_LEDGER: self.ledger_id}

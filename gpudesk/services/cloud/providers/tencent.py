@@ -356,7 +356,10 @@ class TencentProvider(SdkProvider[CallContext], MachineGroups, TencentKeepAlive)
         if request.cloud_timer_at is not None:  # the cap CVM enforces itself (issue 12)
             params["ActionTimer"] = action_timer(request.cloud_timer_at)
         if request.user_data:
-            params["UserData"] = base64.b64encode(request.user_data.encode()).decode()
+            from gpudesk.services.cloud.providers.user_data import encode  # gzip: 16 KB base64
+            params["UserData"] = base64.b64encode(encode("tencent", request.user_data)).decode()
+        if request.instance_role:  # RunInstances CamRoleName: bound at creation
+            params["CamRoleName"] = request.instance_role
         if request.market == "spot":
             bid = request.max_price
             if bid is None:
