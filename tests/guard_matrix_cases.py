@@ -93,7 +93,7 @@ ADDRESS = "203.0.113.7/32"
 CLOUDS = ("aws", "tencent", "aliyun")
 ACTIONS = ("stop", "terminate")
 FAULTS: tuple[tuple[str, str], ...] = (
-    ("app-closed", "app closed right after launch"),
+    ("app-closed", "app closed right after launch, before SSH ever answers"),
     ("agent-sigkill", "agent SIGKILLed"),
     ("agent-oom", "agent OOM-killed"),
     ("reboot", "machine rebooted"),
@@ -106,6 +106,8 @@ FAULTS: tuple[tuple[str, str], ...] = (
     ("no-guard", "guard failed to install"),
     ("spot-replaced", "a spot replacement"),
     ("watched-closed", "app closed after the first Watch"),
+    ("cli-only", "CLI only: gpudesk launch with no budget flag, laptop shut"),
+    ("console-stop-start", "stopped and started again in the cloud's console"),
 )
 # A Tencent/Alibaba Cloud "stop" has no cloud timer (the role's stop-charging stop is its cap),
 # so its "timer refused" row tests what can be refused there instead: that stop, twice.
@@ -475,6 +477,7 @@ class RowRun:
     notes: list[str] = field(default_factory=list)
     role: bool = False  # the machine gets the role that lets its agent stop it (issue 21)
     role_refused: bool = False  # the account refuses gpudesk the role (CAM/RAM denied)
+    budget_from_launch: bool = False  # the launch chose the budget (a front end's default)
     group: bool = False  # a keep-alive group (issue 23): GroupRowRun
 
     @property
@@ -532,7 +535,7 @@ class RowRun:
         self.world.tencent.cam_denied = self.role_refused and self.cloud == "tencent"
         self.world.aliyun.ram_denied = self.role_refused and self.cloud == "aliyun"
         self.providers: dict[str, Any] = {}
-        self.desktop_open = self.fault != "app-closed"
+        self.desktop_open = self.fault not in ("app-closed", "cli-only")
         self.online = self.fault != "network-lost"
 
     def teardown(self) -> None:
@@ -677,10 +680,37 @@ class RowRun:
                 self.world.aliyun.fail_next("DescribePrice", "InternalError", "The request "
                                             "processing has failed due to some unknown error.",
                                             times=50)
+        if self.fault == "cli-only":
+            return self.launch_by_cli(plan)
         with self._no_bundled_price():
             result = asyncio.run(self.launcher().launch(plan))
         self.sync_bill()
         return result.machine
+
+    def launch_by_cli(self, plan: Any) -> Any:
+        """A new user on the CLI alone: ``gpudesk launch`` with no budget flag (Preferences'
+        default, a day of the machine), no SSH wait, and nobody opens the window after."""
+        from gpudesk.cli.entry import main
+        from gpudesk.services.cloud.providers.base import ProviderError
+
+        argv = ["launch", "--provider", self.cloud, "--type", plan.instance_type,
+                "--region", plan.region, "--allow-from", ADDRESS, "--on-budget", self.action,
+                "--disk-gb", str(DISK_GB), "--no-wait-ssh", "--poll", "0", "--json"]
+        if plan.zone:
+            argv += ["--zone", plan.zone]
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = main(argv)
+        self.sync_bill()
+        if rc != 0:
+            raise ProviderError("other", "gpudesk launch refused: {detail}",
+                                err.getvalue().strip()[-300:])
+        ledger_id = str(json.loads(out.getvalue())["id"])
+        self.notes.append("launched by the CLI: " + " ".join(
+            line.strip() for line in err.getvalue().splitlines()[:1]))
+        m = self.ledger.get(ledger_id)
+        assert m is not None
+        return m
 
     @contextlib.contextmanager
     def _no_bundled_price(self) -> Iterator[None]:
@@ -743,6 +773,15 @@ class RowRun:
                 state.settle(owed.key)
                 self.note_once(f"desktop {owed.action} done")
             state.save()
+        self.sync_bill()
+
+    def console(self, action: str, cloud_id: str) -> None:
+        """The user in the cloud's console: the cloud's own StopInstances/StartInstances
+        (stop-charging where the cloud offers it), gpudesk not asked; its reconcile, every
+        five minutes while the app is open, must follow."""
+        provider = self.provider(self.cloud)
+        getattr(provider, action)(self.offer.region, cloud_id)
+        self.notes.append(f"console {action}")
         self.sync_bill()
 
     def note_once(self, text: str) -> None:
@@ -837,10 +876,12 @@ class RowRun:
             self.boot_machine(m)
             self.show = self.shown(m.id)
             self.dialog = self.dialog_words(m)
+            if self.fault == "cli-only" or self.budget_from_launch:  # Preferences' default:
+                start_budget = self.budget_usd = round(float(m.budget or 0.0), 2)
             cap_s = start_budget / (price / rate) * 3600.0
             fault_at = T0 + round(cap_s * FAULT_AT / 60.0) * 60.0
             end = T0 + cap_s * (2 if self.fault == "budget-raised" else 1) + 2 * 3600.0
-            if self.fault == "stop-start":
+            if self.fault in ("stop-start", "console-stop-start"):
                 end += STOPPED_FOR_S
             first = self.machines[m.cloud_id]
             done: set[str] = set()
@@ -855,6 +896,10 @@ class RowRun:
                         now >= fault_at + STOPPED_FOR_S:
                     done.add("start")
                     self.user_act("start")
+                if self.fault == "console-stop-start" and "start" not in done and \
+                        now >= fault_at + STOPPED_FOR_S:
+                    done.add("start")
+                    self.console("start", first.cloud_id)
                 if self.fault == "spot-replaced" and "relaunch" not in done and \
                         now >= fault_at + 60.0 and self.desktop_open and self.online:
                     done.add("relaunch")
@@ -905,6 +950,8 @@ class RowRun:
             self.notes.append("machine rebooted (new boot id)")
         elif f == "stop-start":
             self.user_act("stop")
+        elif f == "console-stop-start":
+            self.console("stop", first.cloud_id)
         elif f == STOP_REFUSED[0]:  # the budget's stop, when it comes, is refused twice
             if self.cloud == "tencent":
                 self.world.tencent.fail_next("StopInstances", "RequestLimitExceeded",
@@ -1454,7 +1501,16 @@ stop twice instead; on AWS "no price at launch" also takes the bundled price awa
 
 *said* covers only what a stopped machine still bills: its disk. A row whose compute (running,
 or stopped but charged) passes the budget by more than one billing step is OVER, whatever is
-said.
+said. The `cli-only` rows launch with `gpudesk launch` and no budget flag (Preferences'
+default: 24 hours of the machine), and nobody opens the window after; the `console` rows
+stop and start the machine in the cloud's console (gpudesk's reconcile follows).
+
+What the role may touch: on AWS only the machine that calls (`aws:ARN` equals
+`ec2:SourceInstanceARN`). On Tencent Cloud and Alibaba Cloud one role serves the account's
+gpudesk machines and its policy is held to gpudesk's tag (`gpudesk=1`): a machine's role could
+stop or terminate *another* gpudesk machine of the same account (never start, create or
+raise a bill). Narrowing it to the machine itself (a role per machine, held to its
+`gpudesk-ledger-id` tag) is not done yet.
 
 The `aws+group`, `tencent+group` and `aliyun+group` rows (issue 23) launch a spot machine
 its cloud keeps alive (`--keep-alive`): the cloud's own group of one (EC2 Auto Scaling, Tencent

@@ -200,3 +200,26 @@ def test_own_machines_keep_warnings_only(
     assert rules == _the_windows_rules(m, rules)
     assert rules["idle"]["action"] == "warn" and "budget" not in rules
     assert "commands" not in rules and "new rules" not in err
+
+
+def test_watch_by_address_keeps_a_launched_machines_guard(
+        sshd: SshdServer, roots: Roots, memory_keyring: Any, preferences: Settings,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--on ssh://user@host:port`` of a machine gpudesk launched is that machine: its agent
+    keeps the ledger's rules (the role's stop), never a stranger's warnings."""
+    root = roots.new()
+    m = _row(sshd, root, "tencent")
+    with Ledger() as ledger:
+        ledger.add(m)
+    _first_boot(root, m)
+    smi = smi_wrapper(root.parent / "bin", "a100")
+    assert main(["watch", "--on", f"ssh://{sshd.user}@{sshd.host}:{sshd.port}",
+                 "--identity", str(sshd.client_key), "--host-key",
+                 sshd.host_key_fingerprint, "--python", PYTHON, "--remote-root", str(root),
+                 "--nvidia-smi", str(smi), "--seconds", "2.5", "--json-lines"]) == 0
+    capsys.readouterr()
+    rules = _on_machine(root)
+    rules.pop("runs_dir")
+    assert rules == _the_windows_rules(m, rules)
+    assert rules["budget"]["action"] == "stop" and rules["commands"]["stop"][0] == \
+        instance_role.AGENT_COMMAND

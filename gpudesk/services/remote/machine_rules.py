@@ -100,10 +100,23 @@ def agent_rules(machine: Machine | None, settings: Settings, ledger: Ledger | No
 
 def target_machine(ledger: Ledger | None, ref: str) -> Machine | None:
     """The ledger's machine a TARGET names (ledger id, cloud id or name, as the CLI and the
-    window's machine box take them); None for an ``ssh://`` address or a name it lacks."""
-    if ledger is None or not ref or ref.startswith("ssh://"):
+    window's machine box take them, or an ``ssh://`` address that is a launched machine's
+    now); None for an address or a name it lacks. An address must find its machine: rules
+    pushed to it as a stranger's would take a launched machine's guard away."""
+    if ledger is None or not ref:
         return None
-    return ledger.find(ref)
+    if not ref.startswith("ssh://"):
+        return ledger.find(ref)
+    from urllib.parse import urlsplit
+
+    try:
+        url = urlsplit(ref)
+        host, port = url.hostname or "", url.port or 22
+    except ValueError:
+        return None
+    found = [m for m in ledger.machines(include_ended=False)
+             if m.provider in CLOUDS and m.public_ip == host and (m.ssh_port or 22) == port]
+    return found[0] if len(found) == 1 else None
 
 
 def target_rules(ledger: Ledger | None, ref: str, settings: Settings,
