@@ -840,13 +840,7 @@ class AliyunStandin(StandinServer):
                            "public price.")
         role_name = q.get("RamRoleName", "")
         if role_name:  # RunInstances RamRoleName: checked as AttachInstanceRamRole checks it
-            role = self.state.roles.get(role_name)
-            if role is None:
-                raise ApiError("InvalidRamRole.NotFound", "The specified RAMRoleName does not "
-                               "exist.")
-            if ECS_PRINCIPAL not in role["_services"]:
-                raise ApiError("InvalidRamRole.NotEcsRole", "The specified ram role is not "
-                               "authorized for ecs, please check your role policy.")
+            self._ecs_role(role_name)
         release = q.get("AutoReleaseTime", "")
         if release:
             at = _parse_iso(release)
@@ -1150,8 +1144,8 @@ class AliyunStandin(StandinServer):
         self.state.policies[name]["AttachmentCount"] += 1
         return {}
 
-    def _AttachInstanceRamRole(self, region: str, q: dict[str, str]) -> dict[str, Any]:
-        name = q.get("RamRoleName", "")
+    def _ecs_role(self, name: str) -> None:
+        """A role ECS may give a machine: it exists and trusts ``ecs.aliyuncs.com``."""
         role = self.state.roles.get(name)
         if role is None:
             raise ApiError("InvalidRamRole.NotFound", "The specified RAMRoleName does not "
@@ -1159,6 +1153,10 @@ class AliyunStandin(StandinServer):
         if ECS_PRINCIPAL not in role["_services"]:
             raise ApiError("InvalidRamRole.NotEcsRole", "The specified ram role is not "
                            "authorized for ecs, please check your role policy.")
+
+    def _AttachInstanceRamRole(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        name = q.get("RamRoleName", "")
+        self._ecs_role(name)
         results = []
         for iid in json.loads(q.get("InstanceIds") or "[]"):
             raw = self.state.instances.get(iid)

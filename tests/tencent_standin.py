@@ -625,10 +625,7 @@ class TencentStandin(StandinServer):
             self._check_timer(timer)
         role_name = str(params.get("CamRoleName") or "")
         if role_name:  # RunInstances CamRoleName: checked as ModifyInstancesAttribute checks it
-            role = self.state.roles.get(role_name)
-            if role is None or CVM_PRINCIPAL not in role["_services"]:
-                raise ApiError("AuthFailure.CamRoleNameAuthenticateFailed",
-                               f"The CAM role {role_name} cannot be used by CVM.")
+            self._cvm_role(role_name)
         count = int(params.get("InstanceCount") or 1)
         alive = sum(1 for i in self.state.instances.values()
                     if i["_region"] == region and i["InstanceState"] != "TERMINATING")
@@ -1139,18 +1136,21 @@ class TencentStandin(StandinServer):
         del self.state.roles[role["RoleName"]]
         return {}
 
+    def _cvm_role(self, name: str) -> None:
+        """A role CVM may give a machine: it exists and trusts ``cvm.qcloud.com``."""
+        role = self.state.roles.get(name)
+        if role is None or CVM_PRINCIPAL not in role["_services"]:
+            raise ApiError("AuthFailure.CamRoleNameAuthenticateFailed",
+                           f"The CAM role {name} cannot be used by CVM.")
+
     def _ModifyInstancesAttribute(self, region: str, params: dict[str, Any]) -> dict[str, Any]:
         given = [k for k in _MODIFIABLE if k in params]
         if len(given) != 1:
             raise ApiError("InvalidParameter", "Exactly one attribute must be modified per "
                            "request.")
         instances = self._instances(region, params)
-        if given == ["CamRoleName"]:
-            name = str(params["CamRoleName"])
-            role = self.state.roles.get(name)
-            if name and (role is None or CVM_PRINCIPAL not in role["_services"]):
-                raise ApiError("AuthFailure.CamRoleNameAuthenticateFailed",
-                               f"The CAM role {name} cannot be used by CVM.")
+        if given == ["CamRoleName"] and params["CamRoleName"]:
+            self._cvm_role(str(params["CamRoleName"]))
         for instance in instances:
             if given == ["CamRoleName"]:
                 instance["CamRoleName"] = str(params["CamRoleName"])
@@ -1223,3 +1223,14 @@ def sdk_client(server: TencentStandin, service: str = "cvm", region: str = "ap-g
                                                     reqTimeout=10))
     cls = VpcClient if service == "vpc" else CvmClient
     return cls(credential.Credential(secret_id, secret_key), region, profile)
+
+
+def timer_at(text: str) -> float:
+    """Unix seconds of an ActionTimer's ``ActionTime`` (``%Y-%m-%dT%H:%M:%SZ``, UTC)."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
+def undo_timers(cloud: TencentStandin, cloud_id: str) -> list[dict[str, Any]]:
+    """The CVM action timers pending for ``cloud_id`` (``UNDO``), as the stand-in holds them."""
+    return [t for t in cloud.state.action_timers.values()
+            if t["InstanceId"] == cloud_id and t["Status"] == "UNDO"]

@@ -20,6 +20,8 @@ from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
+from tencent_standin import timer_at as _at
+from tencent_standin import undo_timers as _timers
 
 from gpudesk.services.cloud import aws_price_list, guard
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
@@ -39,15 +41,6 @@ REGION = "ap-guangzhou"
 ZONE = "ap-guangzhou-3"
 QUOTED_CNY = 7.43
 RATE = 7.2
-
-
-def _at(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-
-
-def _timers(cloud: TencentStandin, cloud_id: str) -> list[dict[str, Any]]:
-    return [t for t in cloud.state.action_timers.values()
-            if t["InstanceId"] == cloud_id and t["Status"] == "UNDO"]
 
 
 @pytest.fixture

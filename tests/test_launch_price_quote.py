@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -19,6 +18,8 @@ from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
 from local_get import serve_get
 from tencent_standin import TencentStandin
+from tencent_standin import timer_at as _at
+from tencent_standin import undo_timers as _timers
 from test_aws_price_list import _offer_file
 
 from gpudesk.cli.entry import main
@@ -39,15 +40,6 @@ RATE = 7.2
 # The report: the bundled catalog's $1.209/h is 8.7 CNY/h; CVM itself quoted 7.43 CNY/h.
 CATALOG_USD = 1.209
 QUOTED_CNY = 7.43
-
-
-def _at(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-
-
-def _timers(cloud: TencentStandin, cloud_id: str) -> list[dict[str, Any]]:
-    return [t for t in cloud.state.action_timers.values()
-            if t["InstanceId"] == cloud_id and t["Status"] == "UNDO"]
 
 
 @pytest.fixture

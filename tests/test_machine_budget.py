@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import aliyun_standin
@@ -17,6 +16,8 @@ from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
+from tencent_standin import timer_at as _at
+from tencent_standin import undo_timers as _timers
 
 from gpudesk.services.cloud.launcher import Launcher, LaunchPlan
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
@@ -30,16 +31,6 @@ from gpudesk.services.remote.machine_rules import agent_rules
 
 REGION = "ap-guangzhou"
 HOUR = 3600.0
-
-
-def _at(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-
-
-def _timers(cloud: TencentStandin, cloud_id: str) -> list[dict[str, Any]]:
-    """The CVM action timers pending for ``cloud_id``, as the stand-in holds them."""
-    return [t for t in cloud.state.action_timers.values()
-            if t["InstanceId"] == cloud_id and t["Status"] == "UNDO"]
 
 
 @pytest.fixture

@@ -16,14 +16,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 from aliyun_standin import AliyunStandin
 from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
 from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
+from tencent_standin import timer_at as _at
+from tencent_standin import undo_timers as _timers
 
 from gpudesk.services.cloud import guard, machines
 from gpudesk.services.cloud.providers import aliyun_parse as ap
@@ -39,15 +39,6 @@ ZONE = "ap-guangzhou-3"
 QUOTED_CNY = 7.43
 RATE = 7.2
 DISK_GB = 100.0
-
-
-def _at(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-
-
-def _timers(cloud: TencentStandin, cloud_id: str) -> list[dict[str, Any]]:
-    return [t for t in cloud.state.action_timers.values()
-            if t["InstanceId"] == cloud_id and t["Status"] == "UNDO"]
 
 
 @pytest.fixture

@@ -20,6 +20,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QPushButton
 from tencent_standin import TencentStandin
+from tencent_standin import timer_at as _at
+from tencent_standin import undo_timers as _timers
 
 from gpudesk.services.cloud import credentials, guard
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
@@ -38,15 +40,6 @@ REGION = "ap-guangzhou"
 ZONE = "ap-guangzhou-3"
 QUOTED_CNY = 7.43  # what CVM quoted at launch, per hour
 RATE = 7.2  # Preferences' CNY per USD (the default)
-
-
-def _at(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-
-
-def _timers(cloud: TencentStandin, cloud_id: str) -> list[dict[str, Any]]:
-    return [t for t in cloud.state.action_timers.values()
-            if t["InstanceId"] == cloud_id and t["Status"] == "UNDO"]
 
 
 @pytest.fixture
