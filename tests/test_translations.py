@@ -36,7 +36,7 @@ KNOWN_CONTEXTS = {"AboutDialog", "AccountsPage", "Answers", "BillingTray", "Clou
                   "SettingsDialog", "SizingError", "SizingNote", "Ssh", "Sync", "TaskRunner",
                   "TraceDialog", "WelcomeDialog", "Guard", "Catalog", "MachineCombo",
                   "BudgetDialog", "RunOutputs", "Storage", "RunQueue", "RunQueueView",
-                  "RunMachines", "KeepAlive"}
+                  "RunMachines", "KeepAlive", "Budget"}
 
 
 def qt_tool(name: str) -> str | None:
