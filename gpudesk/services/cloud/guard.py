@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.cloud import instance_role
 from gpudesk.services.cloud.catalog import provider_title
 from gpudesk.services.cloud.instance_role import MSG_NO_ROLE, MSG_ROLE
 from gpudesk.services.cloud.providers import aliyun_parse as ap
@@ -275,7 +276,7 @@ def plan(provider: str, budget: float | None, action: str, price_per_hour: float
             when = timer_at(budget, spent, price_per_hour + disk, now, provider)
         if when is not None:
             by.append("cloud-timer")
-    if role and provider in ("aws", "tencent", "aliyun"):
+    if role and provider in instance_role.CLOUDS:
         by.append("instance-role")
     return Guard(budget, action, tuple(by), when)
 

@@ -259,16 +259,11 @@ def _code_of(err: base.ProviderError) -> str:
     return found.group(1) if found else ""
 
 
-def _words(err: base.ProviderError) -> str:
+def words(err: base.ProviderError) -> str:
     """``Code: message`` from a typed error, as the ledger keeps a refusal (short)."""
     code = _code_of(err)
     message = (err.detail or "")[len(code) + 2:].strip() if code else err.message()
     return (f"{code}: {message}" if code and message else code or message)[:300]
-
-
-def words(err: base.ProviderError) -> str:
-    """The cloud's own code and words for a refusal (what the ledger and the guard show)."""
-    return _words(err)
 
 
 def _denied(err: base.ProviderError) -> bool:
@@ -577,7 +572,7 @@ def before_launch(ledger: Ledger, machine_id: str, provider: Any, *, allowed: bo
         ledger.log(machine_id, STEP_REFUSED, str(exc))
         return RoleOutcome(False, why=str(exc))
     except base.ProviderError as err:
-        why = _words(err)
+        why = words(err)
         if err.kind in ("auth", "clock", "network"):
             raise  # not a refusal of the role: the launch itself cannot go on
         if not _denied(err):
@@ -630,7 +625,7 @@ def give_role(ledger: Ledger, machine_id: str, provider: Any, *, allowed: bool =
         ledger.log(machine_id, STEP_REFUSED, str(exc))
         return RoleOutcome(False, why=str(exc))
     except base.ProviderError as err:  # CAM/RAM or the machine's cloud said no
-        why = _words(err)
+        why = words(err)
         if not _denied(err):
             log.warning("no instance role for %s: %s", machine_id, why)
         ledger.log(machine_id, STEP_REFUSED, why)

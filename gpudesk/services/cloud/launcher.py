@@ -790,13 +790,12 @@ class _Run:
         g = guards.plan(p.provider, p.budget, p.on_budget, p.price_per_hour, 0.0, time.time(),
                         agent=bool(request.user_data), quote=q, currency="USD",
                         disk_gb=p.disk_gb, region=request.region or p.region,
-                        cny_per_usd=p.cny_per_usd, market=p.market)
-        by = [*g.enforced_by]  # the role given before the launch stays an enforcer
-        if instance_role.ENFORCER in self.machine.enforced_by.split(","):
-            by.append(instance_role.ENFORCER)
+                        cny_per_usd=p.cny_per_usd, market=p.market,
+                        # the role made before the launch (_role_first) is an enforcer too
+                        role=instance_role.ENFORCER in self.machine.enforced_by.split(","))
         self.machine = self.l.ledger.update(
             self.machine.id, budget=g.budget, on_budget=g.action if g.budget else "",
-            enforced_by=",".join(by), cloud_timer_at=g.cloud_timer_at,
+            enforced_by=",".join(g.enforced_by), cloud_timer_at=g.cloud_timer_at,
             step="guard", detail=",".join(g.enforced_by) or "none")
         if q is not None:
             return replace(request, budget=None if g.budget is None else

@@ -1,10 +1,10 @@
 """The agent at a connect: ``gpudesk watch``, and every run's start (``gpudesk run``,
 ``--resume``, ``--queue``, ``recover``, and the window's Run page through the same services).
 
-A machine gpudesk launched boots with its first-boot guard, whose rules were written
-before the cloud bound the machine's role: on Tencent Cloud and Alibaba Cloud its budget
-"stop" is only a warning. Only the full agent with the ledger's rules makes the role's
-cloud stop the agent's own. The window's Watch writes those rules at every connect; the
+A machine gpudesk launched boots with its first-boot guard and the rules the launch knew
+(the role named at creation, its stop); later changes (a new budget, a role bound after the
+launch, Preferences' idle rule) reach it with the full agent and the ledger's rules. The
+window's Watch writes those rules at every connect; the
 CLI's ``watch`` writes the very same ones (:func:`machine_rules.target_rules`), and a run
 gives them to a launched machine before it starts (:func:`before_run`), so a machine
 launched, run and watched only from a terminal ends up guarded as one watched from the

@@ -232,7 +232,7 @@ def _sdk(call: Call, service: str, gone: frozenset[str]
             if ir._denied(err):
                 raise _denied(f"{service}:{action}", target) from None
             raise StorageError(MSG_CLOUD, code=code or err.kind,
-                               detail=ir._words(err) or action) from None
+                               detail=ir.words(err) or action) from None
     return run
 
 
