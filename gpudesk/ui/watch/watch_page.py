@@ -8,6 +8,7 @@ agent's file. Each machine has its own feed and its own dashboard.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -148,12 +149,19 @@ class TelemetryFeed(QObject):
                 return
             self.stream = TelemetryStream(
                 conn, site.follow_command, self._sample,
-                on_hole=lambda h: self.hole.emit(h.message()),
-                on_state=lambda st, *_: self.state.emit(str(st)),
+                on_hole=lambda h: self._tell(self.hole, h.message()),
+                on_state=lambda st, *_: self._tell(self.state, str(st)),
                 keeper=lambda: agent_deploy.ensure_running(conn, site)).start()
         except Exception as exc:  # noqa: BLE001 - reported in words
             self.failed.emit(error_text(exc)[0])
             self.state.emit("failed")
+
+    @staticmethod
+    def _tell(signal: Any, text: str) -> None:
+        """Emit from the stream's thread; a feed already deleted (its page closed while the
+        stream was stopping) has nobody to tell, and its thread must not die of it."""
+        with contextlib.suppress(RuntimeError):  # "Signal source has been deleted"
+            signal.emit(text)
 
     def _sample(self, s: TelemetrySample) -> None:
         self.no_gpu = s.no_gpu if (s.no_gpu or s.gpus) else self.no_gpu
