@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import QTimer  # noqa: E402
+from PySide6.QtCore import Qt, QTimer  # noqa: E402
 from PySide6.QtGui import QPalette  # noqa: E402
 from PySide6.QtWidgets import QApplication, QDialogButtonBox  # noqa: E402
 
@@ -240,3 +240,71 @@ def test_system_theme_first_paint_uses_the_scheme_seen_last(qapp) -> None:  # ty
         assert apply_theme(qapp, "system") == system_scheme()  # nothing seen: Qt is asked
     finally:
         apply_theme(qapp, "light")
+
+
+def test_an_unexpected_error_is_in_the_log_file_with_its_traceback_redacted(  # type: ignore[no-untyped-def]
+        window, qtbot, tmp_path, monkeypatch) -> None:
+    """The traceback behind "Something went wrong" reaches gpudesk.log, secrets removed."""
+    import logging
+
+    from gpudesk import logs
+    from gpudesk.services.core import paths
+    from gpudesk.ui.widgets.task_runner import show_error
+
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    for handler in saved:
+        root.removeHandler(handler)
+    try:
+        logs.setup_logging()
+
+        def deep_inside() -> None:
+            raise KeyError("secret_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+
+        try:
+            deep_inside()
+        except KeyError as exc:
+            box = show_error(window, "Launch", exc)
+        for handler in root.handlers:
+            handler.flush()
+        text = paths.log_file().read_text(encoding="utf-8")
+    finally:
+        for handler in root.handlers[:]:
+            root.removeHandler(handler)
+            handler.close()
+        for handler in saved:
+            root.addHandler(handler)
+    assert "Something went wrong" in box.text()
+    assert "Launch: Something went wrong" in text and "deep_inside" in text
+    assert "Traceback (most recent call last)" in text
+    assert "wJalrXUtnFEMI" not in text
+    box.close()
+
+
+def test_open_log_folder_names_the_folder_when_no_file_manager_opens_it(  # type: ignore[no-untyped-def]
+        window, qtbot, monkeypatch) -> None:
+    from PySide6.QtGui import QDesktopServices, QGuiApplication
+    from PySide6.QtWidgets import QMessageBox, QPushButton
+
+    from gpudesk.services.core import paths
+
+    asked: list[str] = []
+
+    def no_file_manager(url):  # type: ignore[no-untyped-def]
+        asked.append(url.toLocalFile())
+        return False  # what a desktop without a file manager answers
+
+    monkeypatch.setattr(QDesktopServices, "openUrl", staticmethod(no_file_manager))
+    window.show()
+    window.logs_action.trigger()
+    qtbot.waitUntil(lambda: window.findChild(QMessageBox, "logFolderBox") is not None)
+    box = window.findChild(QMessageBox, "logFolderBox")
+    assert asked == [str(paths.log_dir())]
+    assert "No file manager opened the log folder" in box.text()
+    assert str(paths.log_dir()) in box.informativeText()
+    assert str(paths.log_file()) in box.informativeText()
+    copy = box.findChild(QPushButton, "copyLogPath")
+    qtbot.mouseClick(copy, Qt.MouseButton.LeftButton)
+    assert QGuiApplication.clipboard().text() == str(paths.log_dir())
+    assert box.isVisible()  # copying does not close the box
+    box.close()

@@ -15,13 +15,14 @@ import sys
 import traceback
 from types import TracebackType
 
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import QCoreApplication, Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
     QDialog,
     QDialogButtonBox,
     QLabel,
+    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
@@ -76,7 +77,7 @@ class CrashDialog(Retranslating, QDialog):
         self.buttons.addButton(self.copy_button, QDialogButtonBox.ButtonRole.ActionRole)
         self.buttons.addButton(self.logs_button, QDialogButtonBox.ButtonRole.ActionRole)
         self.copy_button.clicked.connect(self.copy_report)
-        self.logs_button.clicked.connect(open_log_folder)
+        self.logs_button.clicked.connect(lambda: open_log_folder(self))
         self.buttons.rejected.connect(self.close)
         layout = QVBoxLayout(self)
         layout.addWidget(self.intro)
@@ -114,8 +115,35 @@ def _forget(dialog: CrashDialog) -> None:
         _open.remove(dialog)
 
 
-def open_log_folder() -> bool:
-    return QDesktopServices.openUrl(QUrl.fromLocalFile(str(paths.log_dir())))
+def open_log_folder(parent: QWidget | None = None) -> QMessageBox:
+    """Open the log folder in the file manager, and always say where it is.
+
+    Without a file manager (a bare Linux desktop, a remote session) ``openUrl``
+    does nothing visible; the box names the folder and the file, selectable, with
+    a button that copies the path."""
+    folder = paths.log_dir()
+    opened = QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+    tr = QCoreApplication.translate
+    text = (tr("CrashDialog", "The log folder is open in your file manager.") if opened else
+            tr("CrashDialog", "No file manager opened the log folder. Open it yourself:"))
+    box = QMessageBox(QMessageBox.Icon.Information, tr("CrashDialog", "gpudesk's log"),
+                      text, QMessageBox.StandardButton.Close, parent)
+    box.setObjectName("logFolderBox")
+    box.setInformativeText(tr("CrashDialog", "Folder: {folder}\nLog file: {file}").format(
+        folder=folder, file=paths.log_file()))
+    box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    copy = box.addButton(tr("CrashDialog", "Copy the path"), QMessageBox.ButtonRole.ActionRole)
+    copy.setObjectName("copyLogPath")
+    copy.clicked.disconnect()  # an action button closes the box; copying should not
+
+    def copy_path() -> None:
+        clipboard = QGuiApplication.clipboard()
+        if clipboard is not None:
+            clipboard.setText(str(folder))
+    copy.clicked.connect(copy_path)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.open()
+    return box
 
 
 def open_dialogs() -> list[CrashDialog]:

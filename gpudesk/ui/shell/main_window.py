@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QMainWindow,
+    QMessageBox,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
@@ -324,10 +325,10 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
         except OSError as exc:
             log.warning("cannot save settings: %s", exc)
 
-    def open_log_folder(self) -> bool:
+    def open_log_folder(self) -> QMessageBox:
         from gpudesk.ui.shell.crash_dialog import open_log_folder
 
-        return open_log_folder()
+        return open_log_folder(self)
 
     def show_trace_dialog(self) -> QDialog:
         """Trace with the Plan page's batch, precision and optimizer (if they parse)."""

@@ -82,6 +82,9 @@ def show_error(parent: QWidget | None, title: str, exc: BaseException) -> QMessa
     box.setObjectName("taskErrorBox")
     box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     if not expected:
+        # The traceback behind "Something went wrong" belongs in gpudesk.log too (the
+        # log's formatter redacts secrets), so a report can be made after the box is gone.
+        log.error("%s: %s", title, message, exc_info=(type(exc), exc, exc.__traceback__))
         box.setDetailedText("".join(traceback.format_exception(exc)))
     box.setWindowModality(Qt.WindowModality.WindowModal)
     box.open()
