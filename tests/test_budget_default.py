@@ -409,3 +409,24 @@ def test_the_preferences_field_is_checked(window: MainWindow, qtbot: Any) -> Non
     assert error is not None and "Enter hours above 0" in error.text()
     assert not Path(paths.settings_file()).exists() or \
         load_settings().machine_budget_hours == 24.0
+
+
+def test_a_corrected_field_does_not_move_the_fields_below(window: MainWindow, qtbot: Any) -> None:
+    """The error under a field goes when it is corrected, but its room stays: the next
+    click lands where the user aimed (issue 31)."""
+    dialog = _preferences(window)
+    edit = dialog.findChild(QLineEdit, "pref_machine_budget_hours")
+    below = dialog.findChild(QLineEdit, "pref_idle_minutes")
+    assert edit is not None and below is not None
+    edit.selectAll()
+    qtbot.keyClicks(edit, "0")
+    qtbot.mouseClick(_ok(dialog), Qt.MouseButton.LeftButton)
+    error = dialog.findChild(QLabel, "prefError_machine_budget_hours")
+    assert error is not None and error.isVisible()
+    qtbot.waitUntil(lambda: below.mapTo(dialog, below.rect().topLeft()).y() > 0)
+    where = below.mapTo(dialog, below.rect().topLeft())
+    edit.selectAll()
+    qtbot.keyClicks(edit, "12")
+    qtbot.waitUntil(lambda: error.text() == "")
+    dialog.layout().activate()
+    assert below.mapTo(dialog, below.rect().topLeft()) == where

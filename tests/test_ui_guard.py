@@ -68,8 +68,10 @@ def test_preferences_say_it_per_cloud(qtbot: Any) -> None:
     qtbot.addWidget(d)
     text = d.findChild(QLabel, "pref_guard_text")
     assert text is not None
-    aws, tencent = text.text().splitlines()
+    aws, tencent, aliyun = text.text().splitlines()
     assert aws.startswith("AWS:") and "EC2 terminates it" in aws
-    assert tencent.startswith("Tencent Cloud:") and "Tencent Cloud itself terminates" in tencent
+    assert tencent.startswith("Tencent Cloud:") and \
+        "The cloud itself terminates it when budget ÷ price runs out" in tencent
+    assert aliyun.startswith("Alibaba Cloud:") and "The cloud itself releases it" in aliyun
     d.findChild(QComboBox, "pref_budget_action").setCurrentIndex(0)  # "Warn me"
     assert text.text() == "Machine budgets only warn: nothing is stopped."

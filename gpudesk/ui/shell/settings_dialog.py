@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QShowEvent
@@ -60,6 +61,11 @@ WHOLE_KEYS = ("idle_minutes", "store_keep_days", "store_keep_checkpoints",
               "keep_alive_wait_min")
 DEFAULT_WIDTH = 600
 WRAP_MIN_WIDTH = 300
+
+
+def _plain_label(text: str) -> str:
+    """A field's label as prose: no "&" mnemonic, no Chinese "(&M)" shortcut, no colon."""
+    return re.sub(r"\s*[(（]&\w[)）]", "", text).replace("&", "").rstrip(":：").strip()
 
 
 def _number(text: str) -> float | None:
@@ -317,9 +323,15 @@ class SettingsDialog(Retranslating, QDialog):
             text = self.message(key) if wrong else ""
             if error.text() != text:
                 error.setText(text)
-            self._forms[key].setRowVisible(error, wrong)
+            if wrong:
+                error.setMinimumHeight(0)
+                self._forms[key].setRowVisible(error, True)
+            elif error.isVisibleTo(self):
+                # A corrected field's message goes, its room stays until the dialog
+                # closes: the fields below never jump under the user's next click.
+                error.setMinimumHeight(error.height())
         if bad:
-            names = ", ".join(self.labels[k].text().replace("&", "") for k in bad)
+            names = self.tr(", ").join(_plain_label(self.labels[k].text()) for k in bad)
             self.errors.setText(self.tr("Please correct: {fields}").format(fields=names))
         self.errors.setVisible(bool(bad))
 
@@ -393,7 +405,7 @@ class SettingsDialog(Retranslating, QDialog):
                 "you choose another (or none) when you launch it; a fixed amount below "
                 "replaces the hours.").format(hours=f"{hours:g}"))
         if per_machine:
-            for provider in ("aws", "tencent"):
+            for provider in ("aws", "tencent", "aliyun"):
                 m = Machine(id="", provider=provider, disk_gb=100.0)
                 g = guard.plan(provider, machine if machine > 0 else hours, action, 1.0, 0.0,
                                0.0, role=True)  # the role named at creation, the default
@@ -403,9 +415,12 @@ class SettingsDialog(Retranslating, QDialog):
                                 for t, v in guard.sentences(m, g)
                                 if t not in (guard.MSG_TIMER, guard.MSG_DESKTOP))
                 if "cloud-timer" in g.enforced_by:
-                    said += " " + self.tr("Tencent Cloud itself terminates it when budget ÷ "
-                                          "price runs out, even if gpudesk and the agent are "
-                                          "gone.")
+                    said += " " + (self.tr(
+                        "The cloud itself releases it at the release time that budget ÷ "
+                        "price gives, even if gpudesk and the agent are gone.")
+                        if provider == "aliyun" else self.tr(
+                        "The cloud itself terminates it when budget ÷ price runs out, even "
+                        "if gpudesk and the agent are gone."))
                 lines.append(f"{provider_title(provider)}: {said}")
         if monthly > 0:
             lines.append(self.tr(
