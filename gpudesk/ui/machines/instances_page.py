@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication
@@ -46,16 +47,24 @@ from gpudesk.services.core.settings import Settings
 from gpudesk.services.core.sizes import size_text
 from gpudesk.services.money import budgets, spend
 from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.services.remote import guard_push
-from gpudesk.services.remote.ssh import SshConnection
 from gpudesk.services.storage import usage
-from gpudesk.ui.machines.budget_dialog import BudgetDialog
 from gpudesk.ui.machines.instances_model import InstancesModel, state_text
 from gpudesk.ui.widgets.confirm import confirm
 from gpudesk.ui.widgets.money import Money
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.said_text import said_text
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
+
+if TYPE_CHECKING:
+    from gpudesk.services.remote.ssh import SshConnection
+    from gpudesk.ui.machines.budget_dialog import BudgetDialog
+
+
+def _connect_agent(machine: Machine) -> SshConnection:
+    """SSH to a machine's agent; paramiko is imported on the first use, not at start-up."""
+    from gpudesk.services.remote import guard_push
+
+    return guard_push._connect(machine)
 
 RECONCILE_EVERY_MS = 5 * 60 * 1000
 NAMES_ITS_ACCOUNT = (MSG_KEYRING_LOCKED, MSG_KEYS_MISSING, MSG_NO_ANSWER)
@@ -78,7 +87,7 @@ class InstancesPage(Retranslating, QWidget):
         # Preferences for a budget change (rate, default action); None: the saved settings
         self.settings: Callable[[], Settings | None] = lambda: None
         # how a budget change reaches the machine's agent (pinned host key only)
-        self.connect_agent: Callable[[Machine], SshConnection] = guard_push._connect
+        self.connect_agent: Callable[[Machine], SshConnection] = _connect_agent
         self.budget_dialog: BudgetDialog | None = None
         self.banner = QLabel(self)
         self.banner.setObjectName("billingBanner")
@@ -581,6 +590,8 @@ class InstancesPage(Retranslating, QWidget):
             return None
         if self.budget_dialog is not None:
             self.budget_dialog.close()
+        from gpudesk.ui.machines.budget_dialog import BudgetDialog  # paramiko: on first use
+
         dialog = BudgetDialog(self.ledger, m, self.providers, self.model.money,
                               settings=self.settings, connect=self.connect_agent, parent=self)
         dialog.changed.connect(self._budget_changed)
