@@ -19,14 +19,12 @@ EC2's own error document, for a cloud that refuses a change (moto accepts everyt
 
 from __future__ import annotations
 
-import http.client
-import http.server
-import threading
 import uuid
 from collections.abc import Callable
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from cloud_bill import Bill, Seen
+from moto_proxy import MotoProxy
 
 ACCOUNT = "123456789012"  # moto's default account
 # USD/hour, us-east-1 Linux: on-demand from the EC2 price list (reference/clouds.md);
@@ -136,66 +134,18 @@ ERROR = ('<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error>'
          '<RequestID>{request}</RequestID></Response>')
 
 
-class RefusingProxy:
+class RefusingProxy(MotoProxy):
     """A pass-through proxy to moto that answers ``refuse`` actions with an EC2 error."""
 
     def __init__(self, upstream: str) -> None:
-        self.upstream = urlsplit(upstream)
+        super().__init__(upstream)
         self.refuse: dict[str, tuple[str, str]] = {}  # action → (code, message)
         self.refused: list[str] = []
-        proxy = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                action = (parse_qs(body.decode("utf-8", "replace")).get("Action") or [""])[0]
-                if action in proxy.refuse:
-                    code, message = proxy.refuse[action]
-                    proxy.refused.append(action)
-                    self._answer(400, {"Content-Type": "text/xml"}, ERROR.format(
-                        code=code, message=message, request=uuid.uuid4()).encode())
-                    return
-                self._forward("POST", body)
-
-            def do_GET(self) -> None:  # noqa: N802
-                self._forward("GET", b"")
-
-            def _forward(self, method: str, body: bytes) -> None:
-                conn = http.client.HTTPConnection(proxy.upstream.hostname or "127.0.0.1",
-                                                  proxy.upstream.port, timeout=30)
-                try:
-                    headers = {k: v for k, v in self.headers.items()
-                               if k.lower() not in ("connection", "content-length")}
-                    conn.request(method, self.path, body=body, headers=headers)
-                    reply = conn.getresponse()
-                    data = reply.read()
-                    kept = {k: v for k, v in reply.getheaders() if k.lower() not in (
-                        "connection", "content-length", "transfer-encoding")}
-                    self._answer(reply.status, kept, data)
-                finally:
-                    conn.close()
-
-            def _answer(self, status: int, headers: dict[str, str], data: bytes) -> None:
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def start(self) -> RefusingProxy:
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def intercept(self, body: bytes) -> tuple[int, str] | None:
+        action = (parse_qs(body.decode("utf-8", "replace")).get("Action") or [""])[0]
+        if action not in self.refuse:
+            return None
+        code, message = self.refuse[action]
+        self.refused.append(action)
+        return 400, ERROR.format(code=code, message=message, request=uuid.uuid4())

@@ -165,7 +165,9 @@ class Said:
     covers: frozenset[str]
 
 
-# "said" covers only what a *stopped* machine still bills, its disk (issue 29): never compute.
+# "said" covers only what a *stopped* machine still bills, its disk (issue 29): never compute;
+# and the words must put a price on it (guard.MSG_DISK_COST), not only its size.
+DISK_COST_WORDS = "Stopped, that disk costs about"
 # No sentence covers the compute: a row whose compute goes past the budget is OVER.
 DISK = frozenset({"disk"})
 SAID: dict[tuple[str, str], Said] = {
@@ -324,10 +326,8 @@ class Offline:
 POWER_LOG = "power-actions.log"
 REPO = Path(__file__).resolve().parent.parent
 ROLE_COMMAND = "gpudesk-cloud-stop"  # gpudesk.agent.cloud_stop.COMMAND
-ROLE_NAME = "gpudesk-self-stop"  # instance_role.ROLE_NAME
-ROLE_KEY_ID = "AKIDmatrixRoleKey00000000000000001"  # the role's temporary keys (STS's)
-ROLE_SECRET = "matrixRoleSecret0123456789abcdef"
-ROLE_TOKEN = "matrix-role-session-token-0123456789"
+# Each machine's role is its own (``gpudesk-self-stop-<ledger id>``, issue 29): the metadata
+# serves the one its rules name, with the keys the stand-in judges against that role's policy.
 
 
 def rules_from_user_data(user_data: str) -> dict[str, Any]:
@@ -375,9 +375,10 @@ class Machine:
         if self.metadata is None:
             from metadata_standin import MetadataStandin
 
-            self.metadata = MetadataStandin(self.row.cloud, ROLE_NAME, self.cloud_id,
+            role = argv[argv.index("--role") + 1]  # the machine's own, as its rules name it
+            self.metadata = MetadataStandin(self.row.cloud, role, self.cloud_id,
                                             self.row.offer.region, self.row.role_keys(
-                                                self.cloud_id)).__enter__()
+                                                self.cloud_id, role)).__enter__()
         server = self.row.world.tencent if self.row.cloud == "tencent" else self.row.world.aliyun
         clock = self.folder / "clock" if self.row.cloud == "tencent" else None
         code = ("import sys, time\n"
@@ -487,25 +488,21 @@ class RowRun:
             return f"{self.cloud}+group"
         return f"{self.cloud}+norole" if self.role_refused else self.cloud
 
-    def role_keys(self, cloud_id: str) -> Callable[[], dict[str, str]]:
-        """The metadata's answer for the role: its temporary keys (known to the stand-in)
-        while the cloud says the role is bound to ``cloud_id``, else the refusal."""
+    def role_keys(self, cloud_id: str, role: str) -> Callable[[], dict[str, str]]:
+        """The metadata's answer for ``role``: its temporary keys (the stand-in's, judged
+        against the role's policy) while the cloud says it is bound to ``cloud_id``, else
+        the refusal."""
         def issue() -> dict[str, str]:
             if self.cloud == "tencent":
-                bound = self.world.tencent.role_of(cloud_id) == ROLE_NAME
+                bound = self.world.tencent.role_of(cloud_id) == role
             else:
                 with self.world.aliyun._lock:
                     raw = self.world.aliyun.state.instances.get(cloud_id) or {}
-                    bound = raw.get("_ram_role") == ROLE_NAME
+                    bound = raw.get("_ram_role") == role
             if not bound:
                 return {"Code": "RoleNotBound"}
-            if self.cloud == "tencent":
-                return {"TmpSecretId": ROLE_KEY_ID, "TmpSecretKey": ROLE_SECRET,
-                        "Token": ROLE_TOKEN, "Expiration": "2030-01-01T00:00:00Z",
-                        "Code": "Success"}
-            return {"AccessKeyId": ROLE_KEY_ID, "AccessKeySecret": ROLE_SECRET,
-                    "SecurityToken": ROLE_TOKEN, "Expiration": "2030-01-01T00:00:00Z",
-                    "Code": "Success"}
+            server = self.world.tencent if self.cloud == "tencent" else self.world.aliyun
+            return server.role_session(role)
         return issue
 
     # -- the cloud's side
@@ -529,9 +526,6 @@ class RowRun:
             self.bill = Bill("aliyun", self.clock)
             self.world.aliyun.bill = self.bill
             self.world.aliyun.clock = self.clock
-        if self.role:  # the role's temporary keys, as CAM/RAM's STS would know them
-            server = self.world.tencent if self.cloud == "tencent" else self.world.aliyun
-            server.add_secret(ROLE_KEY_ID, ROLE_SECRET)
         self.world.tencent.cam_denied = self.role_refused and self.cloud == "tencent"
         self.world.aliyun.ram_denied = self.role_refused and self.cloud == "aliyun"
         self.providers: dict[str, Any] = {}
@@ -1044,8 +1038,11 @@ class RowRun:
             compute = parts.running + parts.keep  # never said: capped or OVER
             if compute > cap + step + 1e-9:
                 continue
-            in_show = any(words in line for line in self.show)
-            in_dialog = any(words in line for line in self.dialog)
+            # the disk's cost is said in money too (guard.MSG_DISK_COST), not only its size
+            in_show = any(words in line for line in self.show) and any(
+                DISK_COST_WORDS in line for line in self.show)
+            in_dialog = any(words in line for line in self.dialog) and any(
+                DISK_COST_WORDS in line for line in self.dialog)
             if unsaid <= cap + step + 1e-9 and in_show and in_dialog:
                 return Row(self.label, self.action, self.fault, bill, budget, "said",
                            f"{why}; said: {words}")
@@ -1506,11 +1503,21 @@ default: 24 hours of the machine), and nobody opens the window after; the `conso
 stop and start the machine in the cloud's console (gpudesk's reconcile follows).
 
 What the role may touch: on AWS only the machine that calls (`aws:ARN` equals
-`ec2:SourceInstanceARN`). On Tencent Cloud and Alibaba Cloud one role serves the account's
-gpudesk machines and its policy is held to gpudesk's tag (`gpudesk=1`): a machine's role could
-stop or terminate *another* gpudesk machine of the same account (never start, create or
-raise a bill). Narrowing it to the machine itself (a role per machine, held to its
-`gpudesk-ledger-id` tag) is not done yet.
+`ec2:SourceInstanceARN`). On Tencent Cloud and Alibaba Cloud, whose policies have no key for
+"the calling machine", each machine gets a role of its own, `gpudesk-self-stop-<ledger id>`,
+whose policy allows the stop and terminate calls only on the instance tagged with that
+ledger id (CAM `qcs:resource_tag`, RAM `ecs:tag/gpudesk-ledger-id`); the stand-ins judge
+each call made with a role's keys against that policy, and the role is deleted with the
+machine's other leftovers once it has ended. What remains: anyone who may tag instances in
+the account could put a machine's ledger id on another instance and so bring it into that
+machine's reach.
+
+A spot machine with a "stop" budget ends released at its budget on every cloud (the `a spot
+replacement` rows): EC2 one-time spot terminates, CVM cannot stop a spot machine without
+charging, and an Alibaba Cloud spot machine stopped in StopCharging mode may never start
+again while its disk bills on (a month of its 100 GB disk, about 98.63 CNY, was 32× the
+replacement's budget of an hour of spot compute when it was stopped). A keep-alive group
+(`+group` rows) ends by deleting its group, members and their disks.
 
 The `aws+group`, `tencent+group` and `aliyun+group` rows (issue 23) launch a spot machine
 its cloud keeps alive (`--keep-alive`): the cloud's own group of one (EC2 Auto Scaling, Tencent

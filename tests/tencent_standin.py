@@ -57,6 +57,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import cloud_limits
+import role_policy
 from cloud_bill import tencent_view
 from standin_http import ApiError, StandinServer
 
@@ -246,6 +247,8 @@ class TencentStandin(StandinServer):
             self.zone_state = {z: "AVAILABLE" for _, zones in REGIONS.values() for z in zones}
             self.sold_out: dict[tuple[str, str, str], str] = {}
             self.no_spot: set[tuple[str, str]] = set(NO_SPOT)  # (region, type): no spot sold
+            # (region, type) the region does not list at all, neither charge (issue 30)
+            self.unlisted: set[tuple[str, str]] = set()
             self.denied: set[str] = set()  # actions answered UnauthorizedOperation
             # every CAM call refused as CAM refuses a key without the permission
             # (AuthFailure.UnauthorizedOperation); ModifyInstancesAttribute too (passing a role)
@@ -265,6 +268,7 @@ class TencentStandin(StandinServer):
             self.linger_deletes = 0
             self.lingering: dict[str, int] = {}
             self.secrets = {}
+            self.role_keys: dict[str, str] = {}  # key id → the role whose session it is
             self._ips = itertools.count(10)
             self.bill: Any = None  # a cloud_bill.Bill a test sets: what CVM would bill
 
@@ -339,6 +343,7 @@ class TencentStandin(StandinServer):
                 self.requests.append((action, region, params))
                 self._maybe_fail(action, region, params)
                 self._caller = self._signer(headers)
+                self._role_check(action, region, params)
                 if action not in CAM_ACTIONS | {"DescribeRegions"} and region not in REGIONS:
                     raise ApiError("UnsupportedRegion", f"Region {region} is not supported.")
                 # The documented limits (tests/cloud_limits.py), refused in Tencent's words.
@@ -462,6 +467,8 @@ class TencentStandin(StandinServer):
                 for charge in ("POSTPAID_BY_HOUR", "SPOTPAID"):
                     if charge == "SPOTPAID" and (region, itype) in self.no_spot:
                         continue  # not sold as spot here: no item at all, as CVM lists it
+                    if (region, itype) in self.unlisted:
+                        continue  # not sold here at all: no item of either charge
                     if any(name in f and value not in f[name] for name, value in (
                             ("zone", zone), ("instance-type", itype),
                             ("instance-charge-type", charge), ("instance-family", family))):
@@ -982,6 +989,36 @@ class TencentStandin(StandinServer):
         return {}
 
     # ------------------------------------------------------------------ CAM and the role
+
+    def role_session(self, role: str) -> dict[str, str]:
+        """Test control: ``role``'s temporary keys as CVM's metadata serves them to a machine
+        bound to it. A call signed with them may do only what the role's attached policies
+        allow (``role_policy.cam_allows``); the rest is refused as CAM refuses it."""
+        key, secret, token = role_policy.session_keys(role, "AKID")
+        with self._lock:
+            self.secrets[key] = secret
+            self.role_keys[key] = role
+        return {"TmpSecretId": key, "TmpSecretKey": secret, "Token": token,
+                "Expiration": "2030-01-01T00:00:00Z", "Code": "Success"}
+
+    def _role_check(self, action: str, region: str, params: dict[str, Any]) -> None:
+        """A call signed with a role's keys: every instance it names must be one the role's
+        policies allow this action on (its tags as CAM reads them); a deleted role, none."""
+        role = self.role_keys.get(self._caller)
+        if role is None:
+            return
+        service = self._service_of(action)
+        docs = [json.loads(self.state.policies[pid]["PolicyDocument"])
+                for name, pid in self.state.attached
+                if name == role and pid in self.state.policies and role in self.state.roles]
+        for iid in [str(i) for i in params.get("InstanceIds") or []] or [""]:
+            raw = self.state.instances.get(iid) or {}
+            tags = {str(t["Key"]): str(t.get("Value", "")) for t in raw.get("Tags") or []}
+            resource = f"qcs::{service}:{region}:uin/{OWNER_UIN}:instance/{iid or '*'}"
+            if not role_policy.cam_allows(docs, service, action, resource, tags):
+                raise ApiError("AuthFailure.UnauthorizedOperation",
+                               f"you are not authorized to perform operation ({service}:"
+                               f"{action})\nresource ({resource}) has no permission")
 
     def role_of(self, instance_id: str) -> str:
         """The CAM role CVM has bound to ``instance_id`` ("" for none)."""

@@ -344,9 +344,22 @@ def test_a_tencent_spot_machine_is_terminated_at_its_budget_not_stopped() -> Non
     g = guard.plan("tencent", 2.0, "stop", 1.0, 0.0, 0.0, market="spot")
     assert g.action == "terminate" and "cloud-timer" in g.enforced_by
     assert guard.plan("tencent", 2.0, "stop", 1.0, 0.0, 0.0).action == "stop"
-    assert guard.plan("aliyun", 2.0, "stop", 1.0, 0.0, 0.0, market="spot").action == "stop"
     m = Machine(id="", provider="tencent", market="spot", disk_gb=100.0)
     assert any("cannot be stopped without charging" in s for s in guard.english(m, g))
+
+
+def test_an_aliyun_spot_machine_is_released_at_its_budget_not_stopped() -> None:
+    """An ECS spot machine stopped may never start again while its disk bills on (a month of
+    it was 32x a spot budget in the matrix): a spot machine ends released on every cloud."""
+    from gpudesk.services.money.ledger import Machine
+
+    g = guard.plan("aliyun", 2.0, "stop", 1.0, 0.0, 0.0, market="spot")
+    assert g.action == "terminate" and "cloud-timer" in g.enforced_by
+    assert guard.plan("aliyun", 2.0, "stop", 1.0, 0.0, 0.0).action == "stop"  # on-demand
+    m = Machine(id="", provider="aliyun", market="spot", disk_gb=100.0)
+    said = guard.english(m, g)
+    assert any("is released, not stopped" in s for s in said), said
+    assert not any("a month at list price" in s for s in said)  # no disk is left to bill
 
 
 def test_the_cloud_timer_counts_the_system_disk_with_the_compute() -> None:

@@ -38,7 +38,22 @@ from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.remote.machine_rules import agent_rules
 
-ROLE = instance_role.ROLE_NAME
+FIXED_ID = "m-00000000f1"  # a launch's ledger id, where a test must know it beforehand
+ROLE = instance_role.role_name("tencent", FIXED_ID)  # the same name on both clouds
+
+
+def own_role(m: Machine) -> str:
+    """Machine ``m``'s own self-stop role (issue 29: one per machine)."""
+    return instance_role.role_name(m.provider, m.id)
+
+
+@pytest.fixture
+def fixed_id(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The next launch gets :data:`FIXED_ID` (its role's name known before it runs)."""
+    import gpudesk.services.cloud.launcher as launcher_module
+
+    monkeypatch.setattr(launcher_module, "new_ledger_id", lambda: FIXED_ID)
+    return FIXED_ID
 ADDRESS = "203.0.113.7/32"
 CAM_AND_ROLE = frozenset({"GetRole", "CreateRole", "ListPolicies", "CreatePolicy",
                           "AttachRolePolicy", "RunInstances"})
@@ -98,25 +113,28 @@ def _launch_tencent(ledger: Ledger, plan: LaunchPlan = TENCENT_PLAN) -> Machine:
     return got
 
 
-def test_tencent_launch_makes_the_cam_role_once_and_binds_it(
+def test_tencent_launch_makes_each_machine_its_own_cam_role_and_binds_it(
         cvm: TencentStandin, ledger: Ledger) -> None:
     first, second = _launch_tencent(ledger), _launch_tencent(ledger)
-    # made once, found the second time; the policy attached once
+    # one role and one policy per machine (issue 29), each attached to its own role
     assert (cvm.calls["GetRole"], cvm.calls["CreateRole"], cvm.calls["CreatePolicy"]) == (
-        2, 1, 1)
-    role = cvm.state.roles[ROLE]
-    trust, policy = instance_role.tencent_documents()
-    assert json.loads(role["PolicyDocument"]) == trust
-    assert role["_services"] == ["cvm.qcloud.com"] and role["ConsoleLogin"] == 0
-    assert {"Key": base.TAG_MANAGED, "Value": "1"} in role["Tags"]
-    (made,) = cvm.state.policies.values()
-    assert made["PolicyName"] == instance_role.POLICY_NAME
-    assert json.loads(made["PolicyDocument"]) == policy
-    assert {"Key": base.TAG_MANAGED, "Value": "1"} in made["Tags"]
-    assert cvm.state.attached == {(ROLE, made["PolicyId"])}
+        2, 2, 2)
+    assert sorted(cvm.state.roles) == sorted([own_role(first), own_role(second)])
+    for m in (first, second):
+        role = cvm.state.roles[own_role(m)]
+        trust, policy = instance_role.tencent_documents(m.id)
+        assert json.loads(role["PolicyDocument"]) == trust
+        assert role["_services"] == ["cvm.qcloud.com"] and role["ConsoleLogin"] == 0
+        assert {"Key": base.TAG_MANAGED, "Value": "1"} in role["Tags"]
+        assert {"Key": base.TAG_LEDGER, "Value": m.id} in role["Tags"]
+        (made,) = [p for p in cvm.state.policies.values() if p["PolicyName"] == own_role(m)]
+        assert json.loads(made["PolicyDocument"]) == policy
+        assert {"Key": base.TAG_MANAGED, "Value": "1"} in made["Tags"]
+        assert (own_role(m), made["PolicyId"]) in cvm.state.attached
+    assert len(cvm.state.attached) == 2
     # CVM itself holds the binding of each machine
     for m in (first, second):
-        assert cvm.role_of(m.cloud_id) == ROLE
+        assert cvm.role_of(m.cloud_id) == own_role(m)
         assert "instance-role" in m.enforced_by.split(",")
         steps = [e.step for e in ledger.events(m.id)]
         # the role is made and recorded before anything bills, then named at creation
@@ -124,13 +142,15 @@ def test_tencent_launch_makes_the_cam_role_once_and_binds_it(
             < steps.index("instance-role-at-creation") < steps.index("request")
         assert "instance-role-refused" not in steps
     # bound by RunInstances itself (CamRoleName): from the machine's first second
-    assert [p.get("CamRoleName") for p in cvm.params("RunInstances")] == [ROLE, ROLE]
+    assert [p.get("CamRoleName") for p in cvm.params("RunInstances")] == [
+        own_role(first), own_role(second)]
     assert cvm.calls["ModifyInstancesAttribute"] == 0
     _no_limit_broken("tencent", cvm.requests, CAM_AND_ROLE)
     # the agent gets the role's commands, with the region and the machine named
     commands = agent_rules(first, Settings(), ledger).to_json()["commands"]
     assert commands["terminate"] == [
-        cloud_stop.COMMAND, "--provider", "tencent", "--role", ROLE, "--action", "terminate",
+        cloud_stop.COMMAND, "--provider", "tencent", "--role", own_role(first), "--action",
+        "terminate",
         "--region", "ap-guangzhou", "--instance", first.cloud_id]
     assert "--or-poweroff" not in commands["stop"]
     says = _show(first.id)["guard_says"]
@@ -160,7 +180,7 @@ def test_tencent_cam_refused_the_launch_goes_on_without_a_role(
 
 
 def test_tencent_a_role_cvm_may_not_use_is_refused_not_rewritten(
-        cvm: TencentStandin, ledger: Ledger) -> None:
+        cvm: TencentStandin, ledger: Ledger, fixed_id: str) -> None:
     cvm.state.roles[ROLE] = {"RoleId": "1", "RoleName": ROLE, "_services": ["scf.qcloud.com"],
                              "PolicyDocument": json.dumps({"version": "2.0", "statement": [{
                                  "action": "name/sts:AssumeRole", "effect": "allow",
@@ -237,35 +257,39 @@ def _launch_aliyun(ledger: Ledger, provider: AliyunProvider,
     return got
 
 
-def test_aliyun_launch_makes_the_ram_role_once_and_attaches_it(
+def test_aliyun_launch_makes_each_machine_its_own_ram_role_and_attaches_it(
         ecs: AliyunStandin, ali: AliyunProvider, ledger: Ledger) -> None:
     first, second = _launch_aliyun(ledger, ali), _launch_aliyun(ledger, ali)
     assert (ecs.calls["GetRole"], ecs.calls["CreateRole"], ecs.calls["CreatePolicy"]) == (
-        2, 1, 1)
-    role = ecs.state.roles[ROLE]
-    trust, policy = instance_role.aliyun_documents()
-    assert json.loads(role["AssumeRolePolicyDocument"]) == trust
-    assert role["_services"] == ["ecs.aliyuncs.com"] and role["_tags"] == {
-        base.TAG_MANAGED: "1"}
-    made = ecs.state.policies[instance_role.POLICY_NAME]
-    assert json.loads(made["_document"]) == policy and made["_tags"] == {base.TAG_MANAGED: "1"}
-    assert ecs.state.attached == {(ROLE, instance_role.POLICY_NAME)}
-    assert made["AttachmentCount"] == 1  # the second launch found it attached
+        2, 2, 2)
+    assert sorted(ecs.state.roles) == sorted([own_role(first), own_role(second)])
     for m in (first, second):
-        assert ecs.role_of(m.cloud_id) == ROLE
+        name = own_role(m)
+        role = ecs.state.roles[name]
+        trust, policy = instance_role.aliyun_documents(m.id)
+        assert json.loads(role["AssumeRolePolicyDocument"]) == trust
+        assert role["_services"] == ["ecs.aliyuncs.com"] and role["_tags"] == {
+            base.TAG_MANAGED: "1", base.TAG_LEDGER: m.id}
+        made = ecs.state.policies[name]
+        assert json.loads(made["_document"]) == policy
+        assert made["_tags"] == {base.TAG_MANAGED: "1", base.TAG_LEDGER: m.id}
+        assert made["AttachmentCount"] == 1
+    assert ecs.state.attached == {(own_role(m), own_role(m)) for m in (first, second)}
+    for m in (first, second):
+        assert ecs.role_of(m.cloud_id) == own_role(m)
         assert "instance-role" in m.enforced_by.split(",")
         (detail,) = [e.detail for e in ledger.events(m.id) if e.step == "instance-role"]
-        assert detail == f"{ROLE} (acs:ram::1234567890123456:role/{ROLE})"
+        assert detail == f"{own_role(m)} (acs:ram::1234567890123456:role/{own_role(m)})"
     # bound by RunInstances itself (RamRoleName): from the machine's first second
     assert [(q["RegionId"], q.get("RamRoleName")) for q in ecs.params("RunInstances")] == [
-        ("cn-hangzhou", ROLE), ("cn-hangzhou", ROLE)]
+        ("cn-hangzhou", own_role(first)), ("cn-hangzhou", own_role(second))]
     assert ecs.params("AttachInstanceRamRole") == []
-    assert ecs.versions[("CreateRole", "2015-05-01")] == 1
+    assert ecs.versions[("CreateRole", "2015-05-01")] == 2  # one role per machine
     assert ecs.limit_refusals == [] and ecs.internal_errors == []
     _no_limit_broken("aliyun", ecs.requests, RAM_AND_ROLE)
     commands = agent_rules(first, Settings(), ledger).to_json()["commands"]
     assert commands["stop"] == [
-        cloud_stop.COMMAND, "--provider", "aliyun", "--role", ROLE, "--action", "stop",
+        cloud_stop.COMMAND, "--provider", "aliyun", "--role", own_role(first), "--action", "stop",
         "--region", "cn-hangzhou", "--instance", first.cloud_id]
     says = _show(first.id)["guard_says"]
     assert any("asks Alibaba Cloud itself to terminate the machine" in s for s in says), says
@@ -294,7 +318,7 @@ def test_aliyun_passing_the_role_refused_is_said_in_ecs_words(
     m = _launch_aliyun(ledger, ali)
     (refused,) = [e.detail for e in ledger.events(m.id) if e.step == "instance-role-refused"]
     assert refused.startswith("Forbidden.RAM: User not authorized"), refused
-    assert ROLE in ecs.state.roles and ecs.role_of(m.cloud_id) == ""
+    assert own_role(m) in ecs.state.roles and ecs.role_of(m.cloud_id) == ""
     assert "instance-role" not in m.enforced_by.split(",")
     # launched again without the role, and its first-boot rules do not name the role's call
     assert [bool(q.get("RamRoleName")) for q in ecs.params("RunInstances")] == [True, False]
@@ -302,7 +326,8 @@ def test_aliyun_passing_the_role_refused_is_said_in_ecs_words(
 
 
 def test_aliyun_standin_attaches_only_an_ecs_role_in_the_machines_region(
-        ecs: AliyunStandin, ali: AliyunProvider, ledger: Ledger) -> None:
+        ecs: AliyunStandin, ali: AliyunProvider, ledger: Ledger,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     m = _launch_aliyun(ledger, ali)
     ram = instance_role._ram_call(ali)
     other = json.dumps({"Version": "1", "Statement": [{
@@ -314,16 +339,20 @@ def test_aliyun_standin_attaches_only_an_ecs_role_in_the_machines_region(
     with pytest.raises(base.ProviderError, match="InvalidRamRole.NotFound"):
         instance_role.attach_aliyun_role(ali, "cn-hangzhou", m.cloud_id, "none", tries=1)
     with pytest.raises(instance_role.RoleRefused, match="InvalidInstanceId.NotFound"):
-        instance_role.attach_aliyun_role(ali, "cn-shanghai", m.cloud_id, ROLE, tries=1)
+        instance_role.attach_aliyun_role(ali, "cn-shanghai", m.cloud_id, own_role(m), tries=1)
     with pytest.raises(base.ProviderError, match=r"\[InvalidParameter\]"):
         ram("CreateRole", {"RoleName": "under_score", "AssumeRolePolicyDocument": other})
     with pytest.raises(base.ProviderError, match=r"\[InvalidParameter\]"):
         ram("CreatePolicy", {"PolicyName": "big", "PolicyDocument": "{" * 6145})
-    # the role gpudesk uses exists and trusts a different service: refused, not rewritten
-    ecs.state.roles[ROLE]["_services"] = ["fc.aliyuncs.com"]
-    ecs.state.roles[ROLE]["AssumeRolePolicyDocument"] = other
+    # the role the next machine would get exists and trusts a different service: refused,
+    # not rewritten
+    import gpudesk.services.cloud.launcher as launcher_module
+
+    monkeypatch.setattr(launcher_module, "new_ledger_id", lambda: FIXED_ID)
+    ram("CreateRole", {"RoleName": ROLE, "AssumeRolePolicyDocument": other})
     later = _launch_aliyun(ledger, ali)
-    assert ecs.role_of(later.cloud_id) == "" and ecs.role_of(m.cloud_id) == ROLE
+    assert later.id == FIXED_ID and ecs.state.roles[ROLE]["_services"] == ["fc.aliyuncs.com"]
+    assert ecs.role_of(later.cloud_id) == "" and ecs.role_of(m.cloud_id) == own_role(m)
     assert instance_role.why_not(ledger, m) is None  # the first one keeps its role
     assert guard.english(later, role_why=instance_role.why_not(ledger, later))[-2] == (
         f"This machine has no role to stop itself (the RAM role {ROLE} exists and is not "

@@ -39,7 +39,9 @@ from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote.machine_rules import agent_rules, budget_action, idle_action
 
-ROLE = instance_role.ROLE_NAME
+# each machine's own role (issue 29): the one its rules name, from its ledger id
+TC_ROLE = instance_role.role_name("tencent", "m-tencent-1")
+ALI_ROLE = instance_role.role_name("aliyun", "m-aliyun-1")
 TMP_ID = "AKIDroleStopKey00000000000000000001"
 TMP_SECRET = "roleStopSecret0123456789abcdefgh"
 TMP_TOKEN = "role-stop-session-token-0123456789"
@@ -124,12 +126,12 @@ def test_the_words_say_the_agent_stops_it_not_only_the_desktop(provider: str,
 # ------------------------------------------------------------------ Tencent Cloud
 
 def _cvm_machine(tencent: TencentStandin) -> str:
-    tencent.add_role(ROLE)  # CVM refuses a RunInstances naming a role it does not know
+    tencent.add_role(TC_ROLE)  # CVM refuses a RunInstances naming a role it does not know
     client = cvm_client(tencent)
     ids: list[str] = client.call_json("RunInstances", {
         "Placement": {"Zone": "ap-guangzhou-3"}, "InstanceType": "GN7.2XLARGE32",
         "ImageId": "img-gpu22cu12", "InstanceChargeType": "POSTPAID_BY_HOUR",
-        "SystemDisk": {"DiskType": "CLOUD_PREMIUM", "DiskSize": 100}, "CamRoleName": ROLE,
+        "SystemDisk": {"DiskType": "CLOUD_PREMIUM", "DiskSize": 100}, "CamRoleName": TC_ROLE,
         "TagSpecification": [{"ResourceType": "instance",
                               "Tags": [{"Key": "gpudesk", "Value": "1"}]}]})[
         "Response"]["InstanceIdSet"]
@@ -159,7 +161,7 @@ def test_tencent_machine_with_its_role_stops_its_compute_bill_at_the_budget(
         iid = _cvm_machine(tencent)
         tencent.add_secret(TMP_ID, TMP_SECRET)
         assert bill.state_of(iid) == "compute"
-        with MetadataStandin("tencent", ROLE, iid, "ap-guangzhou", _tencent_keys) as md:
+        with MetadataStandin("tencent", TC_ROLE, iid, "ap-guangzhou", _tencent_keys) as md:
             guard, agent_clock = _agent(tmp_path, _row("tencent", "ap-guangzhou", iid,
                                                        role=True),
                                         md.url, f"http://{tencent.endpoint}/")
@@ -173,7 +175,7 @@ def test_tencent_machine_with_its_role_stops_its_compute_bill_at_the_budget(
             clock.now += RETRY_S
             seen += guard.tick()
             assert [(e["attempt"], e["rc"]) for e in _runs(seen)] == [(1, 1), (2, 0)]
-            assert f"GET /latest/meta-data/cam/security-credentials/{ROLE}" in md.hits
+            assert f"GET /latest/meta-data/cam/security-credentials/{TC_ROLE}" in md.hits
         log = (tmp_path / "actions.log").read_text()
         assert f"CVM StopInstances {iid} (STOP_CHARGING): accepted" in log
         assert "powering off" not in log  # a refusal is tried again, never a shutdown
@@ -202,11 +204,11 @@ def _ecs_machine(aliyun: AliyunStandin) -> str:
     vpc_id = aliyun.add_vpc("cn-hangzhou")
     vswitch = aliyun.add_vswitch(vpc_id, "cn-hangzhou-h")
     group = aliyun.add_group(vpc_id)
-    aliyun.add_role(ROLE)  # ECS refuses a RunInstances naming a role it does not know
+    aliyun.add_role(ALI_ROLE)  # ECS refuses a RunInstances naming a role it does not know
     answer = ecs_client(aliyun).run_instances_with_options(models.RunInstancesRequest(
         region_id="cn-hangzhou", zone_id="cn-hangzhou-h", amount=1,
         instance_type="ecs.gn7i-c8g1.2xlarge", image_id=IMAGES[0]["ImageId"],
-        v_switch_id=vswitch, security_group_id=group, ram_role_name=ROLE,
+        v_switch_id=vswitch, security_group_id=group, ram_role_name=ALI_ROLE,
         system_disk=models.RunInstancesRequestSystemDisk(category="cloud_essd", size="100"),
         instance_charge_type="PostPaid"), RuntimeOptions(autoretry=False, max_attempts=1))
     iid = str(answer.body.instance_id_sets.instance_id_set[0])
@@ -232,14 +234,14 @@ def test_aliyun_machine_with_its_role_stops_its_compute_bill_at_the_budget(
         iid = _ecs_machine(aliyun)
         aliyun.add_secret("STS.roleStopKey0001", TMP_SECRET)
         assert bill.state_of(iid) == "compute"
-        with MetadataStandin("aliyun", ROLE, iid, "cn-hangzhou", _aliyun_keys) as md:
+        with MetadataStandin("aliyun", ALI_ROLE, iid, "cn-hangzhou", _aliyun_keys) as md:
             guard, agent_clock = _agent(tmp_path, _row("aliyun", "cn-hangzhou", iid,
                                                        role=True),
                                         md.url, f"http://{aliyun.endpoint}/")
             agent_clock.advance(HOUR)
             clock.now = T0 + HOUR
             assert [(e["attempt"], e["rc"]) for e in _runs(guard.tick())] == [(1, 0)]
-            assert f"GET /latest/meta-data/ram/security-credentials/{ROLE}" in md.hits
+            assert f"GET /latest/meta-data/ram/security-credentials/{ALI_ROLE}" in md.hits
         log = (tmp_path / "actions.log").read_text()
         assert f"ECS StopInstances {iid} (StopCharging): accepted" in log
         stop = aliyun.params("StopInstances")[-1]

@@ -148,7 +148,8 @@ def test_aws_set_run_gives_the_runs_folder_only_and_replaces_the_last(aws: MotoA
     run_role.set_run(provider, LEDGER, "us-east-1", S3, RUN2)
     policy = _policy(aws)
     assert [s["Sid"] for s in policy["Statement"]] == [
-        "EndItsGroup", "ReadGroups", "RunObjects", "ListRun"]  # one bucket part, the new run's
+        "EndItsGroup", "ReadGroups", "RunObjects", "ListRun",
+        "ReadData"]  # one bucket part, the new run's (and datasets, read only: issue 32)
     listing = policy["Statement"][3]
     assert listing["Condition"] == {"StringLike": {"s3:prefix": [
         f"team/runs/{RUN2}/", f"team/runs/{RUN2}/*"]}}
@@ -255,7 +256,7 @@ def test_tencent_role_ends_only_its_group_and_gets_the_runs_folder(
     _, doc = _cam_policy(tencent)
     bucket = f"qcs::cos:{region}:uid/1250000000:{COS.bucket}"
     assert doc["statement"][:1] == group_part  # the id is kept, not widened back
-    objects, listing = doc["statement"][1:]
+    objects, listing, _datasets = doc["statement"][1:]  # datasets: read only (issue 32)
     assert objects["resource"] == [f"{bucket}/runs/{RUN2}/*"]
     assert "name/cos:PutObject" in objects["action"]
     assert "name/cos:PutBucketPolicy" not in objects["action"]
@@ -270,14 +271,14 @@ def test_tencent_role_ends_only_its_group_and_gets_the_runs_folder(
 def test_tencent_delete_leaves_nothing_and_is_idempotent(
         tencent: TencentStandin, tc_provider: TencentProvider) -> None:
     run_role.set_run(tc_provider, LEDGER, "ap-guangzhou", COS, RUN)
-    instance_role.ensure_tencent_role(instance_role._cam_call(tc_provider))  # not ours to end
+    instance_role.ensure_tencent_role(instance_role._cam_call(tc_provider), LEDGER)  # not ours
+    own = instance_role.role_name("tencent", LEDGER)  # the machine's self-stop role
     run_role.delete_group_role(tc_provider, LEDGER, "ap-guangzhou", "tencent")
-    assert list(tencent.state.roles) == [instance_role.ROLE_NAME]
-    assert [p["PolicyName"] for p in tencent.state.policies.values()] == [
-        instance_role.POLICY_NAME]
-    assert [r for r, _p in tencent.state.attached] == [instance_role.ROLE_NAME]
+    assert list(tencent.state.roles) == [own]
+    assert [p["PolicyName"] for p in tencent.state.policies.values()] == [own]
+    assert [r for r, _p in tencent.state.attached] == [own]
     run_role.delete_group_role(tc_provider, LEDGER, "ap-guangzhou", "tencent")  # gone: ok
-    assert list(tencent.state.roles) == [instance_role.ROLE_NAME]
+    assert list(tencent.state.roles) == [own]
     assert tencent.calls["DeletePolicy"] == 1  # the second call found no policy to delete
 
 
@@ -355,7 +356,7 @@ def test_aliyun_role_ends_only_its_group_and_gets_the_runs_folder(
         run_role.set_run(ali_provider, LEDGER, region, OSS, run)
     doc = _ram_document(aliyun)
     assert doc["Statement"][:1] == group_part
-    objects, listing = doc["Statement"][1:]
+    objects, listing, _datasets = doc["Statement"][1:]  # datasets: read only (issue 32)
     assert objects["Resource"] == [f"acs:oss:*:*:{OSS.bucket}/lab/runs/run-6/*"]
     assert listing["Condition"] == {"StringLike": {"oss:Prefix": ["lab/runs/run-6/*"]}}
     assert not any(f"runs/{r}/" in json.dumps(doc) for r in runs[:-1])

@@ -9,7 +9,8 @@ every region a launch attempt left a group in (``cleanup-pending`` events).
 :func:`run` (called by reconcile) asks each such region's provider to delete
 what no live machine uses, then checks what is left, and writes
 ``cleanup-done`` only when the machine's own group *and* key pair are really
-gone (or a live machine still uses them). A resource the cloud refused to
+gone (or a live machine still uses them), and on Tencent/Aliyun its own self-stop
+role too (``instance_role.delete_machine_role``). A resource the cloud refused to
 delete (``ResourceInUse``, ``DependencyViolation``) is written down with the
 cloud's words (``cleanup-refused``) and asked again by every reconcile (app
 start, the Instances page, ``gpudesk ls``, ``gpudesk reconcile``) until the
@@ -25,6 +26,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gpudesk.services.cloud import instance_role
 from gpudesk.services.cloud.providers.base import Provider, ProviderError, ProviderName
 from gpudesk.services.money.ledger import STATE_INTENT, Event, Ledger, Machine
 
@@ -105,7 +107,10 @@ def run(ledger: Ledger, providers: Callable[[ProviderName], Provider],
         in_use = {r for m in live if m.provider == name and m.region == region
                   for r in (m.security_group, m.key_name) if r}
         for m in machines:
-            if _settle(ledger, m, region, left, in_use, refusals):
+            # an ended machine's own self-stop role (Tencent/Aliyun) goes with it
+            role_left = region == m.region and not instance_role.delete_machine_role(
+                ledger, m, provider)
+            if _settle(ledger, m, region, left, in_use, refusals) or role_left:
                 report.waiting.append(f"{m.id} {region}")
                 continue
             ledger.log(m.id, STEP_DONE, region)

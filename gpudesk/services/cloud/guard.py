@@ -81,11 +81,35 @@ MSG_ALIYUN_STOP = QT_TRANSLATE_NOOP(
 MSG_TENCENT_SPOT_STOP = QT_TRANSLATE_NOOP(
     "Guard", "A Tencent Cloud spot machine cannot be stopped without charging, so at "
     "{budget} it is terminated, not stopped.")
+# Alibaba Cloud can stop a spot machine in StopCharging mode, but such a machine may never
+# start again (its capacity goes back to the spot pool) while its disk bills on: a month of a
+# 100 GB disk is many times a spot machine's budget (issue 29's matrix: 32x). So a spot
+# machine ends released at its budget on every cloud (AWS: one-time spot terminates).
+MSG_ALIYUN_SPOT_STOP = QT_TRANSLATE_NOOP(
+    "Guard", "An Alibaba Cloud spot machine that is stopped may not start again (the cloud "
+    "can give its capacity away) while its disk bills on, so at {budget} it is released, "
+    "not stopped; keep the run's work in its bucket.")
+SPOT_STOP_WORDS = {"tencent": MSG_TENCENT_SPOT_STOP, "aliyun": MSG_ALIYUN_SPOT_STOP}
 # Tencent Cloud and Alibaba Cloud with "stop": the desktop's stop is the only one that ends
 # the bill (the agent does not power off: an OS shutdown there keeps charging).
 MSG_DESKTOP_ONLY = QT_TRANSLATE_NOOP(
     "Guard", "This stop needs gpudesk running and online: while the desktop has no network, "
     "nothing stops the bill.")
+# Tencent Cloud and Alibaba Cloud "terminate" before the launch: the cloud's own timer (CVM
+# ActionTimer, ECS AutoReleaseTime) is set from the price it quotes just before the call, so
+# until that quote its moment is not known, but it is the cloud, not the agent, that ends it.
+MSG_TIMER_AT_QUOTE = QT_TRANSLATE_NOOP(
+    "Guard", "At {budget} {cloud} itself terminates this machine, at a time set from the "
+    "budget and the price it quotes just before the launch, even if gpudesk and the machine's "
+    "agent are gone.")
+# A machine its keep-alive group replaces (issue 23): the group's own end is the cap, said
+# the same on every screen (the Launch dialog, Instances, the quit box, gpudesk show).
+MSG_GROUP_GUARD = QT_TRANSLATE_NOOP(
+    "Guard", "At {budget} the group ends itself: its own scheduled action, set from the "
+    "cloud's price before anything is made, takes it to 0 machines, even with gpudesk and "
+    "every agent gone. Each machine's agent ends the group sooner when the run's spend over "
+    "all its machines reaches the budget. Nothing is left billing: each machine's disk goes "
+    "with it.")
 MSG_AGENT_ONLY = QT_TRANSLATE_NOOP(
     "Guard", "At {budget} the machine's agent shuts it down ({action}).")
 # The {action} of the sentences, translated as a value of the sentence's context.
@@ -101,6 +125,12 @@ MSG_ROLE_STOPPED = QT_TRANSLATE_NOOP(
     "Guard", "{cloud} then stops it in {mode} mode: the compute stops billing, but a stopped "
     "machine still bills its disk ({disk} GB) until you delete it.")
 STOP_MODE = {"tencent": "STOP_CHARGING", "aliyun": "StopCharging"}
+# After any sentence saying a stopped machine still bills its disk: what that disk costs, so
+# the risk a "stop" leaves is said in money, not only in GB (issue 29: a cheap spot machine's
+# budget can be a small part of a month of its disk).
+MSG_DISK_COST = QT_TRANSLATE_NOOP(
+    "Guard", "Stopped, that disk costs about {day} a day ({month} a month at list price); "
+    "gpudesk counts it in the month's spend as it accrues.")
 # Clouds where an OS shutdown keeps charging: at the budget, "stop" is the desktop's
 # stop-charging StopInstances only, and the agent just records that the budget was reached.
 STOP_BY_DESKTOP = {"tencent": MSG_TENCENT_STOP, "aliyun": MSG_ALIYUN_STOP}
@@ -144,6 +174,21 @@ class Guard:
         return {"budget": self.budget, "action": self.action,
                 "enforced_by": list(self.enforced_by),
                 "cloud_timer_at": iso_utc(self.cloud_timer_at)}
+
+
+@dataclass(frozen=True)
+class Amount:
+    """A budget in a sentence's values: "5.00 USD" as written (the CLI, the ledger's
+    currency), which a window shows in the user's own currency instead (issue 31)."""
+
+    value: float
+    currency: str = "USD"
+
+    def __str__(self) -> str:
+        return f"{self.value:.2f} {self.currency}"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
 
 
 QUOTE_STEP = "price-quote"  # the ledger event that records the cloud's quote at launch
@@ -253,7 +298,8 @@ def plan(provider: str, budget: float | None, action: str, price_per_hour: float
     system disk (``disk_gb`` in ``region``) bills while the machine runs, so its price per
     hour is added to the compute's: the cap covers both. A Tencent Cloud spot machine
     cannot stop charging (STOP_CHARGING is for pay-as-you-go machines), so its "stop" is a
-    terminate (:data:`MSG_TENCENT_SPOT_STOP` says so). ``role``: the machine will carry the
+    terminate (:data:`MSG_TENCENT_SPOT_STOP` says so), and so is an Alibaba Cloud spot
+    machine's (:data:`MSG_ALIYUN_SPOT_STOP`). ``role``: the machine will carry the
     role that lets its agent stop it through the cloud (named at creation, the default), as
     a plan's words should say before the launch.
     """
@@ -282,9 +328,10 @@ def plan(provider: str, budget: float | None, action: str, price_per_hour: float
 
 
 def spot_cannot_stop(provider: str, market: str) -> bool:
-    """A stop of this machine cannot end its compute bill (CVM refuses STOP_CHARGING for
-    spot machines: UnsupportedOperation.StoppedModeStopCharging)."""
-    return provider == "tencent" and market == "spot"
+    """A "stop" budget of this spot machine ends it instead: CVM refuses STOP_CHARGING for
+    spot machines (UnsupportedOperation.StoppedModeStopCharging); an ECS spot machine
+    stopped may never start again while its disk bills (:data:`MSG_ALIYUN_SPOT_STOP`)."""
+    return provider in SPOT_STOP_WORDS and market == "spot"
 
 
 def of(m: Machine) -> Guard:
@@ -302,17 +349,19 @@ def sentences(m: Machine, g: Guard | None = None, role_why: str | None = None
     (:data:`MSG_NO_ROLE`). None where it is not known (a plan, an adopted machine).
     """
     g = of(m) if g is None else g
+    if m.group_live and g.budget is not None:  # the group's end, whatever a member's action
+        return [(MSG_GROUP_GUARD, {"budget": Amount(g.budget, m.currency)})]
     no_role: list[tuple[str, dict[str, object]]] = []
     if role_why is not None and "instance-role" not in g.enforced_by:
         no_role = [(MSG_NO_ROLE, {"cloud": provider_title(m.provider), "why": role_why})]
     if g.budget is None:
         return [(MSG_NONE, {}), *no_role]
-    budget = f"{g.budget:.2f} {m.currency}"
+    budget = Amount(g.budget, m.currency)
     out: list[tuple[str, dict[str, object]]] = []
     if g.action == "stop" and spot_cannot_stop(m.provider, m.market):
         g = Guard(g.budget, "terminate", g.enforced_by, g.cloud_timer_at)
     if g.action == "terminate" and spot_cannot_stop(m.provider, m.market):
-        out.append((MSG_TENCENT_SPOT_STOP, {"budget": budget}))
+        out.append((SPOT_STOP_WORDS[m.provider], {"budget": budget}))
     if "cloud-timer" in g.enforced_by and g.cloud_timer_at is not None:
         clock = datetime.fromtimestamp(g.cloud_timer_at, UTC).strftime("%Y-%m-%d %H:%M")
         out.append((MSG_TIMER, {"budget": budget, "cloud": provider_title(m.provider),
@@ -321,6 +370,8 @@ def sentences(m: Machine, g: Guard | None = None, role_why: str | None = None
     if m.provider == "aws" and "shutdown-behavior" in g.enforced_by:
         out.append((MSG_AWS_TERMINATE if g.action == "terminate" else MSG_AWS_STOP,
                     {"budget": budget, "disk": f"{m.disk_gb:g}"}))
+        # a one-time spot machine is terminated, not stopped (aws.shutdown_behavior)
+        out += _disk_cost(m) if g.action == "stop" and m.market != "spot" else []
     elif m.provider in STOP_BY_DESKTOP and g.action == "stop" and \
             "instance-role" in g.enforced_by:
         # the agent's stop is the role's stop-charging StopInstances (machine_rules), not a
@@ -329,13 +380,19 @@ def sentences(m: Machine, g: Guard | None = None, role_why: str | None = None
         out += [(MSG_ROLE, {"budget": budget, "cloud": cloud, "action": g.action}),
                 (MSG_ROLE_STOPPED, {"cloud": cloud, "mode": STOP_MODE[m.provider],
                                     "disk": f"{m.disk_gb:g}"}),
+                *_disk_cost(m),
                 (MSG_DESKTOP, {"budget": budget, "action": g.action})]
         return out
     elif m.provider in STOP_BY_DESKTOP and g.action == "stop":
         out.append((STOP_BY_DESKTOP[m.provider], {"budget": budget,
                                                   "disk": f"{m.disk_gb:g}"}))
+        out += _disk_cost(m)
         out.append((MSG_DESKTOP_ONLY, {}))
         return out + no_role
+    elif m.provider in TIMER_FLOOR_S and g.action == "terminate" and not m.cloud_id \
+            and "cloud-timer" not in g.enforced_by:
+        # a plan before the cloud's quote: the timer comes with the launch (issue 31)
+        out.append((MSG_TIMER_AT_QUOTE, {"budget": budget, "cloud": provider_title(m.provider)}))
     elif "agent" in g.enforced_by and "cloud-timer" not in g.enforced_by:
         out.append((MSG_AGENT_ONLY, {"budget": budget, "action": g.action}))
     if "instance-role" in g.enforced_by:  # the agent asks the cloud itself (instance_role.py)
@@ -357,8 +414,21 @@ def _under_release_floor(m: Machine, budget: float) -> list[tuple[str, dict[str,
     if budget >= per_hour * floor_h:
         return []
     return [(MSG_ALIYUN_FLOOR, {"minutes": f"{ap.RELEASE_FLOOR_S // 60:g}",
-                                "budget": f"{budget:.2f} {m.currency}",
-                                "most": f"{per_hour * floor_h:.2f} {m.currency}"})]
+                                "budget": Amount(budget, m.currency),
+                                "most": Amount(per_hour * floor_h, m.currency)})]
+
+
+def _disk_cost(m: Machine) -> list[tuple[str, dict[str, object]]]:
+    """:data:`MSG_DISK_COST` for ``m``'s disk in the currency of the cloud's list price (no
+    exchange rate guessed); nothing where the disk's size or price is not known."""
+    if m.provider not in DISK_PER_GB_MONTH:
+        return []
+    currency = DISK_PER_GB_MONTH[m.provider][1]
+    hourly = disk_per_hour(m.provider, m.region, m.disk_gb, currency)
+    if hourly <= 0:
+        return []
+    return [(MSG_DISK_COST, {"day": f"{hourly * 24:.2f} {currency}",
+                             "month": f"{hourly * DISK_MONTH_H:.2f} {currency}"})]
 
 
 def english(m: Machine, g: Guard | None = None, role_why: str | None = None) -> list[str]:

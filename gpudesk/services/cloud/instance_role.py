@@ -1,11 +1,11 @@
 """The ``instance-role`` enforcer: a machine that can stop its own bill, with no key on it.
 
 Where the user allows it (``LaunchPlan.instance_role``, on by default), gpudesk gives the
-machine a role that may do one thing: stop or terminate a gpudesk machine, and on AWS
-only the machine itself. The agent (``gpudesk/agent/cloud_stop.py``) then calls the
-cloud's ``StopInstances`` (stop-charging where the cloud offers it) or
-``TerminateInstances``/``DeleteInstances`` with the short-lived credentials the metadata
-service hands the machine: no long-lived key is ever on it, in a file, a log or argv.
+machine a role that may do one thing: stop or terminate that machine itself. The agent
+(``gpudesk/agent/cloud_stop.py``) then calls the cloud's ``StopInstances`` (stop-charging
+where the cloud offers it) or ``TerminateInstances``/``DeleteInstances`` with the
+short-lived credentials the metadata service hands the machine: no long-lived key is ever
+on it, in a file, a log or argv.
 
 * AWS: an IAM role ``gpudesk-self-stop`` (trusted by ``ec2.amazonaws.com``, tagged
   ``gpudesk=1``) with an inline policy allowing ``ec2:StopInstances`` and
@@ -17,9 +17,17 @@ service hands the machine: no long-lived key is ever on it, in a file, a log or 
   launched machine with CVM ``ModifyInstancesAttribute.CamRoleName``; Alibaba Cloud: a RAM
   role for ``ecs.aliyuncs.com`` (:func:`aliyun_documents`, RAM 2015-05-01: GetRole/CreateRole,
   GetPolicy/CreatePolicy, AttachPolicyToRole), attached with ECS ``AttachInstanceRamRole``.
-  Their policies are scoped to gpudesk's tag (neither cloud has a condition for "the calling
-  machine"). The calls are signed by the provider's own SDK with its keys and go through its
-  retry and error path (``SdkProvider._retrying``).
+  Neither cloud has a condition for "the calling machine", so each machine gets a role of
+  its own (issue 29, item 5): ``gpudesk-self-stop-<ledger id>`` (:func:`role_name`) with a
+  policy of the same name allowing the stop and terminate calls only on instances carrying
+  that machine's own ``gpudesk-ledger-id`` tag (CAM ``qcs:resource_tag`` =
+  ``gpudesk-ledger-id&<id>``; RAM ``ecs:tag/gpudesk-ledger-id`` = ``<id>``). Made before
+  RunInstances, named there, and deleted with the machine's other leftovers once it has
+  ended (:func:`delete_machine_role`, from ``cleanup.run``). The calls are signed by the
+  provider's own SDK with its keys and go through its retry and error path
+  (``SdkProvider._retrying``).
+* AWS keeps one role per account: its policy's ``aws:ARN`` = ``${ec2:SourceInstanceARN}``
+  already lets each machine's session reach only the instance it runs on.
 
 An account that may not create or pass roles (AccessDenied, UnauthorizedOperation) is no
 failure of the launch: the machine runs without a role, the ledger says why
@@ -42,8 +50,11 @@ from gpudesk.services.money.ledger import Ledger, Machine
 
 log = logging.getLogger(__name__)
 
-ROLE_NAME = "gpudesk-self-stop"
-POLICY_NAME = "gpudesk-stop-itself"
+ROLE_NAME = "gpudesk-self-stop"  # AWS's one role (and the prefix of a machine's own role)
+POLICY_NAME = "gpudesk-stop-itself"  # AWS's inline policy
+OWN_ROLE_CLOUDS = ("tencent", "aliyun")  # one role per machine (no "calling machine" key)
+STEP_DELETED = "instance-role-deleted"  # ledger: the machine's own role is gone (detail: name)
+STEP_DELETE_REFUSED = "instance-role-delete-refused"  # ledger: the cloud's words; asked again
 ENFORCER = "instance-role"
 STEP = "instance-role"  # ledger: the role the machine got (detail: name and profile)
 STEP_REFUSED = "instance-role-refused"  # ledger: the cloud refused; detail: its words
@@ -107,6 +118,15 @@ class RoleRefused(Exception):
     """The account may not create, pass or attach the role (the cloud's words)."""
 
 
+def role_name(provider: str, ledger_id: str) -> str:
+    """The role (and on Tencent/Aliyun its policy) machine ``ledger_id`` carries: its own
+    ``gpudesk-self-stop-<ledger id>`` where the cloud cannot scope a policy to the calling
+    machine, the account's one :data:`ROLE_NAME` on AWS (scoped by ``aws:ARN``)."""
+    if provider in OWN_ROLE_CLOUDS and ledger_id:
+        return f"{ROLE_NAME}-{ledger_id}"
+    return ROLE_NAME
+
+
 # ------------------------------------------------------------------ policy documents
 
 def aws_trust_policy() -> dict[str, Any]:
@@ -126,21 +146,27 @@ def aws_policy(partition: str = "aws") -> dict[str, Any]:
             f"aws:ResourceTag/{base.TAG_MANAGED}": "1"}}}]}
 
 
-def tencent_documents() -> tuple[dict[str, Any], dict[str, Any]]:
-    """(trust, policy) of the CVM CAM role: StopInstances/TerminateInstances on gpudesk's."""
+def tencent_documents(ledger_id: str = "") -> tuple[dict[str, Any], dict[str, Any]]:
+    """(trust, policy) of machine ``ledger_id``'s CVM CAM role: StopInstances and
+    TerminateInstances only on the instance tagged with its own ledger id (CAM's resource
+    tag condition, ``qcs:resource_tag`` = ``key&value``; actions as CAM writes CVM's APIs,
+    ``name/cvm:<API>``). With no id the policy matches no machine (the trust alone is what a
+    caller wants then)."""
     trust = {"version": "2.0", "statement": [{
         "action": "name/sts:AssumeRole", "effect": "allow",
         "principal": {"service": ["cvm.qcloud.com"]}}]}
     policy = {"version": "2.0", "statement": [{
-        "effect": "allow", "action": ["cvm:StopInstances", "cvm:TerminateInstances"],
+        "effect": "allow", "action": ["name/cvm:StopInstances", "name/cvm:TerminateInstances"],
         "resource": ["qcs::cvm::uin/*:instance/*"],
         "condition": {"for_any_value:string_equal": {
-            "qcs:resource_tag": [f"{base.TAG_MANAGED}&1"]}}}]}
+            "qcs:resource_tag": [f"{base.TAG_LEDGER}&{ledger_id}"]}}}]}
     return trust, policy
 
 
-def aliyun_documents() -> tuple[dict[str, Any], dict[str, Any]]:
-    """(trust, policy) of the ECS RAM role: StopInstances/DeleteInstances on gpudesk's."""
+def aliyun_documents(ledger_id: str = "") -> tuple[dict[str, Any], dict[str, Any]]:
+    """(trust, policy) of machine ``ledger_id``'s ECS RAM role: StopInstances and
+    DeleteInstances only on the instance tagged with its own ledger id (ECS's tag condition
+    key ``ecs:tag/<key>``). With no id the policy matches no machine."""
     trust = {"Version": "1", "Statement": [{
         "Action": "sts:AssumeRole", "Effect": "Allow",
         "Principal": {"Service": ["ecs.aliyuncs.com"]}}]}
@@ -149,7 +175,7 @@ def aliyun_documents() -> tuple[dict[str, Any], dict[str, Any]]:
         "Action": ["ecs:StopInstance", "ecs:StopInstances", "ecs:DeleteInstance",
                    "ecs:DeleteInstances"],
         "Resource": "acs:ecs:*:*:instance/*",
-        "Condition": {"StringEquals": {f"ecs:tag/{base.TAG_MANAGED}": "1"}}}]}
+        "Condition": {"StringEquals": {f"ecs:tag/{base.TAG_LEDGER}": ledger_id}}}]}
     return trust, policy
 
 
@@ -323,12 +349,15 @@ def _cam_call(provider: Any) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
 
 
 def ensure_tencent_role(cam: Callable[[str, dict[str, Any]], dict[str, Any]],
-                        role: str = ROLE_NAME) -> str:
-    """Blocking: the CAM role (trusted by ``cvm.qcloud.com``, tagged as gpudesk's) and its
-    policy, found or made, the policy attached; the role's id. A role of that name that
-    CVM may not use is refused, never rewritten: it is the user's."""
-    trust, policy = tencent_documents()
-    tags = [{"Key": base.TAG_MANAGED, "Value": "1"}]
+                        ledger_id: str) -> str:
+    """Blocking: machine ``ledger_id``'s own CAM role (trusted by ``cvm.qcloud.com``, tagged
+    as gpudesk's and with the ledger id) and its policy of the same name, found or made, the
+    policy attached; the role's id. A role of that name that CVM may not use is refused,
+    never rewritten: it is the user's."""
+    role = policy_name = role_name("tencent", ledger_id)
+    trust, policy = tencent_documents(ledger_id)
+    tags = [{"Key": base.TAG_MANAGED, "Value": "1"},
+            {"Key": base.TAG_LEDGER, "Value": ledger_id}]
     try:
         info = cam("GetRole", {"RoleName": role}).get("RoleInfo") or {}
     except base.ProviderError as err:
@@ -342,16 +371,16 @@ def ensure_tencent_role(cam: Callable[[str, dict[str, Any]], dict[str, Any]],
             raise RoleRefused(f"the CAM role {role} exists and is not trusted by cvm.qcloud.com")
 
     def policy_id() -> int | None:
-        found = [p for p in cam("ListPolicies", {"Keyword": POLICY_NAME, "Scope": "Local",
+        found = [p for p in cam("ListPolicies", {"Keyword": policy_name, "Scope": "Local",
                                                  "Rp": 200}).get("List") or []
-                 if p.get("PolicyName") == POLICY_NAME]
+                 if p.get("PolicyName") == policy_name]
         return int(found[0]["PolicyId"]) if found else None
 
     pid = policy_id()
     if pid is None:
         try:
             pid = int(cam("CreatePolicy", {
-                "PolicyName": POLICY_NAME, "PolicyDocument": json.dumps(policy),
+                "PolicyName": policy_name, "PolicyDocument": json.dumps(policy),
                 "Description": DESCRIPTION, "Tags": tags})["PolicyId"])
         except base.ProviderError as err:  # made meanwhile (a second launch): use it
             if _code_of(err) != CAM_POLICY_TAKEN or (pid := policy_id()) is None:
@@ -438,12 +467,15 @@ def _ram_call(provider: Any) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
 
 
 def ensure_aliyun_role(ram: Callable[[str, dict[str, Any]], dict[str, Any]],
-                       role: str = ROLE_NAME) -> str:
-    """Blocking: the RAM role (trusted by ``ecs.aliyuncs.com``, tagged as gpudesk's) and its
-    custom policy, found or made, the policy attached; the role's ARN. A role of that name
-    that ECS may not use is refused, never rewritten: it is the user's."""
-    trust, policy = aliyun_documents()
-    tags = [{"Key": base.TAG_MANAGED, "Value": "1"}]
+                       ledger_id: str) -> str:
+    """Blocking: machine ``ledger_id``'s own RAM role (trusted by ``ecs.aliyuncs.com``,
+    tagged as gpudesk's and with the ledger id) and its custom policy of the same name,
+    found or made, the policy attached; the role's ARN. A role of that name that ECS may
+    not use is refused, never rewritten: it is the user's."""
+    role = policy_name = role_name("aliyun", ledger_id)
+    trust, policy = aliyun_documents(ledger_id)
+    tags = [{"Key": base.TAG_MANAGED, "Value": "1"},
+            {"Key": base.TAG_LEDGER, "Value": ledger_id}]
     try:
         found = ram("GetRole", {"RoleName": role}).get("Role") or {}
     except base.ProviderError as err:
@@ -458,18 +490,18 @@ def ensure_aliyun_role(ram: Callable[[str, dict[str, Any]], dict[str, Any]],
             raise RoleRefused(f"the RAM role {role} exists and is not trusted by "
                               "ecs.aliyuncs.com")
     try:
-        ram("GetPolicy", {"PolicyName": POLICY_NAME, "PolicyType": "Custom"})
+        ram("GetPolicy", {"PolicyName": policy_name, "PolicyType": "Custom"})
     except base.ProviderError as err:
         if _code_of(err) != "EntityNotExist.Policy":
             raise
         try:
-            ram("CreatePolicy", {"PolicyName": POLICY_NAME, "Description": DESCRIPTION,
+            ram("CreatePolicy", {"PolicyName": policy_name, "Description": DESCRIPTION,
                                  "PolicyDocument": json.dumps(policy), "Tag": tags})
         except base.ProviderError as again:  # made meanwhile (a second launch): use it
             if _code_of(again) not in RAM_TAKEN:
                 raise
     try:
-        ram("AttachPolicyToRole", {"PolicyType": "Custom", "PolicyName": POLICY_NAME,
+        ram("AttachPolicyToRole", {"PolicyType": "Custom", "PolicyName": policy_name,
                                    "RoleName": role})
     except base.ProviderError as err:  # attached by an earlier launch
         if _code_of(err) not in RAM_TAKEN:
@@ -504,14 +536,15 @@ def attach_aliyun_role(provider: Any, region: str, instance_id: str, role: str =
 
 
 def _give_tencent(provider: Any, m: Machine, sleep: Callable[[float], None]) -> str:
-    role_id = ensure_tencent_role(_cam_call(provider))
-    bind_tencent_role(provider, m.region, m.cloud_id, sleep=sleep)
+    role_id = ensure_tencent_role(_cam_call(provider), m.id)
+    bind_tencent_role(provider, m.region, m.cloud_id, role_name(m.provider, m.id), sleep=sleep)
     return f"CAM role {role_id}" if role_id else "CAM role"
 
 
 def _give_aliyun(provider: Any, m: Machine, sleep: Callable[[float], None]) -> str:
-    arn = ensure_aliyun_role(_ram_call(provider))
-    attach_aliyun_role(provider, m.region, m.cloud_id, sleep=sleep)
+    arn = ensure_aliyun_role(_ram_call(provider), m.id)
+    attach_aliyun_role(provider, m.region, m.cloud_id, role_name(m.provider, m.id),
+                       sleep=sleep)
     return arn or "RAM role"
 
 
@@ -528,21 +561,21 @@ _GIVE: dict[str, Callable[[Any, Machine, Callable[[float], None]], str]] = {
 
 # ------------------------------------------------------------------ launch
 
-def _ensure_aws(provider: Any, region: str) -> str:
-    iam, _ec2 = _clients(provider, region)
+def _ensure_aws(provider: Any, m: Machine) -> str:
+    iam, _ec2 = _clients(provider, m.region)
     return ensure_aws_role(iam)
 
 
-def _ensure_tencent(provider: Any, region: str) -> str:
-    role_id = ensure_tencent_role(_cam_call(provider))
+def _ensure_tencent(provider: Any, m: Machine) -> str:
+    role_id = ensure_tencent_role(_cam_call(provider), m.id)
     return f"CAM role {role_id}" if role_id else "CAM role"
 
 
-def _ensure_aliyun(provider: Any, region: str) -> str:
-    return ensure_aliyun_role(_ram_call(provider)) or "RAM role"
+def _ensure_aliyun(provider: Any, m: Machine) -> str:
+    return ensure_aliyun_role(_ram_call(provider), m.id) or "RAM role"
 
 
-_ENSURE: dict[str, Callable[[Any, str], str]] = {
+_ENSURE: dict[str, Callable[[Any, Machine], str]] = {
     "aws": _ensure_aws, "tencent": _ensure_tencent, "aliyun": _ensure_aliyun}
 
 
@@ -565,9 +598,10 @@ def before_launch(ledger: Ledger, machine_id: str, provider: Any, *, allowed: bo
         return RoleOutcome(False, why="off")
     if m.provider not in _ENSURE:
         return RoleOutcome(False, why=f"no role on {m.provider}")
-    ledger.log(machine_id, STEP_REQUESTED, f"{ROLE_NAME} (at creation)")
+    name = role_name(m.provider, m.id)
+    ledger.log(machine_id, STEP_REQUESTED, f"{name} (at creation)")
     try:
-        profile = _ENSURE[m.provider](provider, m.region)
+        profile = _ENSURE[m.provider](provider, m)
     except RoleRefused as exc:
         ledger.log(machine_id, STEP_REFUSED, str(exc))
         return RoleOutcome(False, why=str(exc))
@@ -579,9 +613,9 @@ def before_launch(ledger: Ledger, machine_id: str, provider: Any, *, allowed: bo
             log.warning("no instance role for %s: %s", machine_id, why)
         ledger.log(machine_id, STEP_REFUSED, why)
         return RoleOutcome(False, why=why)
-    add_enforcer(ledger, m, f"{ROLE_NAME} ({profile})")
-    ledger.log(machine_id, STEP_AT_CREATION, ROLE_NAME)
-    return RoleOutcome(True, ROLE_NAME, profile)
+    add_enforcer(ledger, m, f"{name} ({profile})")
+    ledger.log(machine_id, STEP_AT_CREATION, name)
+    return RoleOutcome(True, name, profile)
 
 
 def not_ready(err: base.ProviderError) -> bool:
@@ -618,7 +652,8 @@ def give_role(ledger: Ledger, machine_id: str, provider: Any, *, allowed: bool =
         why = f"no role on {m.provider}"
         ledger.log(machine_id, STEP_REFUSED, why)
         return RoleOutcome(False, why=why)
-    ledger.log(machine_id, STEP_REQUESTED, ROLE_NAME)
+    name = role_name(m.provider, m.id)
+    ledger.log(machine_id, STEP_REQUESTED, name)
     try:
         profile = _GIVE[m.provider](provider, m, sleep)
     except RoleRefused as exc:
@@ -635,8 +670,8 @@ def give_role(ledger: Ledger, machine_id: str, provider: Any, *, allowed: bool =
         log.warning("no instance role for %s: %s", machine_id, why)
         ledger.log(machine_id, STEP_REFUSED, why)
         return RoleOutcome(False, why=why)
-    add_enforcer(ledger, m, f"{ROLE_NAME} ({profile})")
-    return RoleOutcome(True, ROLE_NAME, profile)
+    add_enforcer(ledger, m, f"{name} ({profile})")
+    return RoleOutcome(True, name, profile)
 
 
 def add_enforcer(ledger: Ledger, m: Machine, detail: str) -> None:
@@ -722,8 +757,87 @@ def rules_commands(m: Machine | None) -> dict[str, tuple[str, ...]]:
     """
     if m is None or ENFORCER not in m.enforced_by.split(","):
         return {}
+    role = role_name(m.provider, m.id)
     if not m.cloud_id:  # first boot: the launch may still fail over to another region, so
-        return agent_commands(m.provider)  # the machine's metadata names region and id
+        return agent_commands(m.provider, role)  # the machine's metadata names region and id
     if m.provider in ("tencent", "aliyun"):
-        return agent_commands(m.provider, region=m.region, instance_id=m.cloud_id)
-    return agent_commands(m.provider)
+        return agent_commands(m.provider, role, region=m.region, instance_id=m.cloud_id)
+    return agent_commands(m.provider, role)
+
+
+# ------------------------------------------------------------------ the end of a machine
+
+# CAM's and RAM's answers that mean "already gone" (their API references' error tables)
+CAM_GONE = frozenset({"InvalidParameter.RoleNotExist", "ResourceNotFound.RoleNotExist",
+                      "ResourceNotFound.PolicyIdNotFound", "InvalidParameter.PolicyIdNotExist",
+                      "ResourceNotFound.PolicyIdNotExist"})
+RAM_GONE = frozenset({"EntityNotExist.Role", "EntityNotExist.Policy",
+                      "EntityNotExist.Role.Policy"})
+
+
+def _gone_ok(call: Callable[[str, dict[str, Any]], dict[str, Any]], gone: frozenset[str]
+             ) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+    def run(action: str, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return call(action, params)
+        except base.ProviderError as err:
+            if _code_of(err) in gone:
+                return {}
+            raise
+    return run
+
+
+def _delete_tencent(provider: Any, ledger_id: str) -> None:
+    cam = _gone_ok(_cam_call(provider), CAM_GONE)
+    name = role_name("tencent", ledger_id)
+    listed = cam("ListPolicies", {"Keyword": name, "Scope": "Local", "Rp": 200})
+    for p in listed.get("List") or []:
+        if p.get("PolicyName") == name:
+            pid = int(p["PolicyId"])
+            cam("DetachRolePolicy", {"PolicyId": pid, "DetachRoleName": name})
+            cam("DeletePolicy", {"PolicyId": [pid]})
+    cam("DeleteRole", {"RoleName": name})
+
+
+def _delete_aliyun(provider: Any, ledger_id: str) -> None:
+    ram = _gone_ok(_ram_call(provider), RAM_GONE)
+    name = role_name("aliyun", ledger_id)
+    ram("DetachPolicyFromRole", {"PolicyType": "Custom", "PolicyName": name, "RoleName": name})
+    ram("DeletePolicy", {"PolicyName": name})
+    ram("DeleteRole", {"RoleName": name})
+
+
+_DELETE: dict[str, Callable[[Any, str], None]] = {
+    "tencent": _delete_tencent, "aliyun": _delete_aliyun}
+
+
+def role_to_delete(ledger: Ledger, m: Machine) -> str:
+    """The name of ``m``'s own role while it is still to be deleted ("" for none): gpudesk
+    asked for it (it may exist even where binding it failed) and has not deleted it."""
+    if m.provider not in _DELETE:
+        return ""
+    steps = {e.step for e in ledger.events(m.id)}
+    if STEP_REQUESTED not in steps or STEP_DELETED in steps:
+        return ""
+    return role_name(m.provider, m.id)
+
+
+def delete_machine_role(ledger: Ledger, m: Machine, provider: Any) -> bool:
+    """Blocking, once ``m`` has ended: its own role and policy deleted (what is already gone
+    is success), the ledger says so (``instance-role-deleted``). False while the cloud
+    refused (its words in ``instance-role-delete-refused``, one event per new answer): the
+    caller (``cleanup.run``) asks again at the next reconcile. A live machine keeps it."""
+    name = role_to_delete(ledger, m)
+    if not name or not m.ended:
+        return True
+    try:
+        _DELETE[m.provider](provider, m.id)
+    except Exception as exc:  # noqa: BLE001 - a refusal or no answer: asked again later
+        why = words(exc) if isinstance(exc, base.ProviderError) else type(exc).__name__
+        last = next((e.detail for e in reversed(ledger.events(m.id))
+                     if e.step == STEP_DELETE_REFUSED), None)
+        if last != why:
+            ledger.log(m.id, STEP_DELETE_REFUSED, why)
+        return False
+    ledger.log(m.id, STEP_DELETED, name)
+    return True

@@ -123,16 +123,17 @@ def open_log_folder(parent: QWidget | None = None) -> QMessageBox:
     a button that copies the path."""
     folder = paths.log_dir()
     opened = QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
-    tr = QCoreApplication.translate
-    text = (tr("CrashDialog", "The log folder is open in your file manager.") if opened else
-            tr("CrashDialog", "No file manager opened the log folder. Open it yourself:"))
-    box = QMessageBox(QMessageBox.Icon.Information, tr("CrashDialog", "gpudesk's log"),
+    translate = QCoreApplication.translate  # the name lupdate looks for
+    text = (translate("CrashDialog", "The log folder is open in your file manager.") if opened else
+            translate("CrashDialog", "No file manager opened the log folder. Open it yourself:"))
+    box = QMessageBox(QMessageBox.Icon.Information, translate("CrashDialog", "gpudesk's log"),
                       text, QMessageBox.StandardButton.Close, parent)
     box.setObjectName("logFolderBox")
-    box.setInformativeText(tr("CrashDialog", "Folder: {folder}\nLog file: {file}").format(
+    box.setInformativeText(translate("CrashDialog", "Folder: {folder}\nLog file: {file}").format(
         folder=folder, file=paths.log_file()))
     box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    copy = box.addButton(tr("CrashDialog", "Copy the path"), QMessageBox.ButtonRole.ActionRole)
+    copy = box.addButton(translate("CrashDialog", "Copy the path"),
+                         QMessageBox.ButtonRole.ActionRole)
     copy.setObjectName("copyLogPath")
     copy.clicked.disconnect()  # an action button closes the box; copying should not
 

@@ -95,7 +95,7 @@ class LaunchRequest:
     price_per_hour: float = 0.0  # in the provider's currency; 0: unknown (no cloud timer)
     cloud_timer_at: float | None = None  # unix s: when the cloud itself ends it (guard.plan)
     user_data: str = ""  # a first-boot script (cloud-init); providers base64 it as needed
-    # The role the machine carries from its creation (instance_role.ROLE_NAME; "" = none):
+    # The role the machine carries from its creation (instance_role.role_name; "" = none):
     # EC2 IamInstanceProfile, CVM CamRoleName, ECS RamRoleName, so the first-boot guard can
     # stop the bill through the cloud from the machine's first second.
     instance_role: str = ""
@@ -435,3 +435,31 @@ def not_found_error(detail: str, provider: str, ctx: CallPlace, what: str,
     """The cloud has no ``what`` called ``name`` in the call's region."""
     return ProviderError("not-found", MSG_NOT_FOUND, detail, provider=provider, what=what,
                          name=name or "?", region=ctx.region)
+
+
+# The things a refusal names ({what}, {quota} of MSG_NOT_FOUND and the quota messages),
+# marked here so the window translates them inside the translated sentence (issue 31: no
+# "GPU deep-learning image" in a Chinese sentence).
+WHAT_WORDS = (
+    QT_TRANSLATE_NOOP("ProviderError", "machine"),
+    QT_TRANSLATE_NOOP("ProviderError", "image"),
+    QT_TRANSLATE_NOOP("ProviderError", "key pair"),
+    QT_TRANSLATE_NOOP("ProviderError", "key pairs"),
+    QT_TRANSLATE_NOOP("ProviderError", "security group"),
+    QT_TRANSLATE_NOOP("ProviderError", "security groups"),
+    QT_TRANSLATE_NOOP("ProviderError", "default VPC"),
+    QT_TRANSLATE_NOOP("ProviderError", "subnet"),
+    QT_TRANSLATE_NOOP("ProviderError", "vSwitch"),
+    QT_TRANSLATE_NOOP("ProviderError", "vSwitches"),
+    QT_TRANSLATE_NOOP("ProviderError", "region"),
+    QT_TRANSLATE_NOOP("ProviderError", "availability zone"),
+    QT_TRANSLATE_NOOP("ProviderError", "resource"),
+    QT_TRANSLATE_NOOP("ProviderError", "launch template"),
+    QT_TRANSLATE_NOOP("ProviderError", "Auto Scaling group"),
+    QT_TRANSLATE_NOOP("ProviderError", "GPU deep-learning image"),
+    QT_TRANSLATE_NOOP("ProviderError", "public Ubuntu image with a GPU driver"),
+    QT_TRANSLATE_NOOP("ProviderError", "spot instances"),
+    QT_TRANSLATE_NOOP("ProviderError", "spot instances of this type"),
+    QT_TRANSLATE_NOOP("ProviderError", "prepaid instances"),
+    QT_TRANSLATE_NOOP("ProviderError", "CVM instances"),
+)
