@@ -77,6 +77,8 @@ def gpudesk_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     # No test reads AWS's real price list (`gpudesk spend`/`outputs` read S3's when not
     # cached): a closed port on 127.0.0.1 unless the test serves one there itself.
     monkeypatch.setenv("GPUDESK_AWS_PRICE_LIST_URL", "http://127.0.0.1:9")
+    # Nor the Spot Instance Advisor's data file (`offers --refresh --spot`).
+    monkeypatch.setenv("GPUDESK_SPOT_ADVISOR_URL", "http://127.0.0.1:9/spot-advisor-data.json")
     yield home
     _end_left_processes(tmp_path)
 

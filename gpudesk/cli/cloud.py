@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud import accounts, credentials
@@ -242,6 +241,26 @@ def _group_roles_follow() -> None:
     keep_alive_run.install()
 
 
+def _spot_chance(a: argparse.Namespace, offer: Any, price: float, budget: _Budget) -> Any:
+    """``--spot --job-hours H``: the job's expected cost under the cloud's cached
+    interruption rate and the chance the budget runs out first (the Launch dialog's
+    sentence); None without a job size, a price or a budget."""
+    if a.job_hours is None or not a.spot or price <= 0 or a.no_budget:
+        return None
+    from gpudesk.services.cloud import guard
+    from gpudesk.services.cloud.spot_rates import load_rates, rate_for
+    from gpudesk.services.plan import budget_chance, run_history
+
+    usd = budget.usd if budget.usd is not None else budget.hours * price
+    if usd <= 0:
+        return None
+    disk = guard.disk_per_hour(a.provider, a.region, a.disk_gb, "USD", budget.rate)
+    rate = rate_for(a.provider, a.region, a.type, load_rates())
+    # gpudesk's checkpoint and restart defaults, said to be assumed in --json
+    job = budget_chance.SpotJobInputs(a.job_hours, rate, run_history.given({}))
+    return budget_chance.budget_chance(job, price + disk, usd)
+
+
 def _cmd_launch(a: argparse.Namespace) -> int:
     from gpudesk.services.cloud.launcher import STEP_TITLES, Launcher, LaunchPlan, Progress
     from gpudesk.services.storage.errors import StorageError
@@ -264,6 +283,15 @@ def _cmd_launch(a: argparse.Namespace) -> int:
     budget = _launch_budget(a, price)
     print(f"gpudesk: {'warning: ' if a.no_budget else ''}{budget.said}", file=sys.stderr,
           flush=True)
+    if a.job_hours is not None and (not math.isfinite(a.job_hours) or a.job_hours <= 0):
+        return _fail("--job-hours must be more than 0", 2)
+    chance = _spot_chance(a, offer, price, budget)
+    if chance is not None:
+        from gpudesk.services.plan import budget_chance
+
+        print("gpudesk: " + budget_chance.plain(budget_chance.sentences(
+            chance, lambda usd: f"${usd:,.2f}", group=a.keep_alive)), file=sys.stderr,
+              flush=True)
     plan = LaunchPlan(
         provider=a.provider, instance_type=a.type, region=a.region, zone=a.zone or "",
         budget=budget.usd, budget_hours=budget.hours, on_budget=budget.action,
@@ -278,6 +306,10 @@ def _cmd_launch(a: argparse.Namespace) -> int:
         ssh_user=a.login_user or "", keep_alive=a.keep_alive)
 
     def show(p: Progress) -> None:
+        if p.quote is not None:  # the cloud's quote: said where it is not the estimate
+            if p.message:
+                print(f"[{p.ledger_id}] {p.message}", file=sys.stderr, flush=True)
+            return
         mark = {"started": "…", "done": "done", "failed": "FAILED", "retry": "refused"}[p.status]
         line = f"[{p.ledger_id}] {STEP_TITLES[p.step]}: {mark}"
         if p.message:
@@ -288,9 +320,10 @@ def _cmd_launch(a: argparse.Namespace) -> int:
         from gpudesk.services.core.settings import load_settings
         from gpudesk.services.remote.first_boot import for_launch
         from gpudesk.services.runs.keep_alive_run import Hooks
+        from gpudesk.services.storage.store_check import check_launch_store
 
         launcher = Launcher(ledger, poll_s=a.poll, first_boot=for_launch(load_settings, ledger),
-                            keep_alive=Hooks(ledger))
+                            keep_alive=Hooks(ledger), store_check=check_launch_store)
         result = asyncio.run(launcher.launch(plan, show))
         m = ledger.get(result.machine.id) or result.machine
         data = _machine_json(m, ledger)
@@ -298,6 +331,9 @@ def _cmd_launch(a: argparse.Namespace) -> int:
     from gpudesk.services.cloud import guard
 
     data.update(guard=guard.of(m).as_json(), guard_says=says)
+    if chance is not None:  # the same figures as the sentence said before the launch
+        data["spot_risk"] = chance.risk.to_json() | {"job_hours": a.job_hours,
+                                                     "budget_lasts_hours": chance.end_hours}
     if a.json:
         print(json.dumps(data, indent=2, ensure_ascii=False))
     else:
@@ -434,7 +470,8 @@ def _show_run(record: Any, as_json: bool) -> int:
         cost = f"{s.spent:.2f} {s.currency}" if s.spent is not None else "cost not counted"
         resumed = (f", resumed from step {s.resumed_from_step}"
                    if s.resumed_from_step is not None else "")
-        print(f"  {s.cloud_id}: {iso_utc(s.start) or '?'} to {iso_utc(s.end) or 'now'}"
+        print(f"  {s.cloud_id or s.target}: {iso_utc(s.start) or '?'} to "
+              f"{iso_utc(s.end) or 'now'}"
               f"{' ' + s.why if s.why else ''}{resumed}; {cost}")
     if told.total is not None:
         print(f"  spent {told.total:.2f} {told.currency} over {len(told.machines)} machine(s)")
@@ -590,16 +627,9 @@ def _cmd_allow_me(a: argparse.Namespace) -> int:
 
 
 def _cmd_add_machine(a: argparse.Namespace) -> int:
-    from gpudesk.services.cloud.machines import add_own_machine
+    from gpudesk.cli.machine_profile import cmd_add_machine
 
-    url = urlsplit(a.target if "://" in a.target else f"ssh://{a.target}")
-    if url.scheme != "ssh" or not url.hostname:
-        return _fail("give the machine as ssh://user@host:port", 2)
-    with Ledger() as ledger:
-        m = add_own_machine(ledger, a.name, url.hostname, url.port or 22, url.username or "",
-                            gpus=a.gpus)
-    print(f"{m.id} {m.name}: {m.ssh_user}@{m.public_ip}:{m.ssh_port}")
-    return 0
+    return cmd_add_machine(a)
 
 
 def add_parsers(sub: Any) -> None:
@@ -653,6 +683,10 @@ def add_parsers(sub: Any) -> None:
                        help="no budget at all: nothing stops the machine's bill but you")
     p.add_argument("--on-budget", choices=("stop", "terminate"),
                    help="what happens at the budget (default: the Preferences action)")
+    p.add_argument("--job-hours", type=float, metavar="H",
+                   help="spot: the job's uninterrupted compute hours on this machine (the "
+                        "hours `gpudesk offers` gives); says its expected cost and the chance "
+                        "that the budget runs out before it finishes")
     p.add_argument("--no-instance-role", action="store_true",
                    help="give the machine no role to stop itself (AWS: an instance profile "
                         "that may only stop or terminate that machine)")
@@ -705,10 +739,11 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_allow_me)
 
-    p = sub.add_parser("add-machine", help="use an SSH machine you already have (no billing)")
-    p.add_argument("name")
-    p.add_argument("target", help="ssh://user@host:port")
-    p.add_argument("--gpus", type=int, default=0)
+    p = sub.add_parser("add-machine", help="use an SSH machine you already have (no billing): "
+                       "its key file, Python, folder and bucket, tested by one login")
+    from gpudesk.cli.machine_profile import add_arguments
+
+    add_arguments(p)
     p.set_defaults(func=_cmd_add_machine)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from gpudesk.calc import finetune, hf_config, hf_hub, sizing
 from gpudesk.cli import budget as cli_budget
 from gpudesk.cli import cloud as cli_cloud
+from gpudesk.cli import data as cli_data
 from gpudesk.cli import machine as cli_machine
 from gpudesk.cli import outputs as cli_outputs
 from gpudesk.cli import queue as cli_queue
@@ -26,7 +27,7 @@ from gpudesk.services.plan.planner import Job, RankedOffer, format_bytes, rank_c
 
 # Verb modules: each has VERBS, add_parsers(sub) and handle_error(err) -> exit code | None.
 VERB_MODULES = (cli_cloud, cli_remote, cli_runs, cli_watch, cli_spend, cli_machine,
-                cli_budget, cli_outputs, cli_queue)
+                cli_budget, cli_outputs, cli_queue, cli_data)
 
 LINES = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"),
          ("optimizer", "optimizer_bytes"), ("activations", "activations_bytes"),
@@ -178,28 +179,112 @@ def _offer_row(r: RankedOffer) -> str:
     return (f"{o.provider:<8}{o.instance_type:<22}{o.region:<15}{o.gpu_count:>2}×"
             f"{o.gpu.name:<11}{price} {hours:>12} {cost:>12}  "
             f"{r.reason_text} [{o.price_status}"
-            f"{'; no spot price' if r.spot and o.spot_price is None else ''}]")
+            f"{'; no spot price' if r.spot and o.spot_price is None else ''}]"
+            f"{_risk_text(r)}")
+
+
+def _risk_text(r: RankedOffer) -> str:
+    """A spot row's expected cost and range with its rate and source (one line more)."""
+    if r.risk is None or not r.fits:
+        return ""
+    risk = r.risk.to_json()
+    if risk["expected_cost"] is None:
+        return f"\n{'':<8}{risk['rate_source']} ({r.risk.rate.source})"
+    low, high = risk["expected_cost_range"]
+    chance = risk["chance_budget_runs_out"]
+    return (f"\n{'':<8}expected ${risk['expected_cost']:,.2f} (${low:,.2f}-${high:,.2f}), "
+            f"{risk['expected_hours']:,.1f} h; interruption rate {risk['interruption_rate']} "
+            f"({risk['rate_source']})"
+            + (f"; {chance:.0%} chance the ${risk['budget']:,.2f} budget runs out first"
+               if chance is not None else ""))
+
+
+def _now() -> float:
+    import time
+
+    return time.time()
+
+
+def _cmd_history(a: argparse.Namespace) -> int:
+    """``offers --history TYPE --region R``: the spot price history per zone (the account's)."""
+    from gpudesk.services.cloud.accounts import provider_from_keyring
+    from gpudesk.services.cloud.catalog import load_catalog
+    from gpudesk.services.cloud.spot_history import price_history
+
+    names = a.provider and [a.provider] or sorted(
+        {o.provider for o in load_catalog().offers
+         if o.instance_type == a.history and o.region == a.region})
+    if not a.region or len(names) != 1:
+        print("gpudesk: error: --history needs --region (and --provider where the type and "
+              "region are not in the catalog)", file=sys.stderr)
+        return 2
+    provider = provider_from_keyring(names[0])
+    history = price_history(provider, names[0], a.region, a.history, now=_now(),
+                            days=a.days)
+    if a.json:
+        print(json.dumps(history.to_json(), indent=2))
+        return 0
+    print(f"{a.history} in {a.region}: spot prices ({history.source})")
+    for zone, points in sorted(history.zones.items()):
+        prices = [p.price for p in points]
+        print(f"  {zone:<16}{len(points):>5} changes, {min(prices):.4f}-{max(prices):.4f} "
+              f"{points[-1].currency}/h, now {prices[-1]:.4f}")
+    if not history.zones:
+        print("  no spot price quoted")
+    hours = history.hour_of_day()
+    print("  hour of day (UTC) mean: " + " ".join(
+        f"{h:02d}:{v:.3f}" for h, v in enumerate(hours) if v is not None))
+    return 0
 
 
 def _cmd_offers(a: argparse.Namespace) -> int:
     from gpudesk.services.cloud.catalog import load_catalog
     from gpudesk.services.cloud.live_prices import prices_for_ranking
+    from gpudesk.services.cloud.spot_rates import rates_for_ranking
+    from gpudesk.services.plan import run_history
+    from gpudesk.services.runs.detached import RunError, RunRecord
 
+    if a.history:
+        return _cmd_history(a)
     job = _job(a)
     catalog, refreshed = prices_for_ranking(load_catalog(), refresh=a.refresh)
+    rates, rate_errors = rates_for_ranking(catalog, refresh=a.refresh and a.spot)
+    assumptions = run_history.given({"checkpoint_minutes": a.checkpoint_minutes,
+                                     "restart_minutes": a.restart_minutes,
+                                     "checkpoint_cost_seconds": a.checkpoint_cost_seconds},
+                                    a.budget)
+    figures = None
+    if a.run:  # the run's own checkpoint and restart times (issue 33)
+        try:
+            figures = run_history.of_run(RunRecord.load(a.run))
+        except RunError as err:
+            print(f"gpudesk: error: {err.message()}", file=sys.stderr)
+            return 2
+        assumptions = figures.assumptions(assumptions)
     ranked = rank_catalog(job, catalog, provider=a.provider, region=a.region, spot=a.spot,
-                          max_price=a.max_price, sort=a.sort)
+                          max_price=a.max_price, sort=a.sort, rates=rates,
+                          assumptions=assumptions)
     if not a.all:
         ranked = [r for r in ranked if r.fits] + [r for r in ranked if not r.fits][: a.limit]
     if a.json:
         print(json.dumps({"catalog_price_date": catalog.oldest_price_date.isoformat(),
                           "catalog_age_days": catalog.age_days(),
                           "refresh_errors": {k: e.message() for k, e in
-                                             (refreshed.errors if refreshed else {}).items()},
+                                             (refreshed.errors if refreshed else {}).items()}
+                          | rate_errors,
+                          "run_figures": figures.to_json() if figures else None,
                           "offers": [r.to_json() for r in ranked]}, indent=2))
         return 0
     print(f"Prices from {catalog.oldest_price_date.isoformat()} "
           f"({catalog.age_days()} days old); MFU {job.work.mfu:.0%}")
+    if a.spot:
+        print(f"Checkpoint every {assumptions.checkpoint_minutes:g} min, "
+              f"{assumptions.checkpoint_cost_seconds:g} s to write, "
+              f"{assumptions.restart_minutes:g} min to restart after a reclaim:")
+        for name, source in assumptions.sources:
+            print(f"  {name.replace('_', ' ')}: {source}")
+        if figures is not None and figures.note:
+            print(f"  ({figures.note})")
     for r in ranked:
         print(_offer_row(r))
     if not any(r.fits for r in ranked):
@@ -253,6 +338,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--refresh", action="store_true",
                    help="ask the providers (AWS price list; accounts in the keyring) first")
     p.add_argument("--json", action="store_true")
+    r = p.add_argument_group("spot risk (expected cost to finish)")
+    r.add_argument("--checkpoint-minutes", type=float, help="checkpoint every (default 30)")
+    r.add_argument("--restart-minutes", type=float,
+                   help="a new machine, setup and checkpoint fetch after a reclaim (default 15)")
+    r.add_argument("--checkpoint-cost-seconds", type=float,
+                   help="time to write one checkpoint (default 60)")
+    r.add_argument("--budget", type=float, metavar="USD",
+                   help="say each spot row's chance that this budget runs out first")
+    r.add_argument("--run", metavar="RUN",
+                   help="take the checkpoint interval, checkpoint time and restart time "
+                        "from this run's own history (its checkpoints and reclaims)")
+    r.add_argument("--history", metavar="TYPE",
+                   help="the spot price history of TYPE in --region (needs its account)")
+    r.add_argument("--days", type=int, help="history days (at most AWS 90, Alibaba Cloud 30)")
     p.set_defaults(func=_cmd_offers)
     p = sub.add_parser("trace", help="measure your own nn.Module under fake tensors (torch)")
     p.add_argument("target", help="package.module:function or path/file.py:function")

@@ -100,6 +100,7 @@ def write_checkpoint(run_dir: Path, step: int, payload: dict[str, Any],
     run_dir.mkdir(parents=True, exist_ok=True)
     info = CheckpointInfo(run_dir / checkpoint_name(step), step)
     tmp = _tmp_path(info.path)
+    began = time.monotonic()  # how long a checkpoint takes: issue 33's checkpoint cost
     try:
         with open(tmp, "wb") as fh:
             writer = _HashingWriter(fh)
@@ -116,6 +117,7 @@ def write_checkpoint(run_dir: Path, step: int, payload: dict[str, Any],
         "bytes": writer.size,
         "sha256": writer.digest.hexdigest(),
         "time": time.time(),
+        "write_s": round(time.monotonic() - began, 3),
         "host": socket.gethostname(),
         "pid": os.getpid(),
         **(meta or {}),

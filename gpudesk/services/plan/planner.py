@@ -19,6 +19,8 @@ from typing import Any, Literal
 from gpudesk.calc import sizing
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.catalog import Catalog, GpuSpec, Offer
+from gpudesk.services.cloud.spot_rates import SpotRate, rate_for
+from gpudesk.services.plan.expected_cost import SpotAssumptions, SpotRisk, spot_outlook
 
 SortKey = Literal["cost", "price", "headroom", "hours"]
 
@@ -66,6 +68,15 @@ class RankedOffer:
     hours: float
     cost: float
     headroom_bytes: int
+    risk: SpotRisk | None = None  # spot offers: the expected cost under the cloud's rate
+
+    @property
+    def expected_cost(self) -> float:
+        """What ranking by cost uses: the expected cost where the interruption rate is
+        known, else the cost as if never interrupted (the least it can cost)."""
+        if self.risk is not None and self.risk.outlook is not None:
+            return self.risk.outlook.expected_cost
+        return self.cost
 
     @property
     def reason_text(self) -> str:
@@ -90,7 +101,19 @@ class RankedOffer:
             "headroom_bytes": self.headroom_bytes,
             "hours": None if math.isinf(self.hours) else self.hours,
             "cost_to_finish": None if math.isinf(self.cost) else self.cost,
+            **self._risk_json(),
         }
+
+    def _risk_json(self) -> dict[str, Any]:
+        if self.risk is not None and self.fits:
+            return self.risk.to_json()
+        on_demand = not self.spot and self.fits and self.priced
+        return {"interruption_rate": None,
+                "rate_source": "on-demand: not interrupted" if not self.spot else None,
+                "expected_cost": (None if math.isinf(self.cost) else self.cost)
+                if on_demand else None,
+                "expected_hours": (None if math.isinf(self.hours) else self.hours)
+                if on_demand else None}
 
 
 @dataclass(frozen=True)
@@ -130,26 +153,43 @@ def judge(job: Job, offer: Offer, spot: bool = False) -> RankedOffer:
 
 def _sort_key(key: SortKey) -> Any:
     def by(r: RankedOffer) -> tuple[Any, ...]:
-        primary = {"cost": r.cost, "price": r.price_per_hour, "hours": r.hours,
+        primary = {"cost": r.expected_cost, "price": r.price_per_hour, "hours": r.hours,
                    "headroom": -r.headroom_bytes}[key]
         return (not r.fits, primary, r.cost, r.price_per_hour, r.offer.instance_type)
     return by
 
 
+def with_risk(r: RankedOffer, rates: dict[tuple[str, str, str], SpotRate],
+              assumptions: SpotAssumptions) -> RankedOffer:
+    """A spot row with its expected cost under its cloud's interruption rate."""
+    o = r.offer
+    if not r.spot:
+        return r
+    rate = rate_for(o.provider, o.region, o.instance_type, rates)
+    return replace(r, risk=spot_outlook(rate, r.hours, r.price_per_hour, assumptions))
+
+
 def rank(job: Job, offers: Iterable[Offer], *, spot: bool = False,
-         sort: SortKey = "cost") -> list[RankedOffer]:
+         sort: SortKey = "cost",
+         rates: dict[tuple[str, str, str], SpotRate] | None = None,
+         assumptions: SpotAssumptions | None = None) -> list[RankedOffer]:
     """Every offer judged; those that fit first, cheapest to finish first (an offer with no
-    price has no cost: by cost or price it comes after every priced one)."""
+    price has no cost: by cost or price it comes after every priced one). Spot offers
+    rank by their expected cost where their cloud's interruption rate is known."""
     sizing.validate(job.model, job.setup)
     judged = [judge(job, o, spot) for o in offers]
+    if spot:
+        judged = [with_risk(r, rates or {}, assumptions or SpotAssumptions()) for r in judged]
     return sorted(judged, key=_sort_key(sort))
 
 
 def rank_catalog(job: Job, catalog: Catalog, *, provider: str | None = None,
                  region: str | None = None, spot: bool = False,
-                 max_price: float | None = None, sort: SortKey = "cost") -> list[RankedOffer]:
+                 max_price: float | None = None, sort: SortKey = "cost",
+                 rates: dict[tuple[str, str, str], SpotRate] | None = None,
+                 assumptions: SpotAssumptions | None = None) -> list[RankedOffer]:
     offers = catalog.filter(provider=provider, region=region, spot=spot, max_price=max_price)
-    return rank(job, offers, spot=spot, sort=sort)
+    return rank(job, offers, spot=spot, sort=sort, rates=rates, assumptions=assumptions)
 
 
 # --------------------------------------------------------------------------- lighter methods

@@ -10,6 +10,7 @@ bill, with a choice: wait longer, open it on the Instances page, or terminate it
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Awaitable, Callable
 
@@ -26,7 +27,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QLayout,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
@@ -43,19 +43,26 @@ from gpudesk.services.cloud.catalog import Catalog, Offer, provider_title
 from gpudesk.services.cloud.launcher import (
     MSG_NO_SSH,
     MSG_NOT_RUNNING,
+    MSG_QUOTE_DIFFERS,
+    MSG_QUOTE_NEW,
     STEP_TITLES,
     STEPS,
     LaunchPlan,
     LaunchResult,
     Progress,
+    quote_differs,
 )
 from gpudesk.services.cloud.providers.base import MSG_BAD_CIDR, ProviderError, single_address
 from gpudesk.services.cloud.public_ip import detect_public_address
 from gpudesk.services.money import default_budget
 from gpudesk.services.money.ledger import Machine
+from gpudesk.services.plan import budget_chance
 from gpudesk.services.runs.machine_access import MSG_OTHER_CLOUD
 from gpudesk.services.storage.errors import StorageError
+from gpudesk.services.storage.store_check import StoreRefused
 from gpudesk.services.storage.uri import CLOUD_SCHEMES, parse_uri
+from gpudesk.ui.widgets.fitting_body import FittingBody
+from gpudesk.ui.widgets.guard_words import guard_said
 from gpudesk.ui.widgets.money import DISPLAY, Money
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text, format_template, show_error
@@ -77,6 +84,9 @@ QLabel#guardText[risk="true"] { color: #d32f2f; }
 class LaunchDialog(Retranslating, QDialog):
     launched = Signal(str)  # ledger id of the running machine
     ended = Signal()  # the launch finished, failed or was cancelled
+    # the launcher wrote the machine's row (made, running, failed...): the Instances page
+    # shows it at once, also while the launch waits for SSH in the background (issue 31)
+    ledger_changed = Signal(str)
 
     def __init__(self, offer: Offer, catalog: Catalog, launch: LaunchFn, *,
                  spot: bool = False, money: Money | None = None, detect: bool = True,
@@ -84,10 +94,12 @@ class LaunchDialog(Retranslating, QDialog):
                  on_budget: str = "stop",
                  wait_ready: WaitFn | None = None, terminate: TerminateFn | None = None,
                  open_instances: Callable[[str], None] | None = None,
+                 job: budget_chance.SpotJobInputs | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("launchDialog")
         self.offer = offer
+        self.job = job  # the Plan page's job on this offer: the budget's chance (issue 33)
         self.launch_fn = launch
         self.wait_fn = wait_ready
         self.terminate_fn = terminate
@@ -100,9 +112,14 @@ class LaunchDialog(Retranslating, QDialog):
         self.in_background = False  # closed with "keep launching in the background"
         self._close_when_done = False  # closed with "cancel the launch"
         self._doing = "launch"  # what the runner does now: launch, wait or terminate
+        self._instance_made = False  # this launch's machine exists (and bills)
+        self._refusal_shown = ""  # the failed launch's words in the log, while still shown
         self.question: QMessageBox | None = None  # the open "close while launching?" box
         self.not_ready_box: QMessageBox | None = None
         self.failure_box: QMessageBox | None = None
+        self.quote: guards.Quote | None = None  # the cloud's price, once it quoted (issue 31)
+        self.quote_said = ""  # what the dialog said of a quote that is not the estimate
+        self._address_said = ""  # "could not find this computer's address", while shown
 
         self.heading = QLabel(self)
         self.heading.setObjectName("launchHeading")
@@ -142,6 +159,16 @@ class LaunchDialog(Retranslating, QDialog):
         self.cost = QLabel(self)
         self.cost.setObjectName("launchCost")
         self.cost.setWordWrap(True)
+        # a spot job's expected cost and the chance its budget runs out first (issue 33)
+        self.spot_chance = QLabel(self)
+        self.spot_chance.setObjectName("spotChance")
+        self.spot_chance.setWordWrap(True)
+        self.spot_chance.setVisible(False)
+        # the budget from the expected cost: its 90th percentile (issue 33)
+        self.budget_from_expected = QPushButton(self)
+        self.budget_from_expected.setObjectName("budgetFromExpected")
+        self.budget_from_expected.setVisible(False)
+        self._expected_high = 0.0  # the job's 90th-percentile cost in the field's currency
         # the machine's budget (USD, like every ledger amount) and who enforces it: never
         # none unless "No budget" is ticked (issue 29). It starts from Preferences' default
         # (``budget`` USD, else ``budget_hours`` of the price); 0 in the field is the hours
@@ -154,7 +181,7 @@ class LaunchDialog(Retranslating, QDialog):
         self.budget.setDecimals(2)
         self.budget.setRange(0.0, 1_000_000.0)
         self.budget.setSingleStep(10.0)
-        self.budget.setPrefix("$ ")
+        self.budget.setPrefix(f"{self.money.symbol} ")  # the window's currency (issue 31)
         self._default_shown = 0.0  # the default the field shows, until the user changes it
         self._own_amount = False  # the user changed the amount: the default no longer moves it
         self.no_budget = QCheckBox(self)
@@ -248,16 +275,20 @@ class LaunchDialog(Retranslating, QDialog):
         buttons.addWidget(self.cancel_button)
         buttons.addWidget(self.close_button)
         buttons.addWidget(self.launch_button)
+        # a guard text that grows (a budget typed in, the group's words, Chinese) makes the
+        # dialog taller up to the screen, and scrolls beyond: never cut off (issue 31)
+        content = QVBoxLayout()
+        content.addWidget(self.heading)
+        content.addLayout(form)
+        content.addWidget(self.cost)
+        content.addWidget(self.spot_chance)
+        content.addWidget(self.budget_from_expected, 0, Qt.AlignmentFlag.AlignLeft)
+        content.addWidget(self.steps_box)
+        content.addWidget(self.log)
+        content.addWidget(self.role_text)
+        self.body = FittingBody(content, self)
         layout = QVBoxLayout(self)
-        # never smaller than what it holds: a guard text that grows (a budget typed in, the
-        # group's words) makes the dialog taller instead of being cut off
-        layout.setSizeConstraint(QLayout.SizeConstraint.SetMinimumSize)
-        layout.addWidget(self.heading)
-        layout.addLayout(form)
-        layout.addWidget(self.cost)
-        layout.addWidget(self.steps_box)
-        layout.addWidget(self.log)
-        layout.addWidget(self.role_text)
+        layout.addWidget(self.body, 1)
         layout.addLayout(buttons)
 
         # failures are explained here (a machine that runs is not "not launched")
@@ -270,6 +301,8 @@ class LaunchDialog(Retranslating, QDialog):
         self.launch_button.clicked.connect(self.start)
         self.close_button.clicked.connect(self.close)
         self.detect_button.clicked.connect(self.detect)
+        self.budget_from_expected.clicked.connect(self._budget_expected)
+        self.allow_from.textChanged.connect(self._address_typed)
         self._follow_default()
         self.spot.toggled.connect(self._update_cost)
         self.spot.toggled.connect(self._follow_default)
@@ -281,6 +314,9 @@ class LaunchDialog(Retranslating, QDialog):
         self.spot.toggled.connect(self._update_guard)
         self.keep_alive.toggled.connect(self._update_guard)
         self.disk.valueChanged.connect(self._update_guard)
+        for changed in (self.spot.toggled, self.keep_alive.toggled, self.no_budget.toggled,
+                        self.budget.valueChanged, self.on_budget.currentIndexChanged):
+            changed.connect(self._forget_refusal)
         self.store_choice.currentIndexChanged.connect(self._check_store)
         self.store_uri.textChanged.connect(self._check_store)
         self.retranslate()
@@ -365,7 +401,14 @@ class LaunchDialog(Retranslating, QDialog):
         self.keep_alive.setEnabled(spot and self.spot.isEnabled())
         if not spot:
             self.keep_alive.setChecked(False)
-        if self.price() > 0:
+        if self.quote is not None:  # the cloud's own price, asked at this launch
+            rate = self.money(self.quote.usd, 3)
+            self.launch_button.setText(self.tr("Launch ({rate}/h, the cloud's quote)").format(
+                rate=rate))
+            text = self.tr("Billing starts when the machine runs: {rate} per hour, as {cloud} "
+                           "quoted, until you stop or terminate it.").format(
+                rate=rate, cloud=accounts.title(self.offer.provider))
+        elif self.price() > 0:
             rate = self.money(self.price(), 3)
             self.launch_button.setText(self.tr("Launch (about {rate}/h)").format(rate=rate))
             text = self.tr("Billing starts when the machine runs: about {rate} per hour until "
@@ -398,7 +441,17 @@ class LaunchDialog(Retranslating, QDialog):
         with 0 in the field (then :meth:`budget_hours` of the cloud's quote)."""
         if self.no_budget.isChecked():
             return None
-        return self.budget.value() or None
+        return self._usd(self.budget.value()) or None
+
+    def _usd(self, shown: float) -> float:
+        """The field's amount (in the window's currency) in USD, the ledger's."""
+        if self.money.currency == "CNY" and self.money.rate > 0:
+            return round(shown / self.money.rate, 6)
+        return shown
+
+    def _shown(self, usd: float) -> float:
+        """A USD amount as the field shows it (in the window's currency)."""
+        return usd * self.money.rate if self.money.currency == "CNY" else usd
 
     def budget_hours(self) -> float:
         """``LaunchPlan.budget_hours``: the default's hours where the field says them (0),
@@ -412,7 +465,7 @@ class LaunchDialog(Retranslating, QDialog):
         the user changes the amount."""
         if self._own_amount:
             return
-        self._default_shown = round(self.default.amount(self.price()) or 0.0, 2)
+        self._default_shown = round(self._shown(self.default.amount(self.price()) or 0.0), 2)
         self.budget.blockSignals(True)
         self.budget.setValue(self._default_shown)
         self.budget.blockSignals(False)
@@ -431,10 +484,10 @@ class LaunchDialog(Retranslating, QDialog):
         price = self.price()
         if self.default.fixed and value > 0:
             return format_template("Budget", default_budget.MSG_DEFAULT_FIXED,
-                                   {"budget": self.money(value, 2)})
+                                   {"budget": self.money(self._usd(value), 2)})
         if value > 0 and price > 0:
             return format_template("Budget", default_budget.MSG_DEFAULT_HOURS,
-                                   {"budget": self.money(value, 2),
+                                   {"budget": self.money(self._usd(value), 2),
                                     "hours": f"{self.default.hours:g}",
                                     "price": self.money(price, 3)})
         return format_template("Budget", default_budget.MSG_DEFAULT_QUOTED,
@@ -448,17 +501,22 @@ class LaunchDialog(Retranslating, QDialog):
         budget = self.budget_usd()
         # 0 in the field: the default's hours of the price (known here, or quoted at launch)
         hours_only = budget is None and not none
-        if hours_only and self.price() > 0:
-            budget = self.default.hours * self.price()
+        # the price the cloud's cap counts from: its quote once asked (issue 31), before it
+        # the estimate; with neither, the cloud's timer is said to come with its quote
+        q = self.quote
+        timer_price = q.usd if q is not None else self.price()
+        if hours_only and timer_price > 0:
+            budget = self.default.hours * timer_price
         action = str(self.on_budget.currentData() or "stop")
         market = "spot" if self.spot.isChecked() else "on-demand"
         disk_gb = float(self.disk.value())
         # the same plan the launch makes: the disk bills with the compute, and a Tencent
         # spot "stop" is a terminate with the cloud's timer
-        g = guards.plan(o.provider, budget, action, self.price(), 0.0, time.time(),
-                        market=market, disk_gb=disk_gb, region=o.region,
+        g = guards.plan(o.provider, budget, action, timer_price, 0.0, time.time(),
+                        market=market, disk_gb=disk_gb, region=o.region, quote=q,
                         cny_per_usd=self.money.rate, role=True)  # named at creation
-        m = Machine(id="", provider=o.provider, disk_gb=disk_gb, market=market)
+        m = Machine(id="", provider=o.provider, disk_gb=disk_gb, market=market,
+                    region=o.region, price_per_hour=timer_price)
         kept = self.keep_alive.isChecked() and market == "spot"
         self.budget.setEnabled(not none and self.spot.isEnabled())
         self.on_budget.setEnabled(not kept and not none and self.spot.isEnabled())
@@ -467,7 +525,7 @@ class LaunchDialog(Retranslating, QDialog):
         quoted = self.tr("{hours} h × its price").format(hours=f"{self.default.hours:g}")
         if kept and (budget or hours_only):
             self.guard_text.setText(format_template(
-                "KeepAlive", keep_alive_launch.MSG_GROUP_GUARD,
+                guards.CONTEXT, guards.MSG_GROUP_GUARD,
                 {"budget": self.money(budget, 2) if budget else quoted}))
         elif kept:
             self.guard_text.setText(format_template("KeepAlive",
@@ -478,9 +536,49 @@ class LaunchDialog(Retranslating, QDialog):
                 "launch; the Instances page says who enforces it once the machine runs.")
                 .format(hours=f"{self.default.hours:g}"))
         else:
-            self.guard_text.setText(" ".join(
-                format_template(guards.CONTEXT, t, v) for t, v in guards.sentences(m, g)))
+            self.guard_text.setText(guard_said(guards.sentences(m, g), self.money))
         self._mark_risk(none)
+        self._show_chance(budget if not none else None, timer_price, kept)
+
+    def _show_chance(self, budget: float | None, price: float, group: bool) -> None:
+        """On spot with the Plan page's job: its expected cost and range, and the chance
+        that the budget (a kept-alive group: its own end) runs out before it finishes."""
+        o = self.offer
+        if self.job is None or not self.spot.isChecked() or not budget or price <= 0:
+            self.spot_chance.setVisible(False)
+            self.spot_chance.clear()
+            self.budget_from_expected.setVisible(False)
+            return
+        disk = guards.disk_per_hour(o.provider, o.region, float(self.disk.value()), "USD",
+                                    self.money.rate)
+        chance = budget_chance.budget_chance(self.job, price + disk, budget)
+        self.spot_chance.setText(" ".join(
+            format_template("SpotRates", template, values) for template, values in
+            budget_chance.sentences(chance, lambda usd: self.money(usd, 2), group=group)))
+        self.spot_chance.setVisible(True)
+        outlook = chance.risk.outlook
+        finite = outlook is not None and outlook.finite
+        high = outlook.high_cost if outlook is not None and finite else 0.0
+        # in the field's currency, rounded up to the cent: never just short of it
+        self._expected_high = math.ceil(self._shown(high) * 100) / 100
+        self.budget_from_expected.setText(self.tr(
+            "Budget {high}: enough for the job in at least 9 cases out of 10").format(
+            high=self.money(self._usd(self._expected_high), 2)))
+        self.budget_from_expected.setVisible(finite)
+        self.budget_from_expected.setEnabled(self.budget.isEnabled())
+
+    def _budget_expected(self) -> None:
+        """The budget field to the job's 90th-percentile cost (its expected range's top)."""
+        if self._expected_high > 0:
+            self.budget.setValue(self._expected_high)
+
+    def _forget_refusal(self) -> None:
+        """A failed launch's reason ("Recover by itself needs a budget") goes once the
+        choices it was about change: never a stale refusal next to a fixed form (issue 31)."""
+        if self._refusal_shown and self.log.text() == self._refusal_shown \
+                and not self.runner.busy:
+            self.log.clear()
+        self._refusal_shown = ""
 
     def _mark_risk(self, risk: bool) -> None:
         """The guard's words in red while nothing but the user stops the bill."""
@@ -530,8 +628,7 @@ class LaunchDialog(Retranslating, QDialog):
 
     def _show_role(self) -> None:
         """The guard's words about the missing role of the machine just launched."""
-        self.role_text.setText(" ".join(format_template(guards.CONTEXT, t, v)
-                                        for t, v in self._role_said))
+        self.role_text.setText(guard_said(self._role_said, self.money))
         self.role_text.setVisible(bool(self._role_said))
 
     # ------------------------------------------------------------------ address
@@ -540,8 +637,27 @@ class LaunchDialog(Retranslating, QDialog):
         self.detect_runner.run_blocking(detect_public_address, on_success=self.allow_from.setText)
 
     def _detect_failed(self, message: str) -> None:
-        if not self.allow_from.text():
-            self.log.setText(message)
+        """The window's words, not the CLI's ("Pass --allow-from"): type the address in the
+        field; the echo services' answers in the tooltip. Gone once an address is typed."""
+        if self.allow_from.text():
+            return
+        error = self.detect_runner.last_error
+        detail = str(getattr(error, "values", {}).get("detail", "")) if error else ""
+        self._address_said = self.tr(
+            "Could not find this computer's public address, so SSH cannot be limited to it: "
+            "type your public address in \"SSH allowed only from\" (for example "
+            "203.0.113.7).")
+        self.log.setText(self._address_said)
+        self.log.setToolTip(detail or message)
+        self.allow_from.setFocus()
+
+    def _address_typed(self) -> None:
+        """An address typed after the detection failed: its complaint goes (issue 31)."""
+        if self._address_said and self.log.text() == self._address_said \
+                and self.allow_from.text().strip():
+            self.log.clear()
+            self.log.setToolTip("")
+            self._address_said = ""
 
     # ------------------------------------------------------------------ launch
 
@@ -585,6 +701,7 @@ class LaunchDialog(Retranslating, QDialog):
             self.store_uri.setFocus()
             return
         self._role_said = []
+        self._instance_made = False
         self._show_role()
         for step in STEPS:
             self.step_marks[step].setText(MARKS[""])
@@ -611,7 +728,16 @@ class LaunchDialog(Retranslating, QDialog):
 
     def on_progress(self, p: Progress) -> None:
         self.ledger_id = p.ledger_id
+        if p.quote is not None:  # the cloud's price, before anything is requested
+            self._quoted(p)
+            if p.ledger_id:
+                self.ledger_changed.emit(p.ledger_id)
+            return
+        if p.step == "instance":  # the cloud made the machine: it bills from now on
+            self._instance_made = p.status == "done"
         self.step_marks[p.step].setText(MARKS[p.status])
+        if p.ledger_id:  # each step is reported after the ledger has it
+            self.ledger_changed.emit(p.ledger_id)
         if p.error is not None:
             line = error_text(p.error)[0]
             if p.status == "retry":
@@ -624,6 +750,25 @@ class LaunchDialog(Retranslating, QDialog):
             self.log.setText(self.tr("Going on where the cloud accepted it ({n} place(s) "
                                      "refused first).").format(n=len(self._refusals)))
             self.log.setToolTip("\n".join(self._refusals))
+
+    def _quoted(self, p: Progress) -> None:
+        """The cloud quoted its price: the cost line, the button and the guard's words now
+        count from it, and a quote that is not the estimate is said before the machine is
+        requested (issue 31)."""
+        q = p.quote
+        assert q is not None
+        self.quote = q
+        values = {"cloud": accounts.title(self.offer.provider), "quote": self.money(q.usd, 3),
+                  "price": f"{q.price:g}", "currency": q.currency, "source": q.source,
+                  "estimate": self.money(p.estimate, 3)}
+        self._update_cost()
+        self._update_guard()
+        if quote_differs(q, p.estimate):
+            said = QCoreApplication.translate(
+                "Launcher", MSG_QUOTE_NEW if p.estimate <= 0 else MSG_QUOTE_DIFFERS).format(
+                **values)
+            self.quote_said = said
+            self.log.setText(said)
 
     def _done(self, result: LaunchResult) -> None:
         self.outcome = result
@@ -644,11 +789,15 @@ class LaunchDialog(Retranslating, QDialog):
 
     def _failed(self, message: str) -> None:
         self.log.setText(message)
+        self._refusal_shown = message  # cleared once the inputs it was about change
         if self.in_background:
             self.show()  # a launch left in the background says here how it ended
         error = self.runner.last_error
         if error is None:
             return
+        if isinstance(error, StoreRefused):  # the bucket was checked: said next to its field
+            self.store_error.setText(message)
+            self.store_error.setVisible(True)
         if self._doing != "terminate" and getattr(error, "template", None) in NOT_READY \
                 and self.ledger_id:
             self.made = True  # it runs (or starts) and bills: never "not launched"
@@ -748,17 +897,23 @@ class LaunchDialog(Retranslating, QDialog):
         if self.question is not None:
             self.question.raise_()
             return self.question
-        box = QMessageBox(QMessageBox.Icon.Question, self.tr("The launch is not finished"),
-                          self.tr("Keep launching in the background? The machine appears on "
-                                  "the Instances page when it runs, and bills from then on. "
-                                  "Or cancel the launch: anything already requested is "
-                                  "terminated."),
+        text = (self.tr("The machine already runs and bills; it is on the Instances page. "
+                        "Keep launching in the background (the rest of its set-up goes on), "
+                        "or stop the launch: the machine is terminated.")
+                if self._instance_made else
+                self.tr("Keep launching in the background? The machine appears on the "
+                        "Instances page when it is made, and bills from then on. Or stop the "
+                        "launch: anything already requested is terminated."))
+        box = QMessageBox(QMessageBox.Icon.Question, self.tr("The launch is not finished"), text,
                           QMessageBox.StandardButton.Cancel, self)
         box.setObjectName("launchCloseQuestion")
+        # not "Cancel" next to "Cancel the launch" (issue 31): each button says what it does
+        box.button(QMessageBox.StandardButton.Cancel).setText(self.tr("Back to the launch"))
         keep = box.addButton(self.tr("Keep launching in the background"),
                              QMessageBox.ButtonRole.AcceptRole)
         keep.setObjectName("launchKeepBackground")
-        stop = box.addButton(self.tr("Cancel the launch"), QMessageBox.ButtonRole.DestructiveRole)
+        stop = box.addButton(self.tr("Stop the launch and terminate"),
+                             QMessageBox.ButtonRole.DestructiveRole)
         stop.setObjectName("launchCancelAndClose")
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)  # stay: nothing changes
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)

@@ -66,8 +66,8 @@ def gpus_text(r: RankedOffer, memory: bool = True) -> str:
 
 def sort_key(r: RankedOffer, key: str) -> tuple[Any, ...]:
     """The planner's order: fits first, then ``key``, then its tie-breakers."""
-    primary = {"cost": r.cost, "price": r.price_per_hour, "hours": r.hours,
-               "headroom": -r.headroom_bytes}.get(key, r.cost)
+    primary = {"cost": r.expected_cost, "price": r.price_per_hour, "hours": r.hours,
+               "headroom": -r.headroom_bytes}.get(key, r.expected_cost)
     return (not r.fits, primary, r.cost, r.price_per_hour, r.offer.instance_type)
 
 
@@ -198,8 +198,8 @@ class OffersModel(NamedColumnsModel):
             return format_money(r.price_per_hour)
         if column == "hours":
             return format_hours(r.hours)
-        if column == "cost":
-            return format_money(r.cost)
+        if column == "cost":  # a spot row's expected cost where its rate is known
+            return format_money(r.expected_cost)
         if column == "headroom":
             if r.estimate is None:
                 return "—"

@@ -55,7 +55,9 @@ from gpudesk.ui.plan.offers_model import (
     reason_text,
 )
 from gpudesk.ui.plan.plan_form import PlanForm, combo_key, parse_amount, set_invalid
+from gpudesk.ui.plan.spot_panel import SpotPanel
 from gpudesk.ui.widgets.answers import answers_for
+from gpudesk.ui.widgets.money import DISPLAY
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner
 
@@ -196,10 +198,18 @@ class PlanPage(Retranslating, QWidget):
         ov.addLayout(fh)
         ov.addWidget(self.table)
 
+        # spot offers: the selected one's interruption risk and price history (issue 33)
+        self.spot_rates: dict[Any, Any] = {}  # spot_rates.load_rates(), read off the GUI thread
+        self.spot_panel = SpotPanel(self)
+        self.spot_panel.setVisible(False)
+        self.spot_panel.history_requested.connect(self._load_history)
+        self.spot_panel.run_chosen.connect(self._use_run_times)
+        self.spot_assumptions: Any = None  # a chosen run's checkpoint and restart times
         right = QSplitter(Qt.Orientation.Vertical, self)
         right.addWidget(top)
+        right.addWidget(self.spot_panel)
         right.addWidget(self.offers_box)
-        right.setStretchFactor(1, 1)
+        right.setStretchFactor(2, 1)
         layout = QHBoxLayout(self)
         layout.addWidget(scroll)
         layout.addWidget(right, 1)
@@ -209,6 +219,7 @@ class PlanPage(Retranslating, QWidget):
         self.form.config_requested.connect(self.load_config_dialog)
         self.form.hub_requested.connect(self.fetch_hub_config)
         self.spot.toggled.connect(self.recompute)
+        self.spot.toggled.connect(self._list_runs)
         self.provider.currentIndexChanged.connect(self._provider_changed)
         self.region.currentIndexChanged.connect(self._apply_filters)
         self.max_price.textChanged.connect(self._apply_filters)
@@ -235,11 +246,11 @@ class PlanPage(Retranslating, QWidget):
             self.summary_labels[name].setText(text)
         self.launch_button.setText(self.tr("Launch this machine…"))
         self.spot.setText(self.tr("Spot"))
-        self.filter_labels[0].setText(self.tr("Max $/h"))
+        self.show_currency()
         self.filter_labels[1].setText(self.tr("Sort by"))
         self.max_price.setPlaceholderText(self.tr("any"))
         self.max_price_error.setText(self.tr("enter a price such as 2.5, or leave it empty"))
-        for i, text in enumerate((self.tr("cost to finish"), self.tr("$/h"),
+        for i, text in enumerate((self.tr("cost to finish"), self.tr("price per hour"),
                                   self.tr("headroom"), self.tr("hours"))):
             self.sort.setItemText(i, text)
         self._fill_filters()
@@ -256,8 +267,58 @@ class PlanPage(Retranslating, QWidget):
 
         Prices an earlier refresh kept show as "cached <date>" (services.cloud.price_cache).
         """
-        self.runner.run_blocking(load_catalog_with_cache, on_success=self.set_catalog,
+        from gpudesk.services.cloud.spot_rates import load_rates  # noqa: PLC0415
+
+        def load() -> tuple[Catalog, dict[Any, Any]]:  # with the spot rates kept beside it
+            return load_catalog_with_cache(), load_rates()
+
+        def loaded(found: tuple[Catalog, dict[Any, Any]]) -> None:
+            self.spot_rates = found[1]
+            self.set_catalog(found[0])
+        self.runner.run_blocking(load, on_success=loaded,
                                  title=self.tr("Cannot load the offer catalog"))
+
+    def _list_runs(self, spot: bool) -> None:
+        """The runs the spot panel can take times from (the run records here)."""
+        if not spot:
+            return
+        from gpudesk.services.runs.detached import RunRecord  # noqa: PLC0415
+
+        folder = RunRecord.folder()
+        found = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime,
+                       reverse=True) if folder.is_dir() else []
+        self.spot_panel.set_runs([p.stem for p in found])
+
+    def _use_run_times(self, run_id: str) -> None:
+        """A run's own checkpoint and restart times (its bucket: off the GUI thread), or
+        gpudesk's defaults for ""; the offers are ranked again with them."""
+        if not run_id:
+            self.spot_assumptions = None
+            self.recompute()
+            return
+        from gpudesk.services.plan import run_history  # noqa: PLC0415
+        from gpudesk.services.runs.detached import RunRecord  # noqa: PLC0415
+
+        def measured(figures: run_history.RunFigures) -> None:
+            self.spot_assumptions = figures.assumptions(run_history.given({}))
+            self.recompute()
+
+        self.runner.run_blocking(lambda: run_history.of_run(RunRecord.load(run_id)),
+                                 on_success=measured,
+                                 title=self.tr("Cannot read the run's history"))
+
+    def _load_history(self, r: RankedOffer) -> None:
+        """The offer's spot price history, with its cloud's account, in a worker thread."""
+        import time  # noqa: PLC0415
+
+        from gpudesk.services.cloud.spot_history import history_from_account  # noqa: PLC0415
+
+        o = r.offer
+        self.runner.run_blocking(
+            lambda: history_from_account(o.provider, o.region, o.instance_type,
+                                         now=time.time()),
+            on_success=self.spot_panel.set_history,
+            title=self.tr("Cannot read the spot price history"))
 
     def set_catalog(self, catalog: Catalog) -> None:
         self.catalog = catalog
@@ -293,10 +354,19 @@ class PlanPage(Retranslating, QWidget):
         self._fill_regions()
         self._apply_filters()
 
+    def show_currency(self) -> None:
+        """The price filter in the currency chosen in Preferences, like the price column;
+        its amount is read in that currency again (issue 31)."""
+        self.filter_labels[0].setText(self.tr("Max {symbol}/h").format(symbol=DISPLAY.symbol))
+        if self.max_price.text().strip():
+            self._apply_filters()
+
     def _apply_filters(self) -> None:
         text = self.max_price.text().strip()
         try:
-            limit = parse_amount(text.lstrip("$")) if text else None
+            limit = parse_amount(text.lstrip("$¥")) if text else None
+            if limit is not None and DISPLAY.currency == "CNY" and DISPLAY.rate > 0:
+                limit = limit / DISPLAY.rate  # typed in ¥, compared with the USD prices
             bad = False
         except ValueError:
             limit, bad = None, True
@@ -330,7 +400,9 @@ class PlanPage(Retranslating, QWidget):
             try:
                 est = sizing.estimate(job.model, job.setup)
                 if self.catalog is not None:
-                    ranked = planner.rank_catalog(job, self.catalog, spot=self.spot.isChecked())
+                    ranked = planner.rank_catalog(job, self.catalog, spot=self.spot.isChecked(),
+                                                  rates=self.spot_rates,
+                                                  assumptions=self.spot_assumptions)
             except sizing.SizingError as exc:
                 errors = [exc]
         self.errors = errors
@@ -344,6 +416,7 @@ class PlanPage(Retranslating, QWidget):
         self.form_errors.clear()
         self._set_dimmed(False)
         self.job, self.estimate = job, est
+        self.spot_panel.setVisible(self.spot.isChecked())
         self.model.set_ranked(ranked)  # the proxy re-sorts on reset
         self._restore_selection()  # also shows the results
         if not self._fitted and ranked:
@@ -449,6 +522,7 @@ class PlanPage(Retranslating, QWidget):
 
     def _show_summary(self, r: RankedOffer | None) -> None:
         v = self.summary_values
+        self.spot_panel.show_offer(r)
         self.launch_button.setEnabled(r is not None and r.fits)
         self.launch_button.setToolTip("" if r is None or r.fits else
                                       self.tr("This offer does not fit the job."))
@@ -459,11 +533,21 @@ class PlanPage(Retranslating, QWidget):
         o = r.offer
         v["machine"].setText(f"{o.instance_type} · {provider_title(o.provider)} · {o.region}")
         v["gpus"].setText(gpus_text(r))
-        v["market"].setText(self.tr("{price}/h ({market})").format(
-            price=format_money(r.price_per_hour), market=market_text(r.spot)))
+        if r.spot and o.spot_price is None:  # ranked by on-demand: never called a spot price
+            v["market"].setText(self.tr("{price}/h (on-demand price: no spot price known)")
+                                .format(price=format_money(r.price_per_hour)))
+        else:
+            v["market"].setText(self.tr("{price}/h ({market})").format(
+                price=format_money(r.price_per_hour), market=market_text(r.spot)))
         v["memory"].setText(reason_text(r))
         v["hours"].setText(format_hours(r.hours))
         v["cost"].setText(format_money(r.cost))
+        outlook = r.risk.outlook if r.risk is not None else None
+        if outlook is not None and outlook.finite:
+            v["cost"].setText(self.tr("{cost} expected ({low}–{high}); {plain} if never "
+                                      "interrupted").format(
+                cost=format_money(outlook.expected_cost), low=format_money(outlook.low_cost),
+                high=format_money(outlook.high_cost), plain=format_money(r.cost)))
 
     # ----------------------------------------------------------------- persistence
 

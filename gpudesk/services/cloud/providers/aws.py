@@ -577,6 +577,18 @@ class AwsProvider(MachineGroups, AwsKeepAlive):
         return [base.PricePoint(at, price, "USD")
                 for at, price in offers.spot_price_points(history, zone, instance_type)]
 
+    def spot_placement_scores(self, region: str, instance_type: str,
+                              target_capacity: int = 1) -> dict[str, int]:
+        """GetSpotPlacementScores for one type in ``region``, per Availability Zone id: how
+        likely (1-10) a spot request for ``target_capacity`` machines succeeds now. Not an
+        interruption rate; AWS notes that one or two types always score low."""
+        ctx = self._ec2("GetSpotPlacementScores", region)
+        items = self._pages(ctx, "SpotPlacementScores", InstanceTypes=[instance_type],
+                            TargetCapacity=target_capacity, SingleAvailabilityZone=True,
+                            RegionNames=[region])
+        return {str(i.get("AvailabilityZoneId") or i.get("Region") or region): int(i["Score"])
+                for i in items if isinstance(i.get("Score"), int)}
+
     def _types_in_region(self, region: str) -> set[str]:
         """The known types DescribeInstanceTypes reports here (unknown ones are dropped)."""
         wanted = set(self.known_types)
