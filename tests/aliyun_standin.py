@@ -73,6 +73,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
 import cloud_limits
+import role_policy
 from cloud_bill import Bill, Seen, aliyun_state
 from standin_http import ApiError, StandinServer
 
@@ -293,11 +294,26 @@ class AliyunStandin(StandinServer):
             self.nonces: set[str] = set()
             self.internal_errors: list[str] = []  # stand-in bugs, for the tests to assert none
             self.currency = "CNY"  # DescribePrice's: the international site answers in USD
+            # DescribeSpotAdvice: (zone, type) -> (InterruptionRate %, InterruptRateDesc,
+            # AverageSpotDiscount %); a type without a row is left out of the answer
+            self.spot_advice: dict[tuple[str, str], tuple[float, str, int]] = {}
+            # DescribeSpotPriceHistory: (zone, type) -> [(epoch, price)] answered instead of
+            # the two made-up points around StartTime, when a test sets one
+            self.spot_history: dict[tuple[str, str], list[tuple[float, float]]] = {}
             self.secrets = {}
+            self.role_keys: dict[str, str] = {}  # key id → the role whose session it is
             self._ips = itertools.count(10)
             # The cloud's clock for its own state (AutoReleaseTime, the bill); None: real time
             self.clock: Callable[[], float] | None = None
             self.bill: Bill | None = None  # set by a test: what ECS would bill (cloud_bill)
+            # (zone, type) whose accepted machines ECS fails to create (issue 30): released
+            # at once, gone from DescribeInstances, a SystemFailure.Delete event left behind
+            self.failed_creations: set[tuple[str, str]] = set()
+            self.failed_but_listed: set[tuple[str, str]] = set()  # the same, still Pending
+            self.history_events: list[dict[str, Any]] = []  # DescribeInstanceHistoryEvents
+            # regions whose public images name no GPU driver (issue 30), or ("no_ubuntu")
+            # that have no Ubuntu image
+            self.driverless_regions: dict[str, str] = {}
 
     def sells_spot(self, zone: str, instance_type: str) -> bool:
         """Whether spot is sold for ``instance_type`` in ``zone`` at all (stock aside)."""
@@ -306,6 +322,16 @@ class AliyunStandin(StandinServer):
     def sell_out(self, zone: str, instance_type: str) -> None:
         with self._lock:
             self.no_stock.add((zone, instance_type))
+
+    def fail_creation(self, zone: str, instance_type: str, *, listed: bool = False) -> None:
+        """ECS accepts RunInstances in ``zone`` but cannot create the machine for lack of
+        inventory: it is released at once (never listed again) and an Executed
+        ``SystemFailure.Delete`` system event says why ("System events related to instance
+        creation failures", ECS documentation). ``listed``: ECS has not released it yet (it
+        may take up to 5 minutes): it stays listed Pending until deleted."""
+        with self._lock:
+            (self.failed_but_listed if listed else self.failed_creations).add(
+                (zone, instance_type))
 
     def reclaim(self, instance_id: str) -> None:
         """The cloud takes a spot machine back: locked Recycling, stopped, then released."""
@@ -432,6 +458,7 @@ class AliyunStandin(StandinServer):
                 self._maybe_fail(action, region, query)
                 found = _AUTH.match(headers.get("authorization", ""))
                 self._caller = found["id"] if found else ""
+                self._role_check(action, region, query)
                 if (action not in RAM_ACTIONS | STS_ACTIONS | {"DescribeRegions"}
                         and region not in REGIONS):
                     raise ApiError("InvalidRegionId.NotFound",
@@ -535,11 +562,26 @@ class AliyunStandin(StandinServer):
         itype = q.get("InstanceType", "")
         if itype not in TYPES:
             raise ApiError("InvalidInstanceType.ValueNotSupported", "InstanceType unknown.")
-        start = _parse_iso(q.get("StartTime", "")) or self.now() - 3600
+        # "The time span between the start time and the specified end time cannot exceed 30
+        # days"; EndTime empty: now; StartTime empty: 3 hours before the end (SDK model).
+        # The code for a longer span is not documented: ECS's generic InvalidParameter.
+        end = _parse_iso(q.get("EndTime", "")) or self.now()
+        start = _parse_iso(q.get("StartTime", "")) or end - 3 * 3600
+        if end - start > 30 * 86400:
+            raise ApiError("InvalidParameter", 'The specified parameter "StartTime" is not '
+                           "valid.")
         price = TYPES[itype][4]
         points = []
         for zone in REGIONS[region][1]:
             if (q.get("ZoneId") and q["ZoneId"] != zone) or not self.sells_spot(zone, itype):
+                continue
+            if (zone, itype) in self.spot_history:  # with the price in force at StartTime
+                kept = sorted(self.spot_history[(zone, itype)])
+                before = [i for i, (at, _p) in enumerate(kept) if at < start]
+                points += [{"ZoneId": zone, "InstanceType": itype, "IoOptimized": "optimized",
+                            "NetworkType": "vpc", "Timestamp": _iso(at), "SpotPrice": p,
+                            "OriginPrice": price}
+                           for at, p in kept[before[-1] if before else 0:] if at <= end]
                 continue
             for i, at in enumerate((start - 1800, start + 600)):
                 points.append({"ZoneId": zone, "InstanceType": itype, "IoOptimized": "optimized",
@@ -548,11 +590,36 @@ class AliyunStandin(StandinServer):
                                "OriginPrice": price})
         return {"Currency": "CNY", "NextOffset": 0, "SpotPrices": {"SpotPriceType": points}}
 
+    def _DescribeSpotAdvice(self, region: str, q: dict[str, str]) -> dict[str, Any]:
+        """The last 30 days' release rate and discount per zone and type (the API
+        reference's AvailableSpotZones shape); "up to 10 instance types" per call."""
+        wanted = _listed(q, "InstanceTypes")
+        if len(wanted) > 10:
+            raise ApiError("InvalidParameter", 'The specified parameter "InstanceTypes" is '
+                           "not valid.")
+        zones = []
+        for zone in REGIONS[region][1]:
+            if q.get("ZoneId") and q["ZoneId"] != zone:
+                continue
+            rows = [{"InstanceType": t, "InterruptionRate": rate, "InterruptRateDesc": desc,
+                     "AverageSpotDiscount": discount}
+                    for (z, t), (rate, desc, discount) in sorted(self.spot_advice.items())
+                    if z == zone and (not wanted or t in wanted) and self.sells_spot(z, t)]
+            if rows:
+                zones.append({"ZoneId": zone, "AvailableSpotResources": {
+                    "AvailableSpotResource": rows}})
+        return {"RegionId": region, "AvailableSpotZones": {"AvailableSpotZone": zones}}
+
     def _DescribeImages(self, region: str, q: dict[str, str]) -> dict[str, Any]:
         if q.get("InstanceType") and q["InstanceType"] not in TYPES:
             raise ApiError("InvalidInstanceType.ValueNotSupported", "InstanceType unknown.")
         images = [dict(i, ImageOwnerAlias="system", OSType="linux", Architecture="x86_64",
                        Status="Available", IsSupportCloudinit=True) for i in IMAGES]
+        bare = self.driverless_regions.get(region)
+        if bare == "no_ubuntu":  # no Ubuntu image there at all
+            images = [i for i in images if i["Platform"] != "Ubuntu"]
+        elif bare is not None:  # no image there names a GPU driver
+            images = [i for i in images if "GPU" not in i["ImageName"]]
         return self._paged(images, q, "Images", "Image")
 
     @staticmethod
@@ -869,12 +936,26 @@ class AliyunStandin(StandinServer):
             self.state.instances[iid]["_ram_role"] = role_name
         if q.get("ClientToken"):
             self.state.tokens[token] = [iid]
+        if (zone, itype) in self.failed_but_listed:  # accepted, failed, not released yet
+            self.state.instances[iid]["_stuck"] = True
+        if (zone, itype) in self.failed_creations:  # accepted, then released at once
+            del self.state.instances[iid]
+            self.state.released.append((iid, now))
+        if (zone, itype) in self.failed_creations | self.failed_but_listed:
+            self.history_events.append({
+                "EventId": _new_id("e-"), "InstanceId": iid, "ResourceType": "instance",
+                "EventType": {"Name": "SystemFailure.Delete"},
+                "EventCycleStatus": {"Name": "Executed"},
+                "EventPublishTime": _iso(now), "NotBefore": _iso(now),
+                "EventFinishTime": _iso(now), "ReasonCode": "NoStock",
+                "Reason": "The instance failed to be created because the resources in the "
+                          "zone are insufficient."})
         return {"InstanceIdSets": {"InstanceIdSet": [iid]}, "TradePrice": TYPES[itype][4]}
 
     def _advance(self, raw: dict[str, Any]) -> None:
         """A machine moves on once it has been seen: Pending → Running and the like."""
         raw["_seen"] += 1
-        if raw["_seen"] < 2:
+        if raw["_seen"] < 2 or raw.get("_stuck"):
             return
         nxt = {"Pending": "Running", "Starting": "Running", "Stopping": "Stopped"}
         if raw["Status"] in nxt:
@@ -898,6 +979,20 @@ class AliyunStandin(StandinServer):
             self._advance(raw)
             items.append({k: v for k, v in raw.items() if not k.startswith("_")})
         return self._paged(items, q, "Instances", "Instance", token_paged=True)
+
+    def _DescribeInstanceHistoryEvents(self, region: str, q: dict[str, str]
+                                       ) -> dict[str, Any]:
+        """System events; by default only Avoided, Executed, Canceled and Failed ones."""
+        kinds = _listed(q, "InstanceEventType") or ([q["EventType"]] if q.get("EventType")
+                                                     else [])
+        cycles = _listed(q, "InstanceEventCycleStatus") or (
+            [q["EventCycleStatus"]] if q.get("EventCycleStatus")
+            else ["Avoided", "Executed", "Canceled", "Failed"])
+        items = [e for e in self.history_events
+                 if (not q.get("InstanceId") or e["InstanceId"] == q["InstanceId"])
+                 and (not kinds or e["EventType"]["Name"] in kinds)
+                 and e["EventCycleStatus"]["Name"] in cycles]
+        return self._paged(items, q, "InstanceSystemEventSet", "InstanceSystemEventType")
 
     def _instance(self, iid: str) -> dict[str, Any]:
         raw = self.state.instances.get(iid)
@@ -956,6 +1051,35 @@ class AliyunStandin(StandinServer):
 
 
     # ------------------------------------------------------------------ RAM and the role
+
+    def role_session(self, role: str) -> dict[str, str]:
+        """Test control: ``role``'s temporary keys as ECS's metadata serves them to a machine
+        the role is attached to. A call signed with them may do only what the role's attached
+        policies allow (``role_policy.ram_allows``); the rest is refused as RAM refuses it."""
+        key, secret, token = role_policy.session_keys(role, "STS.")
+        with self._lock:
+            self.secrets[key] = secret
+            self.role_keys[key] = role
+        return {"AccessKeyId": key, "AccessKeySecret": secret, "SecurityToken": token,
+                "Expiration": "2030-01-01T00:00:00Z", "Code": "Success"}
+
+    def _role_check(self, action: str, region: str, q: dict[str, str]) -> None:
+        """A call signed with a role's keys: every instance it names must be one the role's
+        policies allow this action on (its tags as RAM reads them); a deleted role, none."""
+        role = self.role_keys.get(self._caller)
+        if role is None:
+            return
+        docs = [json.loads(self.state.policies[name]["_document"])
+                for r, name in self.state.attached
+                if r == role and name in self.state.policies and role in self.state.roles]
+        for iid in _listed(q, "InstanceId") or [q.get("InstanceId", "")]:
+            raw = self.state.instances.get(iid) or {}
+            tags = {str(t.get("TagKey")): str(t.get("TagValue", ""))  # as DescribeInstances
+                    for t in (raw.get("Tags") or {}).get("Tag") or []}
+            resource = f"acs:ecs:{region}:{ACCOUNT_ID}:instance/{iid or '*'}"
+            if not role_policy.ram_allows(docs, action, resource, tags):
+                raise ApiError("Forbidden.RAM", "User not authorized to operate on the "
+                               "specified resource, or this API doesn't support RAM.")
 
     def role_of(self, instance_id: str) -> str:
         """The RAM role ECS has attached to ``instance_id`` ("" for none)."""

@@ -130,13 +130,31 @@ def test_wrong_expected_fingerprint_is_refused(
 
 def test_ledger_machine_as_target(sshd: SshdServer, tmp_path: Path,  # noqa: F811
                                   capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["add-machine", "box", sshd.url]) == 0
+    assert main(["add-machine", "box", sshd.url, "--no-test"]) == 0
     local, remote = tmp_path / "proj", tmp_path / "remote"
     wanted = make_project(local)
     assert main(["sync", str(local), str(remote), "--on", "box", "--identity",
                  str(sshd.client_key), "--host-key", sshd.host_key_fingerprint]) == 0
     assert remote_tree(remote) == wanted
     assert "sent 7 files" in capsys.readouterr().out
+
+
+def test_add_machine_refuses_a_taken_name_and_a_python_that_is_not_there(
+        sshd: SshdServer, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    """As the window (issue 31 item 19): one name, one machine; a profile whose Python is
+    not there is not added."""
+    from gpudesk.services.money.ledger import Ledger
+
+    assert main(["add-machine", "box", sshd.url, "--no-test"]) == 0
+    capsys.readouterr()
+    assert main(["add-machine", "BOX", sshd.url, "--no-test"]) == 1
+    assert "a machine named BOX is already in your list" in capsys.readouterr().err
+    assert main(["add-machine", "box2", sshd.url, "--identity", str(sshd.client_key),
+                 "--accept-new", "--python", "/nonexistent/bin/python3"]) == 1
+    err = capsys.readouterr().err
+    assert "not added: /nonexistent/bin/python3 was not found" in err and "--python" in err
+    with Ledger() as ledger:
+        assert [m.name for m in ledger.machines()] == ["box"]
 
 
 def test_missing_folder_and_bad_target_are_readable_errors(

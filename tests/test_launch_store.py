@@ -6,8 +6,10 @@ a bad URI, or a bucket on another cloud, is refused before anything is written o
 from __future__ import annotations
 
 import contextlib
+import http.server
 import io
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -28,6 +30,7 @@ def cloud(aws: MotoAws, memory_keyring: Any) -> MotoAws:
     """moto with a Deep Learning AMI, and the keys in the keyring the launcher reads."""
     credentials.save_credentials(aws.credentials)
     aws.publish_dlami("us-east-1")
+    aws.client("s3").create_bucket(Bucket="my-lab-data")  # a given store must exist (issue 30)
     return aws
 
 
@@ -95,9 +98,63 @@ def test_the_store_is_written_before_the_cloud_is_asked(aws: MotoAws,
     """No Deep Learning AMI in the region: the cloud refuses after the intent row was
     written, and that row already names the bucket."""
     credentials.save_credentials(aws.credentials)
+    aws.client("s3").create_bucket(Bucket="my-lab-data")
     code, _, err = _run([*LAUNCH, "--store", "s3://my-lab-data/p"])
     assert code == 1 and "GPU deep-learning image" in err
     with Ledger() as ledger:
         (m,) = ledger.machines(include_ended=True)
     assert (m.state, m.store, m.cloud_id) == ("failed", "s3://my-lab-data/p/", "")
     assert aws.instance_count() == 0
+
+
+def test_a_missing_bucket_launches_nothing_and_names_it(cloud: MotoAws) -> None:
+    """Issue 30: a bucket that is not there is refused before the intent row or the cloud."""
+    code, out, err = _run([*LAUNCH, "--store", "s3://missing-lab-bucket/x"])
+    assert code != 0 and out == ""
+    assert "The bucket missing-lab-bucket does not exist" in err, err
+    assert "Create it first, or give another bucket as the store" in err
+    with Ledger() as ledger:
+        assert ledger.machines(include_ended=True) == []
+    assert cloud.instance_count() == 0
+    assert cloud.client("ec2").describe_key_pairs()["KeyPairs"] == []
+
+
+def test_an_unreachable_store_launches_nothing(cloud: MotoAws,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUDESK_STORE_ENDPOINT", "http://127.0.0.1:9")  # nothing listens
+    code, _, err = _run([*LAUNCH, "--store", "s3://my-lab-data/x"])
+    assert code != 0
+    assert "The bucket my-lab-data could not be reached at http://127.0.0.1:9" in err, err
+    with Ledger() as ledger:
+        assert ledger.machines(include_ended=True) == []
+    assert cloud.instance_count() == 0
+
+
+class _Refusing(http.server.BaseHTTPRequestHandler):
+    """An S3 endpoint that answers every request as S3 does for keys a bucket refuses."""
+
+    def do_HEAD(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(403)
+        self.send_header("x-amz-bucket-region", "us-east-1")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_store_that_refuses_the_keys_launches_nothing(
+        cloud: MotoAws, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("GPUDESK_STORE_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+        code, _, err = _run([*LAUNCH, "--store", "s3://my-lab-data/x"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert code != 0
+    assert "The bucket my-lab-data refused the S3 account's keys (403)" in err, err
+    assert "Allow s3:ListBucket on it for these keys" in err
+    with Ledger() as ledger:
+        assert ledger.machines(include_ended=True) == []
+    assert cloud.instance_count() == 0

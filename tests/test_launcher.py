@@ -53,6 +53,11 @@ def test_launch_writes_intent_first_and_reaches_ssh(cloud, ledger, banner_port) 
     result = asyncio.run(launcher(ledger, banner_port).launch(PLAN, seen.append))
     m = result.machine
     assert m.state == "running" and m.cloud_id.startswith("ins-") and m.public_ip
+    # first the cloud's quote, before anything is requested (issue 31): no words, as it is
+    # within half a percent of the price the launch was pressed at
+    quote = seen.pop(0)
+    assert (quote.step, quote.status, quote.message) == ("instance", "started", "")
+    assert quote.quote is not None and quote.quote.price == 8.68
     assert [(p.step, p.status) for p in seen] == [
         ("key", "started"), ("key", "done"), ("security-group", "started"),
         ("security-group", "done"), ("instance", "started"), ("instance", "done"),

@@ -63,7 +63,8 @@ def test_window_short_ledgers_cli_reader_and_a_killed_writer_lose_nothing(tmp_pa
     def cli_loop() -> None:
         for name in cli_names:
             cli_done.append(subprocess.run(
-                [sys.executable, "-m", "gpudesk", "add-machine", name, "ssh://u@127.0.0.1:22"],
+                [sys.executable, "-m", "gpudesk", "add-machine", name, "ssh://u@127.0.0.1:22",
+                 "--no-test"],
                 capture_output=True, text=True, env=env, timeout=120))
 
     cli = threading.Thread(target=cli_loop)

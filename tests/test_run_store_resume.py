@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: F401 - fixtures
+from fixtures_keyring import memory_keyring  # noqa: F401 - fixture
 from fixtures_sshd import SshdServer, sshd, sshd_b  # noqa: F401 - fixtures
 from metadata_standin import MetadataStandin
 from test_run_store import KEY_ID, SECRET, TOKEN, recording, sts_access
@@ -33,6 +34,7 @@ from test_runs import (
 )
 
 from gpudesk.agent.runs import pid_alive, process_tree, read_pid
+from gpudesk.services.cloud.credentials import save_credentials
 from gpudesk.services.remote.host_keys import HostKeyPolicy
 from gpudesk.services.runs import detached as runs
 from gpudesk.services.runs import spot_recovery
@@ -218,3 +220,124 @@ def test_cli_recover_resumes_a_role_run_on_another_machine_from_the_bucket(
         assert "GPUDESK_RESUME_FROM=" in capsys.readouterr().out
     _same_weights(result(broken), result(whole))
     assert issued, "the agents never asked the metadata service for the role's keys"
+
+
+EXPORT = '''"""train.py, then what the run makes, written where outputs belong."""
+import torch
+from train import parse, train
+
+from gpudesk.training import output_dir
+
+result = train(parse())
+if result["rank"] == 0:
+    torch.save(result["state"], output_dir() / "model.pt")
+    (output_dir() / "report.txt").write_text(f"steps {result['step']}\\n")
+'''
+
+
+def test_own_machines_with_a_bucket_from_the_documented_cli_only(
+        sshd: SshdServer, sshd_b: SshdServer, bucket: Bucket, machines: tuple[Path, Path],
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], memory_keyring: object) -> None:
+    """Issue 30, done-when: two own machines added with ``add-machine`` (profile: key file,
+    Python, folder; A with a bucket on moto's S3), a run on A SIGKILLed like a reclaim with
+    no laptop copy, ``gpudesk recover RUN --on mb`` from the bucket alone: identical weights,
+    ``show RUN --json`` lists both machines with the step B resumed from, and the outputs
+    come down intact. Only verbs and flags the README documents."""
+    machine_a, machine_b = machines
+    save_credentials(bucket.moto.credentials)  # the account that owns the bucket
+    project = training_project(tmp_path / "proj", {"export.py": EXPORT})
+    whole, broken = tmp_path / "whole", tmp_path / "broken"
+    assert gpudesk(*run_cmd(sshd, tmp_path / "baseline", project, "--accept-new", "--",
+                            "train.py", "--out", str(whole), *STEPS)) == 0
+    capsys.readouterr()
+
+    # a bucket that is not there: refused before the login, nothing added
+    assert gpudesk("add-machine", "ma", sshd.url, "--identity", str(sshd.client_key),
+                   "--store", "s3://missing-lab-bucket/x", "--accept-new") != 0
+    assert "The bucket missing-lab-bucket does not exist" in capsys.readouterr().err
+    for name, server, root, store in (("ma", sshd, machine_a, [f"s3://{bucket.name}/lab"]),
+                                      ("mb", sshd_b, machine_b, [])):
+        assert gpudesk("add-machine", name, server.url, "--identity", str(server.client_key),
+                       "--python", PYTHON, "--remote-root", str(root), "--accept-new",
+                       *(["--store", *store] if store else [])) == 0
+        said = capsys.readouterr().out
+        assert f"host key {server.host_key_fingerprint} pinned" in said, said
+        assert "torch" in said
+        if store:
+            assert f"runs keep their data in {store[0]}/ (us-east-1)" in said, said
+    assert gpudesk("show", "ma", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["store"] == {
+        "uri": f"s3://{bucket.name}/lab/", "role": "", "credentials": "sts",
+        "region": "us-east-1"}
+
+    # `run --store` with a missing bucket: refused before anything is made on the machine
+    assert gpudesk("run", "--on", "mb", "--project", str(project), "--store",
+                   "s3://missing-lab-bucket/x", "--detach", "--", "train.py", "--out",
+                   str(broken)) != 0
+    assert "The bucket missing-lab-bucket does not exist" in capsys.readouterr().err
+    assert not (machine_b / "runs").exists() and not (machine_b / "projects").exists()
+
+    # no --identity, --python or --remote-root: the profile's
+    assert gpudesk("run", "--on", "ma", "--project", str(project), "--detach", "--",
+                   "export.py", "--out", str(broken), *STEPS, "--pause-at", "10") == 0
+    run_id = capsys.readouterr().out.splitlines()[0]
+    record = runs.RunRecord.load(run_id)
+    assert record.main.run_dir == str(machine_a / "runs" / run_id)
+    assert (record.store_uri, record.store_credentials) == (f"s3://{bucket.name}/lab/", "sts")
+    wait_for(lambda: (broken / "paused-10-rank0").exists(), "the pause at step 10")
+    wait_for(lambda: _latest(bucket, run_id, "lab/") == "ckpt-000000008.pt",
+             "the step-8 checkpoint in the bucket")
+    reclaim(machine_a, run_id)
+    shutil.rmtree(spot_recovery.mirror_dir(record), ignore_errors=True)  # no laptop copy
+    (broken / "go-10").touch()
+
+    assert gpudesk("recover", run_id, "--on", "mb") == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines() == [run_id]
+    assert "fetches the latest one from" in out.err, out.err
+    assert gpudesk("logs", run_id, "--follow") == 0
+    assert "GPUDESK_RESUME_FROM=" in capsys.readouterr().out
+    _same_weights(result(broken), result(whole))
+
+    assert gpudesk("show", run_id, "--json") == 0
+    told = json.loads(capsys.readouterr().out)
+    hops = [(m["target"], m["resumed_from_step"]) for m in told["machines"]]
+    assert hops == [("ma", None), ("mb", 8)], told
+    assert told["machines"][0]["why"] == "moved" and told["machines"][0]["to"] is not None
+
+    wait_for(lambda: f"lab/runs/{run_id}/outputs/model.pt" in bucket.keys("lab/"),
+             "the outputs in the bucket")
+    down = tmp_path / "down"
+    assert gpudesk("outputs", run_id, "--download", str(down)) == 0
+    capsys.readouterr()
+    files = {p.relative_to(down).as_posix() for p in down.rglob("*") if p.is_file()}
+    (model,) = [f for f in files if f.endswith("model.pt")]
+    (report,) = [f for f in files if f.endswith("report.txt")]
+    assert (down / report).read_text() == "steps 16\n"
+    state, base = torch.load(down / model), result(whole)["state"]
+    assert state.keys() == base.keys()
+    for key in base:
+        assert torch.equal(state[key], base[key]), key
+
+
+def test_run_store_gives_one_run_on_an_ssh_address_its_own_bucket(
+        sshd: SshdServer, bucket: Bucket, machines: tuple[Path, Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str], memory_keyring: object) -> None:
+    """``gpudesk run --store URI`` on a machine with no profile at all (an ssh:// address):
+    the bucket is checked, the run gets short-lived keys to its folder there, and its last
+    checkpoint reaches the bucket."""
+    machine_a, _ = machines
+    save_credentials(bucket.moto.credentials)
+    project = training_project(tmp_path / "proj")
+    assert gpudesk(*run_cmd(sshd, machine_a, project, "--accept-new", "--store",
+                            f"s3://{bucket.name}/solo", "--detach", "--", "train.py",
+                            "--out", str(tmp_path / "out"), "--max-steps", "4",
+                            "--ckpt-steps", "4")) == 0
+    run_id = capsys.readouterr().out.splitlines()[0]
+    record = runs.RunRecord.load(run_id)
+    assert (record.store_uri, record.store_region, record.store_credentials) == (
+        f"s3://{bucket.name}/solo/", "us-east-1", "sts")
+    assert (machine_a / "store-credentials" / f"{run_id}.json").is_file()
+    assert gpudesk("logs", run_id, "--follow") == 0
+    wait_for(lambda: _latest(bucket, run_id, "solo/") == "ckpt-000000004.pt",
+             "the step-4 checkpoint in the bucket")

@@ -144,3 +144,43 @@ def test_the_run_page_shows_the_machines_of_a_kept_alive_run(
         qtbot.mouseClick(view.refresh_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: "1.50 USD in all" in view.note.text(), timeout=30000)
         page.shutdown()
+
+
+def test_a_run_moved_between_own_machines_lists_each_with_its_step(
+        qtbot: Any, loop: Any) -> None:
+    """Issue 30: no group, no bucket story: the run record's own machines, in order, with
+    the step each resumed from, in ``show RUN --json`` and on the Run page."""
+    pytest.importorskip("pytestqt")
+    from gpudesk.services.core.window_state import update_state
+    from gpudesk.ui.run.run_page import RunPage
+
+    run = "proj-20260102-000000-cd34"
+    record = RunRecord(id=run, project="/p", remote_project="/r/projects/p",
+                       script="train.py", args=[], nproc=0,
+                       nodes=[NodeRun("lab-b", None, f"/b/runs/{run}", "10.0.0.3")],
+                       hops=[{"target": "lab-a", "host": "10.0.0.2", "attempt": 1,
+                              "from": T0, "resumed_from_step": None, "checkpoint": ""},
+                             {"target": "lab-b", "host": "10.0.0.3", "attempt": 2,
+                              "from": T0 + 600, "resumed_from_step": 8,
+                              "checkpoint": "ckpt-000000008.pt"}])
+    record.save()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["show", run, "--json"]) == 0
+    told = json.loads(out.getvalue())
+    assert [(m["target"], m["from"], m["to"], m["why"], m["resumed_from_step"])
+            for m in told["machines"]] == [("lab-a", T0, T0 + 600, "moved", None),
+                                           ("lab-b", T0 + 600, None, "", 8)]
+    update_state(run_selected=run)
+    with Ledger() as ledger:
+        page = RunPage(ledger)
+        qtbot.addWidget(page)
+        page.resize(1200, 800)
+        page.show()
+        view = page.machines_view
+        qtbot.waitUntil(lambda: view.isVisible() and view.tree.topLevelItemCount() == 2,
+                        timeout=30000)
+        rows = [[view.tree.topLevelItem(i).text(c) for c in (0, 3, 4)] for i in range(2)]
+        assert rows == [["lab-a", "moved to the next machine", "—"],
+                        ["lab-b", "running", "step 8"]]
+        page.shutdown()

@@ -2,10 +2,11 @@
 clicked and typed in the real window: against moto over HTTP for AWS and the ECS stand-in
 (real SDK, signatures checked) for Alibaba Cloud.
 
-A bucket address is checked as it is typed (red field, the reason, no Launch while bad);
-the choice reaches the ledger's row of the machine launched. A machine that could not get a
-role to stop itself says, in the dialog and the Instances page's tooltip, what stays
-unprotected."""
+A bucket address is checked as it is typed (red field, the reason, no Launch while bad),
+and the bucket itself before anything is launched (issue 30: one that does not exist is
+said next to the field); the choice reaches the ledger's row of the machine launched. A
+machine that could not get a role to stop itself says, in the dialog and the Instances
+page's tooltip, what stays unprotected."""
 # ruff: noqa: F811 - fixtures imported from fixtures_* arrive as parameters
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from cloud_window import fill_launch_dialog, open_cloud_window, select_offer
 from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
 from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
+from fixtures_storage import oss_server  # noqa: F401
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit
 
@@ -26,6 +28,7 @@ from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import ALIYUN_ENDPOINT_ENV
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.money.ledger import Account
+from gpudesk.services.storage.clients import PROXY_ENV, make_client
 from gpudesk.ui.machines.instances_model import COL
 from gpudesk.ui.machines.launch_dialog import LaunchDialog
 from gpudesk.ui.shell.main_window import MainWindow
@@ -95,9 +98,16 @@ def test_a_bucket_address_is_checked_as_typed_and_reaches_the_ledger(
     _retype(qtbot, field, "oss://lab-data/exp1")  # a bucket on another cloud
     assert "is on another cloud than the machine (AWS)" in error.text()
     assert not dialog.launch_button.isEnabled()
+    _retype(qtbot, field, "s3://missing-lab-bucket/exp1")  # well formed, but not there
+    assert not error.isVisible() and dialog.launch_button.isEnabled()
+    dialog.launch_button.click()
+    qtbot.waitUntil(error.isVisible, timeout=WAIT_MS)
+    assert "The bucket missing-lab-bucket does not exist" in error.text()
+    assert aws_window.ledger.machines() == [] and aws.instance_count() == 0
+    aws.client("s3").create_bucket(Bucket="lab-data")
     _retype(qtbot, field, "s3://lab-data/exp1")
     assert not error.isVisible() and field.property("invalid") == "false"
-    assert dialog.launch_button.isEnabled()
+    qtbot.waitUntil(dialog.launch_button.isEnabled, timeout=WAIT_MS)
 
     with qtbot.waitSignal(dialog.launched, timeout=WAIT_MS):
         dialog.launch_button.click()
@@ -142,7 +152,14 @@ def aliyun_window(qtbot: Any, loop: Any, aliyun: AliyunStandin, aliyun_creds: Cr
 
 
 def test_a_machine_ram_refused_a_role_says_what_stays_unprotected(
-        aliyun_window: MainWindow, qtbot: Any, aliyun: AliyunStandin) -> None:
+        aliyun_window: MainWindow, qtbot: Any, aliyun: AliyunStandin, aliyun_creds: Credentials,
+        oss_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the bucket, on the OSS stand-in (reached through it as a proxy), is checked first
+    oss_server.reset()
+    oss_server.add_account(aliyun_creds.key_id, aliyun_creds.secret, "1234567890123456")
+    monkeypatch.setenv(PROXY_ENV, oss_server.proxy)
+    make_client("aliyun", "cn-hangzhou", aliyun_creds).create_bucket(
+        Bucket="lab-runs", CreateBucketConfiguration={"LocationConstraint": "cn-hangzhou"})
     aliyun.ram_denied = True  # the keys may not make or pass roles
     dialog = _open(aliyun_window, A10, "cn-hangzhou")
     choice = dialog.findChild(QComboBox, "storeChoice")

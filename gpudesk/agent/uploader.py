@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from .clock import SYSTEM_CLOCK, Clock
-from .runs import PID_FILE, pid_alive, read_pid
+from .runs import PID_FILE, finished_before_exit, pid_alive, read_pid
 from .spot import SPOT_NOTICE_FILE
 from .store import MULTIPART_THRESHOLD, PART_SIZE, Store, StoreConfig, StoreError, hook
 
@@ -432,7 +432,7 @@ class Uploader:
             code = None
         if (self.folder / CANCEL_FILE).exists():
             state = "cancelled"
-        elif code == 0:
+        elif code == 0 or finished_before_exit(self.folder, code):  # teardown: finished
             state = "succeeded"
         elif code is None or code >= 128 or self.state.get("spot"):
             state = "killed"  # by a signal or a reclaim: not an end of the run

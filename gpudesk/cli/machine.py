@@ -66,6 +66,8 @@ def _cmd_bootstrap(a: argparse.Namespace) -> int:
     from gpudesk.services.remote import bootstrap
     from gpudesk.services.runs.detached import project_folder_name
 
+    cli_remote.fill_profile_folders(a)  # the machine's profile where not given
+
     try:
         env = _env_pairs(a.env)
     except argparse.ArgumentTypeError as err:

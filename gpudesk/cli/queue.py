@@ -40,6 +40,8 @@ def _line(e: QueueEntry) -> str:
 def _cmd_queue(a: argparse.Namespace) -> int:
     from gpudesk.services.runs import run_queue
 
+    cli_remote.fill_profile_folders(a)  # the machine's profile where not given
+
     with cli_remote.open_target(a) as conn:
         if a.cancel:
             changed = run_queue.cancel(conn, a.target, a.cancel, root=a.remote_root,

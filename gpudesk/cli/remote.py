@@ -48,11 +48,26 @@ REMOTE_ROOT = "~/gpudesk"
 def add_machine_folder_args(p: argparse.ArgumentParser, *, python_for: str,
                             root_for: str) -> None:
     """``--python`` (the Python on the machine) and ``--remote-root`` (gpudesk's folder
-    there); the help says what the command uses each for."""
-    p.add_argument("--python", default=REMOTE_PYTHON, metavar="PATH",
-                   help=f"{python_for} (default {REMOTE_PYTHON})")
-    p.add_argument("--remote-root", default=REMOTE_ROOT, metavar="DIR",
-                   help=f"{root_for} (default {REMOTE_ROOT})")
+    there); the help says what the command uses each for. Not given, they are the machine
+    profile's (``gpudesk add-machine``), else the defaults: :func:`fill_profile_folders`."""
+    p.add_argument("--python", default=None, metavar="PATH",
+                   help=f"{python_for} (default: the machine's profile, else {REMOTE_PYTHON})")
+    p.add_argument("--remote-root", default=None, metavar="DIR",
+                   help=f"{root_for} (default: the machine's profile, else {REMOTE_ROOT})")
+
+
+def fill_profile_folders(a: argparse.Namespace) -> None:
+    """``--python`` and ``--remote-root`` left out: the profile of the machine ``--on``
+    names (kept by ``gpudesk add-machine`` or the window), else python3 and ~/gpudesk."""
+    machine = None
+    if (a.python is None or a.remote_root is None) and getattr(a, "target", None):
+        from gpudesk.services.runs.machine_access import ledger_machine
+
+        machine = ledger_machine(a.target)
+    if a.python is None:
+        a.python = (machine.remote_python if machine is not None else "") or REMOTE_PYTHON
+    if a.remote_root is None:
+        a.remote_root = (machine.remote_root if machine is not None else "") or REMOTE_ROOT
 
 
 def _ask_on_terminal(name: str, offered: str, key_type: str) -> bool:

@@ -53,6 +53,8 @@ def _cmd_watch(a: argparse.Namespace) -> int:
     from gpudesk.services.remote import agent_deploy, target_agent
     from gpudesk.services.remote.telemetry import FAILED, TelemetryError, TelemetryStream
 
+    cli_remote.fill_profile_folders(a)  # the machine's profile where not given
+
     lock = threading.Lock()
     got = threading.Event()
     done = threading.Event()

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gpudesk.training.checkpoint import CheckpointError, CheckpointInfo
     from gpudesk.training.data import ResumableSampler
-    from gpudesk.training.env import DistEnv, TrainingWarning
+    from gpudesk.training.env import DistEnv, TrainingWarning, output_dir
     from gpudesk.training.rng import seed_everything
     from gpudesk.training.session import Session
     from gpudesk.training.spot import SPOT_NOTICE_FILE
@@ -38,6 +38,7 @@ _WHERE = {
     "ResumableSampler": "data",
     "DistEnv": "env",
     "TrainingWarning": "env",
+    "output_dir": "env",
     "seed_everything": "rng",
     "SPOT_NOTICE_FILE": "spot",
 }
@@ -50,6 +51,7 @@ __all__ = [
     "ResumableSampler",
     "Session",
     "TrainingWarning",
+    "output_dir",
     "seed_everything",
 ]
 

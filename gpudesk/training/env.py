@@ -17,7 +17,11 @@ CHECKPOINT_EVERY_ENV = "GPUDESK_CHECKPOINT_EVERY_MIN"
 AMP_ENV = "GPUDESK_AMP"
 # Set by the agent's fetch-resume: the checkpoint fetched from the run's bucket.
 RESUME_FROM_ENV = "GPUDESK_RESUME_FROM"
+# Where a script writes what it makes (samples, exported models, results): the agent uploads
+# this folder to the run's bucket when the run ends, and `gpudesk outputs RUN` lists it.
+OUTPUT_DIR_ENV = "GPUDESK_OUTPUT_DIR"
 DEFAULT_RUN_DIR = "checkpoints"
+DEFAULT_OUTPUT_DIR = "outputs"
 # Without any setting a run loses at most this much work to a crash.
 DEFAULT_CHECKPOINT_EVERY_S = 600.0
 
@@ -82,6 +86,16 @@ def resolve_run_dir(run_dir: str | os.PathLike[str] | None,
     if run_dir is not None:
         return Path(run_dir)
     return Path(env.get(RUN_DIR_ENV, "").strip() or DEFAULT_RUN_DIR)
+
+
+def output_dir(environ: Mapping[str, str] | None = None, *, create: bool = True) -> Path:
+    """Where to write outputs: ``$GPUDESK_OUTPUT_DIR`` (the run folder's ``outputs/``, which
+    the agent uploads to the run's bucket), else ``./outputs``; made when ``create``."""
+    env = os.environ if environ is None else environ
+    path = Path(env.get(OUTPUT_DIR_ENV, "").strip() or DEFAULT_OUTPUT_DIR)
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def resolve_resume_from(environ: Mapping[str, str] | None = None) -> Path | None:

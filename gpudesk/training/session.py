@@ -11,6 +11,7 @@ import contextlib
 import logging
 import math
 import os
+import sys
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -49,6 +50,11 @@ from gpudesk.training.spot import SPOT_NOTICE_FILE, SpotWatcher
 
 log = logging.getLogger("gpudesk.training")
 PROGRESS_FILE = "progress.json"
+# progress.json's mark that every rank got past finish()'s final barrier: the run finished,
+# whatever its processes' exit status then says (the run launcher reads it too)
+ALL_RANKS_FINISHED = "all_ranks_finished"
+# What a DistributedDataParallel wrapper holds the process group by
+DDP_GROUP_HOLDERS = ("reducer", "logger", "process_group")
 
 
 def _ensure_log_handler() -> None:
@@ -59,6 +65,27 @@ def _ensure_log_handler() -> None:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("[gpudesk] %(message)s"))
         log.addHandler(handler)
+
+
+def _import_group_defaults() -> None:
+    """Import torch.distributed.nn.functional before the group exists: its functions'
+    ``group=group.WORLD`` defaults are evaluated at import, and taken after
+    ``init_process_group`` they would hold the group past ``destroy_process_group``."""
+    with contextlib.suppress(ImportError):
+        import torch.distributed.nn.functional  # noqa: F401
+
+
+def _clear_group_defaults() -> None:
+    """Default arguments that hold a process group (torch.distributed.nn.functional's, when
+    imported after the group existed) become None, which means the same default group."""
+    module = sys.modules.get("torch.distributed.nn.functional")
+    if module is None:
+        return
+    for value in vars(module).values():
+        defaults = getattr(value, "__defaults__", None)
+        if defaults and any(isinstance(d, dist.ProcessGroup) for d in defaults):
+            value.__defaults__ = tuple(None if isinstance(d, dist.ProcessGroup) else d
+                                       for d in defaults)
 
 
 class Session:
@@ -98,6 +125,7 @@ class Session:
         self._group: Any = None  # for our own small collectives: gloo, CPU tensors
         if self.env.is_distributed:
             if not dist.is_initialized():
+                _import_group_defaults()
                 dist.init_process_group(self.backend, rank=self.env.rank,
                                         world_size=self.env.world_size)
                 self._owns_group = True
@@ -432,8 +460,10 @@ class Session:
         except (CheckpointError, FileNotFoundError):
             return None
 
-    def _report(self, status: str = "running", *, log_line: bool = False) -> None:
-        """Rewrite progress.json for gpudesk's window (rank 0 only)."""
+    def _report(self, status: str = "running", *, log_line: bool = False,
+                all_ranks: bool = False) -> None:
+        """Rewrite progress.json for gpudesk's window (rank 0 only). ``all_ranks``: every
+        rank has finished (said past the final barrier, ``ALL_RANKS_FINISHED``)."""
         if not self.is_main:
             return
         loss = self._last_loss
@@ -450,7 +480,7 @@ class Session:
             "checkpoint": str(self.last_checkpoint) if self.last_checkpoint else None,
             "checkpoint_step": self._last_ckpt_step if self.last_checkpoint else None,
             "resumed_from": str(self.resumed_from) if self.resumed_from else None,
-            "pid": os.getpid(),
+            "pid": os.getpid(), **({ALL_RANKS_FINISHED: True} if all_ranks else {}),
         }, durable=False)
         if log_line:
             shown = f"{loss_value:.4g}" if loss_value is not None else "-"
@@ -467,13 +497,41 @@ class Session:
             self.save("final")
         self._report("finished")
         self.log(f"finished at step {self.step_count}")
+        all_ranks = not self.env.is_distributed
         if self._owns_group and dist.is_initialized() and dist.get_world_size() > 1:
             # Every rank past its last collective before any tears down (only on this
             # normal path: a failing rank must not wait for peers that are still training).
             # A rank that destroyed gloo while a peer still had work in flight was seen to
             # abort ("terminate called without an active exception", exit status 134).
             dist.barrier()
+            all_ranks = True
+        if all_ranks:
+            # Past the barrier every rank has written (rank 0) and reported its final step:
+            # the launcher's status shows the run finished even if an exit then goes wrong.
+            self._report("finished", all_ranks=True)
+        if self._owns_group:
+            self._release_group_holders()
         self.close()
+
+    def _release_group_holders(self) -> None:
+        """Let destroy_process_group end the group now, not at interpreter exit.
+
+        Whatever still holds the process group keeps it alive past ``destroy_process_group``
+        (which only unregisters it): gloo's group and threads then die while Python shuts
+        down, where they can abort ("terminate called without an active exception",
+        SIGABRT) after a finished run. Two holders are known: the DDP wrapper the script
+        keeps (its reducer, logger and ``process_group``), and the default arguments
+        (``group=group.WORLD``) of torch.distributed.nn.functional when that module was
+        first imported after the group existed (DDP imports torch._dynamo, which imports
+        it). Past the final barrier nothing is in flight: both let go, and the wrapper
+        calls the bare model from now on, so evaluation after ``finish()`` still works."""
+        ddp = self.model
+        if isinstance(ddp, DistributedDataParallel):
+            for name in DDP_GROUP_HOLDERS:
+                ddp.__dict__.pop(name, None)
+            ddp.__dict__["forward"] = ddp.module.forward
+            self.model = self.module
+        _clear_group_defaults()
 
     def close(self) -> None:
         """Leave the process group and restore the signal handler; no checkpoint."""

@@ -78,6 +78,15 @@ MSG_LAUNCH_FAILED = QT_TRANSLATE_NOOP(
     "ProviderError", "The machine {cloud_id} could not be started in {where}. The cloud said: "
     "{reason}")
 MSG_NO_REASON = QT_TRANSLATE_NOOP("ProviderError", "(no reason given)")
+MSG_VANISHED = QT_TRANSLATE_NOOP(
+    "ProviderError", "it vanished while starting and the cloud no longer lists it")
+# An accepted machine the cloud stops listing while it starts (ECS releases one it could not
+# create for lack of inventory) has failed: at once where the cloud says why
+# (``creation_failure``), else after this long unlisted (room for eventual consistency).
+# Only on a cloud that releases such machines (``_Run._may_vanish``).
+GONE_AFTER_S = 45.0
+# A machine still starting after this long: ask the cloud whether it gave up on it.
+ASK_WHY_AFTER_S = 20.0
 MSG_NO_QUOTE = QT_TRANSLATE_NOOP(
     "ProviderError", "The cloud gave no price for {instance_type} in {region} ({detail}), so "
     "nothing was started: gpudesk does not start a machine whose spend it cannot count. Try "
@@ -152,6 +161,36 @@ class Progress:
     message: str = ""  # English template already formatted; UI shows `error` translated
     error: ProviderError | None = None
     ledger_id: str = ""
+    # the cloud's quote, said before the machine is requested (issue 31): with it, the
+    # estimate the launch was pressed at (USD/hour, 0: none); step and status mean nothing
+    quote: guards.Quote | None = None
+    estimate: float = 0.0
+
+
+# Said before the call when the cloud's quote is not the estimate on the Launch button.
+MSG_QUOTE_DIFFERS = QT_TRANSLATE_NOOP(
+    "Launcher", "{cloud} quotes {quote} per hour ({price} {currency}, {source}), not the "
+    "estimated {estimate}: the machine bills at the quote, and its spend and budget count "
+    "from it.")
+MSG_QUOTE_NEW = QT_TRANSLATE_NOOP(
+    "Launcher", "{cloud} quotes {quote} per hour ({price} {currency}, {source}): the machine "
+    "bills at the quote, and its spend and budget count from it.")
+
+
+def quote_differs(quote: guards.Quote, estimate: float) -> bool:
+    """Is the cloud's quote not the estimate the launch was pressed at (half a percent)?"""
+    return estimate <= 0 or abs(quote.usd - estimate) > 0.005 * estimate
+
+
+def quote_progress(ledger_id: str, provider: str, quote: guards.Quote,
+                   estimate: float) -> Progress:
+    """The quote as a progress report, with the CLI's English words where it differs."""
+    values = {"cloud": title(provider), "quote": f"${quote.usd:,.3f}",
+              "price": f"{quote.price:g}", "currency": quote.currency, "source": quote.source,
+              "estimate": f"${estimate:,.3f}"}
+    message = "" if not quote_differs(quote, estimate) else (
+        MSG_QUOTE_NEW if estimate <= 0 else MSG_QUOTE_DIFFERS).format(**values)
+    return Progress("instance", "started", message, None, ledger_id, quote, estimate)
 
 
 @dataclass(frozen=True)
@@ -206,8 +245,18 @@ class Launcher:
                  poll_s: float = 3.0, running_timeout_s: float = 900.0,
                  ssh_timeout_s: float = 600.0,
                  first_boot: Callable[[Machine], tuple[str, str]] | None = None,
-                 keep_alive: keep_alive_launch.KeepAliveHooks | None = None) -> None:
+                 keep_alive: keep_alive_launch.KeepAliveHooks | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 store_check: Callable[[str, str], None] | None = None) -> None:
         self.ledger = ledger
+        # (store URI, region) -> None or StorageError: the bucket answers before anything
+        # bills (services.storage.store_check.check_launch_store; the cloud room may not
+        # import storage, so the front ends hand it in)
+        self.store_check = store_check
+        # waiting for "running" reads this clock and sleeps this way (a test's own clock)
+        self.clock = clock
+        self.sleep = sleep
         # a keep-alive group's role (services.runs.keep_alive_run): None gives its machines
         # no role, so nothing of the run reaches the bucket with gpudesk away
         self.keep_alive = keep_alive
@@ -228,6 +277,10 @@ class Launcher:
         probe = LaunchRequest("check", plan.region, plan.instance_type, plan.market, plan.zone,
                               plan.max_price, plan.image_id, plan.disk_gb, plan.allow_from)
         validate_request(plan.provider, probe, regions, known)  # before anything costs a call
+        if _store_named(plan.store):  # a bucket that is not there: refused before anything bills
+            if self.store_check is None:  # fail closed: never launch with an unchecked bucket
+                raise RuntimeError("this launcher was built without a store check")
+            await asyncio.to_thread(self.store_check, plan.store, plan.region)
         if plan.keep_alive:  # a group the cloud could not cap is refused before it is written
             # hours of the price still to be quoted are a budget too (budget_hours)
             keep_alive_launch.check(plan.provider, plan.market,
@@ -239,6 +292,7 @@ class Launcher:
         allow_from = plan.allow_from or await asyncio.to_thread(detect_public_address)
         # The cloud's own price, before anything is written or made: no answer, no launch.
         quoted: guards.Quote | None = None
+        estimate = plan.price_per_hour  # what the Launch button said, before the quote
         if not plan.price_per_hour or plan.provider in QUOTED_AT_LAUNCH \
                 or _handed_spot_doubted(plan):
             quoted = await asyncio.to_thread(_first_quote, provider, plan)
@@ -255,6 +309,8 @@ class Launcher:
             on_budget=plan.on_budget if plan.budget else "", store=plan.store.strip()))
         if quoted is not None:
             guards.record_quote(self.ledger, ledger_id, quoted)
+            # said before anything is requested, where it is not the estimate (issue 31)
+            on_progress(quote_progress(ledger_id, plan.provider, quoted, estimate))
         _fault("intent")
         run = _Run(self, plan, provider, machine, allow_from, on_progress, quoted)
         try:
@@ -350,6 +406,11 @@ def _latest_spot(provider: Provider, region: str, zone: str, plan: LaunchPlan
     points = provider.spot_price_history(region, zone, plan.instance_type,
                                          time.time() - 6 * 3600)
     return points[-1] if points else None
+
+
+def _store_named(store: str) -> bool:
+    """Whether a plan names a bucket ("auto" and "none" name none)."""
+    return store.strip().lower() not in ("", "auto", "none", "off", "no")
 
 
 def _with_default_budget(plan: LaunchPlan) -> LaunchPlan:
@@ -778,6 +839,8 @@ class _Run:
                 raise
             return
         self.quoted = again
+        self.report(quote_progress(self.machine.id, self.plan.provider, again,
+                                   self.plan.price_per_hour))
         self.plan = replace(self.plan, price_per_hour=again.usd)
         self.machine = self.l.ledger.update(self.machine.id, price_per_hour=again.usd,
                                             step=guards.QUOTE_STEP, detail=again.detail())
@@ -865,11 +928,25 @@ class _Run:
 
     async def _wait_running(self) -> None:
         self._progress("running", "started")
-        deadline = time.monotonic() + self.l.running_timeout_s
+        clock = self.l.clock
+        started = clock()
+        deadline = started + self.l.running_timeout_s
+        unlisted_since: float | None = None
         m = self.machine
         while True:
             found = await asyncio.to_thread(self.provider.describe, m.region, [m.cloud_id])
+            if not found and self._may_vanish():  # released while starting (ECS)?
+                unlisted_since = clock() if unlisted_since is None else unlisted_since
+                why = await asyncio.to_thread(self._creation_failure)
+                if why or clock() - unlisted_since >= GONE_AFTER_S:
+                    raise await asyncio.to_thread(self._vanished, why or MSG_VANISHED, False)
+            elif found and found[0].state != STATE_RUNNING and self._may_vanish() \
+                    and clock() - started >= ASK_WHY_AFTER_S:
+                why = await asyncio.to_thread(self._creation_failure)
+                if why:  # the cloud gave up on it but still lists it: release it now
+                    raise await asyncio.to_thread(self._vanished, why, True)
             if found:
+                unlisted_since = None
                 current = found[0]
                 if current.state != self.machine.state or (
                         current.public_ip and current.public_ip != self.machine.public_ip):
@@ -886,13 +963,50 @@ class _Run:
                         reason=current.reason or MSG_NO_REASON)
                     self._progress("running", "failed", error)
                     raise error
-            if time.monotonic() > deadline:
+            if clock() > deadline:
                 error = ProviderError("other", MSG_NOT_RUNNING, cloud_id=m.cloud_id,
                                       state=self.machine.state,
                                       minutes=round(self.l.running_timeout_s / 60))
                 self._progress("running", "failed", error)
                 raise error
-            await asyncio.sleep(self.l.poll_s)
+            await self.l.sleep(self.l.poll_s)
+
+    def _may_vanish(self) -> bool:
+        """Whether this cloud releases an accepted machine it could not create, so that it
+        simply leaves the lists (ECS; a provider with ``creation_failure``). Elsewhere an
+        unlisted machine is one the lists do not show yet (EC2 is eventually consistent
+        and lists ended machines for an hour): waited for, never written off."""
+        return getattr(self.provider, "creation_failure", None) is not None
+
+    def _creation_failure(self) -> str:
+        """Blocking: the cloud's reason it could not create the machine ("" for none or
+        unknown: a provider without ``creation_failure``, or a refused look)."""
+        ask = getattr(self.provider, "creation_failure", None)
+        if ask is None:
+            return ""
+        try:
+            return str(ask(self.machine.region, self.machine.cloud_id) or "")
+        except ProviderError as error:
+            log.info("no creation events for %s: %s", self.machine.cloud_id, error)
+            return ""
+
+    def _vanished(self, reason: str, listed: bool) -> ProviderError:
+        """Blocking: a machine the cloud accepted and then could not create bills nothing,
+        so its ledger row ends (not live) and the launch may move on to the next zone."""
+        m = self.machine
+        if listed:  # the cloud releases it itself; released now all the same
+            try:
+                self.provider.terminate(m.region, m.cloud_id)
+            except ProviderError as refused:
+                self.l.ledger.log(m.id, "terminate-failed", refused.message())
+        self.machine = self.l.ledger.update(m.id, state=STATE_TERMINATED, step="gone",
+                                            detail=f"{m.cloud_id}: {reason}")
+        error = ProviderError(
+            "capacity", MSG_GONE if m.market == "spot" else MSG_LAUNCH_FAILED, reason,
+            cloud_id=m.cloud_id, state=STATE_TERMINATED, where=m.zone or m.region,
+            reason=reason)
+        self._progress("running", "failed", error)
+        return error
 
     async def _wait_ssh(self) -> None:
         self._progress("ssh", "started")

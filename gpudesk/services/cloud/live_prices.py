@@ -8,8 +8,12 @@ AWS on-demand comes from the public price list (no account needed,
 Whatever the providers did not answer keeps its bundled price and date. Where a
 region's spot market answered without a quote for a type (no ``SPOTPAID`` item,
 no EC2 spot price history), that type is not sold as spot there: it has no spot
-price, whatever an earlier answer said. Each refreshed offer's ``price_source``
-says where each of its prices came from (the price list file and its date).
+price, whatever an earlier answer said. Where a region's own listing answered
+without a type at all (CVM's DescribeZoneInstanceConfigInfos lists every type a
+region sells, both charge types: ``LISTS_EVERY_TYPE``), the region sells it
+neither way: its row is dropped, now and from the cache. Each refreshed offer's
+``price_source`` says where each of its prices came from (the price list file and
+its date).
 
 Every answer is kept in a small cache (``live-prices.json``) so the next run
 shows it as ``cached <date>`` instead of falling back to the bundle; a spot
@@ -32,7 +36,7 @@ from gpudesk.services.cloud import aws_price_list, spot_sanity
 from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
 from gpudesk.services.cloud.catalog import Catalog, Offer
 from gpudesk.services.cloud.credentials import CLOUD_PROVIDERS, CredentialError, load_credentials
-from gpudesk.services.cloud.price_cache import apply_cache, save_cache
+from gpudesk.services.cloud.price_cache import apply_cache, not_sold_rows, save_cache
 from gpudesk.services.cloud.providers.base import LiveOffer, ProviderError, ProviderName
 from gpudesk.services.core.paths import cache_dir
 
@@ -40,6 +44,10 @@ MSG_PRICE_LIST = QT_TRANSLATE_NOOP(
     "ProviderError", "The AWS price list for {region} could not be read ({detail}); its "
     "bundled prices are shown, dated.")
 log = logging.getLogger(__name__)
+# Providers whose live answer for a region is its whole listing (every type it sells, on
+# demand and spot): a type missing from an answer is not sold there at all. Not Alibaba
+# Cloud: its answer leaves out a type whose DescribePrice failed, sold or not.
+LISTS_EVERY_TYPE: tuple[ProviderName, ...] = ("tencent",)
 
 
 @dataclass
@@ -49,15 +57,21 @@ class RefreshReport:
     sold_out: list[str] = field(default_factory=list)  # "type region" with no zone available
     errors: dict[str, ProviderError] = field(default_factory=dict)  # "provider region" → why
     # "provider type region" whose region answered without listing the type: price kept
+    # (dropped from the catalog where the provider lists every type, ``LISTS_EVERY_TYPE``)
     not_listed: list[str] = field(default_factory=list)
 
 
 def merge_live(catalog: Catalog, live: list[LiveOffer], cny_per_usd: float,
                today: date | None = None,
                spot_asked: set[tuple[str, str]] | None = None,
-               sources: dict[tuple[str, str], str] | None = None
+               sources: dict[tuple[str, str], str] | None = None,
+               listed: set[tuple[str, str]] | None = None
                ) -> tuple[Catalog, int, list[str]]:
     """``catalog`` with the live prices applied; (new catalog, offers updated, sold out).
+
+    ``listed``: the (provider, region) pairs whose answer is the region's whole listing
+    (``LISTS_EVERY_TYPE``); an offer there without any quote is not sold there either way
+    and is left out of the new catalog (counted as updated).
 
     ``spot_asked``: the (provider, region) pairs whose spot market was asked in this
     refresh. There an offer without a spot quote is not sold as spot: its spot price is
@@ -77,6 +91,9 @@ def merge_live(catalog: Catalog, live: list[LiveOffer], cny_per_usd: float,
     sold_out: list[str] = []
     for offer in catalog.offers:
         quotes = by_key.get((offer.provider, offer.instance_type, offer.region))
+        if not quotes and (offer.provider, offer.region) in (listed or set()):
+            updated += 1  # the region sells it neither way: no row
+            continue
         if not quotes:
             if offer.spot_price is not None and (offer.provider, offer.region) in asked:
                 offer = replace(offer, spot_price=None)  # the cloud sells no spot of it there
@@ -174,6 +191,8 @@ async def refresh_prices(catalog: Catalog, names: list[ProviderName], cny_per_us
     account needed); the AWS provider's own on-demand figures are the bundle's and
     are not counted as live. ``cache``: keep the answers there (see :func:`apply_cache`).
     """
+    if cache is not None:  # rows an earlier answer left out are asked about again
+        catalog = not_sold_rows(cache, catalog)
     live: list[LiveOffer] = []
     report = RefreshReport(catalog)
     sources: dict[tuple[str, str], str] = {}
@@ -202,14 +221,19 @@ async def refresh_prices(catalog: Catalog, names: list[ProviderName], cny_per_us
             except ProviderError as error:
                 log.warning("live prices %s %s: %s", name, region, error)
                 report.errors[f"{name} {region}"] = error
+    whole: set[tuple[str, str]] = {(name, region) for name, region in answered
+                                   if name in LISTS_EVERY_TYPE}
     report.catalog, report.updated, report.sold_out = merge_live(
-        catalog, live, cny_per_usd, spot_asked=spot_asked, sources=sources)
+        catalog, live, cny_per_usd, spot_asked=spot_asked, sources=sources, listed=whole)
     quoted = {(o.provider, o.instance_type, o.region) for o in live if o.market == "on-demand"}
     report.not_listed = [f"{o.provider} {o.instance_type} {o.region}" for o in catalog.offers
                          if (o.provider, o.region) in answered
                          and (o.provider, o.instance_type, o.region) not in quoted]
     if cache is not None:
-        save_cache(cache, report.catalog)
+        kept = {(o.provider, o.instance_type, o.region) for o in report.catalog.offers}
+        save_cache(cache, report.catalog, not_sold=[
+            f"{o.provider} {o.instance_type} {o.region}" for o in catalog.offers
+            if (o.provider, o.instance_type, o.region) not in kept])
     return report
 
 

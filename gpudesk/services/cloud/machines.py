@@ -34,6 +34,10 @@ MSG_NOT_LAUNCHED = QT_TRANSLATE_NOOP(
     "ProviderError", "{name} has no cloud machine (state {state}); there is nothing to {action}.")
 MSG_BAD_HOST = QT_TRANSLATE_NOOP(
     "ProviderError", "'{host}' is not a host name or address, or port {port} is not 1-65535.")
+# Run, Watch and ssh pick a machine by its name: two profiles of one name would be one choice
+MSG_NAME_TAKEN = QT_TRANSLATE_NOOP(
+    "ProviderError", "A machine named {name} is already in your list: choose another name, "
+    "or remove that one first.")
 
 ACTIONS = ("stop", "start", "terminate")
 TIMER_CLOUDS = ("tencent", "aliyun")  # where the cloud holds a timer (ActionTimer, AutoRelease)
@@ -214,18 +218,30 @@ def _cleanup_quietly(provider: object, region: str, ledger: Ledger, ledger_id: s
 
 def add_own_machine(ledger: Ledger, name: str, host: str, port: int = 22,
                     user: str = "", gpus: int = 0, gpu: str = "", *, key_file: str = "",
-                    python: str = "", root: str = "") -> Machine:
+                    python: str = "", root: str = "", store: str = "",
+                    store_region: str = "") -> Machine:
     """Register an SSH host the user already has: no billing, same later steps. Its
-    profile (key file path, remote python, folder) is what Run, Watch and ssh use."""
+    profile (key file path, remote python, folder, and the bucket its runs keep their data
+    in, checked by the caller) is what Run, Watch and ssh use."""
     host = host.strip()
     if not host or any(c.isspace() for c in host) or not 1 <= port <= 65535:
         raise ProviderError("invalid", MSG_BAD_HOST, host=host, port=port)
+    if name_taken(ledger, name.strip() or host):
+        raise ProviderError("invalid", MSG_NAME_TAKEN, name=name.strip() or host)
     ledger_id = new_ledger_id()
     return ledger.add(Machine(
         id=ledger_id, provider="own", name=name.strip() or host, public_ip=host, ssh_port=port,
         ssh_user=user.strip(), gpus=gpus, gpu=gpu, state=STATE_READY, origin="added",
         launched_at=time.time(), key_file=key_file.strip(), remote_python=python.strip(),
-        remote_root=root.strip()), step="added", detail=f"{user}@{host}:{port}")
+        remote_root=root.strip(), store=store.strip(), store_region=store_region.strip()),
+        step="added", detail=f"{user}@{host}:{port}")
+
+
+def name_taken(ledger: Ledger, name: str) -> bool:
+    """Whether a machine still in the list (not ended) already has ``name``."""
+    wanted = name.strip().casefold()
+    return bool(wanted) and any(m.name.strip().casefold() == wanted
+                                for m in ledger.machines(include_ended=False))
 
 
 def ssh_command(machine: Machine) -> str:

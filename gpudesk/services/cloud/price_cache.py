@@ -7,6 +7,7 @@ loads the bundled catalog.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -17,10 +18,14 @@ from gpudesk.services.cloud.catalog import Catalog, Offer, load_catalog
 CACHE_FILE = "live-prices.json"
 
 
-def save_cache(directory: Path, catalog: Catalog) -> None:
-    """Keep every live price (with its date) for the next run; older entries stay."""
+def save_cache(directory: Path, catalog: Catalog, not_sold: Iterable[str] = ()) -> None:
+    """Keep every live price (with its date) for the next run; older entries stay.
+    ``not_sold``: "provider type region" a region's whole listing left out (sold neither
+    way there): its old prices go, and the next run leaves the row out too."""
     path = directory / CACHE_FILE
     kept = _read_cache(path)
+    for key in not_sold:
+        kept[key] = {"not_sold": True, "date": date.today().isoformat()}
     for o in catalog.offers:
         if o.price_kind == "live":
             kept[f"{o.provider} {o.instance_type} {o.region}"] = {
@@ -48,6 +53,8 @@ def apply_cache(catalog: Catalog, directory: Path) -> Catalog:
     offers: list[Offer] = []
     for o in catalog.offers:
         entry = kept.get(f"{o.provider} {o.instance_type} {o.region}")
+        if entry is not None and entry.get("not_sold") is True:
+            continue  # the region's own listing left it out: sold neither way there
         try:
             when = date.fromisoformat(str(entry["date"])) if entry else None
             ondemand = float(entry["ondemand"]) if entry else 0.0
@@ -62,6 +69,18 @@ def apply_cache(catalog: Catalog, directory: Path) -> Catalog:
                               price_date=when, price_kind="cached",
                               price_source=str(entry.get("source", o.price_source))))
     return Catalog(catalog.gpus, tuple(offers))
+
+
+def not_sold_rows(directory: Path, catalog: Catalog) -> Catalog:
+    """``catalog`` with the bundled rows the cache left out as not sold put back, so that a
+    refresh asks about them again (a region may sell the type again)."""
+    kept = _read_cache(directory / CACHE_FILE)
+    present = {(o.provider, o.instance_type, o.region) for o in catalog.offers}
+    back = [o for o in load_catalog().offers
+            if (o.provider, o.instance_type, o.region) not in present
+            and (kept.get(f"{o.provider} {o.instance_type} {o.region}") or {}).get("not_sold")
+            is True]
+    return Catalog(catalog.gpus, catalog.offers + tuple(back)) if back else catalog
 
 
 def load_catalog_with_cache(directory: Path | None = None) -> Catalog:

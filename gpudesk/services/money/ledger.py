@@ -98,8 +98,10 @@ class Machine:
     stopped_mode: str = ""
     # Where runs on this machine keep their data (issue 22): "" or "auto" = the account's
     # gpudesk bucket in the machine's region, "none" = no bucket (laptop copies only), or
-    # a store URI (s3://, cos://, oss:// bucket and prefix) given at launch.
+    # a store URI (s3://, cos://, oss:// bucket and prefix) given at launch. An own machine
+    # has a store only as a URI (issue 30), whose bucket's region is ``store_region``.
     store: str = ""
+    store_region: str = ""
     # A spot run that keeps one machine alive (issue 23): the cloud's own group (ASG name,
     # Tencent AutoScalingGroupId, ESS ScalingGroupId) that replaces a reclaimed machine; the
     # row's cloud_id is its current member. "" for a machine on its own.

@@ -1,11 +1,15 @@
-"""How a run's machine reaches its bucket, decided at run start (issue 22).
+"""How a run's machine reaches its bucket, decided at run start (issues 22 and 30).
 
 For a machine gpudesk launched (``ledger.Machine.store``: "" or "auto" = the account's
 gpudesk bucket in the machine's region, "none", or a store URI) the desktop finds or makes
 the bucket with the account's keys and asks the cloud's STS for short-lived keys limited to
-the run's folder (``storage.sts``). The account's own keys never leave this computer. Any
-failure gives a ``StoreAccess`` of kind "none" whose ``why_none`` says why (a translatable
-``Said``): the run still starts, on the laptop-copy path, and its log says so.
+the run's folder (``storage.sts``). An own machine whose profile names a bucket, and any
+machine a run is given a bucket for (``gpudesk run --store``, a recovery), gets the same
+keys from the account that owns that bucket (``access_for_store``). The account's own keys
+never leave this computer. Any failure gives a ``StoreAccess`` of kind "none" whose
+``why_none`` says why (a translatable ``Said``): the run still starts, on the laptop-copy
+path, and its log says so. A bucket named for a run is checked before the run starts
+(``storage.store_check``, issue 30), so that case is a refusal before anything runs.
 
 Blocking (boto3 and the cloud SDKs): call it from a worker thread.
 """
@@ -56,10 +60,13 @@ def _said(err: BaseException) -> str:
 
 
 def wants_store(machine: Machine, uri: str = "") -> bool:
-    """Whether runs on ``machine`` get a bucket: gpudesk's cloud machines, unless "none"
-    (a run that already has its bucket, ``uri``, keeps it)."""
-    return machine.provider in CLOUDS and (
-        bool(uri) or machine.store.strip().lower() not in NONE_WORDS)
+    """Whether runs on ``machine`` get a bucket: gpudesk's cloud machines, unless "none",
+    and an own machine whose profile names a bucket (a run that already has its bucket,
+    ``uri``, keeps it)."""
+    word = machine.store.strip().lower()
+    if machine.provider not in CLOUDS:  # an own machine: only a URI it was given
+        return bool(uri) or word not in ("", "auto", *NONE_WORDS)
+    return bool(uri) or word not in NONE_WORDS
 
 
 def _store_of(machine: Machine, uri: str = "") -> StoreUri | None:
@@ -80,6 +87,9 @@ def access_for(machine: Machine, run_id: str, *, credentials: Credentials | None
     "none" with ``why_none``."""
     if not wants_store(machine, uri):
         return None
+    if machine.provider not in CLOUDS:  # an own machine: keys from the bucket's account
+        return access_for_store(parse_uri(uri.strip() or machine.store), machine.store_region,
+                                run_id, credentials=credentials, hours=hours)
     from gpudesk.services.storage import sts
 
     cloud, region = machine.provider, machine.region
@@ -108,6 +118,68 @@ def access_for(machine: Machine, run_id: str, *, credentials: Credentials | None
         log.info("no bucket keys for run %s on %s: %s", run_id, machine.id, type(exc).__name__)
         return StoreAccess(store, region, run_id, why_none=_said(exc))
     return StoreAccess(store, region, run_id, sts=keys)
+
+
+def access_for_store(store: StoreUri, region: str, run_id: str, *,
+                     credentials: Credentials | None = None, hours: float | None = None
+                     ) -> StoreAccess:
+    """Short-lived keys limited to ``run_id``'s folder in ``store``, from the account that
+    owns the bucket (the keyring's keys for its cloud): any machine, own or a cloud's, can
+    then write the run there. ``region`` "": AWS's answer names it (store_check). Never
+    raises for a refusal: kind "none" with ``why_none``."""
+    from gpudesk.services.storage import sts
+    from gpudesk.services.storage.store_check import check_store
+
+    cloud = store.cloud
+    try:
+        check_run_id(run_id)
+        creds = credentials if credentials is not None else _keyring(cloud)
+        if creds is None:
+            raise _Refused(Said("Storage", MSG_NO_KEYS, cloud=CLOUD_SCHEMES[cloud].upper()))
+        if not region:
+            region = check_store(store, region, creds)
+        caller = sts.whoami(cloud, region, creds)
+        seconds = hours * 3600 if hours else sts.max_seconds(cloud, caller)
+        keys = sts.run_credentials(cloud, region, creds, store, run_id,
+                                   hours=seconds / 3600, caller=caller)
+    except _Refused as refused:
+        return StoreAccess(store, region, run_id, why_none=refused.why)
+    except Exception as exc:  # noqa: BLE001 - said as the reason the run has no bucket
+        log.info("no bucket keys for run %s in %s: %s", run_id, store, type(exc).__name__)
+        return StoreAccess(store, region, run_id, why_none=_said(exc))
+    return StoreAccess(store, region, run_id, sts=keys)
+
+
+def checked_run_store(machine: Machine | None, uri: str = "", region: str = ""
+                      ) -> tuple[str, str]:
+    """The bucket a new run will use when it is named (``uri`` for this run, else the
+    machine's own URI), checked before anything runs (``storage.store_check``): (the URI,
+    its region); ("", "") where the run gets the account's gpudesk bucket, or none. Raises
+    StoreRefused with the bucket's name and the fix."""
+    from gpudesk.services.storage.store_check import check_store
+
+    if uri.strip():
+        named = parse_uri(uri)
+        return str(named), check_store(named, region.strip())
+    if machine is None or not wants_store(machine):
+        return "", ""
+    own = _store_of(machine)
+    if own is None:
+        return "", ""
+    where = machine.store_region if machine.provider not in CLOUDS else machine.region
+    return str(own), check_store(own, where if own.cloud == machine.provider
+                                 or machine.provider not in CLOUDS else "")
+
+
+def run_access(machine: Machine | None, run_id: str, uri: str = "", region: str = ""
+               ) -> StoreAccess | None:
+    """How a new run reaches its bucket: ``uri`` (checked by :func:`checked_run_store`,
+    in ``region``) on any machine, else the machine's own store; None for no bucket."""
+    if uri:
+        return access_for_store(parse_uri(uri), region, run_id)
+    if machine is not None and wants_store(machine):
+        return access_for(machine, run_id)
+    return None
 
 
 def bucket_of(machine: Machine) -> StoreUri | None:
@@ -142,14 +214,18 @@ def ledger_machine(ref: str) -> Machine | None:
         return None
 
 
-def access_for_target(ref: str, run_id: str, *, uri: str = "", role: str = ""
-                      ) -> StoreAccess | None:
+def access_for_target(ref: str, run_id: str, *, uri: str = "", role: str = "",
+                      region: str = "") -> StoreAccess | None:
     """:func:`access_for` for the machine a run target names; None where it has no bucket,
     and None where the run reaches its bucket through ``role`` (the run's record reuses
-    it: no new secret is needed)."""
+    it: no new secret is needed). A run that has its bucket (``uri`` in ``region``) gets
+    keys to it on any machine, an own one or an ``ssh://`` address too (issue 30)."""
     if role:
         return None
     machine = ledger_machine(ref)
+    if uri and (region or machine is None or machine.provider not in CLOUDS
+                or parse_uri(uri).cloud != machine.provider):
+        return access_for_store(parse_uri(uri), region, run_id)
     return access_for(machine, run_id, uri=uri) if machine is not None else None
 
 
@@ -181,6 +257,12 @@ def store_summary(machine: Machine) -> dict[str, str]:
     machine's own role is the guard's (stop only), never the bucket's: ``role`` is ""."""
     if not wants_store(machine):
         return {"uri": "", "role": "", "credentials": "none"}
+    if machine.provider not in CLOUDS:  # an own machine's bucket: keys from its account
+        try:
+            return {"uri": str(parse_uri(machine.store)), "role": "", "credentials": "sts",
+                    "region": machine.store_region}
+        except TemplatedError:
+            return {"uri": machine.store.strip(), "role": "", "credentials": "none"}
     try:
         given = _store_of(machine)
     except TemplatedError:

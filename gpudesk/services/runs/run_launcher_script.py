@@ -7,7 +7,9 @@ The desktop runs it as ``python3 -c <source> OP ...`` (see ``runs.launcher_comma
               from /dev/null): it survives the SSH connection and the app. It
               prints ``{"pid", "run_dir", "log_offset"}`` once the ``pid`` file exists.
 ``status``    prints ``{"state": "running"|"exited"|"lost", "code", "pid", "log_size",
-              "cancelled"}`` (cancelled: ``stop`` asked for the exit).
+              "cancelled", "teardown"}`` (cancelled: ``stop`` asked for the exit;
+              teardown: a non-zero exit after every rank finished, see
+              ``_finished_before_exit``).
 ``follow``    streams the log from a byte offset until the run has ended and the
               log is drained, then exits 0 (a dropped connection simply ends it).
 ``freeport``  prints a free TCP port (the rendezvous port of a multi-node run).
@@ -57,6 +59,11 @@ SPEC_FILE = "run.json"
 COMMAND_FILE = "command"
 CHECKPOINTS = "checkpoints"
 START_TIMEOUT_S = 30.0
+# gpudesk.training's progress file (in CHECKPOINTS) and its mark that every rank got past
+# Session.finish()'s final barrier; gpudesk/agent/runs.py ``finished_before_exit`` agrees
+PROGRESS_FILE = "progress.json"
+ALL_RANKS_FINISHED = "all_ranks_finished"
+TEARDOWN_SIGNS = ("terminate called",)
 POLL_S = 0.2  # how often ``follow`` looks for new log bytes and the end of the run
 
 _ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):.*?exitcode\s*:\s*(-?\d+)",
@@ -129,12 +136,43 @@ def status(run_dir: str) -> dict[str, Any]:
         if out["state"] == "exited":
             out["seconds"] = (os.path.getmtime(os.path.join(run_dir, EXIT_FILE))
                               - os.path.getmtime(os.path.join(run_dir, PID_FILE)))
+    if out["state"] == "exited" and not out["cancelled"]:
+        # finished, then a rank's teardown aborted: the run finished (the window folds it)
+        out["teardown"] = _finished_before_exit(run_dir, out["code"])
     with contextlib.suppress(OSError):  # what Resume would carry on from
         names = sorted(n for n in os.listdir(os.path.join(run_dir, CHECKPOINTS))
                        if n.startswith("ckpt-") and n.endswith(".pt"))
         out["checkpoints"] = len(names)
         out["latest_checkpoint"] = names[-1] if names else ""
     return out
+
+
+def _finished_before_exit(run_dir: str, code: int | None) -> bool:
+    """A non-zero exit after this attempt's progress.json said every rank finished, by a
+    signal (over 128, SIGABRT's 134) or with ``terminate called`` in the log's tail."""
+    if not code:
+        return False
+    progress = os.path.join(run_dir, CHECKPOINTS, PROGRESS_FILE)
+    try:
+        if os.path.getmtime(progress) < os.path.getmtime(os.path.join(run_dir, PID_FILE)):
+            return False  # an earlier attempt's
+        with open(progress, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return False
+    if not (isinstance(data, dict) and data.get("status") == "finished"
+            and data.get(ALL_RANKS_FINISHED) is True):
+        return False
+    if code > 128:
+        return True
+    log_path = os.path.join(run_dir, LOG_FILE)
+    try:
+        with open(log_path, "rb") as fh:
+            fh.seek(max(0, os.path.getsize(log_path) - 64 * 1024))
+            tail = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return False
+    return any(sign in tail for sign in TEARDOWN_SIGNS)
 
 
 def _exit_code(returncode: int, log_path: str) -> int:

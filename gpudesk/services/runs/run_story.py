@@ -37,11 +37,17 @@ class Stint:
     currency: str
     resumed_from_step: int | None = None
     checkpoint: str = ""
+    target: str = ""  # how the run reached it: a ledger id or ssh:// address ("": a group's)
+    # when the run went on here (the replacement agent's ``resumed_at``: after the new
+    # machine's set-up and checkpoint fetch); None where no agent said
+    resumed_at: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         """``show RUN --json``'s ``machines`` item: {cloud_id, from, to, why, ...}."""
         data = asdict(self)
         data["from"], data["to"] = data.pop("start"), data.pop("end")
+        if data["resumed_at"] is None:
+            del data["resumed_at"]
         return data
 
 
@@ -107,15 +113,16 @@ def from_bucket(client: Any, store_uri: str, run_id: str) -> tuple[list[Stint], 
         step = m.get("resumed_from_step")
         one = stints.get(cid)
         if one is None:
-            stints[cid] = Stint(cid, _num(m.get("from")), None, "", None, currency,
-                                step if isinstance(step, int) else None,
-                                str(m.get("checkpoint") or ""))
+            one = stints[cid] = Stint(cid, _num(m.get("from")), None, "", None, currency,
+                                      step if isinstance(step, int) else None,
+                                      str(m.get("checkpoint") or ""))
         else:
             if one.resumed_from_step is None and isinstance(step, int):
                 one.resumed_from_step = step
             one.checkpoint = one.checkpoint or str(m.get("checkpoint") or "")
             if one.start is None:
                 one.start = _num(m.get("from"))
+        one.resumed_at = _num(m.get("resumed_at"))
     return sorted(stints.values(), key=lambda s: s.start or 0.0), total, currency
 
 
@@ -183,5 +190,27 @@ def story(record: Any, *, client: Any = None) -> RunStory:
             stints, total, currency = from_bucket(bucket, record.store_uri, record.id)
         except Exception as exc:  # noqa: BLE001 - the ledger's part is still shown
             error = str(getattr(exc, "message", lambda: "")() or type(exc).__name__)
-    return RunStory(record.id, target, group, merged(stints, ledger_rows, currency), total,
-                    currency, error)
+    machines = merged(stints, ledger_rows, currency)
+    hops = list(getattr(record, "hops", None) or [])
+    if not group and hops:  # the run moved itself (recover, resume --on): the record knows
+        machines = from_hops(hops, currency)
+    return RunStory(record.id, target, group, machines, total, currency, error)
+
+
+def from_hops(hops: list[dict[str, Any]], currency: str) -> list[Stint]:
+    """The run record's machines in order (``RunRecord.hops``): each stint ends when the
+    next began, where the run was moved ("moved"); the last has no end while it runs."""
+    from gpudesk.services.money.ledger import Ledger
+
+    out: list[Stint] = []
+    with Ledger() as ledger:
+        for i, hop in enumerate(hops):
+            target = str(hop.get("target") or "")
+            m = ledger.get(target) if target and not target.startswith("ssh://") else None
+            nxt = hops[i + 1] if i + 1 < len(hops) else None
+            step = hop.get("resumed_from_step")
+            out.append(Stint(m.cloud_id if m is not None else "", _num(hop.get("from")),
+                             _num(nxt.get("from")) if nxt else None, "moved" if nxt else "",
+                             None, currency, step if isinstance(step, int) else None,
+                             str(hop.get("checkpoint") or ""), target))
+    return out

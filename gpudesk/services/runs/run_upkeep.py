@@ -15,6 +15,7 @@ Blocking (SSH, boto3): call from worker threads.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -86,7 +87,8 @@ def renew_keys(conn: Any, record: RunRecord, *, now: float | None = None,
     the agent picks them up without restarting). The record keeps their end."""
     from gpudesk.services.runs import machine_access, run_store
 
-    ask = access_for or machine_access.access_for_target
+    ask = access_for or functools.partial(  # the run's bucket, where it is (issue 30)
+        machine_access.access_for_target, region=record.store_region)
     try:
         access = ask(record.main.target, record.id, uri=record.store_uri)
         if access is None or access.sts is None:

@@ -268,7 +268,8 @@ def recover(record: RunRecord, ref: str, identity: str | None, policy: HostKeyPo
     if store is None and record.store_uri:  # short-lived keys: new ones for the new machine
         from gpudesk.services.runs import machine_access
 
-        store = machine_access.access_for_target(ref, record.id, uri=record.store_uri)
+        store = machine_access.access_for_target(ref, record.id, uri=record.store_uri,
+                                                 region=record.store_region)
     usable = store if store is not None and store.kind != "none" else None
     run_upkeep.keep_folder(record, report)
     conn = targets.open_connection(ref, Path(identity) if identity else None, policy)

@@ -334,11 +334,36 @@ class OwnMachinesBox(Retranslating, QGroupBox):
         self.refresh()
         self.changed.emit()
 
-    def remove_selected(self) -> None:
-        items = self.list.selectedItems()
-        if not items:
-            return
-        self.ledger.remove(str(items[0].data(Qt.ItemDataRole.UserRole)))
+    def remove_selected(self) -> QMessageBox | None:
+        """Ask, then remove the selected profile (its runs' records stay)."""
+        machine = self.selected_machine()
+        if machine is None:
+            return None
+        box = QMessageBox(QMessageBox.Icon.Question, self.tr("Remove {name}").format(
+            name=machine.name), self.tr(
+            "Remove {name} ({target}) from your machines? Nothing on the machine is touched; "
+            "Run and Watch no longer offer it, and you can add it again.").format(
+            name=machine.name, target=f"{machine.ssh_user}@{machine.public_ip}"
+            if machine.ssh_user else machine.public_ip),
+            QMessageBox.StandardButton.Cancel, self)
+        box.setObjectName("confirmOwnRemove")
+        remove = box.addButton(self.tr("Remove"), QMessageBox.ButtonRole.DestructiveRole)
+        remove.setObjectName("confirmOwnRemoveButton")
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+        def answered(button: object) -> None:
+            if button is remove:
+                self.remove(machine.id)
+        box.buttonClicked.connect(answered)
+        box.open()
+        return box
+
+    def remove(self, ledger_id: str) -> None:
+        gone = self.ledger.get(ledger_id)
+        name = gone.name if gone is not None and gone.name else ledger_id
+        self.ledger.remove(ledger_id)
+        self.error.setText(self.tr("Removed {name} from your machines.").format(name=name))
         self.refresh()
         self.changed.emit()
 

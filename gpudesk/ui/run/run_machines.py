@@ -1,7 +1,8 @@
 """The Run page's "Machines of this run" (issue 23): a run that recovers by itself lives on
 several machines of its group; each row says when it ran, how it ended (reclaimed, the
-group ended), from which step it resumed and what it cost. Shown only for a run on a
-kept-alive machine; read on a worker thread from the bucket and the ledger
+group ended), from which step it resumed and what it cost. Shown for a run on a
+kept-alive machine, and for a run recovered or resumed on another machine (issue 30); read
+on a worker thread from the bucket, the ledger and the run record
 (``services.runs.run_story``), when the run is chosen and on Refresh."""
 
 from __future__ import annotations
@@ -75,9 +76,10 @@ class RunMachines(Retranslating, QGroupBox):
         self.runner.cancel()
         self.record, self.told = record, None
         group = self._group_of(record) if record is not None else ""
-        self.setVisible(bool(group))
+        moved = record is not None and len(record.hops) > 1  # recovered on another machine
+        self.setVisible(bool(group) or moved)
         self._show()
-        if group:
+        if group or moved:
             QTimer.singleShot(0, self, self.refresh)
 
     def refresh(self) -> None:
@@ -100,6 +102,7 @@ class RunMachines(Retranslating, QGroupBox):
     def _why(self, why: str) -> str:
         return {"reclaimed": self.tr("reclaimed"), "ended": self.tr("group ended"),
                 "budget": self.tr("budget reached"), "lost": self.tr("lost"),
+                "moved": self.tr("moved to the next machine"),
                 "": self.tr("running")}.get(why, why)
 
     def _show(self) -> None:
@@ -112,7 +115,7 @@ class RunMachines(Retranslating, QGroupBox):
                     else self.tr("not counted"))
             step = (self.tr("step {step}").format(step=s.resumed_from_step)
                     if s.resumed_from_step is not None else "—")
-            QTreeWidgetItem(self.tree, [s.cloud_id, self._when(s.start),
+            QTreeWidgetItem(self.tree, [s.cloud_id or s.target, self._when(s.start),
                                         self._when(s.end) if s.end else "—",
                                         self._why(s.why if s.end or s.why else ""), step, cost])
         for i in range(self.tree.columnCount()):

@@ -56,8 +56,9 @@ from alibabacloud_ecs20140526.client import Client as EcsClient
 from alibabacloud_tea_openapi.utils_models import Config
 from darabonba.runtime import RuntimeOptions
 
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.cloud.providers import aliyun_gpu_driver, base
 from gpudesk.services.cloud.providers import aliyun_parse as ap
-from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.aliyun_errors import (
     MSG_ALREADY_STOPPED_CHARGING,
     MSG_NEED_GROUP,
@@ -88,6 +89,12 @@ PAGE_SIZE: dict[str, int] = {"DescribeKeyPairs": 50, "DescribeImages": 100,
                              "DescribeVpcs": 50, "DescribeVSwitches": 50}
 DEFAULT_PAGE = 10  # what every paged Describe call allows
 IDS_PER_CALL = 100  # DescribeInstances: "a JSON array that consists of up to 100" IDs
+MSG_NO_IMAGE = QT_TRANSLATE_NOOP(
+    "ProviderError", "Alibaba Cloud has no public Ubuntu image for {instance_type} in "
+    "{region}, with a GPU driver or to install one on. Choose one of the region's images "
+    "with --image (the Launch dialog's Image field) and install a GPU driver on it, or "
+    "launch in another region. Its images: {images}")
+CREATION_FAILED = "SystemFailure.Delete"  # the event of an accepted machine ECS could not make
 BANDWIDTH_OUT_MBPS = 100
 DISK_CATEGORY = "cloud_essd"
 _VPC_WAIT_TRIES = 10
@@ -401,11 +408,27 @@ class AliyunProvider(SdkProvider[CallContext], MachineGroups, KeepAliveAliyun):
         return group_id
 
     def find_image(self, region: str, instance_type: str) -> str:
+        """The newest public Ubuntu image that names a GPU driver; where the region has
+        none, its newest public Ubuntu image, on which the launch installs the driver as
+        the console's "auto-install GPU driver" does (``aliyun_gpu_driver``); where it has
+        no Ubuntu image either, a refusal that lists its images for ``--image``."""
         self._check_region(region)
         images = list(self._pages(region, "DescribeImages", {
             "ImageOwnerAlias": "system", "OSType": "linux", "Architecture": "x86_64",
             "InstanceType": instance_type, "Status": "Available"}, ("Images", "Image")))
-        return self._gpu_image(ap.newest_gpu_image(images), region)
+        found = ap.newest_gpu_image(images) or ap.newest_ubuntu_image(images)
+        if found and found != ap.newest_gpu_image(images):
+            self._driver_images().add(found)  # the driver is installed at first boot
+        if not found:
+            raise base.ProviderError("not-found", MSG_NO_IMAGE, region=region,
+                                     instance_type=instance_type,
+                                     images=ap.image_list(images) or "-")
+        return found
+
+    def _driver_images(self) -> set[str]:
+        """Images :meth:`find_image` chose without a GPU driver: a launch from one installs
+        it (the console's auto-install user data)."""
+        return vars(self).setdefault("_needs_driver", set())  # type: ignore[no-any-return]
 
     def login_user(self, region: str, image_id: str = "") -> str:
         """Who logs in: ``root`` on every Alibaba Cloud public Linux image (Ubuntu too),
@@ -436,10 +459,11 @@ class AliyunProvider(SdkProvider[CallContext], MachineGroups, KeepAliveAliyun):
         region = request.region
         group, zone = self._launch_place(request)
         _, vswitch = self.ensure_network(region, zone)
+        image = request.image_id or self.find_image(region, request.instance_type)
         params: dict[str, Any] = {
             "ZoneId": zone, "InstanceType": request.instance_type,
             "InstanceChargeType": ap.CHARGE_ON_DEMAND, "SpotStrategy": ap.SPOT_NONE,
-            "ImageId": request.image_id or self.find_image(region, request.instance_type),
+            "ImageId": image,
             "SystemDisk": {"Category": DISK_CATEGORY, "Size": request.disk_gb},
             "InternetChargeType": "PayByTraffic",
             "InternetMaxBandwidthOut": BANDWIDTH_OUT_MBPS,
@@ -460,8 +484,11 @@ class AliyunProvider(SdkProvider[CallContext], MachineGroups, KeepAliveAliyun):
         release = self._release_at(request.cloud_timer_at)
         if release is not None:  # the cap ECS enforces itself: it deletes the machine then
             params["AutoReleaseTime"] = ap.format_time(release)
-        if request.user_data:
-            params["UserData"] = base64.b64encode(request.user_data.encode()).decode()
+        user_data = request.user_data
+        if image in self._driver_images():  # a public image without the driver: install it
+            user_data = aliyun_gpu_driver.with_driver(user_data)
+        if user_data:
+            params["UserData"] = base64.b64encode(user_data.encode()).decode()
         if request.instance_role:  # RunInstances RamRoleName: bound at creation
             params["RamRoleName"] = request.instance_role
         self._tag_shared(region, request.ledger_id, group, request.key_name)
@@ -515,6 +542,23 @@ class AliyunProvider(SdkProvider[CallContext], MachineGroups, KeepAliveAliyun):
                 "InstanceIds": json.dumps(wanted[start:start + IDS_PER_CALL])},
                 ("Instances", "Instance"))
         return found
+
+    def creation_failure(self, region: str, cloud_id: str) -> str:
+        """Why ECS could not create an accepted machine, in its words ("" when it has not
+        said). ECS documents that a RunInstances it accepted may still fail for lack of
+        inventory: it then sends a ``SystemFailure.Delete`` system event and releases the
+        machine, which vanishes from DescribeInstances ("System events related to instance
+        creation failures"; read with DescribeInstanceHistoryEvents)."""
+        self._check_region(region)
+        events = self._pages(region, "DescribeInstanceHistoryEvents", {
+            "InstanceId": cloud_id, "InstanceEventType": [CREATION_FAILED],
+            "InstanceEventCycleStatus": ["Executing", "Executed"]},
+            ("InstanceSystemEventSet", "InstanceSystemEventType"))
+        for event in events:
+            if (event.get("EventType") or {}).get("Name") == CREATION_FAILED:
+                reason = str(event.get("Reason") or event.get("ReasonCode") or "").strip()
+                return f"{CREATION_FAILED}: {reason}" if reason else CREATION_FAILED
+        return ""
 
     def _managed_raw(self, region: str) -> list[dict[str, Any]]:
         return list(self._pages(region, "DescribeInstances", {
@@ -701,3 +745,20 @@ class AliyunProvider(SdkProvider[CallContext], MachineGroups, KeepAliveAliyun):
                 points.append(base.PricePoint(max(at, since), float(price), currency))
         points.sort()
         return points
+
+    def spot_advice(self, region: str, instance_types: list[str]) -> list[dict[str, Any]]:
+        """DescribeSpotAdvice (at most 10 types a call): per zone and type, the last 30
+        days' release rate in percent, its band and the average discount, as
+        ``{"zone", "instance_type", "interruption_rate", "description", "discount"}``."""
+        self._check_region(region)
+        answer = self._ecs(region, "DescribeSpotAdvice", {"InstanceTypes": instance_types})
+        rows: list[dict[str, Any]] = []
+        for zone in (answer.get("AvailableSpotZones") or {}).get("AvailableSpotZone") or []:
+            for item in ((zone.get("AvailableSpotResources") or {})
+                         .get("AvailableSpotResource") or []):
+                rows.append({"zone": str(zone.get("ZoneId") or ""),
+                             "instance_type": str(item.get("InstanceType") or ""),
+                             "interruption_rate": item.get("InterruptionRate"),
+                             "description": str(item.get("InterruptRateDesc") or ""),
+                             "discount": item.get("AverageSpotDiscount")})
+        return rows

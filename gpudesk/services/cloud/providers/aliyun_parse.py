@@ -173,6 +173,24 @@ def newest_gpu_image(images: list[dict[str, Any]]) -> str:
     return str(gpu[0]["ImageId"]) if gpu else ""
 
 
+def newest_ubuntu_image(images: list[dict[str, Any]]) -> str:
+    """The newest public Ubuntu image (a GPU driver or not); "" if none."""
+    ubuntu = [i for i in images if i.get("ImageOwnerAlias", "system") == "system"
+              and "ubuntu" in str(i.get("Platform", i.get("OSName", ""))).lower()
+              and i.get("Status", "Available") == "Available"
+              and i.get("Architecture", "x86_64") in ("x86_64", "")]
+    ubuntu.sort(key=lambda i: parse_time(i.get("CreationTime")) or 0.0, reverse=True)
+    return str(ubuntu[0]["ImageId"]) if ubuntu else ""
+
+
+def image_list(images: list[dict[str, Any]], most: int = 6) -> str:
+    """"id (name)" of the newest ``most`` images, for a choice by hand (``--image``)."""
+    newest = sorted(images, key=lambda i: parse_time(i.get("CreationTime")) or 0.0,
+                    reverse=True)[:most]
+    return ", ".join(f"{i.get('ImageId')} ({i.get('ImageName') or i.get('OSName') or '?'})"
+                     for i in newest)
+
+
 def ssh_permission(address: str) -> dict[str, str]:
     """The one ingress rule gpudesk wants: TCP 22 from one address."""
     rule = {"IpProtocol": "TCP", "PortRange": "22/22", "Policy": "Accept", "Priority": "1",
