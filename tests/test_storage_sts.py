@@ -71,8 +71,10 @@ def test_aws_keys_are_limited_to_the_runs_prefix(aws: MotoAws,
     policy = json.loads(sent["Policy"])
     root = f"team/runs/{RUN}/"
     assert policy == sts.aws_policy(S3, RUN)
-    objects, listing = policy["Statement"]
+    objects, listing, data = policy["Statement"]
     assert objects["Resource"] == f"arn:aws:s3:::{S3.bucket}/{root}*"
+    assert (data["Action"], data["Resource"]) == (  # datasets, read only (issue 32)
+        "s3:GetObject", f"arn:aws:s3:::{S3.bucket}/team/data/*")
     assert listing == {"Sid": "ListRun", "Effect": "Allow", "Action": "s3:ListBucket",
                        "Resource": f"arn:aws:s3:::{S3.bucket}",
                        "Condition": {"StringLike": {"s3:prefix": [root, f"{root}*"]}}}
@@ -90,6 +92,9 @@ def test_aws_keys_are_limited_to_the_runs_prefix(aws: MotoAws,
     assert not allowed("s3:PutObject", f"other-bucket/{root}x")
     assert not allowed("s3:DeleteBucket", S3.bucket)
     assert not allowed("s3:PutBucketPolicy", S3.bucket)
+    assert allowed("s3:GetObject", f"{S3.bucket}/team/data/blobs/{'0' * 64}")  # datasets
+    assert not allowed("s3:PutObject", f"{S3.bucket}/team/data/sets/x/manifest.json")
+    assert not allowed("s3:DeleteObject", f"{S3.bucket}/team/data/blobs/{'0' * 64}")
 
 
 def test_aws_hours_are_held_to_the_clouds_range(aws: MotoAws,
@@ -151,8 +156,10 @@ def test_tencent_keys_are_limited_to_the_runs_prefix(tc: TencentStandin,
     policy = token["Policy"]
     assert policy == sts.tencent_policy(COS, RUN, "ap-guangzhou")
     base = f"qcs::cos:ap-guangzhou:uid/1250000000:{COS.bucket}"
-    objects, listing = policy["statement"]
+    objects, listing, data = policy["statement"]
     assert objects["resource"] == [f"{base}/runs/{RUN}/*"]
+    assert data["resource"] == [f"{base}/data/*"]  # datasets, read only (issue 32)
+    assert data["action"] == ["name/cos:GetObject", "name/cos:HeadObject"]
     assert "name/cos:DeleteBucket" not in objects["action"]
     assert listing == {"effect": "allow", "action": ["name/cos:GetBucket"],
                        "resource": [f"{base}/*"],
@@ -240,8 +247,10 @@ def test_aliyun_keys_come_from_gpudesks_role_limited_to_the_run(
     assert given["DurationSeconds"] == 14400 and given["RoleArn"] == role["Arn"]
     assert given["RoleSessionName"] == sts.session_name(RUN, 64)
     assert given["Policy"] == sts.aliyun_policy(OSS, RUN)
-    objects, listing = given["Policy"]["Statement"]
+    objects, listing, data = given["Policy"]["Statement"]
     assert objects["Resource"] == [f"acs:oss:*:*:{OSS.bucket}/lab/runs/{RUN}/*"]
+    assert (data["Action"], data["Resource"]) == (  # datasets, read only (issue 32)
+        ["oss:GetObject"], [f"acs:oss:*:*:{OSS.bucket}/lab/data/*"])
     assert listing["Condition"] == {"StringLike": {"oss:Prefix": [f"lab/runs/{RUN}/*"]}}
     sts.run_credentials("aliyun", "cn-hangzhou", aliyun_creds, OSS, "second-run", hours=99)
     assert ali.calls["CreateRole"] == 1 and ali.calls["CreatePolicy"] == 1

@@ -287,6 +287,10 @@ def follow(folder: Path, since: int, stop: threading.Event, clock: Clock = SYSTE
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
+    if words and words[0] == "fetch-data":  # issue 32: the run's dataset first
+        from . import data_fetch
+
+        return data_fetch.main(words[1:])
     if words and words[0] in ("upload", "fetch-resume"):
         from . import resume_fetch, uploader
 

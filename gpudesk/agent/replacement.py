@@ -16,7 +16,8 @@ through the role's credentials from the metadata service:
    to ``<root>/projects/<project>/``; ``gpudesk.training`` goes to ``<root>/lib/``;
 3. writes the run's ``store-config.json`` in ``<root>/runs/<run-id>/`` (the layout
    a desktop launch makes), so the agent's uploader takes the run on, and fetches
-   the latest complete checkpoint (``resume_fetch``);
+   the latest complete checkpoint (``resume_fetch``) and the run's dataset, when
+   run.json names one (``data_fetch``, ``GPUDESK_DATA_DIR``);
 4. starts the run through the same launcher (``run_launcher_script.py`` from the
    bundle) with ``GPUDESK_RESUME_FROM`` set, and records this machine in
    ``machines/<cloud id>.json`` (``from``, ``why``, ``resumed_from_step``): what
@@ -117,7 +118,8 @@ def training_env(run_dir: str, lib: str, project: str, *, amp: Optional[str],
                  cpu: bool) -> Dict[str, str]:
     """What ``gpudesk.training`` reads, as ``services.runs.detached.training_env`` makes it
     for a single node."""
-    env = {"GPUDESK_RUN_DIR": f"{run_dir}/checkpoints", "PYTHONUNBUFFERED": "1",
+    env = {"GPUDESK_RUN_DIR": f"{run_dir}/checkpoints",
+           "GPUDESK_OUTPUT_DIR": f"{run_dir}/outputs", "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": f"{lib}:{project}", "GPUDESK_RUN_ID": run_id,
            "GPUDESK_NODES": host, "GPUDESK_NODE_RANK": "0", "GPUDESK_NNODES": "1"}
     if cpu:
@@ -293,6 +295,16 @@ def resume(root: Path, *, environ: Mapping[str, str] = os.environ,
                        run_id=run_id, host="127.0.0.1", cpu=nproc <= 0)
     if fetched is not None:
         env[RESUME_ENV] = str(fetched.resolve())
+    data = run.get("data")
+    if isinstance(data, dict) and data.get("key") and data.get("manifest_sha256"):
+        # the run's dataset, from the bucket, before the script starts (issue 32)
+        from .data_fetch import CACHE, DATA_ENV, link
+        from .data_fetch import fetch as fetch_data
+
+        folder = fetch_data(store, str(data["key"]), str(data["manifest_sha256"]),
+                            root / CACHE)[0]
+        env[DATA_ENV] = str(link(folder, Path(str(data["path"]))) if data.get("path")
+                            else folder)
     args = [str(a) for a in run.get("args") or []]
     spec = {"run_dir": str(run_dir), "cwd": str(projects / project),
             "argv": torchrun_argv(python, script, args, nproc), "env": env,
@@ -307,7 +319,10 @@ def resume(root: Path, *, environ: Mapping[str, str] = os.environ,
     answer = json.loads(done.stdout)
     _record(root, store, prefix, machine, run_id, began, why=why, step=step,
             checkpoint=fetched.name if fetched is not None else None,
-            extra={"attempt": attempt, "pid": answer.get("pid")})
+            extra={"attempt": attempt, "pid": answer.get("pid"),
+                   # the run goes on from here: with ``from``, the restart and checkpoint
+                   # fetch a reclaim cost (issue 33's measured restart time)
+                   "resumed_at": round(now(), 3)})
     if fetched is None:
         return Outcome("started", run_id, None, answer.get("pid"),
                        SAID_STARTED.format(run=run_id, machine=machine))

@@ -13,7 +13,10 @@ run's checkpoints are copied to the desktop. ``gpudesk recover RUN [--on
 TARGET]`` resumes a run whose machine is gone on TARGET, or on a machine like
 the lost one launched for it: from the run's bucket when it has one that the
 machine can reach (its agent fetches the latest checkpoint there; no copy here is
-needed), else from those copies.
+needed), else from those copies. ``--store URI`` gives a new run its own bucket (on any
+machine, an own one too); a bucket that is missing, unreachable or refuses the keys is
+refused before anything connects. ``--python`` and ``--remote-root`` default to the
+machine's profile (``gpudesk add-machine``).
 """
 
 from __future__ import annotations
@@ -90,7 +93,12 @@ def _finish(conns: list[SshConnection], record: RunRecord, offset: int) -> int:
         if renewer is not None:
             renewer.stop()
     code = runs.wait_all(conns, record, final)
-    _say(f"run {record.id} exited with status {code}")
+    if final.teardown:  # every rank finished, then a process aborted on its way out
+        _say(f"run {record.id} finished: every rank wrote its final checkpoint and said "
+             f"so; the exit status {final.code} came from a process's teardown after that "
+             "(the lines after 'finished at step'), not from training")
+    else:
+        _say(f"run {record.id} exited with status {code}")
     kept = run_upkeep.expire_after_end(record, final)
     if kept is not None:
         _say(kept)
@@ -110,9 +118,21 @@ def _connect_all_quiet(record: RunRecord, policy: Any) -> SshConnection:
 def _cmd_run(a: argparse.Namespace) -> int:
     from gpudesk.services.runs import detached as runs
 
+    cli_remote.fill_profile_folders(a)  # the machine's profile where not given
+
     command = list(a.command)
     if command[:1] == ["--"]:
         command = command[1:]
+    if a.store and (a.resume or a.queue):
+        print("gpudesk: error: --store is for a new run started now (a resumed run keeps "
+              "its bucket; a queued run uses the machine's profile)", file=sys.stderr)
+        return 2
+    store_uri = store_region = ""
+    data: dict[str, str] = {}
+    if a.data and (a.resume or a.queue):
+        print("gpudesk: error: --data is for a new run started now (a resumed run keeps "
+              "its dataset)", file=sys.stderr)
+        return 2
     if a.resume:
         record = runs.RunRecord.load(a.resume)
         if command:
@@ -124,6 +144,16 @@ def _cmd_run(a: argparse.Namespace) -> int:
                   "(or --resume RUN)", file=sys.stderr)
             return 2
         runs.script_in_project(Path(a.project), command[0])  # before connecting anywhere
+        from gpudesk.services.runs import machine_access
+
+        if a.data:  # the dataset's bucket becomes the run's (issue 32)
+            from gpudesk.services.runs import run_data
+
+            data, a.store, a.store_region = run_data.resolve(a.data, a.store,
+                                                             a.store_region)
+        # a bucket that is missing, unreachable or refuses the keys: refused before anything
+        store_uri, store_region = machine_access.checked_run_store(
+            machine_access.ledger_machine(a.target), a.store, a.store_region)
         identity = str(a.identity) if a.identity else None
         refs = [(a.target, identity)]
         refs += [(ref.strip(), identity) for ref in (a.nodes or "").split(",") if ref.strip()]
@@ -135,7 +165,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
             # short-lived bucket keys end: a resume gets new ones (a role is reused)
             store = (machine_access.access_for_target(
                 a.target or record.main.target, record.id, uri=record.store_uri,
-                role=record.store_role) if record.store_uri else None)
+                role=record.store_role, region=record.store_region)
+                if record.store_uri else None)
             from gpudesk.services.runs import run_upkeep
 
             run_upkeep.keep_folder(record, _say)
@@ -145,7 +176,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
             request = runs.RunRequest(
                 project=Path(a.project), script=command[0], args=command[1:], nproc=a.nproc,
                 amp=a.amp, checkpoint_every_min=a.checkpoint_every, python=a.python,
-                root=a.remote_root)
+                root=a.remote_root, data=data)
             if a.queue:  # added to the machine's queue; its agent starts it in turn
                 from gpudesk.services.runs import run_queue
 
@@ -156,9 +187,10 @@ def _cmd_run(a: argparse.Namespace) -> int:
                 return 0
             store = None
             machine = machine_access.ledger_machine(refs[0][0])
-            if machine is not None and machine_access.wants_store(machine):
+            if store_uri or (machine is not None and machine_access.wants_store(machine)):
                 request.run_id = runs.new_run_id(Path(a.project).resolve().name)
-                store = machine_access.access_for(machine, request.run_id)
+                store = machine_access.run_access(machine, request.run_id, store_uri,
+                                                  store_region)
             record = runs.launch(conns, refs, request, report=_say, store=store)
             if machine is not None and machine.group_live:  # its group resumes it (issue 23)
                 from gpudesk.services.runs import keep_alive_run
@@ -209,9 +241,16 @@ def _cmd_recover(a: argparse.Namespace) -> int:
     from gpudesk.services.runs import spot_recovery
 
     record = runs.RunRecord.load(a.run)
+    root = a.remote_root
     if a.target:
         ref, identity = a.target, str(a.identity) if a.identity else None
         policy = cli_remote.host_key_policy(a)
+        from gpudesk.services.runs.machine_access import ledger_machine
+
+        profile = ledger_machine(a.target)  # an added machine: its Python and folder
+        if profile is not None:
+            root = root or profile.remote_root or None
+            record.python = profile.remote_python or record.python
     else:
         from gpudesk.services.cloud.launcher import Launcher
         from gpudesk.services.money.ledger import Ledger
@@ -223,14 +262,15 @@ def _cmd_recover(a: argparse.Namespace) -> int:
             _say(f"launching a machine like {record.main.target} for run {record.id}")
             from gpudesk.services.core.settings import load_settings
             from gpudesk.services.remote.first_boot import for_launch
+            from gpudesk.services.storage.store_check import check_launch_store
 
-            launcher = Launcher(ledger, first_boot=for_launch(load_settings, ledger))
+            launcher = Launcher(ledger, first_boot=for_launch(load_settings, ledger),
+                                store_check=check_launch_store)
             ref = asyncio.run(spot_recovery.relaunch_like(launcher, record.main.target,
                                                           progress))
         identity = None
         policy = spot_recovery.replacement_policy(ref)  # its own key, pinned at launch
-    record = spot_recovery.recover(record, ref, identity, policy, report=_say,
-                                   root=a.remote_root)
+    record = spot_recovery.recover(record, ref, identity, policy, report=_say, root=root)
     print(record.id, flush=True)
     return 0
 
@@ -259,6 +299,17 @@ def add_parsers(sub: Any) -> None:
                    "agent starts it when the GPUs it asks for are free (gpudesk queue ID)")
     p.add_argument("--resume", metavar="RUN", help="start a stopped run again, from its "
                    "newest checkpoint")
+    p.add_argument("--store", default="", metavar="URI",
+                   help="keep this run's checkpoints, logs and outputs in this bucket "
+                   "(s3://bucket/prefix, cos://bucket-appid/prefix, oss://bucket/prefix) "
+                   "instead of the machine's; checked before the run starts. The machine "
+                   "gets short-lived keys limited to the run's folder")
+    p.add_argument("--store-region", default="", metavar="REGION",
+                   help="the bucket's region (COS and OSS; AWS finds it)")
+    p.add_argument("--data", default="", metavar="NAME[:/PATH]",
+                   help="a dataset pushed with 'gpudesk data push': the machine fetches it "
+                   "from its bucket (the run's) before the script starts, at PATH or "
+                   "its cache, named by GPUDESK_DATA_DIR")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT ARGS")
     p.set_defaults(func=_cmd_run)
 

@@ -56,7 +56,7 @@ from gpudesk.services.core.files import atomic_write_text
 from gpudesk.services.core.said import Said
 from gpudesk.services.remote import sync as sync_service
 from gpudesk.services.remote.ssh import MSG_DROPPED, SshConnection, SshDisconnected
-from gpudesk.training.env import AMP_ENV, CHECKPOINT_EVERY_ENV, RUN_DIR_ENV
+from gpudesk.training.env import AMP_ENV, CHECKPOINT_EVERY_ENV, OUTPUT_DIR_ENV, RUN_DIR_ENV
 
 if TYPE_CHECKING:
     from gpudesk.services.storage.access import StoreAccess
@@ -164,6 +164,12 @@ class RunRecord:
     store_issued: str = ""
     store_expires: str = ""
     store_kept: str = ""
+    # The dataset the run reads (issue 32, ``run_data``): "name", "manifest_sha256" (the
+    # version it used), "key" (the manifest in the run's bucket), "path" ("": the cache).
+    data: dict[str, str] = field(default_factory=dict)
+    # Every machine the run used, in order (issue 30): {"target", "host", "attempt",
+    # "from" (unix s), "resumed_from_step" (None: started from the beginning), "checkpoint"}.
+    hops: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def main(self) -> NodeRun:
@@ -217,7 +223,7 @@ def state_word(status: RunStatus, *, doubtful: bool = False) -> str:
         return "stopped"
     if status.code == 0:
         return "doubtful" if doubtful else "finished"
-    return "failed"
+    return "finished" if status.teardown else "failed"
 
 
 @dataclass(frozen=True)
@@ -230,6 +236,15 @@ class RunStatus:
     seconds: float | None = None  # how long the latest attempt ran (exited runs)
     checkpoints: int | None = None  # in the run folder on the machine; None: not known
     latest_checkpoint: str = ""
+    # A non-zero exit after every rank finished (final checkpoint written, said past
+    # Session.finish()'s barrier): a rank's teardown aborted. The run finished.
+    teardown: bool = False
+
+    @property
+    def finished(self) -> bool:
+        """Exited 0, or non-zero only in teardown after every rank finished."""
+        return self.state == "exited" and not self.cancelled and (
+            self.code == 0 or self.teardown)
 
     @property
     def running(self) -> bool:
@@ -281,7 +296,8 @@ def status(conn: SshConnection, run_dir: str, python: str = DEFAULT_PYTHON) -> R
                      int(data.get("log_size") or 0), bool(data.get("cancelled")),
                      float(seconds) if isinstance(seconds, int | float) else None,
                      int(found) if isinstance(found, int) else None,
-                     str(data.get("latest_checkpoint") or ""))
+                     str(data.get("latest_checkpoint") or ""),
+                     bool(data.get("teardown")))
 
 
 def stop(conn: SshConnection, run_dir: str, python: str = DEFAULT_PYTHON) -> None:
@@ -314,7 +330,8 @@ def training_env(run_dir: str, lib: str, project: str, *, amp: str | None,
                  node_rank: int, cpu: bool = False) -> dict[str, str]:
     """What ``gpudesk.training`` reads (``gpudesk/training/env.py``), plus the node list;
     a CPU run sees no GPU (``CUDA_VISIBLE_DEVICES`` empty)."""
-    env = {RUN_DIR_ENV: f"{run_dir}/checkpoints", "PYTHONUNBUFFERED": "1",
+    env = {RUN_DIR_ENV: f"{run_dir}/checkpoints", OUTPUT_DIR_ENV: f"{run_dir}/outputs",
+           "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": f"{lib}:{project}", "GPUDESK_RUN_ID": run_id,
            "GPUDESK_NODES": ",".join(nodes), "GPUDESK_NODE_RANK": str(node_rank),
            "GPUDESK_NNODES": str(len(nodes))}
@@ -383,6 +400,7 @@ class RunRequest:
     # Chosen before the launch (``new_run_id``) when the bucket's keys are limited to
     # the run's prefix and so must be made first; "" picks one now.
     run_id: str = ""
+    data: dict[str, str] = field(default_factory=dict)  # RunRecord.data (issue 32)
 
 
 Report = Callable[[str], None]
@@ -418,7 +436,7 @@ def launch(conns: list[SshConnection], targets: list[tuple[str, str | None]],
                        remote_project=f"{roots[0]}/projects/{name}", script=script,
                        args=list(request.args), nproc=request.nproc, python=request.python,
                        amp=request.amp, checkpoint_every_min=request.checkpoint_every_min,
-                       root=request.root, created=time.time())
+                       root=request.root, created=time.time(), data=dict(request.data))
     for i, (conn, root, (ref, identity)) in enumerate(zip(conns, roots, targets, strict=True)):
         node_id = run_id if i == 0 else f"{run_id}-node{i}"
         record.nodes.append(NodeRun(ref, identity, f"{root}/runs/{node_id}",
@@ -456,6 +474,10 @@ def _attach_store(conn: SshConnection, record: RunRecord, store: StoreAccess | N
     """Write the first node's store config; returns the words to run the script under
     (the agent's fetch-resume where it must fetch a checkpoint), or [] for none."""
     if store is None or store.kind == "none":
+        if record.data:  # the script would start without its dataset (issue 32)
+            from gpudesk.services.runs import run_data
+
+            raise run_data.no_keys(record, store)
         if store is not None and not resume:
             report(Said("Runs", MSG_NO_STORE, run=record.id, why=store.why_none or "-"))
         elif resume and record.store_uri:  # it had a bucket: say that this attempt has not
@@ -483,11 +505,14 @@ def _attach_store(conn: SshConnection, record: RunRecord, store: StoreAccess | N
     else:
         expires = run_store.expiry_text(written.expires) if written.expires else "?"
         report(Said("Runs", MSG_STORE_STS, uri=written.uri, expires=expires))
+    from gpudesk.services.runs import run_data
+
+    data = run_data.fetch_argv(site, node.run_dir, record, report)  # [] without a dataset
     if had is None or had.checkpoints:
-        return []  # its own checkpoints are at least as new as what it uploaded
+        return data  # its own checkpoints are at least as new as what it uploaded
     report(Said("Runs", MSG_FROM_BUCKET, target=str(conn.target), run=record.id,
                 uri=written.uri))
-    return run_store.fetch_resume_argv(site, node.run_dir, [])
+    return data + run_store.fetch_resume_argv(site, node.run_dir, [])
 
 
 def give_rules(conn: SshConnection, ref: str, root: str, python: str, report: Report) -> None:
@@ -509,6 +534,7 @@ def _sync_and_start(conns: list[SshConnection], record: RunRecord, report: Repor
     lib_stage = training_lib_folder()
     started: list[tuple[SshConnection, str]] = []
     hosts = [n.host for n in record.nodes]
+    resumed_from = ""  # the checkpoint the first node resumes from (record.hops)
     try:
         for i, (conn, node) in enumerate(zip(conns, record.nodes, strict=True)):
             root = node.run_dir.rsplit("/runs/", 1)[0]
@@ -524,6 +550,7 @@ def _sync_and_start(conns: list[SshConnection], record: RunRecord, report: Repor
                                  nnodes=len(conns), node_rank=i, master_addr=hosts[0],
                                  master_port=record.master_port)
             if i == 0:  # rank 0 writes the checkpoints: its agent uploads them
+                resumed_from = _resume_point(conn, record, store) if resume else ""
                 argv = _attach_store(conn, record, store, report, resume=resume) + argv
             env = training_env(node.run_dir, f"{root}/lib", remote_project, amp=record.amp,
                                checkpoint_every_min=record.checkpoint_every_min,
@@ -547,7 +574,55 @@ def _sync_and_start(conns: list[SshConnection], record: RunRecord, report: Repor
             with contextlib.suppress(Exception):
                 stop(conn, run_dir, record.python)
         raise
+    note_hop(record, resumed_from)
     record.save()
+
+
+_CKPT_STEP = re.compile(r"ckpt-(\d+)")
+
+
+def note_hop(record: RunRecord, checkpoint: str) -> None:
+    """Add the run's first machine to ``record.hops`` when it is not the last one there
+    (a resume on the same machine is the same stint), with the checkpoint it resumed from."""
+    node = record.main
+    last = record.hops[-1] if record.hops else None
+    if last is not None and (last.get("target"), last.get("host")) == (node.target, node.host):
+        return
+    found = _CKPT_STEP.search(checkpoint)
+    record.hops.append({"target": node.target, "host": node.host, "attempt": record.attempt,
+                        "from": time.time(),
+                        "resumed_from_step": int(found.group(1)) if found else None,
+                        "checkpoint": checkpoint})
+
+
+def _resume_point(conn: SshConnection, record: RunRecord, store: StoreAccess | None) -> str:
+    """The checkpoint a resume starts from: the machine's newest, else (a new machine) the
+    bucket manifest's latest, which the agent fetches; "" where neither says one."""
+    try:
+        here = status(conn, record.main.run_dir, record.python).latest_checkpoint
+    except Exception:  # noqa: BLE001 - only the story of the run misses the step
+        here = ""
+    if here or store is None or store.kind == "none":
+        return here
+    return _bucket_latest(store)
+
+
+def _bucket_latest(store: StoreAccess) -> str:
+    """The manifest's ``latest`` in the run's folder, read with the run's own keys (or the
+    account's for a role run); "" on any failure (blocking, one GET)."""
+    try:
+        from gpudesk.services.cloud.providers.base import Credentials
+        from gpudesk.services.storage.clients import account_client, make_client
+
+        cloud = store.store.cloud
+        client = (make_client(cloud, store.region, Credentials(
+            cloud, store.sts.key_id, store.sts.secret, store.sts.token), retries=1)  # type: ignore[arg-type]
+            if store.sts is not None else account_client(cloud, store.region))
+        body = client.get_object(Bucket=store.store.bucket,
+                                 Key=store.store.run(store.run_id).manifest)["Body"].read()
+        return str(json.loads(body).get("latest") or "")
+    except Exception:  # noqa: BLE001 - only the story of the run misses the step
+        return ""
 
 
 # --------------------------------------------------------------------------- following
@@ -600,8 +675,9 @@ def follow(conn: SshConnection, run_dir: str, out: BinaryIO, *, python: str = DE
 def wait_all(conns: list[SshConnection], record: RunRecord, main: RunStatus,
              stop_event: threading.Event | None = None) -> int:
     """The run's exit status once every node has stopped: the first node's, or else the
-    first non-zero one. A lost node raises."""
-    codes: list[int | None] = [main.code]
+    first non-zero one; a node's teardown after every rank finished counts as 0 (its own
+    status says so: ``RunStatus.teardown``). A lost node raises."""
+    codes: list[int | None] = [0 if main.teardown else main.code]
     for conn, node in zip(conns[1:], record.nodes[1:], strict=True):
         while True:
             now = status(conn, node.run_dir, record.python)
@@ -610,7 +686,7 @@ def wait_all(conns: list[SshConnection], record: RunRecord, main: RunStatus,
             threading.Event().wait(0.5)  # the other nodes end with the first one
         if now.state != "exited":
             raise RunError(MSG_LOST, run=record.id, target=str(conn.target))
-        codes.append(now.code)
+        codes.append(0 if now.teardown else now.code)
     if main.state != "exited":
         raise RunError(MSG_LOST, run=record.id, target=str(conns[0].target))
     return next((c for c in codes if c), 0) or 0

@@ -229,7 +229,7 @@ def _request_of(record: RunRecord) -> object:
     return RunRequest(project=Path(record.project), script=record.script,
                       args=list(record.args), nproc=record.nproc, amp=record.amp,
                       checkpoint_every_min=record.checkpoint_every_min, python=record.python,
-                      root=record.root, run_id=record.id)
+                      root=record.root, run_id=record.id, data=dict(record.data))
 
 
 def run_started(record: RunRecord, machine: Machine | None, report: Callable[[str], None], *,

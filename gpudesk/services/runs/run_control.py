@@ -122,6 +122,8 @@ class RunForm:
     checkpoint_every_min: float = 0.0  # 0: the script's own interval
     python: str = runs.DEFAULT_PYTHON
     root: str = runs.DEFAULT_ROOT
+    store: str = ""  # this run's bucket URI instead of the machine's ("": the machine's)
+    data: str = ""  # a dataset, NAME[:/path] (issue 32, ``run_data``)
 
     def check(self) -> RunRequest:
         if not self.target.strip():
@@ -276,7 +278,10 @@ def preflight(conn: SshConnection, request: RunRequest, report: runs.Report) -> 
     if not cpu:
         for check in found.checks:
             if check.level == "error" and check.name in GPU_CHECKS:
-                raise RunControlError(MSG_NO_GPU_HERE, problem=check.message, target=target)
+                # the finding as a Said: the window translates it (issue 31), the CLI's
+                # text stays the English sentence
+                raise RunControlError(MSG_NO_GPU_HERE, problem=Said(
+                    bootstrap.CONTEXT, check.template, **check.values), target=target)
         if gpus < request.nproc:
             raise RunControlError(MSG_TOO_FEW_GPUS, nproc=request.nproc, target=target,
                                   gpus=gpus)
@@ -328,16 +333,23 @@ def start_run(form: RunForm, policy: HostKeyPolicy, report: runs.Report, *,
     request = form.check()
     kept = _Keeper(report)
     refs = form.refs()
+    machine = machine_access.ledger_machine(refs[0][0])
+    store_text, region = form.store, ""
+    if form.data.strip():  # the dataset's bucket becomes the run's (issue 32)
+        from gpudesk.services.runs import run_data
+
+        request.data, store_text, region = run_data.resolve(form.data, form.store)
+    # a named bucket that is missing, unreachable or refuses the keys: refused before anything
+    store_uri, store_region = machine_access.checked_run_store(machine, store_text, region)
     with connected(refs, policy) as conns:
         if check:
             for conn in conns:
                 preflight(conn, request, kept)
         store = None
-        machine = machine_access.ledger_machine(refs[0][0])
-        if machine is not None and machine_access.wants_store(machine):
+        if store_uri or (machine is not None and machine_access.wants_store(machine)):
             request.run_id = request.run_id or runs.new_run_id(
                 Path(request.project).resolve().name)
-            store = machine_access.access_for(machine, request.run_id)
+            store = machine_access.run_access(machine, request.run_id, store_uri, store_region)
         record = runs.launch(conns, refs, request, report=kept, pusher=pusher, store=store)
         if machine is not None and machine.group_live:  # its group resumes it (issue 23)
             from gpudesk.services.runs import keep_alive_run
@@ -398,7 +410,8 @@ def resume_run(record: RunRecord, policy: HostKeyPolicy, report: runs.Report, *,
     kept = _Keeper(report)
     with connected(record_refs(record), policy) as conns:
         store = (machine_access.access_for_target(record.main.target, record.id,
-                                                  uri=record.store_uri, role=record.store_role)
+                                                  uri=record.store_uri, role=record.store_role,
+                                                  region=record.store_region)
                  if record.store_uri else None)
         run_upkeep.keep_folder(record, kept)
         record = runs.resume(conns, record, report=kept, pusher=pusher, store=store)

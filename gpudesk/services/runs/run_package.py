@@ -176,7 +176,9 @@ def run_document(request: RunRequest, run_id: str, code: Blob, *, agent: Blob,
                                              "group_id": group.group_id},
         "budget": None if budget is None else {"amount": budget.amount,
                                                "currency": budget.currency,
-                                               "price_per_hour": budget.price_per_hour}}
+                                               "price_per_hour": budget.price_per_hour},
+        # the dataset a replacement fetches before the run starts (issue 32)
+        **({"data": dict(request.data)} if request.data else {})}
 
 
 def write_package(access: StoreAccess, request: RunRequest, *, client: Any = None,

@@ -35,6 +35,7 @@ from typing import Any
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.said import Said
+from gpudesk.services.money.ledger import Ledger
 from gpudesk.services.remote.host_keys import HostKeyPolicy
 from gpudesk.services.remote.ssh import SshConnection
 from gpudesk.services.runs import detached as runs
@@ -46,7 +47,14 @@ MSG_QUEUED = QT_TRANSLATE_NOOP(
     "for are free and the runs before it have started")
 MSG_NO_AGENT = QT_TRANSLATE_NOOP(
     "RunQueue", "No gpudesk agent keeps the queue on {target}: queued runs wait until one "
-    "runs there (gpudesk watch --on {target} starts it).")
+    "runs there. Watching the machine starts one (the Watch page, or gpudesk watch --on "
+    "{target}).")
+MSG_AGENT_STARTED = QT_TRANSLATE_NOOP(
+    "RunQueue", "started the gpudesk agent on {target}: it keeps the queue and starts each "
+    "run when its turn comes, with gpudesk closed too")
+MSG_AGENT_NOT_STARTED = QT_TRANSLATE_NOOP(
+    "RunQueue", "No gpudesk agent keeps the queue on {target}, and none could be started "
+    "there: {why}. Queued runs wait until one runs there.")
 MSG_FAILED = QT_TRANSLATE_NOOP(
     "RunQueue", "The run queue on {target} failed while {what}: {detail}")
 MSG_NO_MULTI_NODE = QT_TRANSLATE_NOOP(
@@ -55,6 +63,9 @@ MSG_NOTHING_TO_CANCEL = QT_TRANSLATE_NOOP(
     "RunQueue", "No queued or running run '{run}' in the queue on {target}.")
 
 QUEUED_STATE = "queued"  # the run record's last_state until the agent starts it
+# a queue entry's state as the run list's word (the run record's ``last_state``)
+RECORD_STATES = {"queued": QUEUED_STATE, "running": "running", "succeeded": "finished",
+                 "failed": "failed", "cancelled": "cancelled"}
 
 
 class QueueError(TemplatedError):
@@ -103,6 +114,7 @@ class QueueView:
     gpus: int | None  # what the agent counted; None without an agent
     agent_running: bool
     entries: list[QueueEntry] = field(default_factory=list)
+    name: str = ""  # what the user calls the machine (its ledger name); "" for ``machine``
 
     def to_json(self) -> dict[str, Any]:
         return {"machine": self.machine, "gpus": self.gpus, "agent_running": self.agent_running,
@@ -111,7 +123,7 @@ class QueueView:
     def note(self) -> Said | None:
         """What to say about the queue as a whole: no agent keeps it."""
         return None if self.agent_running else Said("RunQueue", MSG_NO_AGENT,
-                                                     target=self.machine)
+                                                     target=self.name or self.machine)
 
     @property
     def open(self) -> list[QueueEntry]:
@@ -146,14 +158,48 @@ def _call(conn: SshConnection, python: str, what: str, *args: str,
     return json.loads(result.text)
 
 
+def machine_name(ref: str) -> str:
+    """What the user calls the machine ``ref`` names: its ledger name, never the internal
+    id (an ``ssh://`` address, or a machine the ledger does not know, stays as given)."""
+    if not ref or ref.startswith("ssh://"):
+        return ref
+    with Ledger() as ledger:
+        machine = ledger.find(ref)
+    return (machine.name or ref) if machine is not None else ref
+
+
+def keep_states(view: QueueView) -> list[str]:
+    """Bring this computer's run records up to what the queue says of them (a queued run
+    that started, succeeded, failed or was cancelled); returns the runs whose state changed,
+    so that the run list and ``gpudesk show`` never keep saying "queued"."""
+    changed = []
+    for e in view.entries:
+        word = RECORD_STATES.get(e.state)
+        try:
+            record = RunRecord.load(e.run)
+        except runs.RunError:
+            continue  # queued from another computer: nothing recorded here
+        if word is None or record.last_state == word:
+            continue
+        if e.state == "running" and record.last_state not in ("", QUEUED_STATE):
+            continue  # a following window already knows better than "running"
+        record.last_state = word
+        record.save()
+        changed.append(e.run)
+    return changed
+
+
 def read(conn: SshConnection, machine: str, *, root: str = runs.DEFAULT_ROOT,
          python: str = runs.DEFAULT_PYTHON) -> QueueView:
     """The queue on the machine now (its running entries brought up to date first)."""
     data = _call(conn, python, "reading the queue", "list", root)
     gpus = data.get("gpus")
-    return QueueView(machine=machine, gpus=gpus if isinstance(gpus, int) else None,
+    view = QueueView(machine=machine, gpus=gpus if isinstance(gpus, int) else None,
                      agent_running=bool(data.get("agent_running")),
-                     entries=[QueueEntry.from_json(e) for e in data.get("entries") or []])
+                     entries=[QueueEntry.from_json(e) for e in data.get("entries") or []],
+                     name=machine_name(machine))
+    keep_states(view)
+    return view
 
 
 def cancel(conn: SshConnection, machine: str, which: str, *, root: str = runs.DEFAULT_ROOT,
@@ -204,14 +250,33 @@ def add(conn: SshConnection, target: tuple[str, str | None], request: RunRequest
                "launcher": launcher_source()}
     _call(conn, request.python, "adding the run", "add", request.root,
           input=json.dumps(payload).encode())
-    report(Said("RunQueue", MSG_QUEUED, run=run_id, target=str(conn.target),
+    report(Said("RunQueue", MSG_QUEUED, run=run_id, target=machine_name(ref),
                 device=runs.device_text(record.nproc)))
     record.save()
     view = read(conn, ref, root=request.root, python=request.python)
+    if not view.agent_running:  # nothing would ever start it: the queue starts its keeper
+        said = start_agent(conn, ref, root=request.root, python=request.python)
+        if said is not None:
+            report(said)
+            view = read(conn, ref, root=request.root, python=request.python)
     note = view.note()
     if note is not None:
         report(note)
     return record
+
+
+def start_agent(conn: SshConnection, ref: str, *, root: str, python: str) -> Said | None:
+    """Start the machine's agent (with the rules Watch would give it) so that it keeps the
+    queue; what happened, in words. None where nothing was tried."""
+    from gpudesk.services.remote import target_agent
+
+    name = machine_name(ref)
+    try:
+        target_agent.deploy(conn, ref, root=root, python=python)
+    except (TemplatedError, OSError) as exc:
+        why = exc.message() if isinstance(exc, TemplatedError) else str(exc)
+        return Said("RunQueue", MSG_AGENT_NOT_STARTED, target=name, why=why)
+    return Said("RunQueue", MSG_AGENT_STARTED, target=name)
 
 
 # --------------------------------------------------------------------------- for the window
@@ -224,6 +289,11 @@ def queue_run(form: run_control.RunForm, policy: HostKeyPolicy, report: runs.Rep
     refs = form.refs()
     if len(refs) > 1:
         raise QueueError(MSG_NO_MULTI_NODE)
+    if form.data.strip():  # issue 32: a dataset is fetched by a run started now only
+        from gpudesk.services.runs.run_data import MSG_NO_QUEUE
+        from gpudesk.services.storage.errors import StorageError
+
+        raise StorageError(MSG_NO_QUEUE)
     kept = run_control._Keeper(report)  # noqa: SLF001 - the same notes as a start keeps
     with run_control.connected(refs, policy) as conns:
         if check:

@@ -104,7 +104,9 @@ def aws_policy(store: StoreUri, run_id: str, partition: str = "aws") -> dict[str
          "Resource": f"arn:{partition}:s3:::{store.bucket}/{root}*"},
         {"Sid": "ListRun", "Effect": "Allow", "Action": "s3:ListBucket",
          "Resource": f"arn:{partition}:s3:::{store.bucket}",
-         "Condition": {"StringLike": {"s3:prefix": [root, f"{root}*"]}}}]}
+         "Condition": {"StringLike": {"s3:prefix": [root, f"{root}*"]}}},
+        {"Sid": "ReadData", "Effect": "Allow", "Action": "s3:GetObject",  # issue 32
+         "Resource": f"arn:{partition}:s3:::{store.bucket}/{store.prefix}data/*"}]}
 
 
 def tencent_policy(store: StoreUri, run_id: str, region: str) -> dict[str, Any]:
@@ -119,7 +121,9 @@ def tencent_policy(store: StoreUri, run_id: str, region: str) -> dict[str, Any]:
                     "name/cos:GetObject", "name/cos:HeadObject", "name/cos:DeleteObject"],
          "resource": [f"{base}/{root}*"]},
         {"effect": "allow", "action": ["name/cos:GetBucket"], "resource": [f"{base}/*"],
-         "condition": {"string_like": {"cos:prefix": f"{root}*"}}}]}
+         "condition": {"string_like": {"cos:prefix": f"{root}*"}}},
+        {"effect": "allow", "action": ["name/cos:GetObject", "name/cos:HeadObject"],
+         "resource": [f"{base}/{store.prefix}data/*"]}]}  # datasets (issue 32)
 
 
 def aliyun_policy(store: StoreUri, run_id: str) -> dict[str, Any]:
@@ -132,7 +136,9 @@ def aliyun_policy(store: StoreUri, run_id: str) -> dict[str, Any]:
          "Resource": [f"acs:oss:*:*:{store.bucket}/{root}*"]},
         {"Effect": "Allow", "Action": ["oss:ListObjects"],
          "Resource": [f"acs:oss:*:*:{store.bucket}"],
-         "Condition": {"StringLike": {"oss:Prefix": [f"{root}*"]}}}]}
+         "Condition": {"StringLike": {"oss:Prefix": [f"{root}*"]}}},
+        {"Effect": "Allow", "Action": ["oss:GetObject"],  # datasets (issue 32)
+         "Resource": [f"acs:oss:*:*:{store.bucket}/{store.prefix}data/*"]}]}
 
 
 def aliyun_role_documents(account_id: str, bucket: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QSpinBox,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -81,6 +82,22 @@ class RunFormBox(Retranslating, QGroupBox):
         self.checkpoint.setSingleStep(5)
         self.python = QLineEdit(runs.DEFAULT_PYTHON, self)
         self.python.setObjectName("runPython")
+        self.store = QLineEdit(self)  # this run's bucket instead of the machine's (issue 30)
+        self.store.setObjectName("runStore")
+        self.store.setClearButtonEnabled(True)
+        self.store_error = QLabel(self)
+        self.store_error.setObjectName("runStoreError")
+        self.store_error.setWordWrap(True)
+        self.store_error.setStyleSheet("color: #d32f2f;")
+        self.store_error.setVisible(False)
+        store_box = QWidget(self)
+        store_lines = QVBoxLayout(store_box)
+        store_lines.setContentsMargins(0, 0, 0, 0)
+        store_lines.addWidget(self.store)
+        store_lines.addWidget(self.store_error)
+        self.data = QLineEdit(self)  # a dataset the machine fetches first (issue 32)
+        self.data.setObjectName("runData")
+        self.data.setClearButtonEnabled(True)
         self.run_button = QPushButton(self)
         self.run_button.setObjectName("runStart")
         self.run_button.setDefault(True)
@@ -97,7 +114,8 @@ class RunFormBox(Retranslating, QGroupBox):
                             ("project", row(self.project, self.project_browse)),
                             ("script", self.script), ("args", self.args),
                             ("nproc", self.nproc), ("nodes", self.nodes), ("amp", self.amp),
-                            ("checkpoint", self.checkpoint), ("python", self.python)):
+                            ("checkpoint", self.checkpoint), ("python", self.python),
+                            ("store", store_box), ("data", self.data)):
             label = QLabel(self)
             self._labels[key] = label
             layout.addRow(label, widget)
@@ -120,7 +138,9 @@ class RunFormBox(Retranslating, QGroupBox):
                  "nodes": translate("RunPage", "More machines:"),
                  "amp": translate("RunPage", "Mixed precision:"),
                  "checkpoint": translate("RunPage", "Checkpoint every:"),
-                 "python": translate("RunPage", "Python:")}
+                 "python": translate("RunPage", "Python:"),
+                 "store": translate("RunPage", "Bucket:"),
+                 "data": translate("RunPage", "Data:")}
         for key, text in texts.items():
             self._labels[key].setText(text)
         line = self.machine.lineEdit()
@@ -133,6 +153,16 @@ class RunFormBox(Retranslating, QGroupBox):
         self.nodes.setPlaceholderText(translate(
             "RunPage", "for multi-node: other machines, comma-separated"))
         self.args.setPlaceholderText(translate("RunPage", "e.g. --epochs 10 --lr 3e-4"))
+        self.store.setPlaceholderText(translate(
+            "RunPage", "the machine's; or this run's: s3://bucket/prefix"))
+        self.store.setToolTip(translate(
+            "RunPage", "Where this run keeps its checkpoints, logs and outputs, with "
+            "short-lived keys limited to its folder. Checked before the run starts."))
+        self.data.setPlaceholderText(translate(
+            "RunPage", "none; or a dataset: NAME or NAME:/path/on/machine"))
+        self.data.setToolTip(translate(
+            "RunPage", "A dataset pushed with 'gpudesk data push': the machine fetches it from "
+            "its bucket before the script starts (GPUDESK_DATA_DIR), once per machine."))
         self.identity_browse.setText(translate("RunPage", "Browse…"))
         self.project_browse.setText(translate("RunPage", "Browse…"))
         current = self.amp.currentIndex()
@@ -171,7 +201,13 @@ class RunFormBox(Retranslating, QGroupBox):
                        nodes=[n for n in self.nodes.text().split(",") if n.strip()],
                        amp=str(self.amp.currentData() or ""),
                        checkpoint_every_min=float(self.checkpoint.value()),
-                       python=self.python.text().strip(), root=root)
+                       python=self.python.text().strip(), root=root,
+                       store=self.store.text().strip(), data=self.data.text().strip())
+
+    def say_store(self, text: str) -> None:
+        """Why the bucket was refused, next to its field ("" hides it)."""
+        self.store_error.setText(text)
+        self.store_error.setVisible(bool(text))
 
     def profile(self) -> Machine | None:
         """The chosen ledger machine (its profile: key file, python, folder), if any."""

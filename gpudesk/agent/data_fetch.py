@@ -1,0 +1,199 @@
+"""Before the training starts: the run's dataset, from the bucket onto this machine's disk.
+
+``python3 -m gpudesk.agent fetch-data --run FOLDER --key MANIFEST_KEY --sha SHA256
+[--path /where] [-- COMMAND ...]`` reads the run's ``store-config.json`` (its bucket and
+short-lived keys, see ``uploader.py``), downloads the dataset's manifest and checks it
+against ``SHA256`` (the version the run's record names), then fetches every file with
+parallel ranged GETs into ``<root>/data-cache/<SHA256>.part/``, checks each file's size
+and SHA-256, and renames the folder to ``<root>/data-cache/<SHA256>/``: a dataset is
+only ever seen whole, and a second run on this machine (or a fetch cut short and
+started again) fetches nothing it already has. ``--path`` makes a link there to the
+cached folder. It prints ``GPUDESK_DATA_DIR=<path>`` and, given a command, runs it with
+that variable set (``exec``). A fetch that fails ends with status 3 and the command is
+not run: the script would start without its data.
+
+Layout of the bucket (services/storage/datasets.py): ``<prefix>data/blobs/<sha256>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .store import Store, StoreError
+from .uploader import load_config
+
+DATA_ENV = "GPUDESK_DATA_DIR"  # what the training script reads
+CACHE = "data-cache"
+RANGE = 8 * 1024 * 1024  # bytes per ranged GET
+WORKERS = 16
+CHUNK = 1024 * 1024
+FAILED = 3
+
+
+class _At:
+    """A file-like writer that puts a ranged GET's body at its offset (``os.pwrite``)."""
+
+    def __init__(self, fd: int, offset: int) -> None:
+        self.fd, self.offset, self.written = fd, offset, 0
+
+    def write(self, data: bytes) -> int:
+        view = memoryview(data)
+        while view:
+            n = os.pwrite(self.fd, view, self.offset + self.written)
+            self.written += n
+            view = view[n:]
+        return len(data)
+
+
+def _sha(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def blob_key(manifest_key: str, sha: str) -> str:
+    """``<prefix>data/sets/<name>/manifest.json`` -> ``<prefix>data/blobs/<sha>``."""
+    base = manifest_key.rsplit("data/sets/", 1)[0]
+    return f"{base}data/blobs/{sha}"
+
+
+def cache_root(run_dir: Path) -> Path:
+    text = str(run_dir.resolve())
+    root = text.rsplit("/runs/", 1)[0] if "/runs/" in text else str(run_dir.parent)
+    return Path(root) / CACHE
+
+
+def fetch(store: Store, manifest_key: str, sha: str, cache: Path, *,
+          workers: int = WORKERS, range_size: int = RANGE) -> Tuple[Path, int, int]:
+    """(the dataset's folder, files fetched, bytes fetched); nothing fetched when the
+    cache already holds the version ``sha``. Raises StoreError."""
+    done = cache / sha
+    if (done / ".gpudesk-manifest.json").is_file():
+        return done, 0, 0
+    raw = store.get_bytes(manifest_key)
+    if raw is None:
+        raise StoreError(f"the dataset's manifest {manifest_key} is not in the bucket")
+    if hashlib.sha256(raw).hexdigest() != sha:
+        raise StoreError(f"{manifest_key} is another version than the run names "
+                         f"({sha[:12]}); push it again or start the run again")
+    manifest = json.loads(raw)
+    files: List[Dict[str, Any]] = list(manifest.get("files") or [])
+    part = cache / (sha + ".part")
+    part.mkdir(parents=True, exist_ok=True)
+    tasks: List[Tuple[Dict[str, Any], Path, int, int]] = []
+    wanted: List[Tuple[Dict[str, Any], Path]] = []
+    for f in files:
+        rel = str(f["path"])
+        if rel.startswith("/") or ".." in rel.split("/"):
+            raise StoreError(f"the manifest names a path outside the dataset: {rel}")
+        dest = part / rel
+        size = int(f["size"])
+        if dest.is_file() and dest.stat().st_size == size and \
+                _sha(dest) == f["sha256"]:
+            continue  # a fetch cut short already brought it
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with open(dest, "wb") as fh:
+            fh.truncate(size)
+        wanted.append((f, dest))
+        for start in range(0, max(size, 1), range_size):
+            tasks.append((f, dest, start, min(size, start + range_size) - 1))
+    need = sum(int(f["size"]) for f, _ in wanted)
+    free = shutil.disk_usage(str(part)).free
+    if need > free:  # refused before a byte is fetched: the script would fail half-way
+        raise StoreError(f"the dataset needs {need} bytes more on this machine's disk, but "
+                         f"{part.parent} has {free} bytes free; give the machine a larger "
+                         "disk or free space there")
+    fetched = [0]
+    lock = threading.Lock()
+
+    def get(task: Tuple[Dict[str, Any], Path, int, int]) -> None:
+        f, dest, first, last = task
+        if last < first:
+            return  # an empty file
+        key = blob_key(manifest_key, str(f["sha256"]))
+        fd = os.open(str(dest), os.O_WRONLY)
+        try:
+            out = _At(fd, first)
+            store.request("GET", key, headers={"range": f"bytes={first}-{last}"},
+                          out=out)  # type: ignore[arg-type]  # only .write() is used
+            if out.written != last - first + 1:
+                raise StoreError(f"{key} bytes {first}-{last} came with {out.written} bytes")
+        finally:
+            os.close(fd)
+        with lock:
+            fetched[0] += out.written
+
+    def check(item: Tuple[Dict[str, Any], Path]) -> None:
+        f, dest = item
+        if dest.stat().st_size != int(f["size"]) or _sha(dest) != f["sha256"]:
+            raise StoreError(f"{f['path']} differs from its SHA-256 in the manifest")
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(get, tasks))
+        list(pool.map(check, wanted))  # hashlib lets go of the GIL: checked in parallel
+    (part / ".gpudesk-manifest.json").write_bytes(raw)
+    if done.exists():
+        shutil.rmtree(done)
+    os.replace(part, done)
+    return done, len(wanted), fetched[0]
+
+
+def link(target: Path, where: Path) -> Path:
+    """``where`` made a link to ``target`` (a link already there is replaced)."""
+    if where.is_symlink() or not where.exists():
+        where.parent.mkdir(parents=True, exist_ok=True)
+        tmp = where.with_name(f".{where.name}.link-{os.getpid()}")
+        os.symlink(str(target), str(tmp))
+        os.replace(str(tmp), str(where))
+        return where
+    raise StoreError(f"{where} exists and is not a link gpudesk made; give another path")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args_in: List[str] = list(sys.argv[1:] if argv is None else argv)
+    command: List[str] = []
+    if "--" in args_in:
+        cut = args_in.index("--")
+        args_in, command = args_in[:cut], args_in[cut + 1:]
+    p = argparse.ArgumentParser(prog="gpudesk-agent fetch-data")
+    p.add_argument("--run", type=Path, required=True, help="the run folder")
+    p.add_argument("--key", required=True, help="the dataset manifest's key in the bucket")
+    p.add_argument("--sha", required=True, help="the manifest's SHA-256 the run names")
+    p.add_argument("--path", default="", help="where the dataset appears (a link)")
+    p.add_argument("--name", default="", help="the dataset's name, for the log")
+    args = p.parse_args(args_in)
+    name = args.name or args.key
+    started = time.monotonic()
+    try:
+        config, _ = load_config(args.run)
+        folder, count, size = fetch(Store(config), args.key, args.sha, cache_root(args.run))
+        where = link(folder, Path(args.path)) if args.path else folder
+    except (StoreError, OSError, ValueError) as exc:
+        print(f"gpudesk-agent fetch-data: dataset {name} could not be fetched: {exc}",
+              file=sys.stderr, flush=True)
+        return FAILED
+    seconds = time.monotonic() - started
+    if count:
+        print(f"gpudesk-agent fetch-data: dataset {name} fetched from the bucket: {count} "
+              f"files, {size} bytes in {seconds:.1f} s", file=sys.stderr, flush=True)
+    else:
+        print(f"gpudesk-agent fetch-data: dataset {name} is already on this machine; "
+              "nothing fetched", file=sys.stderr, flush=True)
+    env = dict(os.environ)
+    env[DATA_ENV] = str(where)
+    print(f"{DATA_ENV}={where}", flush=True)
+    if command:
+        os.execvpe(command[0], command, env)
+    return 0
