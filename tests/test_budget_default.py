@@ -169,7 +169,8 @@ def test_launch_with_no_budget_flag_has_a_day_and_says_who_enforces_it(
     assert said is not None
     before_role = [x for x in shown["guard_says"] if not x.startswith(
         instance_role.MSG_NO_ROLE.split("{", 1)[0])]
-    assert len(before_role) == 2
+    assert len(before_role) == 3  # the stop, the stopped disk's cost, the desktop's stop
+    assert any(x.startswith("Stopped, that disk costs about ") for x in before_role)
     for line in before_role:  # the role's words come once the machine exists
         assert line in said.text(), (line, said.text())
 

@@ -29,6 +29,14 @@ from gpudesk.services.runs import detached as runs
 from gpudesk.services.runs import run_queue
 
 PYTHON = sys.executable  # the test venv's python has torch (CPU)
+
+
+@pytest.fixture(autouse=True)
+def _agent_played_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent is played by the test's ticks: queueing starts none (issue 31)."""
+    monkeypatch.setattr(run_queue, "start_agent", lambda *_a, **_k: None)
+
+
 TRAIN = """\
 import json, os, sys
 out = sys.argv[1]

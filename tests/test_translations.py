@@ -26,10 +26,10 @@ TS = ROOT / "resources" / "translations" / "gpudesk_zh_CN.ts"
 QM = TS.with_suffix(".qm")
 KNOWN_CONTEXTS = {"AboutDialog", "AccountsPage", "Answers", "BillingTray", "CloudAccountBox",
                   "AllowMeOffer", "CrashDialog", "Credentials", "HostKey", "InstancesModel",
-                  "InstancesPage",
+                  "InstancesPage", "LocalDateAxis",
                   "LaunchDialog", "Launcher", "MainWindow", "MemoryBar", "OffersModel",
                   "OwnMachinesBox", "OwnMachineDialog", "PlanForm", "PlanPage", "Planner",
-                  "ProviderError", "Runs",
+                  "ProviderError", "Runs", "SpotPanel", "SpotRates",
                   "RunPage", "RunControl", "HostKeyQuestion", "Agent", "Bootstrap", "BudgetAlerts",
                   "BudgetBanner", "SpotRecovery", "SshConfig", "Telemetry", "DashboardPage",
                   "GpuPlots", "OverviewPage", "WatchPage",

@@ -77,6 +77,15 @@ def test_a_machine_from_before_still_billing_is_said_at_start_without_a_crash(
         # no tray here (offscreen): the status bar says where the alerts go instead
         assert not w.tray.available()
         assert "no system tray" in w.statusBar().currentMessage()
+        # ... and the alert itself is a box in the window, with the way to the machines
+        from PySide6.QtWidgets import QMessageBox
+
+        qtbot.waitUntil(lambda: any(b.isVisible() for b in
+                                    w.findChildren(QMessageBox, "billingFromBefore")))
+        (box,) = [b for b in w.findChildren(QMessageBox, "billingFromBefore") if b.isVisible()]
+        assert "1 machine(s) from before are still billing" in box.text()
+        next(b for b in box.buttons() if b.objectName() == "showInstances").click()
+        qtbot.waitUntil(lambda: w.pages.currentWidget() is w.instances)
         assert "1 billing" in w.billing_label.text()
         assert "may be billing" in w.instances.banner.text()
         assert crash_dialogs() == [] and crash_dialog._open == []

@@ -145,7 +145,10 @@ def test_a_stop_charging_stop_asks_nothing_and_says_without_charge(
     text = page.status.text()
     assert "stopped without charge (STOP_CHARGING)" in text and "KEEP_CHARGING" not in text
     assert _state_cell(page, m.id) == "stopped"
-    assert "Nothing is billing" in page.banner.text()
+    assert text.count("STOP_CHARGING") == 1  # one sentence, the cloud's word once (issue 31)
+    # its disk still bills: never "Nothing is billing" (issue 31)
+    assert "Nothing is billing" not in page.banner.text()
+    assert "still bill their disks" in page.banner.text()
 
 
 def test_over_budget_a_machine_shut_down_inside_ends_stopped_without_charge(

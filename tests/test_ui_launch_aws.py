@@ -91,4 +91,5 @@ def test_a_stopped_machine_shows_no_released_address(window, qtbot, aws,  # type
     row = [x.id for x in page.model.machines].index(m.id)
     assert page.model.index(row, COL["address"]).data() == ""
     assert "is stopped: the machine no longer bills" in page.status.text()
-    assert "Nothing is billing" in page.banner.text()
+    # its disk still bills: said, never "Nothing is billing" (issue 31)
+    assert "1 stopped machine(s) still bill their disks" in page.banner.text()

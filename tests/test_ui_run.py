@@ -17,12 +17,15 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
+from fixtures_aws import MotoAws, aws, moto_server  # noqa: E402, F401
+from fixtures_keyring import memory_keyring  # noqa: E402, F401
 from fixtures_sshd import SshdServer, sshd  # noqa: E402, F401
 from fixtures_training import REPO  # noqa: E402
 from PySide6.QtGui import QDesktopServices  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
 from gpudesk.agent.runs import pid_alive  # noqa: E402
+from gpudesk.services.cloud.credentials import save_credentials  # noqa: E402
 from gpudesk.services.money.ledger import Ledger  # noqa: E402
 from gpudesk.services.remote.host_keys import PinStore  # noqa: E402
 from gpudesk.services.runs import detached as runs  # noqa: E402
@@ -291,3 +294,22 @@ def test_cancel_while_starting_stops_the_sync_and_starts_nothing(
     assert run_control.recorded_runs() == []  # no run was recorded, none started
     machine = tmp_path / "machine"
     assert not list(machine.glob("runs/*/pid")) and not list(machine.glob("projects/*/train.py"))
+
+
+def test_a_missing_bucket_is_said_next_to_its_field_and_nothing_starts(  # type: ignore[no-untyped-def]
+        qtbot, page: RunPage, sshd: SshdServer, tmp_path: Path,  # noqa: F811
+        aws: MotoAws, memory_keyring: object) -> None:  # noqa: F811
+    """Issue 30: this run's bucket is checked before anything connects or is copied."""
+    save_credentials(aws.credentials)
+    fill_pinned(page, sshd, tmp_path, "--max-steps 2")
+    field = page.form_box.store
+    qtbot.keyClicks(field, "s3://missing-lab-bucket/x")
+    page.run_button.click()
+    said = page.form_box.store_error
+    qtbot.waitUntil(lambda: not page.launch_runner.busy and not page.starting,
+                    timeout=WAIT_MS)
+    assert said.isVisibleTo(page), page.status.text()  # (the page itself is not shown)
+    assert "The bucket missing-lab-bucket does not exist" in said.text()
+    assert "missing-lab-bucket" in page.status.text()
+    assert not (tmp_path / "machine").exists()  # nothing synced, nothing started
+    assert not list(runs.RunRecord.folder().glob("*.json"))

@@ -148,6 +148,9 @@ def test_a_missing_python_is_refused_pointing_at_the_python_field(
     status = page.status.text()
     assert "/no/such/python3" in status and "Python field" in status, status
     assert "--python" not in status
+    box = page.launch_runner.last_box  # the box says the log's words too (issue 31)
+    assert box is not None and "Python field" in box.text() and "--python" not in box.text()
+    box.close()
     assert page.runs.currentIndex() == -1 and page.state.text() == "not started"
     assert "Python field" in page.log.toPlainText()
     # choosing the earlier run again shows it, and the refusal is gone from the state

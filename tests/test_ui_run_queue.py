@@ -32,6 +32,15 @@ from gpudesk.ui.run.run_queue_view import RunQueueView  # noqa: E402
 
 PYTHON = sys.executable
 WAIT_MS = 120_000
+
+
+@pytest.fixture(autouse=True)
+def _agent_played_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent is played by the test's ticks: Add to queue starts none (issue 31's real
+    agent is in test_ui_queue_truth)."""
+    from gpudesk.services.runs import run_queue
+
+    monkeypatch.setattr(run_queue, "start_agent", lambda *_a, **_k: None)
 SLEEPER = "import time\nprint('step 0', flush=True)\ntime.sleep(300)\n"
 
 

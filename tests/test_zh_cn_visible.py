@@ -68,11 +68,14 @@ ALLOWED = {
     "CNY", "UTC", "API", "CSV", "PID", "pid", "MFU", "VPC", "RAM", "SSD", "English", "ssh", "RTX",
     "sshd", "pip", "venv", "KWallet", "SecretId", "SecretKey", "AccessKey", "Secret",
     "StopInstances", "StopCharging", "KeepCharging", "SpotAsPriceGo", "DescribePrice",
+    "Ubuntu",
 }
 # Names of more than one word.
-PHRASES = re.compile(r"Secret Service|GNOME Keyring|Hugging Face|Credential Manager")
+PHRASES = re.compile(r"Secret Service|GNOME Keyring|Hugging Face|Credential Manager|"
+                     r"Deep Learning AMI")
 # What a user types, quoted in a sentence: a shell command, an option value.
-TYPED = re.compile(r"`[^`]*`|(?:sudo )?apt(?:-get)? install [\w.+-]+|(?:python3? -m )?pip install "
+TYPED = re.compile(r"`[^`]*`|sudo ubuntu-drivers install|"
+                   r"(?:sudo )?apt(?:-get)? install [\w.+-]+|(?:python3? -m )?pip install "
                    r"[^\s，。；)）]+|\battention\b(?= 或)")
 # Widgets that list the user's own names: the AWS profiles of ~/.aws/credentials ("default").
 DATA_WIDGETS = {"profile"}
@@ -552,3 +555,53 @@ def test_every_page_and_dialog_speaks_chinese(window: MainWindow, qtbot, qapp,  
         assert chinese in shown, chinese
     bad = english_in(found)
     assert not bad, f"{len(bad)} English texts under zh_CN:\n" + "\n".join(bad)
+
+
+# ------------------------------------------------ messages built at run time (issue 31)
+
+def _in_chinese(qapp: Any, make: Any) -> str:
+    """``make()``'s text with the window in Chinese (English again afterwards)."""
+    assert install_translator(qapp, "zh_CN") == "zh_CN"
+    try:
+        return str(make())
+    finally:
+        install_translator(qapp, "en")
+
+
+def test_a_preflight_refusal_is_translated_with_its_finding(qapp) -> None:  # type: ignore[no-untyped-def]
+    """``run_control.preflight`` passes the finding as template and values, not as an
+    English sentence: the window shows it whole in Chinese."""
+    from gpudesk.services.core.said import Said
+    from gpudesk.services.remote import bootstrap
+    from gpudesk.services.runs.run_control import MSG_NO_GPU_HERE, RunControlError
+    from gpudesk.ui.widgets.task_runner import error_text
+
+    error = RunControlError(MSG_NO_GPU_HERE, problem=Said(
+        bootstrap.CONTEXT, bootstrap.MSG_NO_DRIVER, target="gpu1"), target="gpu1")
+    text = _in_chinese(qapp, lambda: error_text(error)[0])
+    assert "nvidia-smi" in text and not english_words(text), text
+
+
+def test_an_ssh_error_in_a_budget_change_is_chinese(qapp) -> None:  # type: ignore[no-untyped-def]
+    """The agent's "could not be reached" line of Change budget carries the SSH error as a
+    Said: Chinese around and inside it, no class name, no "after 1 attempts"."""
+    from gpudesk.services.core.said import said_of
+    from gpudesk.services.remote import ssh
+    from gpudesk.services.remote.machine_budget import MSG_AGENT_LATER
+    from gpudesk.ui.widgets.task_runner import format_template
+
+    error = ssh.SshUnreachable(ssh.MSG_UNREACHABLE_ONCE, target="root@203.0.113.7:22",
+                               attempts=1, detail=ssh.WHY_REFUSED, port=22)
+    text = _in_chinese(qapp, lambda: format_template("Guard", MSG_AGENT_LATER,
+                                                     {"why": said_of(error)}))
+    assert "203.0.113.7" in text and not english_words(text), text
+
+
+def test_a_stop_and_its_tail_are_one_chinese_sentence(qapp) -> None:  # type: ignore[no-untyped-def]
+    from gpudesk.services.cloud.providers import aliyun_errors
+    from gpudesk.ui.machines.stop_sentence import stop_sentence
+
+    m = Machine(id="m-1", name="box", provider="aliyun", state="stopped",
+                stopped_mode="StopCharging", cloud_id="i-1")
+    text = _in_chinese(qapp, lambda: stop_sentence(m, aliyun_errors.MSG_STOPPED_STOP_CHARGING))
+    assert text.count("StopCharging") == 1 and not english_words(text), text

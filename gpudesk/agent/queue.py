@@ -22,9 +22,12 @@ Rules, and why:
 * GPUs: the machine's count is ``nvidia-smi -L`` (``smi.gpu_count``). A GPU is free
   when no running queued entry holds it; a started entry takes the lowest free
   indices and its run sees them alone (``CUDA_VISIBLE_DEVICES``: two 4-GPU runs on
-  8 GPUs get ``0,1,2,3`` and ``4,5,6,7``). Runs started outside the queue are not
-  counted. An entry asking for more GPUs than the machine has fails at once (it
-  would block the queue forever); with no GPU reading the head waits.
+  8 GPUs get ``0,1,2,3`` and ``4,5,6,7``). A run started outside the queue
+  (``gpudesk run``, the window's Run) that still runs here makes the whole queue wait,
+  CPU runs too: which GPUs and how much memory it uses is not known, and a queued run
+  is promised to wait for what runs before it. An entry asking for more GPUs than the
+  machine has fails at once (it would block the queue forever); with no GPU reading the
+  head waits.
 * Every change happens under ``flock(lock)`` and every file is written whole
   (temporary file, fsync, rename): the desktop adding an entry while the agent
   ticks never loses one, and a crash leaves the old or the new file, never half.
@@ -56,7 +59,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set
 
 QUEUE_DIR = "queue"
 ENTRIES = "entries"
@@ -197,6 +200,19 @@ def _alive(pid: int, run_dir: str) -> bool:
         return False
 
 
+def outside_runs(runs_dir: Path, queued: Set[str]) -> List[str]:
+    """The runs started outside the queue whose launcher still runs (no exit status)."""
+    alive = []
+    for pid_file in sorted(Path(runs_dir).glob("*/pid")):
+        run_dir = pid_file.parent
+        if run_dir.name in queued or (run_dir / "exit_status").exists():
+            continue
+        pid = _read_int(pid_file)
+        if pid and _alive(pid, str(run_dir)):
+            alive.append(run_dir.name)
+    return alive
+
+
 def _follow(entry: Dict[str, Any], now: float) -> bool:
     """Bring a running entry up to date with its run folder; True when it changed."""
     run_dir = Path(os.path.expanduser(entry["spec"]["run_dir"]))
@@ -215,9 +231,20 @@ def _follow(entry: Dict[str, Any], now: float) -> bool:
     except OSError:
         ended = now
     cancelled = bool(entry.get("cancel")) or (run_dir / "cancelled").exists()
-    entry.update(state="cancelled" if cancelled else "succeeded" if code == 0 else "failed",
+    finished = code == 0 or _finished_before_exit(run_dir, code)
+    entry.update(state="cancelled" if cancelled else "succeeded" if finished else "failed",
                  exit_code=code, ended_at=round(ended, 3))
     return True
+
+
+def _finished_before_exit(run_dir: Path, code: int) -> bool:
+    """Every rank finished, then a process's teardown aborted (agent/runs.py); the bare
+    source (``python3 -c``) cannot import it and leaves such an exit failed."""
+    try:
+        from .runs import finished_before_exit
+    except ImportError:
+        return False
+    return finished_before_exit(run_dir, code)
 
 
 def _stop(entry: Dict[str, Any]) -> None:
@@ -347,6 +374,8 @@ class RunQueue:
 
     def _start_in_order(self, entries: List[Dict[str, Any]],
                         waiting: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        if outside_runs(self.folder.parent / "runs", {str(e["run"]) for e in entries}):
+            return []  # a run started directly still trains here: the queue waits for it
         count = self.gpu_count() if any(int(e["gpus"]) > 0 for e in waiting) else self.count
         held = {int(d) for e in entries if e["state"] == "running" for d in e.get("devices") or []}
         free = [i for i in range(count or 0) if i not in held]

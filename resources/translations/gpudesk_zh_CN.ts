@@ -670,6 +670,28 @@ Open SSH to {here} instead (the old address loses access)?</source>
             <source>Open &amp;log folder</source>
             <translation>打开日志文件夹(&amp;L)</translation>
         </message>
+        <message>
+            <source>The log folder is open in your file manager.</source>
+            <translation>日志文件夹已在文件管理器中打开。</translation>
+        </message>
+        <message>
+            <source>No file manager opened the log folder. Open it yourself:</source>
+            <translation>没有文件管理器打开日志文件夹。请自行打开：</translation>
+        </message>
+        <message>
+            <source>gpudesk's log</source>
+            <translation>gpudesk 日志</translation>
+        </message>
+        <message>
+            <source>Folder: {folder}
+Log file: {file}</source>
+            <translation>文件夹：{folder}
+日志文件：{file}</translation>
+        </message>
+        <message>
+            <source>Copy the path</source>
+            <translation>复制路径</translation>
+        </message>
     </context>
     <context>
         <name>Credentials</name>
@@ -947,8 +969,20 @@ Open SSH to {here} instead (the old address loses access)?</source>
             <translation>腾讯云竞价实例无法停机不收费，因此花费达到 {budget} 时它会被销毁，而不是停止。</translation>
         </message>
         <message>
+            <source>An Alibaba Cloud spot machine that is stopped may not start again (the cloud can give its capacity away) while its disk bills on, so at {budget} it is released, not stopped; keep the run's work in its bucket.</source>
+            <translation>阿里云抢占式实例停机后可能无法再次启动（云平台可能把其资源分给别人），而其磁盘仍会继续计费，因此在 {budget} 时它会被释放而不是停机；请把运行的成果保存在其存储桶中。</translation>
+        </message>
+        <message>
             <source>This stop needs gpudesk running and online: while the desktop has no network, nothing stops the bill.</source>
             <translation>这次停止需要 gpudesk 正在运行并且联网：电脑断网期间，没有什么能停止计费。</translation>
+        </message>
+        <message>
+            <source>At {budget} {cloud} itself terminates this machine, at a time set from the budget and the price it quotes just before the launch, even if gpudesk and the machine's agent are gone.</source>
+            <translation>花费达到 {budget} 时，{cloud}会自行销毁这台机器，时间由预算和它在启动前的报价决定，即使 gpudesk 和机器上的代理都已不在。</translation>
+        </message>
+        <message>
+            <source>At {budget} the group ends itself: its own scheduled action, set from the cloud's price before anything is made, takes it to 0 machines, even with gpudesk and every agent gone. Each machine's agent ends the group sooner when the run's spend over all its machines reaches the budget. Nothing is left billing: each machine's disk goes with it.</source>
+            <translation>到 {budget} 时伸缩组会自行结束：它自己的定时任务（在创建任何东西之前按云的报价设定）会把它缩到 0 台机器，即使 gpudesk 和所有代理都不在了也一样。当这次运行在所有机器上的花费达到预算时，每台机器上的代理会更早结束伸缩组。不会留下任何计费的东西：每台机器的磁盘随机器一起释放。</translation>
         </message>
         <message>
             <source>At {budget} the machine's agent shuts it down ({action}).</source>
@@ -969,6 +1003,10 @@ Open SSH to {here} instead (the old address loses access)?</source>
         <message>
             <source>{cloud} then stops it in {mode} mode: the compute stops billing, but a stopped machine still bills its disk ({disk} GB) until you delete it.</source>
             <translation>随后 {cloud} 以 {mode} 模式关机：计算部分停止计费，但关机的机器在您删除之前仍按磁盘（{disk} GB）计费。</translation>
+        </message>
+        <message>
+            <source>Stopped, that disk costs about {day} a day ({month} a month at list price); gpudesk counts it in the month's spend as it accrues.</source>
+            <translation>停止后，这块磁盘按目录价每天约 {day}（每月 {month}）；gpudesk 会随产生把它计入当月花费。</translation>
         </message>
         <message>
             <source>The machine's agent has the new rules: {action} at {cap} USD ({spent} USD spent so far).</source>
@@ -1200,6 +1238,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>未询问</translation>
         </message>
         <message>
+            <source>What the cloud last said of it: {error}</source>
+            <translation>云最后一次对它的说明：{error}</translation>
+        </message>
+        <message>
             <source>spot</source>
             <translation>竞价</translation>
         </message>
@@ -1218,6 +1260,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>none</source>
             <translation>无</translation>
+        </message>
+        <message>
+            <source>{amount}, then the group ends</source>
+            <translation>{amount}，然后伸缩组结束</translation>
         </message>
         <message>
             <source>stop</source>
@@ -1291,10 +1337,6 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>{n} 台停止中（在云端确认已停止前持续计费）</translation>
         </message>
         <message>
-            <source>{n} stopped (still billing: its cloud charges a machine stopped from inside in full)</source>
-            <translation>{n} 台已停止（仍在计费：从机器内部停止的机器会被云全额计费）</translation>
-        </message>
-        <message>
             <source>{n} starting</source>
             <translation>{n} 台启动中</translation>
         </message>
@@ -1307,8 +1349,16 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>请销毁不再需要的机器。</translation>
         </message>
         <message>
+            <source>No machine is running; {disks}.</source>
+            <translation>没有正在运行的机器；{disks}。</translation>
+        </message>
+        <message>
             <source>Nothing is billing.</source>
             <translation>没有正在计费的机器。</translation>
+        </message>
+        <message>
+            <source>{n} stopped machine(s) still bill their disks until terminated</source>
+            <translation>{n} 台已停止的机器的磁盘在销毁前仍在计费</translation>
         </message>
         <message>
             <source>Storage this month: no bucket held a run's data.</source>
@@ -1435,20 +1485,16 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>机器未被更改</translation>
         </message>
         <message>
+            <source>{name} is terminated: it no longer bills.</source>
+            <translation>{name} 已销毁：不再计费。</translation>
+        </message>
+        <message>
+            <source>{name}: the cloud says {state}; Check clouds asks again.</source>
+            <translation>{name}：云端显示为{state}；“检查云端”会再次询问。</translation>
+        </message>
+        <message>
             <source>{name}: the cloud says {state} ({s} s)…</source>
             <translation>{name}：云端状态为{state}（{s} 秒）…</translation>
-        </message>
-        <message>
-            <source>{name} is stopped, but {cloud} keeps billing it in full ({word}) until it is terminated.</source>
-            <translation>{name} 已停止，但在它被销毁之前，{cloud}仍会对它全额计费（{word}）。</translation>
-        </message>
-        <message>
-            <source>{name} is stopped without charge ({word}): the compute no longer bills; its disk does until it is terminated.</source>
-            <translation>{name} 已以停机不收费方式停止（{word}）：计算资源不再计费，但在销毁之前其磁盘仍会计费。</translation>
-        </message>
-        <message>
-            <source>{name} is stopped: the machine no longer bills; its disk does until it is terminated.</source>
-            <translation>{name} 已停止：机器本身不再计费，但在销毁之前其磁盘仍会计费。</translation>
         </message>
         <message>
             <source>{name} is running.</source>
@@ -1507,6 +1553,10 @@ Stop {name} anyway?</source>
             <translation>销毁 {name}（{type}，{cloud_id}）？机器及其磁盘将被删除；没有复制出来的内容都会丢失。计费随即停止。</translation>
         </message>
         <message>
+            <source>{n} stopped (still billing: {rate} per hour, as its cloud charges a machine stopped from inside in full)</source>
+            <translation>{n} 台已停止但仍在计费（每小时 {rate}：从机器内部停止的机器，云会按运行时全额收费）</translation>
+        </message>
+        <message>
             <source>Terminate</source>
             <translation>销毁</translation>
         </message>
@@ -1533,6 +1583,30 @@ Stop {name} anyway?</source>
         <message>
             <source>{name}: budget now {budget}.</source>
             <translation>{name}：当前预算 {budget}。</translation>
+        </message>
+        <message>
+            <source>{name} is stopped, but {cloud} keeps billing it in full ({word}: {why}) until it is terminated.</source>
+            <translation>{name} 已停止，但{cloud}仍按全价对它计费（{word}：{why}），直到它被销毁。</translation>
+        </message>
+        <message>
+            <source>{name} is stopped, but {cloud} keeps billing it in full ({word}) until it is terminated.</source>
+            <translation>{name} 已停止，但{cloud}仍按全价对它计费（{word}），直到它被销毁。</translation>
+        </message>
+        <message>
+            <source>{name} is stopped without charge ({word}): CPU, GPU and memory no longer bill; its cloud disks, bandwidth and image do until it is terminated.</source>
+            <translation>{name} 已停止且停止计费（{word}）：CPU、GPU 和内存不再计费；它的云硬盘、带宽和镜像在销毁前仍计费。</translation>
+        </message>
+        <message>
+            <source>{name} is stopped without charge ({word}): CPU, GPU and memory no longer bill; its system disk does until it is terminated, and its public address may change when it starts again.</source>
+            <translation>{name} 已停止且停止计费（{word}）：CPU、GPU 和内存不再计费；它的系统盘在销毁前仍计费，再次启动时公网地址可能会变。</translation>
+        </message>
+        <message>
+            <source>{name} is stopped: the machine no longer bills; its disk does until it is terminated.</source>
+            <translation>{name} 已停止：机器不再计费；它的磁盘在销毁前仍计费。</translation>
+        </message>
+        <message>
+            <source>{cloud} did not say what still bills: {answer}</source>
+            <translation>{cloud}没有说明还有什么在计费：{answer}</translation>
         </message>
     </context>
     <context>
@@ -1564,10 +1638,6 @@ Stop {name} anyway?</source>
         <message>
             <source>{name} is kept alive by its group {group}: stopping it would only make the cloud start another. Terminate it to end the group.</source>
             <translation>{name} 由伸缩组 {group} 保持运行：停止它只会让云再启动一台。要结束伸缩组，请销毁它。</translation>
-        </message>
-        <message>
-            <source>At {budget} the group ends itself: its own scheduled action, set from the cloud's price before anything is made, takes it to 0 machines, even with gpudesk and every agent gone. Each machine's agent ends the group sooner when the run's spend over all its machines reaches the budget. Nothing is left billing: each machine's disk goes with it.</source>
-            <translation>到 {budget} 时伸缩组会自行结束：它自己的定时任务（在创建任何东西之前按云的报价设定）会把它缩到 0 台机器，即使 gpudesk 和所有代理都不在了也一样。当这次运行在所有机器上的花费达到预算时，每台机器上的代理会更早结束伸缩组。不会留下任何计费的东西：每台机器的磁盘随机器一起释放。</translation>
         </message>
         <message>
             <source>The group's next machine resumes run {run} from the bucket.</source>
@@ -1725,6 +1795,14 @@ Stop {name} anyway?</source>
             <translation>关闭</translation>
         </message>
         <message>
+            <source>Launch ({rate}/h, the cloud's quote)</source>
+            <translation>启动（{rate}/小时，云的报价）</translation>
+        </message>
+        <message>
+            <source>Billing starts when the machine runs: {rate} per hour, as {cloud} quoted, until you stop or terminate it.</source>
+            <translation>机器运行后开始计费：按{cloud}的报价每小时 {rate}，直到你停止或销毁它。</translation>
+        </message>
+        <message>
             <source>Launch (about {rate}/h)</source>
             <translation>启动（约 {rate}/小时）</translation>
         </message>
@@ -1761,6 +1839,14 @@ Stop {name} anyway?</source>
             <translation>预算是云在启动前报价的 {hours} 小时费用；机器运行后，“实例”页会说明由谁执行它。</translation>
         </message>
         <message>
+            <source>Budget {high}: enough for the job in at least 9 cases out of 10</source>
+            <translation>预算 {high}：至少十次中有九次足以完成此作业</translation>
+        </message>
+        <message>
+            <source>Could not find this computer's public address, so SSH cannot be limited to it: type your public address in "SSH allowed only from" (for example 203.0.113.7).</source>
+            <translation>找不到这台电脑的公网地址，因此无法把 SSH 限制为只对它开放：请在“仅允许以下地址 SSH”中输入你的公网地址（例如 203.0.113.7）。</translation>
+        </message>
+        <message>
             <source>Going on where the cloud accepted it ({n} place(s) refused first).</source>
             <translation>已在云端接受的位置继续（此前有 {n} 个位置拒绝）。</translation>
         </message>
@@ -1777,20 +1863,28 @@ Stop {name} anyway?</source>
             <translation>已停止等待。机器仍在运行并计费；它在“实例”页上。</translation>
         </message>
         <message>
+            <source>The machine already runs and bills; it is on the Instances page. Keep launching in the background (the rest of its set-up goes on), or stop the launch: the machine is terminated.</source>
+            <translation>机器已经在运行并计费，它在“实例”页面上。可以在后台继续启动（其余设置继续进行），或停止启动：机器会被销毁。</translation>
+        </message>
+        <message>
+            <source>Keep launching in the background? The machine appears on the Instances page when it is made, and bills from then on. Or stop the launch: anything already requested is terminated.</source>
+            <translation>在后台继续启动？机器创建后会出现在“实例”页面上，并从那时起计费。或者停止启动：已请求的一切都会被销毁。</translation>
+        </message>
+        <message>
             <source>The launch is not finished</source>
             <translation>启动尚未完成</translation>
         </message>
         <message>
-            <source>Keep launching in the background? The machine appears on the Instances page when it runs, and bills from then on. Or cancel the launch: anything already requested is terminated.</source>
-            <translation>在后台继续启动？机器运行后会出现在“实例”页上，并从那时起计费。也可以取消启动：已请求的资源都会被销毁。</translation>
+            <source>Back to the launch</source>
+            <translation>返回启动</translation>
+        </message>
+        <message>
+            <source>Stop the launch and terminate</source>
+            <translation>停止启动并销毁</translation>
         </message>
         <message>
             <source>Keep launching in the background</source>
             <translation>在后台继续启动</translation>
-        </message>
-        <message>
-            <source>Cancel the launch</source>
-            <translation>取消启动</translation>
         </message>
         <message>
             <source>Cancelling: terminating anything already requested…</source>
@@ -1894,6 +1988,21 @@ Stop {name} anyway?</source>
         <message>
             <source>Wait until SSH answers</source>
             <translation>等待 SSH 响应</translation>
+        </message>
+        <message>
+            <source>{cloud} quotes {quote} per hour ({price} {currency}, {source}), not the estimated {estimate}: the machine bills at the quote, and its spend and budget count from it.</source>
+            <translation>{cloud}报价每小时 {quote}（{price} {currency}，{source}），不是估计的 {estimate}：机器按报价计费，花费和预算也按报价计算。</translation>
+        </message>
+        <message>
+            <source>{cloud} quotes {quote} per hour ({price} {currency}, {source}): the machine bills at the quote, and its spend and budget count from it.</source>
+            <translation>{cloud}报价每小时 {quote}（{price} {currency}，{source}）：机器按报价计费，花费和预算也按报价计算。</translation>
+        </message>
+    </context>
+    <context>
+        <name>LocalDateAxis</name>
+        <message>
+            <source>en_US</source>
+            <translation>zh_CN</translation>
         </message>
     </context>
     <context>
@@ -2030,6 +2139,14 @@ Stop {name} anyway?</source>
             <translation>语言(&amp;L)</translation>
         </message>
         <message>
+            <source>• {name}: {provider} {type}, stopped; its disk bills until it is terminated.</source>
+            <translation>• {name}：{provider} {type}，已停止；它的磁盘在销毁前仍计费。</translation>
+        </message>
+        <message>
+            <source>It cannot be stopped (its group would start another): only Terminate ends it, with its group.</source>
+            <translation>它无法停止（它的组会再启动一台）：只有“销毁”能结束它，连同它的组。</translation>
+        </message>
+        <message>
             <source>• {name}: {provider} {type}, {state}, {rate}/h. {guard}</source>
             <translation>• {name}：{provider} {type}，{state}，{rate}/小时。{guard}</translation>
         </message>
@@ -2048,6 +2165,10 @@ Stop {name} anyway?</source>
         <message>
             <source>Stop and quit</source>
             <translation>停止并退出</translation>
+        </message>
+        <message>
+            <source>Stop {n} of them and quit</source>
+            <translation>停止其中 {n} 台并退出</translation>
         </message>
         <message>
             <source>Terminate and quit</source>
@@ -2072,6 +2193,26 @@ Stop {name} anyway?</source>
         <message>
             <source>Not every machine was terminated; gpudesk stays open</source>
             <translation>并非所有机器都已销毁；gpudesk 保持打开</translation>
+        </message>
+        <message>
+            <source>{ok} of {n} machine(s) stopped. These still bill:</source>
+            <translation>{n} 台机器中已停止 {ok} 台。以下机器仍在计费：</translation>
+        </message>
+        <message>
+            <source>{ok} of {n} machine(s) terminated. These still bill:</source>
+            <translation>{n} 台机器中已销毁 {ok} 台。以下机器仍在计费：</translation>
+        </message>
+        <message>
+            <source>• {name}: {why}</source>
+            <translation>• {name}：{why}</translation>
+        </message>
+        <message>
+            <source>{n} machine(s) from before are still billing: they ran on while gpudesk was closed. Stop or terminate on the Instances page what you no longer need.</source>
+            <translation>之前的 {n} 台机器仍在计费：gpudesk 关闭期间它们一直在运行。请在“实例”页面停止或销毁不再需要的机器。</translation>
+        </message>
+        <message>
+            <source>Show Instances</source>
+            <translation>查看实例</translation>
         </message>
         <message>
             <source>System</source>
@@ -2338,8 +2479,20 @@ Stop {name} anyway?</source>
             <translation>机器上的文件夹：</translation>
         </message>
         <message>
+            <source>Bucket for run data:</source>
+            <translation>运行数据存储桶：</translation>
+        </message>
+        <message>
+            <source>Bucket region:</source>
+            <translation>存储桶地域：</translation>
+        </message>
+        <message>
             <source>GPUs:</source>
             <translation>GPU 数：</translation>
+        </message>
+        <message>
+            <source>count at login</source>
+            <translation>登录时统计</translation>
         </message>
         <message>
             <source>e.g. lab-server (the host when empty)</source>
@@ -2360,6 +2513,18 @@ Stop {name} anyway?</source>
         <message>
             <source>Where gpudesk keeps projects, runs and its agent</source>
             <translation>gpudesk 在该机器上存放项目、运行和代理程序的位置</translation>
+        </message>
+        <message>
+            <source>optional: s3://bucket/prefix, cos://bucket-appid/prefix or oss://bucket/prefix</source>
+            <translation>可选：s3://bucket/prefix、cos://bucket-appid/prefix 或 oss://bucket/prefix</translation>
+        </message>
+        <message>
+            <source>Runs on this machine keep their checkpoints, logs and outputs there, with short-lived keys limited to each run's folder, so a run outlives the machine. Checked before the machine is added.</source>
+            <translation>这台机器上的运行会把检查点、日志和输出保存在那里，使用仅限于各运行文件夹的短期密钥，因此机器消失后运行仍可继续。添加机器前会先检查。</translation>
+        </message>
+        <message>
+            <source>COS and OSS: e.g. ap-shanghai (AWS finds it)</source>
+            <translation>COS 和 OSS：例如 ap-shanghai（AWS 会自动查到）</translation>
         </message>
         <message>
             <source>Browse…</source>
@@ -2398,16 +2563,20 @@ Stop {name} anyway?</source>
             <translation>地址中不能有空格：请输入一个主机名或 IP 地址。</translation>
         </message>
         <message>
+            <source>a machine named {name} is already in your list: choose another name, or remove that one first.</source>
+            <translation>列表中已有名为 {name} 的机器：请换一个名称，或先移除那一台。</translation>
+        </message>
+        <message>
             <source>Logging in to {target}…</source>
             <translation>正在登录 {target}…</translation>
         </message>
         <message>
-            <source>Connected to {target}; its host key {fingerprint} is pinned.</source>
-            <translation>已连接到 {target}；其主机密钥 {fingerprint} 已固定。</translation>
+            <source>{python} was not found on {target}: enter the machine's python in the Python field (for example /usr/bin/python3 or a venv's bin/python), then test again.</source>
+            <translation>在 {target} 上找不到 {python}：请在“Python”栏填写该机器上的 python（例如 /usr/bin/python3 或某个 venv 的 bin/python），然后重新测试。</translation>
         </message>
         <message>
-            <source>But {python} was not found there: set Python to the machine's python before you run.</source>
-            <translation>但机器上找不到 {python}：运行前请把 Python 设为该机器上的 python。</translation>
+            <source>Connected to {target}; its host key {fingerprint} is pinned.</source>
+            <translation>已连接到 {target}；其主机密钥 {fingerprint} 已固定。</translation>
         </message>
         <message>
             <source>Python {version} is there, without torch: install it there ({python} -m pip install torch) or choose a venv's python.</source>
@@ -2416,6 +2585,10 @@ Stop {name} anyway?</source>
         <message>
             <source>Python {python}, torch {torch}, {gpus} GPU(s).</source>
             <translation>Python {python}，torch {torch}，{gpus} 块 GPU。</translation>
+        </message>
+        <message>
+            <source>Its runs keep their data in {uri} ({region}).</source>
+            <translation>它的运行数据保存在 {uri}（{region}）。</translation>
         </message>
         <message>
             <source>Added as {name}: Run and Watch use this profile.</source>
@@ -2463,6 +2636,18 @@ Stop {name} anyway?</source>
         <message>
             <source>Added {name}: its host key is pinned and Run and Watch use its profile.</source>
             <translation>已添加 {name}：主机密钥已固定，运行和监控页面会使用它的配置。</translation>
+        </message>
+        <message>
+            <source>Remove {name}</source>
+            <translation>移除 {name}</translation>
+        </message>
+        <message>
+            <source>Remove {name} ({target}) from your machines? Nothing on the machine is touched; Run and Watch no longer offer it, and you can add it again.</source>
+            <translation>要从你的机器中移除 {name}（{target}）吗？机器上的任何内容都不会被改动；“运行”和“监控”将不再提供它，你可以再次添加。</translation>
+        </message>
+        <message>
+            <source>Removed {name} from your machines.</source>
+            <translation>已从你的机器中移除 {name}。</translation>
         </message>
         <message>
             <source>Remove</source>
@@ -2807,10 +2992,6 @@ Stop {name} anyway?</source>
             <translation>竞价实例</translation>
         </message>
         <message>
-            <source>Max $/h</source>
-            <translation>最高 $/小时</translation>
-        </message>
-        <message>
             <source>Sort by</source>
             <translation>排序</translation>
         </message>
@@ -2827,8 +3008,8 @@ Stop {name} anyway?</source>
             <translation>完成总费用</translation>
         </message>
         <message>
-            <source>$/h</source>
-            <translation>$/小时</translation>
+            <source>price per hour</source>
+            <translation>每小时价格</translation>
         </message>
         <message>
             <source>headroom</source>
@@ -2843,12 +3024,24 @@ Stop {name} anyway?</source>
             <translation>无法加载报价目录</translation>
         </message>
         <message>
+            <source>Cannot read the run's history</source>
+            <translation>无法读取该运行的历史</translation>
+        </message>
+        <message>
+            <source>Cannot read the spot price history</source>
+            <translation>无法读取抢占式价格历史</translation>
+        </message>
+        <message>
             <source>All providers</source>
             <translation>全部云厂商</translation>
         </message>
         <message>
             <source>All regions</source>
             <translation>全部地域</translation>
+        </message>
+        <message>
+            <source>Max {symbol}/h</source>
+            <translation>每小时最高 {symbol}</translation>
         </message>
         <message>
             <source>Enter a model to see what it needs.</source>
@@ -2859,8 +3052,16 @@ Stop {name} anyway?</source>
             <translation>此报价不适合这个任务。</translation>
         </message>
         <message>
+            <source>{price}/h (on-demand price: no spot price known)</source>
+            <translation>{price}/小时（按需价格：尚无已知的竞价价格）</translation>
+        </message>
+        <message>
             <source>{price}/h ({market})</source>
             <translation>{price}/小时（{market}）</translation>
+        </message>
+        <message>
+            <source>{cost} expected ({low}–{high}); {plain} if never interrupted</source>
+            <translation>预期 {cost}（{low}–{high}）；若从不中断为 {plain}</translation>
         </message>
         <message>
             <source>Cannot save the plan</source>
@@ -2965,6 +3166,10 @@ Stop {name} anyway?</source>
             <translation>（未给出原因）</translation>
         </message>
         <message>
+            <source>it vanished while starting and the cloud no longer lists it</source>
+            <translation>它在启动时消失了，云端已不再列出它</translation>
+        </message>
+        <message>
             <source>The cloud gave no price for {instance_type} in {region} ({detail}), so nothing was started: gpudesk does not start a machine whose spend it cannot count. Try again in a moment, or choose an offer that shows a price.</source>
             <translation>云没有给出 {instance_type} 在 {region} 的价格（{detail}），因此没有启动任何机器：gpudesk 不会启动无法计算花费的机器。请稍后再试，或选择一个显示价格的报价。</translation>
         </message>
@@ -2995,6 +3200,10 @@ Stop {name} anyway?</source>
         <message>
             <source>'{host}' is not a host name or address, or port {port} is not 1-65535.</source>
             <translation>'{host}' 不是主机名或地址，或端口 {port} 不在 1-65535 之间。</translation>
+        </message>
+        <message>
+            <source>A machine named {name} is already in your list: choose another name, or remove that one first.</source>
+            <translation>列表中已有名为 {name} 的机器：请换一个名称，或先移除那一台。</translation>
         </message>
         <message>
             <source>Alibaba Cloud</source>
@@ -3141,6 +3350,90 @@ Stop {name} anyway?</source>
             <translation>磁盘必须在 {minimum} 到 {maximum} GB 之间（收到 {disk_gb}）。</translation>
         </message>
         <message>
+            <source>machine</source>
+            <translation>机器</translation>
+        </message>
+        <message>
+            <source>image</source>
+            <translation>镜像</translation>
+        </message>
+        <message>
+            <source>key pair</source>
+            <translation>密钥对</translation>
+        </message>
+        <message>
+            <source>key pairs</source>
+            <translation>密钥对</translation>
+        </message>
+        <message>
+            <source>security group</source>
+            <translation>安全组</translation>
+        </message>
+        <message>
+            <source>security groups</source>
+            <translation>安全组</translation>
+        </message>
+        <message>
+            <source>default VPC</source>
+            <translation>默认 VPC</translation>
+        </message>
+        <message>
+            <source>subnet</source>
+            <translation>子网</translation>
+        </message>
+        <message>
+            <source>vSwitch</source>
+            <translation>交换机</translation>
+        </message>
+        <message>
+            <source>vSwitches</source>
+            <translation>交换机</translation>
+        </message>
+        <message>
+            <source>region</source>
+            <translation>地域</translation>
+        </message>
+        <message>
+            <source>availability zone</source>
+            <translation>可用区</translation>
+        </message>
+        <message>
+            <source>resource</source>
+            <translation>资源</translation>
+        </message>
+        <message>
+            <source>launch template</source>
+            <translation>启动模板</translation>
+        </message>
+        <message>
+            <source>Auto Scaling group</source>
+            <translation>弹性伸缩组</translation>
+        </message>
+        <message>
+            <source>GPU deep-learning image</source>
+            <translation>GPU 深度学习镜像</translation>
+        </message>
+        <message>
+            <source>public Ubuntu image with a GPU driver</source>
+            <translation>带 GPU 驱动的公共 Ubuntu 镜像</translation>
+        </message>
+        <message>
+            <source>spot instances</source>
+            <translation>竞价实例</translation>
+        </message>
+        <message>
+            <source>spot instances of this type</source>
+            <translation>这种类型的竞价实例</translation>
+        </message>
+        <message>
+            <source>prepaid instances</source>
+            <translation>包年包月实例</translation>
+        </message>
+        <message>
+            <source>CVM instances</source>
+            <translation>CVM 实例</translation>
+        </message>
+        <message>
             <source>Tencent Cloud</source>
             <translation>腾讯云</translation>
         </message>
@@ -3271,6 +3564,10 @@ Stop {name} anyway?</source>
         <message>
             <source>{provider} gave gpudesk no role for this machine ({why}), and without one a stop at the budget cannot end the bill with gpudesk closed: a stop from inside the machine keeps charging there. Nothing was launched. Choose terminate at the budget (the cloud's own timer then ends the machine), or accept that only the open app stops it (--app-stop-only, or the Launch dialog's box).</source>
             <translation>{provider}没有为这台机器给 gpudesk 角色（{why}）。没有角色，关闭 gpudesk 时到达预算的停止无法结束计费：在该云上从机器内部关机会继续计费。没有启动任何机器。请选择到达预算时释放（云自己的定时器会结束这台机器），或接受只有打开的应用才能停止它（--app-stop-only，或启动对话框中的选项）。</translation>
+        </message>
+        <message>
+            <source>Alibaba Cloud has no public Ubuntu image for {instance_type} in {region}, with a GPU driver or to install one on. Choose one of the region's images with --image (the Launch dialog's Image field) and install a GPU driver on it, or launch in another region. Its images: {images}</source>
+            <translation>阿里云在 {region} 没有适用于 {instance_type} 的公共 Ubuntu 镜像（无论是否带 GPU 驱动，可在其上安装驱动的也没有）。请用 --image（或“启动”对话框的“镜像”字段）选择该地域的一个镜像并在其上安装 GPU 驱动，或改在其他地域启动。该地域的镜像：{images}</translation>
         </message>
     </context>
     <context>
@@ -3409,6 +3706,10 @@ Stop {name} anyway?</source>
         <message>
             <source>lost</source>
             <translation>失联</translation>
+        </message>
+        <message>
+            <source>moved to the next machine</source>
+            <translation>已转到下一台机器</translation>
         </message>
         <message>
             <source>running</source>
@@ -3653,6 +3954,14 @@ Stop {name} anyway?</source>
             <translation>Python：</translation>
         </message>
         <message>
+            <source>Bucket:</source>
+            <translation>存储桶：</translation>
+        </message>
+        <message>
+            <source>Data:</source>
+            <translation>数据：</translation>
+        </message>
+        <message>
             <source>a machine, or ssh://user@host:port</source>
             <translation>选择机器，或输入 ssh://用户@主机:端口</translation>
         </message>
@@ -3663,6 +3972,22 @@ Stop {name} anyway?</source>
         <message>
             <source>One process per GPU; 0 runs on the CPU (no GPU is used, and the run is labelled CPU)</source>
             <translation>每块 GPU 一个进程；0 表示在 CPU 上运行（不使用 GPU，运行标记为 CPU）</translation>
+        </message>
+        <message>
+            <source>the machine's; or this run's: s3://bucket/prefix</source>
+            <translation>使用机器的；或为本次运行指定：s3://bucket/prefix</translation>
+        </message>
+        <message>
+            <source>Where this run keeps its checkpoints, logs and outputs, with short-lived keys limited to its folder. Checked before the run starts.</source>
+            <translation>本次运行保存检查点、日志和输出的位置，使用仅限于其文件夹的短期密钥。运行开始前会先检查。</translation>
+        </message>
+        <message>
+            <source>none; or a dataset: NAME or NAME:/path/on/machine</source>
+            <translation>无；或数据集：NAME 或 NAME:/机器上的路径</translation>
+        </message>
+        <message>
+            <source>A dataset pushed with 'gpudesk data push': the machine fetches it from its bucket before the script starts (GPUDESK_DATA_DIR), once per machine.</source>
+            <translation>用“gpudesk data push”上传的数据集：机器会在脚本启动前从其存储桶获取它（GPUDESK_DATA_DIR），每台机器只获取一次。</translation>
         </message>
         <message>
             <source>Add to queue</source>
@@ -3757,6 +4082,22 @@ Stop {name} anyway?</source>
             <translation>下一个</translation>
         </message>
         <message>
+            <source>Hide the teardown's lines</source>
+            <translation>隐藏退出清理时的输出</translation>
+        </message>
+        <message>
+            <source>Show the teardown's lines ({n} lines)</source>
+            <translation>显示退出清理时的输出（{n} 行）</translation>
+        </message>
+        <message>
+            <source>Hide the earlier stop's traceback</source>
+            <translation>隐藏之前那次停止的回溯信息</translation>
+        </message>
+        <message>
+            <source>Show the earlier stop's traceback ({n} lines)</source>
+            <translation>显示之前那次停止的回溯信息（{n} 行）</translation>
+        </message>
+        <message>
             <source>Hide the stop's traceback</source>
             <translation>隐藏停止时的回溯信息</translation>
         </message>
@@ -3813,6 +4154,14 @@ Stop {name} anyway?</source>
             <translation>未找到</translation>
         </message>
         <message>
+            <source>queued</source>
+            <translation>排队中</translation>
+        </message>
+        <message>
+            <source>cancelled</source>
+            <translation>已取消</translation>
+        </message>
+        <message>
             <source>did it train?</source>
             <translation>真的训练了吗？</translation>
         </message>
@@ -3835,6 +4184,14 @@ Stop {name} anyway?</source>
         <message>
             <source>stopped on request</source>
             <translation>已按请求停止</translation>
+        </message>
+        <message>
+            <source>queued: it starts when the machine's queue comes to it</source>
+            <translation>排队中：轮到它时，机器上的队列会启动它</translation>
+        </message>
+        <message>
+            <source>cancelled in the queue before it started</source>
+            <translation>在队列中启动前已取消</translation>
         </message>
         <message>
             <source>running</source>
@@ -3911,6 +4268,14 @@ Stop {name} anyway?</source>
         <message>
             <source>torchrun's traceback of the stop signal is folded ({n} lines).</source>
             <translation>torchrun 对停止信号的回溯信息已折叠（{n} 行）。</translation>
+        </message>
+        <message>
+            <source>Run {run} finished: every process wrote its final checkpoint and said so; the exit status {code} came from a process's teardown after that, not from training.</source>
+            <translation>运行 {run} 已完成：每个进程都写好了最终检查点并已报告；退出状态 {code} 来自之后某个进程的退出清理，而不是训练本身。</translation>
+        </message>
+        <message>
+            <source>Those lines are folded ({n} lines).</source>
+            <translation>这些输出已折叠（{n} 行）。</translation>
         </message>
         <message>
             <source>Stop the run?</source>
@@ -4082,8 +4447,16 @@ Stop {name} anyway?</source>
             <translation>已将运行 {run} 加入 {target} 的队列（{device}）；当它所需的 GPU 空闲且排在它前面的运行都已启动后，它才会启动</translation>
         </message>
         <message>
-            <source>No gpudesk agent keeps the queue on {target}: queued runs wait until one runs there (gpudesk watch --on {target} starts it).</source>
-            <translation>{target} 上没有 gpudesk 代理在管理队列：排队的运行会一直等待，直到那里有代理运行（gpudesk watch --on {target} 会启动它）。</translation>
+            <source>No gpudesk agent keeps the queue on {target}: queued runs wait until one runs there. Watching the machine starts one (the Watch page, or gpudesk watch --on {target}).</source>
+            <translation>{target} 上没有 gpudesk 代理在管理队列：排队的运行会一直等待，直到那里有代理运行。监控这台机器即可启动代理（“监控”页面，或 gpudesk watch --on {target}）。</translation>
+        </message>
+        <message>
+            <source>started the gpudesk agent on {target}: it keeps the queue and starts each run when its turn comes, with gpudesk closed too</source>
+            <translation>已在 {target} 上启动 gpudesk 代理：它管理队列，轮到每个运行时启动它，gpudesk 关闭时也是如此</translation>
+        </message>
+        <message>
+            <source>No gpudesk agent keeps the queue on {target}, and none could be started there: {why}. Queued runs wait until one runs there.</source>
+            <translation>{target} 上没有 gpudesk 代理在管理队列，也无法在那里启动代理：{why}。排队的运行会一直等待，直到那里有代理运行。</translation>
         </message>
         <message>
             <source>The run queue on {target} failed while {what}: {detail}</source>
@@ -4163,6 +4536,14 @@ Stop {name} anyway?</source>
         <message>
             <source>Press Refresh to read the chosen machine's queue.</source>
             <translation>按“刷新”读取所选机器的队列。</translation>
+        </message>
+        <message>
+            <source>{open} queued or running; no agent has counted the machine's GPUs yet.</source>
+            <translation>{open} 个排队中或运行中；还没有代理清点这台机器的 GPU。</translation>
+        </message>
+        <message>
+            <source>{open} queued or running; the machine has no GPU: its runs run on the CPU.</source>
+            <translation>{open} 个排队中或运行中；这台机器没有 GPU：它的运行在 CPU 上进行。</translation>
         </message>
         <message>
             <source>{open} queued or running; the machine has {gpus} GPU(s).</source>
@@ -4303,6 +4684,10 @@ Stop {name} anyway?</source>
             <source>could not set when the bucket deletes run {run}'s folder ({why}); it is kept</source>
             <translation>无法设置存储桶删除运行 {run} 文件夹的时间（{why}）；文件夹会保留</translation>
         </message>
+        <message>
+            <source>the dataset {name} (version {version}) appears at {path} before the script starts: {target} fetches it from {uri} unless it has it already</source>
+            <translation>数据集 {name}（版本 {version}）会在脚本启动前出现在 {path}：{target} 会从 {uri} 获取它，除非本机已有</translation>
+        </message>
     </context>
     <context>
         <name>SettingsDialog</name>
@@ -4351,6 +4736,10 @@ Stop {name} anyway?</source>
             <translation>请输入 5 到 10080 的整数分钟，例如 60。</translation>
         </message>
         <message>
+            <source>, </source>
+            <translation>、</translation>
+        </message>
+        <message>
             <source>Please correct: {fields}</source>
             <translation>请更正：{fields}</translation>
         </message>
@@ -4371,8 +4760,12 @@ Stop {name} anyway?</source>
             <translation>每台机器启动时的预算是其 {hours} 小时的费用，除非你在启动时另选预算（或不设预算）；下面的固定金额会取代小时数。</translation>
         </message>
         <message>
-            <source>Tencent Cloud itself terminates it when budget ÷ price runs out, even if gpudesk and the agent are gone.</source>
-            <translation>预算 ÷ 价格耗尽时，腾讯云会自行销毁它，即使 gpudesk 和代理都已不在。</translation>
+            <source>The cloud itself releases it at the release time that budget ÷ price gives, even if gpudesk and the agent are gone.</source>
+            <translation>即使 gpudesk 和代理都已不在，云平台也会在按 预算 ÷ 价格 算出的释放时间自行释放它。</translation>
+        </message>
+        <message>
+            <source>The cloud itself terminates it when budget ÷ price runs out, even if gpudesk and the agent are gone.</source>
+            <translation>即使 gpudesk 和代理都已不在，当 预算 ÷ 价格 用完时，云平台也会自行销毁它。</translation>
         </message>
         <message>
             <source>At 100 % of the monthly budget, gpudesk stops every billing machine (while gpudesk runs).</source>
@@ -4750,6 +5143,124 @@ Stop {name} anyway?</source>
         </message>
     </context>
     <context>
+        <name>SpotPanel</name>
+        <message>
+            <source>spot price per hour</source>
+            <translation>每小时抢占式价格</translation>
+        </message>
+        <message>
+            <source>hour of day (UTC)</source>
+            <translation>一天中的小时（UTC）</translation>
+        </message>
+        <message>
+            <source>mean price</source>
+            <translation>平均价格</translation>
+        </message>
+        <message>
+            <source>Spot: interruption risk and price history</source>
+            <translation>抢占式：中断风险与价格历史</translation>
+        </message>
+        <message>
+            <source>Show price history</source>
+            <translation>显示价格历史</translation>
+        </message>
+        <message>
+            <source>Checkpoint and restart times from</source>
+            <translation>检查点与重启时间取自</translation>
+        </message>
+        <message>
+            <source>gpudesk's defaults</source>
+            <translation>gpudesk 的默认值</translation>
+        </message>
+        <message>
+            <source>A run's own history: the gaps between its checkpoints, how long each took to write, and how long it took to go on after each reclaim.</source>
+            <translation>某次运行自己的历史：各检查点之间的间隔、每个检查点的写入用时，以及每次被回收后恢复运行所用的时间。</translation>
+        </message>
+        <message>
+            <source>Interruption rate: {label} over 30 days ({source})</source>
+            <translation>中断率：30 天内 {label}（{source}）</translation>
+        </message>
+        <message>
+            <source>Spot placement score: {score} of 10 ({source})</source>
+            <translation>Spot 放置分数：{score}/10（{source}）</translation>
+        </message>
+        <message>
+            <source>Expected cost: not known without a rate; at least {cost}</source>
+            <translation>预期费用：没有中断率无法得知；至少 {cost}</translation>
+        </message>
+        <message>
+            <source>Expected cost: never finishes at this rate with these checkpoints</source>
+            <translation>预期费用：以此中断率和检查点间隔，任务无法完成</translation>
+        </message>
+        <message>
+            <source>Expected cost {cost} ({low}–{high}), {hours} with {n} interruptions on average; uninterrupted {plain}</source>
+            <translation>预期费用 {cost}（{low}–{high}），{hours}，平均中断 {n} 次；不中断为 {plain}</translation>
+        </message>
+        <message>
+            <source> (assumed)</source>
+            <translation>（假定值）</translation>
+        </message>
+        <message>
+            <source>Checkpoint every {every} min, restart {restart} min{assumed}; cheapest interval: {best}</source>
+            <translation>每 {every} 分钟保存检查点，重启 {restart} 分钟{assumed}；最省钱的间隔：{best}</translation>
+        </message>
+        <message>
+            <source>{m} min</source>
+            <translation>{m} 分钟</translation>
+        </message>
+        <message>
+            <source>only at the end</source>
+            <translation>仅在结束时</translation>
+        </message>
+        <message>
+            <source>Price history: not fetched (needs the cloud's account)</source>
+            <translation>价格历史：尚未获取（需要该云的账号）</translation>
+        </message>
+        <message>
+            <source>Price history: {source}, {zones} zones, in {currency}</source>
+            <translation>价格历史：{source}，{zones} 个可用区，单位 {currency}</translation>
+        </message>
+    </context>
+    <context>
+        <name>SpotRates</name>
+        <message>
+            <source>interruption rate: not published</source>
+            <translation>中断率：未公布</translation>
+        </message>
+        <message>
+            <source>interruption rate: not known yet</source>
+            <translation>中断率：尚不知道</translation>
+        </message>
+        <message>
+            <source>Tencent Cloud's CVM API publishes no interruption rate</source>
+            <translation>腾讯云 CVM API 不公布中断率</translation>
+        </message>
+        <message>
+            <source>AWS Spot Instance Advisor: no row for this type here (no snapshot bundled; refresh prices to read it)</source>
+            <translation>AWS Spot Instance Advisor：此处没有该机型的数据（未附带快照；刷新价格即可读取）</translation>
+        </message>
+        <message>
+            <source>Alibaba Cloud DescribeSpotAdvice: not asked yet (needs an account) or no answer for this type</source>
+            <translation>阿里云 DescribeSpotAdvice：尚未查询（需要账号），或没有该机型的答复</translation>
+        </message>
+        <message>
+            <source>This job on spot: expected {expected} ({low} to {high}) and {hours} h to finish at interruption rate {rate} ({source}); a {chance} chance that the {budget} budget runs out before the job finishes.</source>
+            <translation>此作业使用抢占式实例：预计 {expected}（{low} 至 {high}），按中断率 {rate}（{source}）预计 {hours} 小时完成；{budget} 的预算在作业完成前用完的可能性为 {chance}。</translation>
+        </message>
+        <message>
+            <source>The group ends itself when the {budget} budget runs out, after {end} h of machines: a {chance} chance that this comes before the job's expected finish ({hours} h).</source>
+            <translation>预算 {budget} 用完时（机器运行 {end} 小时后）该组会自行结束：这一时刻早于作业预计完成时间（{hours} 小时）的可能性为 {chance}。</translation>
+        </message>
+        <message>
+            <source>This job costs {cost} if never interrupted ({compute} h); {rate} ({source}), so the chance that the budget runs out first is not known.</source>
+            <translation>若从不中断，此作业花费 {cost}（{compute} 小时）；{rate}（{source}），因此无法知道预算先用完的可能性。</translation>
+        </message>
+        <message>
+            <source>At interruption rate {rate} ({source}) this job is not expected to finish: it loses work faster than it saves it. Checkpoint more often.</source>
+            <translation>按中断率 {rate}（{source}），预计此作业无法完成：它丢失进度的速度快于保存进度的速度。请更频繁地保存检查点。</translation>
+        </message>
+    </context>
+    <context>
         <name>SpotRecovery</name>
         <message>
             <source>Run {run} ran on {n} machines; gpudesk recovers single-machine runs. Start it again with gpudesk run --resume {run} once every machine is back.</source>
@@ -4785,6 +5296,46 @@ Stop {name} anyway?</source>
         <message>
             <source>Could not reach {target} over SSH after {attempts} attempts ({detail}). Check that the machine is running and that its SSH port {port} is open to this computer.</source>
             <translation>尝试 {attempts} 次后仍无法通过 SSH 连接 {target}（{detail}）。请检查机器是否在运行，以及它的 SSH 端口 {port} 是否对这台电脑开放。</translation>
+        </message>
+        <message>
+            <source>Could not reach {target} over SSH ({detail}). Check that the machine is running and that its SSH port {port} is open to this computer.</source>
+            <translation>无法通过 SSH 连接 {target}（{detail}）。请检查机器是否在运行，以及它的 SSH 端口 {port} 是否对这台电脑开放。</translation>
+        </message>
+        <message>
+            <source>nothing answers on that port: the connection was refused</source>
+            <translation>该端口上没有服务应答：连接被拒绝</translation>
+        </message>
+        <message>
+            <source>no answer in time</source>
+            <translation>没有及时应答</translation>
+        </message>
+        <message>
+            <source>this computer has no route to it</source>
+            <translation>这台电脑没有到它的路由</translation>
+        </message>
+        <message>
+            <source>its name was not found</source>
+            <translation>找不到它的名称</translation>
+        </message>
+        <message>
+            <source>the connection was closed before SSH answered</source>
+            <translation>SSH 应答之前连接就被关闭了</translation>
+        </message>
+        <message>
+            <source>what answers there does not speak SSH</source>
+            <translation>在那里应答的不是 SSH 服务</translation>
+        </message>
+        <message>
+            <source>the key was not accepted</source>
+            <translation>密钥未被接受</translation>
+        </message>
+        <message>
+            <source>the key file needs its passphrase</source>
+            <translation>密钥文件需要它的口令</translation>
+        </message>
+        <message>
+            <source>it does not accept SSH keys</source>
+            <translation>它不接受 SSH 密钥</translation>
         </message>
         <message>
             <source>{target} refused the SSH key for user {user} ({detail}). Check the user name and that the machine was started with this key.</source>
@@ -5011,6 +5562,78 @@ Stop {name} anyway?</source>
         <message>
             <source>gpudesk has no API keys for {cloud} to set up the role of the run's machines.</source>
             <translation>gpudesk 没有 {cloud} 的 API 密钥，无法为本次运行的机器设置角色。</translation>
+        </message>
+        <message>
+            <source>{path} is not a folder: give the folder to push.</source>
+            <translation>{path} 不是文件夹：请给出要上传的文件夹。</translation>
+        </message>
+        <message>
+            <source>{path} holds no file to push.</source>
+            <translation>{path} 中没有可上传的文件。</translation>
+        </message>
+        <message>
+            <source>'{name}' is not a dataset name (letters, digits, '.', '_' and '-', at most 64, starting with a letter or digit).</source>
+            <translation>“{name}”不是有效的数据集名称（只能包含字母、数字、“.”、“_”和“-”，最多 64 个字符，以字母或数字开头）。</translation>
+        </message>
+        <message>
+            <source>The name {name} is taken by another dataset in {store} (pushed from {source}). Choose another name, or remove it first: gpudesk data rm {name}.</source>
+            <translation>名称 {name} 已被 {store} 中的另一个数据集占用（从 {source} 上传）。请换一个名称，或先删除它：gpudesk data rm {name}。</translation>
+        </message>
+        <message>
+            <source>No complete dataset named {name} is in {store}.</source>
+            <translation>{store} 中没有名为 {name} 的完整数据集。</translation>
+        </message>
+        <message>
+            <source>No dataset named {name} is known here: push it first (gpudesk data push DIR {name}) or give its bucket with --store.</source>
+            <translation>此处不知道名为 {name} 的数据集：请先上传它（gpudesk data push DIR {name}），或用 --store 指定它所在的存储桶。</translation>
+        </message>
+        <message>
+            <source>No bucket to push to: give one with --store s3://bucket/prefix (cos://, oss:// with --region).</source>
+            <translation>没有可上传到的存储桶：请用 --store s3://bucket/prefix 指定一个（cos://、oss:// 需同时给出 --region）。</translation>
+        </message>
+        <message>
+            <source>The push of {name} was cancelled; nothing is listed as a dataset (the next push reuses what was sent).</source>
+            <translation>{name} 的上传已取消；没有任何内容被列为数据集（下次上传会复用已发送的部分）。</translation>
+        </message>
+        <message>
+            <source>{path} changed while it was pushed; push again.</source>
+            <translation>{path} 在上传过程中发生了变化；请重新上传。</translation>
+        </message>
+        <message>
+            <source>The bucket {bucket} does not exist ({cloud} answered 404). Create it first, or give another bucket as the store.</source>
+            <translation>存储桶 {bucket} 不存在（{cloud} 返回 404）。请先创建它，或指定另一个存储桶。</translation>
+        </message>
+        <message>
+            <source>The bucket {bucket} refused the {cloud} account's keys ({code}). Allow {action} on it for these keys, or give a bucket this account may use.</source>
+            <translation>存储桶 {bucket} 拒绝了该 {cloud} 账号的密钥（{code}）。请为这些密钥在该存储桶上允许 {action}，或指定该账号可以使用的存储桶。</translation>
+        </message>
+        <message>
+            <source>The bucket {bucket} could not be reached at {endpoint} ({reason}). Check the network and the bucket's region, then try again.</source>
+            <translation>无法通过 {endpoint} 访问存储桶 {bucket}（{reason}）。请检查网络和存储桶所在地域，然后重试。</translation>
+        </message>
+        <message>
+            <source>No {cloud} account keys are in the keyring to check the bucket {bucket} and to give runs keys to it. Add them first: gpudesk accounts add {provider}.</source>
+            <translation>密钥环中没有 {cloud} 账号的密钥，无法检查存储桶 {bucket}，也无法为运行发放访问它的密钥。请先添加：gpudesk accounts add {provider}。</translation>
+        </message>
+        <message>
+            <source>The bucket {bucket} is on {cloud}, whose address names the bucket's region: give its region too (e.g. {example}).</source>
+            <translation>存储桶 {bucket} 位于 {cloud}，其地址包含存储桶所在地域：请同时给出地域（例如 {example}）。</translation>
+        </message>
+        <message>
+            <source>The bucket {bucket} could not be checked: {cloud} answered {code}.</source>
+            <translation>无法检查存储桶 {bucket}：{cloud} 返回 {code}。</translation>
+        </message>
+        <message>
+            <source>Run {run} reads the dataset {name} from {uri}, but gets no keys to that bucket ({why}); it was not started.</source>
+            <translation>运行 {run} 需要从 {uri} 读取数据集 {name}，但没有获得该存储桶的密钥（{why}）；运行未启动。</translation>
+        </message>
+        <message>
+            <source>The dataset {name} is in {data}, not in the run's bucket {store}: give --store {data} (or none) to read it.</source>
+            <translation>数据集 {name} 位于 {data}，而不在运行的存储桶 {store} 中：请使用 --store {data}（或不指定）来读取它。</translation>
+        </message>
+        <message>
+            <source>A queued run cannot read a dataset yet: start it now, or clear the Data field.</source>
+            <translation>排队的运行暂时无法读取数据集：请立即启动它，或清空“数据”字段。</translation>
         </message>
     </context>
     <context>

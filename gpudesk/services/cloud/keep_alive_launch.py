@@ -72,12 +72,7 @@ MSG_NO_STOP = QT_TRANSLATE_NOOP(
     "KeepAlive", "{name} is kept alive by its group {group}: stopping it would only make the "
     "cloud start another. Terminate it to end the group.")
 
-MSG_GROUP_GUARD = QT_TRANSLATE_NOOP(
-    "KeepAlive", "At {budget} the group ends itself: its own scheduled action, set from the "
-    "cloud's price before anything is made, takes it to 0 machines, even with gpudesk and "
-    "every agent gone. Each machine's agent ends the group sooner when the run's spend over "
-    "all its machines reaches the budget. Nothing is left billing: each machine's disk goes "
-    "with it.")
+MSG_GROUP_GUARD = guards.MSG_GROUP_GUARD  # one wording on every screen ("Guard" context)
 
 STEP_GROUP = "group"  # ledger: the group the cloud holds (detail: id and its end)
 STEP_REPLACED = "replaced"  # ledger: the group started another member (detail: old -> new)

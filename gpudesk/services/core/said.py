@@ -45,3 +45,21 @@ class Said(str):
 
 def _said(context: str, template: str, values: dict[str, Any]) -> Said:
     return Said(context, template, **values)
+
+
+def said_of(error: BaseException) -> str:
+    """A templated error as a Said, so a window shows it in its own language where the
+    error is a part of a longer message (issue 31); its English text where it carries no
+    template, or where its own message fills more than its template and values say."""
+    template = getattr(error, "template", None)
+    values = getattr(error, "values", None)
+    message = getattr(error, "message", None)
+    english = str(message()) if callable(message) else str(error)
+    if not isinstance(template, str) or not isinstance(values, dict):
+        return english
+    context = getattr(error, "translation_context", "") or "SizingError"
+    try:
+        said = Said(context, template, **values)
+    except (KeyError, IndexError, ValueError):
+        return english
+    return said if str(said) == english else english

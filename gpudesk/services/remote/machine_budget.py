@@ -33,6 +33,7 @@ from gpudesk.services.cloud.catalog import provider_title
 from gpudesk.services.cloud.machines import resolve
 from gpudesk.services.cloud.providers.base import ProviderError
 from gpudesk.services.core.errors import TemplatedError
+from gpudesk.services.core.said import said_of
 from gpudesk.services.core.settings import Settings, load_settings
 from gpudesk.services.money import budgets, spend
 from gpudesk.services.money.ledger import Ledger, Machine
@@ -217,7 +218,7 @@ def _move_group_end(ledger: Ledger, m: Machine, providers: ProviderFactory, budg
         row = keep_alive_launch.move_end(ledger, m, groups, budget, now)
     except (ProviderError, TemplatedError) as exc:
         why = exc.message()
-        return None, why, [(MSG_CLOUD_FAILED, {"why": why})]
+        return None, why, [(MSG_CLOUD_FAILED, {"why": said_of(exc)})]
     if not row.group_live:
         return None, "", [(MSG_GROUP_ENDED, {"group": m.group_id})]
     held = row.cloud_timer_at
@@ -268,13 +269,13 @@ def change_budget(ledger: Ledger, machine_id: str, amount: float, action: str | 
             applied = guard.apply(ledger, m, provider, budget, chosen, now)
         except (ProviderError, TemplatedError) as exc:
             cloud_error = exc.message()
-            reads.append((MSG_CLOUD_FAILED, {"why": cloud_error}))
+            reads.append((MSG_CLOUD_FAILED, {"why": said_of(exc)}))
         if provider is not None:
             try:
                 reads += cloud_reads(provider, m)
             except (ProviderError, TemplatedError) as exc:
                 reads.append((MSG_CLOUD_UNREAD, {"cloud": provider_title(m.provider),
-                                                 "why": exc.message()}))
+                                                 "why": said_of(exc)}))
     else:
         reads.append((MSG_CLOUD_SKIPPED, {"state": m.state}))
     row = ledger.get(m.id) or m
@@ -296,7 +297,8 @@ def change_budget(ledger: Ledger, machine_id: str, amount: float, action: str | 
             agent_says = (MSG_AGENT_PUSHED, {"action": agent_action, "cap": _usd(cap or 0.0),
                                              "spent": _usd(spent_usd)})
         except (TemplatedError, OSError) as exc:
-            why = exc.message() if isinstance(exc, TemplatedError) else str(exc)
+            # the error as a Said: the window shows it in its own language (issue 31)
+            why: str = said_of(exc) if isinstance(exc, TemplatedError) else str(exc)
             agent_says = (MSG_AGENT_LATER, {"why": why})
     if pushed:
         ledger.log(row.id, "budget-agent", f"{cap} USD {agent_action}")

@@ -12,6 +12,7 @@ a target so that every part of the app uses the same one.
 from __future__ import annotations
 
 import contextlib
+import errno
 import select
 import socket
 import threading
@@ -51,6 +52,20 @@ MSG_NO_LOGIN_USER = QT_TRANSLATE_NOOP(
 MSG_UNREACHABLE = QT_TRANSLATE_NOOP(
     "Ssh", "Could not reach {target} over SSH after {attempts} attempts ({detail}). Check "
     "that the machine is running and that its SSH port {port} is open to this computer.")
+MSG_UNREACHABLE_ONCE = QT_TRANSLATE_NOOP(
+    "Ssh", "Could not reach {target} over SSH ({detail}). Check that the machine is running "
+    "and that its SSH port {port} is open to this computer.")
+# Why a connection failed, in plain words (translated as values of the "Ssh" sentences),
+# never a Python class name ("ConnectionRefusedError: [Errno 111]", issue 31).
+WHY_REFUSED = QT_TRANSLATE_NOOP("Ssh", "nothing answers on that port: the connection was refused")
+WHY_TIMEOUT = QT_TRANSLATE_NOOP("Ssh", "no answer in time")
+WHY_NO_ROUTE = QT_TRANSLATE_NOOP("Ssh", "this computer has no route to it")
+WHY_UNKNOWN_HOST = QT_TRANSLATE_NOOP("Ssh", "its name was not found")
+WHY_CLOSED = QT_TRANSLATE_NOOP("Ssh", "the connection was closed before SSH answered")
+WHY_NOT_SSH = QT_TRANSLATE_NOOP("Ssh", "what answers there does not speak SSH")
+WHY_KEY_REFUSED = QT_TRANSLATE_NOOP("Ssh", "the key was not accepted")
+WHY_PASSPHRASE = QT_TRANSLATE_NOOP("Ssh", "the key file needs its passphrase")
+WHY_NO_KEYS = QT_TRANSLATE_NOOP("Ssh", "it does not accept SSH keys")
 MSG_AUTH = QT_TRANSLATE_NOOP(
     "Ssh", "{target} refused the SSH key for user {user} ({detail}). Check the user name and "
     "that the machine was started with this key.")
@@ -226,7 +241,8 @@ class SshConnection:
             if attempt < self.attempts and self._closed.wait(delay):
                 break
             delay = min(delay * 2, self.backoff_max_s)
-        raise SshUnreachable(MSG_UNREACHABLE, target=str(self.target), attempts=self.attempts,
+        raise SshUnreachable(MSG_UNREACHABLE if self.attempts > 1 else MSG_UNREACHABLE_ONCE,
+                             target=str(self.target), attempts=self.attempts,
                              detail=detail[:200], port=self.target.port)
 
     def _connect_once(self) -> paramiko.Transport:
@@ -255,7 +271,7 @@ class SshConnection:
         except paramiko.AuthenticationException as exc:
             client.close()
             raise SshAuthError(MSG_AUTH, target=str(target), user=target.user,
-                               detail=type(exc).__name__) from None
+                               detail=_auth_why(exc)) from None
         except paramiko.SSHException as exc:
             client.close()
             if "No authentication methods available" in str(exc):  # reached, but no key
@@ -418,10 +434,34 @@ def _tune_socket(sock: socket.socket, keepalive_s: float) -> None:
 
 
 def _describe(exc: BaseException) -> str:
-    """``ConnectionRefusedError: [Errno 111] Connection refused``, not paramiko's wrapper."""
+    """Why the connection failed in plain words (a ``WHY_*`` value), not paramiko's wrapper
+    nor a class name; an error without plain words gives the system's own text."""
     if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError) and exc.errors:
         exc = next(iter(exc.errors.values()))
-    return type(exc).__name__ + (f": {exc}" if str(exc) else "")
+    if isinstance(exc, ConnectionRefusedError):
+        return WHY_REFUSED
+    if isinstance(exc, TimeoutError | socket.timeout):
+        return WHY_TIMEOUT
+    if isinstance(exc, socket.gaierror):
+        return WHY_UNKNOWN_HOST
+    if isinstance(exc, OSError) and exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+        return WHY_NO_ROUTE
+    if isinstance(exc, EOFError | ConnectionResetError | ConnectionAbortedError):
+        return WHY_CLOSED
+    if isinstance(exc, paramiko.SSHException) and "protocol banner" in str(exc):
+        return WHY_NOT_SSH
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or WHY_CLOSED
+
+
+def _auth_why(exc: paramiko.AuthenticationException) -> str:
+    """Why the login was refused in plain words, not ``AuthenticationException``."""
+    if isinstance(exc, paramiko.PasswordRequiredException):
+        return WHY_PASSPHRASE
+    if isinstance(exc, paramiko.BadAuthenticationType) and "publickey" not in exc.allowed_types:
+        return WHY_NO_KEYS
+    return WHY_KEY_REFUSED
 
 
 def _feed(chan: paramiko.Channel, data: bytes) -> None:

@@ -34,6 +34,7 @@ from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.remote import guard_push
 from gpudesk.services.remote.machine_budget import MSG_BAD_BUDGET, BudgetChange, change_budget
 from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.ui.widgets.fitting_body import FittingBody
 from gpudesk.ui.widgets.money import Money
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner, format_template
@@ -104,15 +105,22 @@ class BudgetDialog(Retranslating, QDialog):
         buttons.addStretch(1)
         buttons.addWidget(self.close_button)
         buttons.addWidget(self.apply_button)
+        # grows to its sentences (a refusal, the result's lines), scrolls beyond the screen
+        content = QVBoxLayout()
+        content.addWidget(self.heading)
+        content.addLayout(form)
+        content.addWidget(self.result_label)
+        content.addStretch(1)
+        self.body = FittingBody(content, self)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.heading)
-        layout.addLayout(form)
-        layout.addWidget(self.result_label)
+        layout.addWidget(self.body, 1)
         layout.addLayout(buttons)
 
         self.runner = TaskRunner(self, button=self.apply_button, progress=self.progress,
                                  show_dialog=False)
         self.runner.failed.connect(self._failed)
+        # what is being applied cannot be edited meanwhile (issue 31)
+        self.runner.finished.connect(lambda _ok: self._set_fields(True))
         self.apply_button.clicked.connect(self.apply)
         self.close_button.clicked.connect(self.close)
         self.amount.textEdited.connect(lambda _t: self.error.setVisible(False))
@@ -196,7 +204,12 @@ class BudgetDialog(Retranslating, QDialog):
         currency = str(self.currency.currentData())
         work = asyncio.to_thread(self.change_budget, self.ledger, self.machine.id, amount, action,
                                  currency=currency, settings=self.settings())
+        self._set_fields(False)
         self.runner.run(work, on_success=self._changed)
+
+    def _set_fields(self, enabled: bool) -> None:
+        for w in (self.amount, self.currency, self.action):
+            w.setEnabled(enabled)
 
     def _changed(self, change: BudgetChange) -> None:
         self.result_change = change
@@ -210,15 +223,22 @@ class BudgetDialog(Retranslating, QDialog):
         self.result_label.setText(self.tr("The budget was not changed: {why}").format(
             why=message))
 
+    def _amount(self, amount: float, currency: str) -> str:
+        """A ledger amount: in ¥ with CNY chosen in Preferences (issue 31), else the CLI's
+        own words ("12.00 USD")."""
+        if (currency or "USD") == "USD" and self.money.currency == "CNY":
+            return self.money(amount)
+        return f"{amount:.2f} {currency or 'USD'}"
+
     def _show_result(self, change: BudgetChange) -> None:
         """What the ledger, the desktop, the agent and the cloud now say, line by line."""
         m = change.machine
         was = self.tr("none") if not change.previous_budget else \
             self.tr("{amount}, then {action}").format(
-                amount=f"{change.previous_budget:.2f} {m.currency or 'USD'}",
+                amount=self._amount(change.previous_budget, m.currency),
                 action=self._action_word(change.previous_action))
         lines = [self.tr("Ledger: {amount}, then {action} (was {was}).").format(
-            amount=f"{change.budget:.2f} {m.currency or 'USD'}",
+            amount=self._amount(change.budget, m.currency),
             action=self._action_word(change.action), was=was)]
         d = change.desktop
         if d is not None:

@@ -12,9 +12,9 @@ from gpudesk.services.cloud import accounts, guard
 from gpudesk.services.cloud.reconcile import MSG_NO_PRICE, MSG_NO_PRICE_WHY
 from gpudesk.services.money import spend
 from gpudesk.services.money.ledger import Machine
+from gpudesk.ui.widgets.guard_words import guard_said
 from gpudesk.ui.widgets.models import Index, NamedColumnsModel
 from gpudesk.ui.widgets.money import DISPLAY, Money
-from gpudesk.ui.widgets.task_runner import format_template
 
 translate = QCoreApplication.translate  # the name lupdate looks for
 
@@ -114,14 +114,19 @@ class InstancesModel(NamedColumnsModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return self.display(m, column)
         if role == Qt.ItemDataRole.ForegroundRole and column == "state" and m.billing:
-            return QBrush(QColor("#c0392b" if m.state == "running" else "#d68910"))
-        if role == Qt.ItemDataRole.ForegroundRole and column == "price" and self.unpriced(m):
-            return QBrush(QColor("#c0392b"))  # no budget of it can be counted: said in red
+            return QBrush(QColor("#c0392b" if m.state == "running" or self.charged_stopped(m)
+                                 else "#d68910"))
+        if role == Qt.ItemDataRole.ForegroundRole and column == "price" and (
+                self.unpriced(m) or self.charged_stopped(m)):
+            # no budget of it can be counted, or a stopped machine charged in full: in red
+            return QBrush(QColor("#c0392b"))
         if role == Qt.ItemDataRole.ToolTipRole and column == "price" and self.unpriced(m):
             return translate("Guard", MSG_NO_PRICE_WHY).format(
                 why=self.price_whys.get(m.id) or translate("InstancesModel", "not asked"))
         if role == Qt.ItemDataRole.ToolTipRole and column == "state" and m.error:
-            return m.error
+            # the cloud's own words inside a sentence of the window's language (issue 31)
+            return translate("InstancesModel", "What the cloud last said of it: {error}").format(
+                error=m.error)
         if role == Qt.ItemDataRole.ToolTipRole and column in ("spend", "budget") \
                 and m.provider != "own":
             return self.guard_tooltip(m)
@@ -177,13 +182,16 @@ class InstancesModel(NamedColumnsModel):
     def guard_tooltip(self, m: Machine) -> str:
         """Who enforces the machine's budget, and, where it got no role to stop itself, what
         stays unprotected (the words of ``gpudesk show`` and the Launch dialog)."""
-        sentences = guard.sentences(m, role_why=self.role_whys.get(m.id))
-        return "\n".join(format_template(guard.CONTEXT, t, v) for t, v in sentences)
+        return guard_said(guard.sentences(m, role_why=self.role_whys.get(m.id)), self.money,
+                          "\n")
 
     def budget_text(self, m: Machine) -> str:
         """The machine's own budget and what happens at it, or that it has none."""
         if not m.budget:
             return translate("InstancesModel", "none")
+        if m.group_live:  # the group's own end is the cap (guard.MSG_GROUP_GUARD)
+            return translate("InstancesModel", "{amount}, then the group ends").format(
+                amount=self.money(m.budget))
         action = {"stop": translate("InstancesModel", "stop"),
                   "terminate": translate("InstancesModel", "terminate")}.get(
             m.on_budget, translate("InstancesModel", "warn"))
@@ -201,6 +209,26 @@ class InstancesModel(NamedColumnsModel):
         # the compute's price for every machine whose compute bills: running, and stopped
         # where the cloud keeps charging it (KEEP_CHARGING / KeepCharging)
         return len(billing), sum(m.price_per_hour for m in billing if m.compute_billing)
+
+    @staticmethod
+    def charged_stopped(m: Machine) -> bool:
+        """A stopped machine its cloud charges as if it ran (KEEP_CHARGING, KeepCharging)."""
+        return m.state == "stopped" and m.compute_billing
+
+    def rates(self) -> tuple[float, float]:
+        """(USD/hour of the running machines, USD/hour of the stopped ones charged in full):
+        the second is said apart, in red, never hidden in the first (issue 31)."""
+        running = sum(m.price_per_hour for m in self.machines
+                      if m.billing and m.compute_billing and not self.charged_stopped(m))
+        stopped = sum(m.price_per_hour for m in self.machines
+                      if m.billing and self.charged_stopped(m))
+        return running, stopped
+
+    def disk_only(self) -> list[Machine]:
+        """Stopped cloud machines whose compute no longer bills but whose disks still do
+        until they are terminated: never "Nothing is billing" (issue 31)."""
+        return [m for m in self.machines if m.provider != "own" and m.state == "stopped"
+                and not m.billing and bool(m.cloud_id)]
 
     def billing_states(self) -> dict[str, int]:
         """How many machines that may be billing are in each state as the money sees it

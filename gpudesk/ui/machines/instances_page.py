@@ -89,6 +89,7 @@ class InstancesPage(Retranslating, QWidget):
         # how a budget change reaches the machine's agent (pinned host key only)
         self.connect_agent: Callable[[Machine], SshConnection] = _connect_agent
         self.budget_dialog: BudgetDialog | None = None
+        self._up_to_date = ""  # the "Up to date." shown, retranslated while it stays
         self.banner = QLabel(self)
         self.banner.setObjectName("billingBanner")
         self.banner.setWordWrap(True)
@@ -201,6 +202,9 @@ class InstancesPage(Retranslating, QWidget):
         self.budget_button.setToolTip(self.tr(
             "The selected machine's own budget and what happens at it: the ledger, the "
             "cloud's own cap and the machine's agent all move to it."))
+        if self._up_to_date and self.status.text() == self._up_to_date:
+            self.status.setText(self.tr("Up to date."))  # in the new language (issue 31)
+            self._up_to_date = self.status.text()
         self.model.refresh_all()
         self._show_banner()
 
@@ -225,35 +229,50 @@ class InstancesPage(Retranslating, QWidget):
 
     def _show_banner(self) -> None:
         count, per_hour = self.model.billing_summary()
+        disks = self.model.disk_only()
         if count:
             self.banner.setStyleSheet("background: #fdecea; color: #922b21; padding: 6px;"
                                       " border-radius: 4px;")
             states = self.model.billing_states()
+            running_rate, stopped_rate = self.model.rates()
             parts = []
-            if states.get("running") or states.get(STOPPED_STILL_BILLING):
+            if states.get("running"):
                 parts.append(self.tr("{n} running ({rate} per hour)").format(
-                    n=states.get("running", 0), rate=self.model.money(per_hour)))
+                    n=states["running"], rate=self.model.money(running_rate)))
             if states.get("stopping"):
                 parts.append(self.tr("{n} stopping (billed until the cloud says stopped)")
                              .format(n=states["stopping"]))
             if states.get(STOPPED_STILL_BILLING):
-                parts.append(self.tr("{n} stopped (still billing: its cloud charges a machine "
-                                     "stopped from inside in full)").format(
-                    n=states[STOPPED_STILL_BILLING]))
+                # its own rate, in red, apart from the running ones' (issue 31)
+                parts.append(self.tr("{n} stopped (still billing: {rate} per hour, as its "
+                                     "cloud charges a machine stopped from inside in "
+                                     "full)").format(n=states[STOPPED_STILL_BILLING],
+                                                       rate=self.model.money(stopped_rate)))
             starting = sum(n for state, n in states.items() if state not in (
                 "running", "stopping", STOPPED_STILL_BILLING))
             if starting:
                 parts.append(self.tr("{n} starting").format(n=starting))
+            if disks:
+                parts.append(self.disk_text(len(disks)))
             text = self.tr("{n} machine(s) may be billing now: {parts}.").format(
                 n=count, parts=", ".join(parts))
             if states.get("running"):
                 text += " " + self.tr("Terminate what you no longer need.")
+        elif disks:  # nothing runs, but stopped machines' disks bill until terminated
+            self.banner.setStyleSheet("background: #fef5e7; color: #7e5109; padding: 6px;"
+                                      " border-radius: 4px;")
+            text = self.tr("No machine is running; {disks}.").format(
+                disks=self.disk_text(len(disks)))
         else:
             self.banner.setStyleSheet("padding: 6px;")
             text = self.tr("Nothing is billing.")
         self.banner.setText(text + " " + self.month_text())
         self.storage.setText(self.storage_text())
         self.billing_changed.emit(count, per_hour)
+
+    def disk_text(self, n: int) -> str:
+        return self.tr("{n} stopped machine(s) still bill their disks until terminated").format(
+            n=n)
 
     def storage_text(self) -> str:
         """The month's "Storage" line: GB-months of each run's bucket folder, data out to
@@ -366,6 +385,7 @@ class InstancesPage(Retranslating, QWidget):
             parts.append(self.tr("No cloud account to check: add your keys on the Accounts "
                                  "page."))
         self.status.setText(" ".join(parts) or self.tr("Up to date."))
+        self._up_to_date = self.status.text() if not parts else ""
         self.reload()
 
     def _group_news(self, report: ReconcileReport) -> list[str]:
@@ -420,7 +440,8 @@ class InstancesPage(Retranslating, QWidget):
         self.start_button.setEnabled(cloud and not group and m is not None
                                      and m.state == "stopped")
         self.terminate_button.setEnabled(cloud or group)
-        self.ssh_button.setEnabled(m is not None and bool(m.public_ip))
+        # an ended machine has no SSH to copy (its address may be someone else's now)
+        self.ssh_button.setEnabled(m is not None and bool(m.public_ip) and not m.ended)
         self.allow_me_button.setEnabled(cloud and m is not None and bool(m.security_group))
         self.remove_button.setEnabled(m is not None and not m.billing)
         budget = m is not None and m.provider != "own" and (not m.ended or m.group_live)
@@ -435,8 +456,16 @@ class InstancesPage(Retranslating, QWidget):
                  "terminate": self.tr("Terminating {name}…")}[action]
         self.status.setText(doing.format(name=m.name))
         self.action_runner.run(act(self.ledger, m.id, action, self.providers),
-                               on_success=self._acted if action in ("stop", "start") else None,
+                               on_success=self._acted if action in ("stop", "start")
+                               else self._terminated,
                                title=self.tr("The machine was not changed"))
+
+    def _terminated(self, m: Machine) -> None:
+        """The status line says how the terminate ended, not "Terminating…" (issue 31)."""
+        self.status.setText((
+            self.tr("{name} is terminated: it no longer bills.") if m.ended else
+            self.tr("{name}: the cloud says {state}; Check clouds asks again.")).format(
+            name=m.name or m.id, state=state_text(m.state)))
 
     def _acted(self, m: Machine) -> None:
         """A stop or start the cloud has not finished: ask it again until it has."""
@@ -449,26 +478,17 @@ class InstancesPage(Retranslating, QWidget):
                 s=int(time.monotonic() - started)))
 
         def settled(now: Machine) -> None:
-            # the cloud's own word on this stop (StopChargingMode / StoppedMode), never a
-            # guess from the provider's name
-            if now.state == "stopped" and now.provider in ("tencent", "aliyun") \
-                    and now.compute_billing:
-                text = self.tr("{name} is stopped, but {cloud} keeps billing it in full "
-                               "({word}) until it is terminated.")
-            elif now.state == "stopped" and now.provider in ("tencent", "aliyun"):
-                text = self.tr("{name} is stopped without charge ({word}): the compute no "
-                               "longer bills; its disk does until it is terminated.")
-            elif now.state == "stopped":
-                text = self.tr("{name} is stopped: the machine no longer bills; its disk "
-                               "does until it is terminated.")
-            elif now.state == "running":
-                text = self.tr("{name} is running.")
-            else:
-                text = self.tr("{name} is still {state}; Check clouds asks again.")
-            note = self._stop_note(now) if now.state == "stopped" else ""
-            self.status.setText(" ".join(x for x in (text.format(
-                name=now.name or now.id, state=state_text(now.state),
-                cloud=accounts.title(now.provider), word=now.stopped_mode or "?"), note) if x))
+            # one plain sentence in the cloud's own word on this stop (StopChargingMode /
+            # StoppedMode), never a guess from the provider's name (issue 31)
+            if now.state == "stopped":
+                from gpudesk.ui.machines.stop_sentence import stop_sentence
+
+                self.status.setText(stop_sentence(now, self._stop_note(now)))
+                return
+            text = (self.tr("{name} is running.") if now.state == "running" else
+                    self.tr("{name} is still {state}; Check clouds asks again."))
+            self.status.setText(text.format(name=now.name or now.id,
+                                            state=state_text(now.state)))
 
         if m.state not in ("stopping", "pending"):
             settled(m)

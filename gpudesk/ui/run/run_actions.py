@@ -116,7 +116,8 @@ class RunActions(_Base):
 
     def _queued(self, record: RunRecord) -> None:
         self.status.setText(translate("RunPage", "Run {run} is in the queue of {machine}.")
-                            .format(run=record.id, machine=record.main.target))
+                            .format(run=record.id,
+                                    machine=run_queue.machine_name(record.main.target)))
         self.reload_runs()
         self.queue_view.refresh()
 
@@ -207,7 +208,10 @@ class RunActions(_Base):
                 lambda: self.recover(record))
 
     def recover(self, record: RunRecord) -> None:
-        launcher = self.launcher if self.launcher is not None else Launcher(self.ledger)
+        from gpudesk.services.storage.store_check import check_launch_store
+
+        launcher = self.launcher if self.launcher is not None else Launcher(
+            self.ledger, store_check=check_launch_store)
         report = self._bridge.report.emit
 
         async def work() -> RunRecord:

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QWidg
 from gpudesk.services.runs import detached as runs
 from gpudesk.services.runs import run_control
 from gpudesk.services.runs.detached import RunRecord, RunStatus
+from gpudesk.ui.widgets.eliding_button import ElidingButton
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.said_text import said_text
 
@@ -31,6 +32,8 @@ def state_label(word: str) -> str:
             "stopped": translate("RunPage", "stopped"),
             "lost": translate("RunPage", "lost"),
             "missing": translate("RunPage", "not found"),
+            "queued": translate("RunPage", "queued"),
+            "cancelled": translate("RunPage", "cancelled"),
             "doubtful": translate("RunPage", "did it train?")}.get(word, word)
 
 
@@ -53,11 +56,14 @@ class RunList(Retranslating, QWidget):
         self.runs.setMinimumContentsLength(36)
         self.state = QLabel(self)
         self.state.setObjectName("runState")
+        # a long state ("lost: …") wraps instead of widening the window (issue 31)
+        self.state.setWordWrap(True)
+        self.state.setMinimumWidth(120)
         self.stop_button = QPushButton(self)
         self.stop_button.setObjectName("runStop")
         self.resume_button = QPushButton(self)
         self.resume_button.setObjectName("runResume")
-        self.recover_button = QPushButton(self)
+        self.recover_button = ElidingButton(self)  # never widens the window (issue 31)
         self.recover_button.setObjectName("runRecover")
         self.tensorboard_button = QPushButton(self)
         self.tensorboard_button.setObjectName("runTensorBoard")
@@ -159,6 +165,15 @@ class RunList(Retranslating, QWidget):
         self.state.setStyleSheet(f"font-weight: bold; color: {colour};" if colour
                                  else "font-weight: bold;")
         return "" if word == "refused" else word
+
+    def show_queued(self, word: str) -> None:
+        """A run of a machine's queue that has no run folder yet: it waits, or was cancelled
+        before it started; never "not found" (issue 31)."""
+        self.state.setText(translate("RunPage", "queued: it starts when the machine's queue "
+                                     "comes to it") if word == "queued" else
+                           translate("RunPage", "cancelled in the queue before it started"))
+        self.state.setProperty("state", word)
+        self.state.setStyleSheet("font-weight: bold;")
 
     def update_buttons(self, status: RunStatus | None, *, gone: bool) -> None:
         has = self.selected_id() != ""

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpudesk.services.runs.launcher_lines import PREFIX, said_in_log
+from gpudesk.ui.widgets.eliding_button import ElidingButton
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.said_text import said_text
 
@@ -60,6 +61,11 @@ def _launcher_lines_translated(text: str) -> str:
     return "".join(out)
 
 
+# What gpudesk.training's Session.finish() logs once the run is done (after it, a process's
+# teardown noise only)
+FINISHED_MARK = "finished at step"
+
+
 class RunLogView(Retranslating, QWidget):
     """The log pane with its search bar; ``tools`` holds the page's buttons on the left."""
 
@@ -67,17 +73,20 @@ class RunLogView(Retranslating, QWidget):
         super().__init__(parent)
         self.match_count = 0
         self.folded = 0  # lines of a stop's traceback, hidden
+        self.stop_is_history = False  # the run runs again after that stop (issue 31)
+        # lines after the run finished (a rank's teardown abort, issue 30), hidden
+        self._teardown_blocks: list[int] = []
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._held = ""  # the start of a launcher line whose end has not arrived yet
         self.search = QLineEdit(self)
         self.search.setObjectName("runSearch")
         self.search.setClearButtonEnabled(True)
-        self.search.setMinimumWidth(200)
+        self.search.setMinimumWidth(140)  # it stretches; less would let the row widen the window
         self.find_prev = QPushButton(self)
         self.find_next = QPushButton(self)
         self.matches = QLabel(self)
         self.matches.setObjectName("runMatches")
-        self.unfold_button = QPushButton(self)
+        self.unfold_button = ElidingButton(self)  # never widens the window (issue 31)
         self.unfold_button.setObjectName("runUnfold")
         self.unfold_button.setCheckable(True)
         self.unfold_button.setVisible(False)
@@ -113,6 +122,20 @@ class RunLogView(Retranslating, QWidget):
         self._highlight()
 
     def _label_unfold(self) -> None:
+        if self._teardown_blocks:
+            self.unfold_button.setText(
+                translate("RunPage", "Hide the teardown's lines")
+                if self.unfold_button.isChecked()
+                else translate("RunPage", "Show the teardown's lines ({n} lines)").format(
+                    n=self.folded))
+            return
+        if self.stop_is_history:  # the run was started again: that stop is an earlier one
+            self.unfold_button.setText(
+                translate("RunPage", "Hide the earlier stop's traceback")
+                if self.unfold_button.isChecked()
+                else translate("RunPage", "Show the earlier stop's traceback ({n} lines)")
+                .format(n=self.folded))
+            return
         self.unfold_button.setText(
             translate("RunPage", "Hide the stop's traceback") if self.unfold_button.isChecked()
             else translate("RunPage", "Show the stop's traceback ({n} lines)").format(
@@ -128,6 +151,8 @@ class RunLogView(Retranslating, QWidget):
         self._decoder.reset()
         self._held = ""
         self.folded = 0
+        self.stop_is_history = False
+        self._teardown_blocks = []
         self.unfold_button.setChecked(False)
         self.unfold_button.setVisible(False)
 
@@ -217,10 +242,45 @@ class RunLogView(Retranslating, QWidget):
             self.unfold_button.setVisible(True)
         return hidden
 
+    def runs_again(self) -> None:
+        """The run runs after a stop (it was restarted): a folded traceback is an earlier
+        stop's, said so, never "the stop" of a run that runs (issue 31)."""
+        if self.folded and not self._teardown_blocks and not self.stop_is_history:
+            self.stop_is_history = True
+            self._label_unfold()
+
+    def fold_teardown(self) -> int:
+        """Hide what follows the training helper's last "finished at step" line (a rank's
+        abort on its way out, torchrun's report of it); returns the lines hidden."""
+        doc = self.log.document()
+        block, last = doc.begin(), -1
+        while block.isValid():
+            if FINISHED_MARK in block.text():
+                last = block.blockNumber()
+            block = block.next()
+        if last < 0:
+            return 0
+        block = doc.findBlockByNumber(last + 1)
+        while block.isValid():
+            if block.isVisible() and block.text().strip() and not block.text().startswith(
+                    PREFIX):
+                block.setVisible(False)
+                self._teardown_blocks.append(block.blockNumber())
+            block = block.next()
+        hidden = len(self._teardown_blocks)
+        if hidden:
+            self.folded = hidden
+            self._relayout()
+            self._label_unfold()
+            self.unfold_button.setVisible(True)
+        return hidden
+
     def _show_folded(self, show: bool) -> None:
         for span in self._stop_spans():
             for b in span:
                 b.setVisible(show)
+        for number in self._teardown_blocks:
+            self.log.document().findBlockByNumber(number).setVisible(show)
         self._relayout()
         self._label_unfold()
 

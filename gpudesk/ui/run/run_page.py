@@ -40,6 +40,7 @@ from gpudesk.services.runs import detached as runs
 from gpudesk.services.runs import run_control, spot_recovery
 from gpudesk.services.runs.detached import RunRecord, RunStatus
 from gpudesk.services.runs.run_control import FollowResult, LogFollower, RunForm
+from gpudesk.services.storage.errors import StorageError
 from gpudesk.ui.run.run_actions import TERMINALS, RunActions, terminal_command
 from gpudesk.ui.run.run_form import RunFormBox
 from gpudesk.ui.run.run_list import RunList
@@ -50,6 +51,8 @@ from gpudesk.ui.widgets.host_key_question import HostKeyQuestion
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.said_text import said_text
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
+
+QUEUE_ONLY = ("queued", "cancelled")  # a queue's run that never had a run folder
 
 __all__ = ["LOG_MAX_LINES", "TERMINALS", "RunPage", "terminal_command"]
 translate = QCoreApplication.translate  # the name lupdate looks for
@@ -157,6 +160,7 @@ class RunPage(RunActions, Retranslating, QWidget):
         layout.addLayout(bottom)
 
         self.launch_runner = TaskRunner(self, button=self.run_button, progress=self.progress)
+        self.launch_runner.describe = self.refusal_text  # the box says the log's words (31)
         self.action_runner = TaskRunner(self, progress=self.progress)
         self.tunnel_runner = TaskRunner(self, progress=self.progress)
         for runner in (self.launch_runner, self.action_runner, self.tunnel_runner):
@@ -165,6 +169,8 @@ class RunPage(RunActions, Retranslating, QWidget):
         self.run_button.clicked.connect(self.start_run)
         self.queue_button.clicked.connect(self.queue_run)
         self.queue_view.bind(self.form_values, self.question.policy)
+        # each read of the queue brings the runs' states up to date: the list follows
+        self.queue_view.states_read.connect(lambda: self.reload_runs())
         self._start_cancel = threading.Event()
         self.cancel_start_button.clicked.connect(self.cancel_start)
         self.launch_runner.started.connect(lambda: self.cancel_start_button.setEnabled(True))
@@ -241,6 +247,14 @@ class RunPage(RunActions, Retranslating, QWidget):
 
     def _refresh(self) -> None:
         """The state label, the list item's state and the buttons, from what is known."""
+        record = self.selected_run()
+        if record is not None and record.last_state in QUEUE_ONLY and not self.starting and (
+                self.last_status is None or self.last_status.state == "missing"):
+            # waiting in (or cancelled from) the machine's queue: no run folder yet is not
+            # a lost run, and nothing to recover (issue 31)
+            self.run_list.show_queued(record.last_state)
+            self.run_list.update_buttons(None, gone=False)
+            return
         word = self.run_list.show_state(self.last_status, following=self.follower is not None,
                                         doubt=self.last_doubt, starting=self.starting)
         record = self.selected_run()
@@ -263,6 +277,7 @@ class RunPage(RunActions, Retranslating, QWidget):
             self.status.setText(error_text(exc)[0])
             return
         self.save_form()
+        self.form_box.say_store("")
         self._detach()
         self.outputs.show_run(None)
         self.machines_view.show_run(None)
@@ -273,9 +288,10 @@ class RunPage(RunActions, Retranslating, QWidget):
         self.last_status, self.last_doubt, self.follow_error = None, None, None
         self.starting = True
         self._refresh()
+        chosen = self.ledger.get(form.target)  # its name, never the internal id (issue 31)
         self.log_view.say(self.tr("starting {script} on {machine}, {device}").format(
-            script=form.script, machine=form.target,
-            device=said_text(runs.device_text(form.nproc))))
+            script=form.script, machine=(chosen.name or form.target) if chosen is not None
+            else form.target, device=said_text(runs.device_text(form.nproc))))
         self.status.setText(self.tr("Connecting, checking the machine (driver, CUDA, Python, "
                                     "torch, disk), syncing the project and starting the run…"))
         self._start_cancel = threading.Event()
@@ -300,6 +316,8 @@ class RunPage(RunActions, Retranslating, QWidget):
             return  # a resume or a recovery: the status line says it
         self.starting = False
         why = self.refusal_text(self.launch_runner.last_error) or message
+        if isinstance(self.launch_runner.last_error, StorageError):  # next to the bucket
+            self.form_box.say_store(why)
         self.run_list.refused = why
         self.log_view.say(self.tr("the run did not start: {why}").format(why=why))
         self.status.setText(why)
@@ -396,6 +414,8 @@ class RunPage(RunActions, Retranslating, QWidget):
         if follower is not self.follower:
             return
         self.last_status = status
+        if status.state == "running":
+            self.log_view.runs_again()  # a folded stop above is an earlier one (issue 31)
         self._refresh()
 
     def _judge(self, status: RunStatus | None) -> None:
@@ -410,6 +430,15 @@ class RunPage(RunActions, Retranslating, QWidget):
                                 + (" " + self.tr("torchrun's traceback of the stop signal is "
                                                  "folded ({n} lines).").format(n=folded)
                                    if folded else ""))
+            return
+        if status.teardown:  # every rank finished, then a process aborted on its way out
+            folded = self.log_view.fold_teardown()
+            self.status.setText(self.tr(
+                "Run {run} finished: every process wrote its final checkpoint and said so; "
+                "the exit status {code} came from a process's teardown after that, not from "
+                "training.").format(run=record.id, code=status.code)
+                + (" " + self.tr("Those lines are folded ({n} lines).").format(n=folded)
+                   if folded else ""))
             return
         if status.code != 0:
             self.status.setText(self.tr("Run {run} failed (exit status {code}). Its last lines:"

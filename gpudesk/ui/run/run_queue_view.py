@@ -12,7 +12,7 @@ import functools
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
@@ -38,6 +38,8 @@ from gpudesk.ui.widgets.task_runner import TaskRunner
 
 class RunQueueView(Retranslating, QGroupBox):
     """``bind(form, policy)`` tells it where the machine is (the Run page's form)."""
+
+    states_read = Signal()  # a read of the queue updated the runs' recorded states
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -125,10 +127,21 @@ class RunQueueView(Retranslating, QGroupBox):
             self.note.setText(self.tr("Press Refresh to read the chosen machine's queue."))
         else:
             note = view.note()
-            self.note.setText(said_text(note) if note is not None else self.tr(
-                "{open} queued or running; the machine has {gpus} GPU(s).").format(
-                open=len(view.open), gpus="?" if view.gpus is None else view.gpus))
+            if note is not None:
+                text = said_text(note)
+            elif view.gpus is None:  # no agent counted them: never "? GPU(s)" (issue 31)
+                text = self.tr("{open} queued or running; no agent has counted the machine's "
+                               "GPUs yet.").format(open=len(view.open))
+            elif view.gpus == 0:
+                text = self.tr("{open} queued or running; the machine has no GPU: its runs "
+                               "run on the CPU.").format(open=len(view.open))
+            else:
+                text = self.tr("{open} queued or running; the machine has {gpus} GPU(s).").format(
+                    open=len(view.open), gpus=view.gpus)
+            self.note.setText(text)
         self._update_buttons()
+        if view is not None:
+            self.states_read.emit()
 
     def selected_run(self) -> str:
         item = self.entries.currentItem()
@@ -158,7 +171,7 @@ class RunQueueView(Retranslating, QGroupBox):
         if form is None:
             return
         self.note.setText(self.tr("Reading the queue of {machine}…").format(
-            machine=form.target))
+            machine=run_queue.machine_name(form.target.strip())))
         read = functools.partial(run_queue.read_queue, root=form.root, python=form.python)
         self.runner.run_blocking(read, form.target.strip(),
                                  form.identity.strip() or None, self._policy(),

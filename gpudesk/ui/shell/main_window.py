@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # imported after the first paint (fast start), or when a page
     from gpudesk.services.cloud.catalog import Catalog
     from gpudesk.services.cloud.launcher import Launcher
     from gpudesk.services.money.ledger import Ledger, Machine
+    from gpudesk.services.plan.budget_chance import SpotJobInputs
     from gpudesk.ui.watch.budget_alerts import BudgetAlerts, BudgetBanner
     from gpudesk.ui.widgets.money import Money
     from gpudesk.ui.widgets.task_runner import TaskRunner
@@ -85,6 +86,7 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
         self._shortcuts: list[tuple[QAction, QKeySequence]] = []  # set in finish_start
         self.welcome: QDialog | None = None
         self.quit_box: QDialog | None = None  # "machines are still billing" on quitting
+        self.quit_failed_box: QDialog | None = None  # the machines that quitting did not end
         self.nav = QListWidget(self)
         self.nav.setObjectName("nav")
         self.nav.setIconSize(QSize(20, 20))
@@ -161,9 +163,12 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
         from gpudesk.services.runs.keep_alive_run import Hooks
 
         # a run that recovers by itself: its group's role, made and ended with the group
+        from gpudesk.services.storage.store_check import check_launch_store
+
         self.launcher: Launcher = Launcher(self.ledger, self.providers,
                                            first_boot=self._first_boot,
-                                           keep_alive=Hooks(self.ledger))
+                                           keep_alive=Hooks(self.ledger),
+                                           store_check=check_launch_store)
         self.nav.currentRowChanged.connect(self._build_row)
         self.page("plan")
         self.page("instances")
@@ -236,15 +241,36 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
                               wait_ready=self.launcher.wait_ready,
                               terminate=lambda ledger_id: act(self.ledger, ledger_id,
                                                               "terminate", self.providers),
-                              open_instances=self._show_machine, parent=self)
+                              open_instances=self._show_machine,
+                              job=self._spot_job(ranked), parent=self)
         _delete_on_close(dialog)
         dialog.launched.connect(self._launched)
         dialog.ended.connect(self.instances.reload)
+        dialog.ledger_changed.connect(lambda _id: self.instances.reload())
         dialog.destroyed.connect(lambda _o=None: setattr(self, "launch_dialog", None))
         self.launch_dialog = dialog
         dialog.open()
         self.instances.reload()
         return dialog
+
+    def _spot_job(self, ranked: object) -> SpotJobInputs | None:
+        """The Plan page's job on this offer for the Launch dialog's spot chance (issue
+        33): its compute hours, the cloud's rate and the checkpoint figures; None when the
+        offer has no finite hours."""
+        import math
+
+        from gpudesk.services.cloud.spot_rates import rate_for
+        from gpudesk.services.plan.budget_chance import SpotJobInputs
+
+        offer = getattr(ranked, "offer", None)
+        hours = getattr(ranked, "hours", math.inf)
+        if offer is None or not math.isfinite(hours) or hours <= 0:
+            return None
+        risk = getattr(ranked, "risk", None)
+        if risk is not None:
+            return SpotJobInputs(hours, risk.rate, risk.assumptions)
+        return SpotJobInputs(hours, rate_for(offer.provider, offer.region, offer.instance_type,
+                                             self.plan.spot_rates))
 
     def _launched(self, ledger_id: str) -> None:
         self.instances.reload()
@@ -292,6 +318,7 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
                 setattr(self.settings, f.name, getattr(new, f.name))
         self.money.set(new.currency, new.cny_per_usd)
         self.instances.reload()
+        self.plan.show_currency()  # "Max ¥/h" next to a ¥ column (issue 31)
         self.plan.recompute()
         if language_changed:
             self.set_language(new.language)

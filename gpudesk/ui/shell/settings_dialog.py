@@ -59,7 +59,7 @@ EDIT_KEYS = ("default_region", "mfu", "cny_per_usd", "monthly_budget_usd",
              "store_keep_days", "store_keep_checkpoints", "keep_alive_wait_min")
 WHOLE_KEYS = ("idle_minutes", "store_keep_days", "store_keep_checkpoints",
               "keep_alive_wait_min")
-DEFAULT_WIDTH = 600
+DEFAULT_WIDTH = 680  # the budget help for three clouds whole, within 800 px
 WRAP_MIN_WIDTH = 300
 
 
@@ -413,7 +413,9 @@ class SettingsDialog(Retranslating, QDialog):
                                                 {**v, "budget": amount} if amount and
                                                 "budget" in v else v)
                                 for t, v in guard.sentences(m, g)
-                                if t not in (guard.MSG_TIMER, guard.MSG_DESKTOP))
+                                # the disk's price per machine: the Launch dialog and show
+                                if t not in (guard.MSG_TIMER, guard.MSG_DESKTOP,
+                                             guard.MSG_DISK_COST))
                 if "cloud-timer" in g.enforced_by:
                     said += " " + (self.tr(
                         "The cloud itself releases it at the release time that budget ÷ "

@@ -25,6 +25,7 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QWidget
 
 from gpudesk.ui.watch.ring_buffer import SERIES, Downsampled, History, bin_edges, count_in, span
+from gpudesk.ui.widgets.local_date_axis import LocalDateAxis, relabel_all
 
 PANELS: tuple[str, ...] = SERIES  # util, mem_used_mib, temp_c, power_w: one plot each
 MIB_PER_GIB = 1024.0
@@ -70,7 +71,7 @@ class GpuPlots(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         self.cross: list[pg.InfiniteLine] = []
         self.limit_lines: list[pg.InfiniteLine] = []
         for row, _name in enumerate(PANELS):
-            axis = pg.DateAxisItem(orientation="bottom")
+            axis = LocalDateAxis(orientation="bottom")
             plot = self.addPlot(row=row, col=0, axisItems={"bottom": axis})
             plot.setMenuEnabled(False)
             plot.hideButtons()
@@ -136,6 +137,7 @@ class GpuPlots(pg.GraphicsLayoutWidget):  # type: ignore[misc]
             self.apply_palette()
         elif event.type() == QEvent.Type.LanguageChange:
             self.retranslate()
+            relabel_all(plot.getAxis("bottom") for plot in self.plots)
         super().changeEvent(event)
 
     def _ensure_curves(self, n_gpus: int) -> None:
@@ -350,7 +352,7 @@ class SpendPlot(pg.PlotWidget):  # type: ignore[misc]
     """Cumulative cost (solid), its projection (dashed), the cap (dashed, red)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        super().__init__(parent, axisItems={"bottom": LocalDateAxis(orientation="bottom")})
         self.setObjectName("spendPlot")
         self.setMenuEnabled(False)
         self.hideButtons()
@@ -391,6 +393,8 @@ class SpendPlot(pg.PlotWidget):  # type: ignore[misc]
         if hasattr(self, "cap_mark") and event.type() in (
                 QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
             self.apply_palette()
+        elif hasattr(self, "cap_mark") and event.type() == QEvent.Type.LanguageChange:
+            relabel_all([self.getPlotItem().getAxis("bottom")])
         super().changeEvent(event)
 
     def draw(self, points: Sequence[tuple[float, float]], projection: Sequence[tuple[float, float]],

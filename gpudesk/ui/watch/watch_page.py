@@ -195,6 +195,7 @@ class WatchPage(Retranslating, QWidget):
         self.question = HostKeyQuestion(self)
         self.feeds: dict[str, TelemetryFeed] = {}
         self.dashboards: dict[str, DashboardPage] = {}
+        self._said: dict[str, str] = {}  # each machine's last status line (_say)
         self.nvidia_smi: str | None = None  # tests point this at the stand-in
         self.remote_root = "~/gpudesk"
         self.python = "python3"
@@ -423,16 +424,17 @@ class WatchPage(Retranslating, QWidget):
                                         nvidia_smi=self.nvidia_smi), parent=self)
         batcher = RecordBatcher(page.feed_many, page)
         feed.record.connect(batcher.put, Qt.ConnectionType.DirectConnection)  # any thread
-        feed.failed.connect(lambda text, n=name: self.status.setText(
-            self.tr("{machine}: {why}").format(machine=n, why=text)),
+        feed.failed.connect(lambda text, n=name, r=ref: self._say(
+            r, self.tr("{machine}: {why}").format(machine=n, why=text)),
             Qt.ConnectionType.QueuedConnection)
         feed.failed.connect(lambda _text, r=ref: self.allow_me_offer.ssh_failed(r),
                             Qt.ConnectionType.QueuedConnection)
-        feed.hole.connect(self.status.setText, Qt.ConnectionType.QueuedConnection)
-        feed.state.connect(lambda st, n=name, f=feed: self._show_state(n, st, f),
+        feed.hole.connect(lambda text, r=ref: self._say(r, text),
+                          Qt.ConnectionType.QueuedConnection)
+        feed.state.connect(lambda st, n=name, f=feed, r=ref: self._show_state(n, st, f, r),
                            Qt.ConnectionType.QueuedConnection)
-        feed.record.connect(lambda rec, n=name, f=feed: self._show_state(n, "streaming", f)
-                            if rec.get("src") == NO_GPU_SRC else None,
+        feed.record.connect(lambda rec, n=name, f=feed, r=ref: self._show_state(
+            n, "streaming", f, r) if rec.get("src") == NO_GPU_SRC else None,
                             Qt.ConnectionType.QueuedConnection)
         feed.state.connect(lambda _st: self._show_agent(), Qt.ConnectionType.QueuedConnection)
         feed.state.connect(lambda st: self.refresh_store() if st == "streaming" else None,
@@ -444,7 +446,19 @@ class WatchPage(Retranslating, QWidget):
         self.refresh_spend()
         return page
 
-    def _show_state(self, name: str, state: str, feed: TelemetryFeed | None = None) -> None:
+    def _say(self, ref: str, text: str) -> None:
+        """A machine's own status line: shown while that machine is the one on screen, kept
+        for when it is chosen again; never another machine's words (issue 31)."""
+        self._said[ref] = text
+        if self._shown_ref() in (ref, ""):
+            self.status.setText(text)
+
+    def _shown_ref(self) -> str:
+        current = self.stack.currentWidget()
+        return next((ref for ref, page in self.dashboards.items() if page is current), "")
+
+    def _show_state(self, name: str, state: str, feed: TelemetryFeed | None = None,
+                    ref: str = "") -> None:
         """The connection in words. Reopening the agent's stream over a connection that
         held ("resuming": rules pushed, the agent restarted) says nothing: nothing dropped."""
         texts = {"connecting": self.tr("{machine}: connecting and starting the agent…"),
@@ -452,18 +466,21 @@ class WatchPage(Retranslating, QWidget):
                  "disconnected": self.tr("{machine}: connection lost, reconnecting (the gap "
                                          "is filled from the machine)…"),
                  "stopped": self.tr("{machine}: not watched.")}
+        say = (lambda text: self._say(ref, text)) if ref else self.status.setText
         if state == "streaming" and feed is not None and feed.no_gpu:
-            self.status.setText(self.tr("{machine}: connected. No NVIDIA GPU or driver on this "
-                                        "machine (nvidia-smi was not found), so there is "
-                                        "nothing to sample.").format(machine=name))
+            say(self.tr("{machine}: connected. No NVIDIA GPU or driver on this "
+                        "machine (nvidia-smi was not found), so there is "
+                        "nothing to sample.").format(machine=name))
             return
         if state in texts:
-            self.status.setText(texts[state].format(machine=name))
+            say(texts[state].format(machine=name))
 
     def show_machine(self, key: str) -> None:
         page = self.dashboards.get(key)
         if page is not None:
             self.stack.setCurrentWidget(page)
+            if key in self._said:  # its own last words, not another machine's
+                self.status.setText(self._said[key])
         self._show_store("")
         self.refresh_store()
         self._update_buttons()

@@ -23,17 +23,40 @@ class MachineCombo(Retranslating, QComboBox):
         self.activated.connect(lambda _i: self._show_start())
 
     def reload(self) -> None:
-        """Refill from the ledger, keeping what was typed or chosen (a machine that is gone
-        is not kept: its label is not an address)."""
-        typed = self.currentText()
-        listed = {self.itemText(i) for i in range(self.count())}
-        self.clear()
-        for m in self.ledger.machines(include_ended=False):
-            if m.public_ip:
-                self.addItem(self.label(m), m.id)
-        if typed and (typed not in listed or self.findText(typed) >= 0):
-            self.setCurrentText(typed)
+        """Refill from the ledger, keeping what was chosen (by its ledger id, not by its label,
+        which a language switch translates) or typed; a machine that is gone is not kept (its
+        label is not an address). Nothing is announced unless the choice changed: refilling
+        never fires ``currentIndexChanged`` for a machine that is not the user's (issue 31)."""
+        chosen = self.chosen_id()
+        typed = "" if chosen else self.currentText()
+        before = (chosen, self.currentText())
+        self.blockSignals(True)
+        try:
+            self.clear()
+            for m in self.ledger.machines(include_ended=False):
+                if m.public_ip:
+                    self.addItem(self.label(m), m.id)
+            index = self.findData(chosen) if chosen else -1
+            if index >= 0:
+                self.setCurrentIndex(index)
+            elif typed:
+                self.setCurrentIndex(-1)
+                self.setEditText(typed)
+        finally:
+            self.blockSignals(False)
         self._show_start()
+        if (self.chosen_id(), self.currentText()) != before:
+            self.currentIndexChanged.emit(self.currentIndex())
+            self.currentTextChanged.emit(self.currentText())
+
+    def chosen_id(self) -> str:
+        """The ledger id of the listed machine the field shows; "" for a typed address."""
+        index = self.currentIndex()
+        text = self.currentText().strip()
+        if index < 0 or self.itemText(index) != text:
+            index = self.findText(text)
+        data = self.itemData(index) if index >= 0 else None
+        return str(data) if data else ""
 
     def label(self, m: Machine) -> str:
         return self.tr("{name} — {kind} ({address})").format(
@@ -46,18 +69,26 @@ class MachineCombo(Retranslating, QComboBox):
         return self.tr("own machine") if m.provider == "own" else title(m.provider)
 
     def retranslate(self) -> None:
-        """Re-label the listed machines in place (what is chosen stays chosen)."""
-        for i in range(self.count()):
-            m = self.ledger.get(str(self.itemData(i)))
-            if m is not None:
-                self.setItemText(i, self.label(m))
+        """Re-label the listed machines in place (what is chosen stays chosen, its field
+        showing its new label)."""
+        chosen = self.chosen_id()
+        self.blockSignals(True)
+        try:
+            for i in range(self.count()):
+                m = self.ledger.get(str(self.itemData(i)))
+                if m is not None:
+                    self.setItemText(i, self.label(m))
+            index = self.findData(chosen) if chosen else -1
+            if index >= 0:
+                self.setCurrentIndex(index)
+                self.setEditText(self.itemText(index))
+        finally:
+            self.blockSignals(False)
+        self._show_start()
 
     def ref(self) -> str:
         """The ledger id of a listed machine, else the text as typed (an ssh:// address)."""
-        text = self.currentText().strip()
-        index = self.findText(text)
-        data = self.itemData(index) if index >= 0 else None
-        return str(data) if data else text
+        return self.chosen_id() or self.currentText().strip()
 
     def _show_start(self) -> None:
         line = self.lineEdit()

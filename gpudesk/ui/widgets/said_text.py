@@ -16,7 +16,11 @@ def said_text(line: str) -> str:
     stays as it is."""
     if not isinstance(line, Said):
         return line
-    values = {k: said_text(v) if isinstance(v, Said) else v for k, v in line.values.items()}
+    # a plain value that is itself one of the context's words (an SSH error's plain why)
+    # is translated too
+    values = {k: said_text(v) if isinstance(v, Said) else
+              QCoreApplication.translate(line.context, v) if isinstance(v, str) and v else v
+              for k, v in line.values.items()}
     try:
         return QCoreApplication.translate(line.context, line.template).format(**values)
     except (KeyError, IndexError, ValueError):

@@ -44,7 +44,13 @@ def format_template(context: str, template: str, values: dict[str, Any]) -> str:
         except (KeyError, IndexError, ValueError):
             return text
 
-    filled = {k: fill(QCoreApplication.translate(context, v)) if isinstance(v, str) and v
+    from gpudesk.services.core.said import Said
+    from gpudesk.ui.widgets.said_text import said_text
+
+    # a value that is a service's message in its own context (an SSH error inside a
+    # budget's result) is translated there, never left in English (issue 31)
+    filled = {k: said_text(v) if isinstance(v, Said) else
+              fill(QCoreApplication.translate(context, v)) if isinstance(v, str) and v
               else v for k, v in values.items()}
     try:
         return QCoreApplication.translate(context, template).format(**filled)
@@ -133,6 +139,8 @@ class TaskRunner(QObject):
         self._active = 0  # a cancelled task may still be unwinding when the next starts
         self.last_error: BaseException | None = None
         self.last_box: QMessageBox | None = None
+        # the owner's words for an error where it has its own ("" : error_text's), issue 31
+        self.describe: Callable[[BaseException], str] | None = None
         if cancel_button is not None:
             cancel_button.setEnabled(False)
             cancel_button.clicked.connect(self.cancel)
@@ -188,6 +196,9 @@ class TaskRunner(QObject):
             if self._show_dialog:
                 title = title or translate("TaskRunner", "gpudesk")
                 self.last_box = show_error(self._owner, title, exc)
+                said = self.describe(exc) if self.describe is not None else ""
+                if said:  # the page's own words (its fields, not the CLI's flags)
+                    self.last_box.setText(said)
             self.failed.emit(message)
             return False
 
