@@ -68,7 +68,7 @@ ALLOWED = {
     "CNY", "UTC", "API", "CSV", "PID", "pid", "MFU", "VPC", "RAM", "SSD", "English", "ssh", "RTX",
     "sshd", "pip", "venv", "KWallet", "SecretId", "SecretKey", "AccessKey", "Secret",
     "StopInstances", "StopCharging", "KeepCharging", "SpotAsPriceGo", "DescribePrice",
-    "Ubuntu",
+    "Ubuntu", "COS", "OSS",
 }
 # Names of more than one word.
 PHRASES = re.compile(r"Secret Service|GNOME Keyring|Hugging Face|Credential Manager|"
@@ -601,7 +601,7 @@ def test_a_stop_and_its_tail_are_one_chinese_sentence(qapp) -> None:  # type: ig
     from gpudesk.services.cloud.providers import aliyun_errors
     from gpudesk.ui.machines.stop_sentence import stop_sentence
 
-    m = Machine(id="m-1", name="box", provider="aliyun", state="stopped",
+    m = Machine(id="m-1", name="gpu-1", provider="aliyun", state="stopped",
                 stopped_mode="StopCharging", cloud_id="i-1")
     text = _in_chinese(qapp, lambda: stop_sentence(m, aliyun_errors.MSG_STOPPED_STOP_CHARGING))
     assert text.count("StopCharging") == 1 and not english_words(text), text

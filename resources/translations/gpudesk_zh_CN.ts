@@ -3983,11 +3983,11 @@ Stop {name} anyway?</source>
         </message>
         <message>
             <source>none; or a dataset: NAME or NAME:/path/on/machine</source>
-            <translation>无；或数据集：NAME 或 NAME:/机器上的路径</translation>
+            <translation>无；或数据集：名称 或 名称:/机器上的路径</translation>
         </message>
         <message>
             <source>A dataset pushed with 'gpudesk data push': the machine fetches it from its bucket before the script starts (GPUDESK_DATA_DIR), once per machine.</source>
-            <translation>用“gpudesk data push”上传的数据集：机器会在脚本启动前从其存储桶获取它（GPUDESK_DATA_DIR），每台机器只获取一次。</translation>
+            <translation>用 `gpudesk data push` 上传的数据集：机器会在脚本启动前从其存储桶获取它（GPUDESK_DATA_DIR），每台机器只获取一次。</translation>
         </message>
         <message>
             <source>Add to queue</source>
