@@ -646,3 +646,25 @@ def test_filtering_to_one_provider_updates_the_selected_offer(page: PlanPage, qt
     while provider.currentData() != "":
         qtbot.keyClick(provider, Qt.Key.Key_Up)
     qtbot.waitUntil(lambda: machine.text().startswith(f"{chosen.instance_type} · AWS"))
+
+
+def test_the_chosen_offer_stays_in_view_after_a_filter_or_a_sort(page: PlanPage, qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Issue 31 item 18: after the provider or the sort changes, the selected (cheapest) row
+    is scrolled into view, not left above the table's viewport."""
+    page.show()
+    qtbot.waitExposed(page)
+    table = page.table
+
+    def chosen_in_view() -> bool:
+        rows = table.selectionModel().selectedRows()
+        if not rows:
+            return False
+        rect = table.visualRect(rows[0])
+        return table.viewport().rect().intersects(rect) and rect.height() > 0
+
+    for change in (lambda: choose(page.provider, "aws"), lambda: choose(page.sort, "price"),
+                   lambda: choose(page.provider, "")):
+        bar = table.verticalScrollBar()
+        bar.setValue(bar.maximum())  # the user had scrolled to the bottom
+        change()
+        qtbot.waitUntil(chosen_in_view)

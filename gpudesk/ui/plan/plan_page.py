@@ -386,6 +386,9 @@ class PlanPage(Retranslating, QWidget):
     def _sort_changed(self) -> None:
         key = combo_key(self.sort)
         self.table.sortByColumn(COL[key], Qt.SortOrder.AscendingOrder)
+        rows = self.table.selectionModel().selectedRows()
+        if rows:  # the chosen offer moved with the sort: keep it in view (issue 31)
+            self.table.scrollTo(rows[0], QAbstractItemView.ScrollHint.EnsureVisible)
         self._save_inputs()
 
     # ----------------------------------------------------------------- compute
@@ -465,6 +468,8 @@ class PlanPage(Retranslating, QWidget):
                 index = self.proxy.index(row, 0)
                 sm.select(index, flags)
                 sm.setCurrentIndex(index, QItemSelectionModel.SelectionFlag.NoUpdate)
+                # the chosen offer in view, after a filter or a sort moved it (issue 31)
+                self.table.scrollTo(index, QAbstractItemView.ScrollHint.EnsureVisible)
             else:
                 sm.clearSelection()
         finally:
