@@ -10,8 +10,8 @@ night?" question. The history needs the cloud's account; it is fetched on reques
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
@@ -27,6 +27,9 @@ from gpudesk.services.cloud.spot_history import SpotHistory
 from gpudesk.services.plan.planner import RankedOffer
 from gpudesk.ui.plan.offers_model import format_hours, format_money
 from gpudesk.ui.widgets.retranslate import Retranslating
+
+if TYPE_CHECKING:  # pyqtgraph (~0.3 s) loads when a history is first drawn, not at start-up
+    import pyqtgraph as pg
 
 ZONE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 
@@ -83,8 +86,12 @@ class SpotPanel(Retranslating, QGroupBox):
         self.retranslate()
 
     def _make_plots(self) -> tuple[pg.PlotWidget, pg.PlotWidget]:
+        import pyqtgraph as pg
+
+        from gpudesk.ui.widgets.local_date_axis import LocalDateAxis
+
         if self.plot is None or self.bands is None:
-            self.plot = pg.PlotWidget(self, axisItems={"bottom": pg.DateAxisItem()})
+            self.plot = pg.PlotWidget(self, axisItems={"bottom": LocalDateAxis()})
             self.plot.setObjectName("spotHistoryPlot")
             self.plot.setMinimumHeight(150)
             self.plot.addLegend(offset=(5, 5))
@@ -108,6 +115,8 @@ class SpotPanel(Retranslating, QGroupBox):
         """The plots in the window's colours (pyqtgraph draws black by default)."""
         if self.plot is None or self.bands is None:
             return
+        import pyqtgraph as pg  # loaded already: the plots exist
+
         pal = self.palette()
         base, text = pal.base().color(), pal.text().color()
         for widget in (self.plot, self.bands):
@@ -216,6 +225,8 @@ class SpotPanel(Retranslating, QGroupBox):
                                               "account)"))
             return
         plot, bands = self._make_plots()
+        import pyqtgraph as pg  # loaded by _make_plots
+
         currency = next((pts[-1].currency for pts in h.zones.values() if pts), "")
         self.history_note.setText(self.tr("Price history: {source}, {zones} zones, in "
                                           "{currency}").format(
