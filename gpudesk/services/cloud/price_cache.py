@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 from gpudesk.services.cloud.catalog import Catalog, Offer, load_catalog
+from gpudesk.services.core.files import atomic_write_text, read_json_object
 
 CACHE_FILE = "live-prices.json"
 
@@ -23,7 +23,7 @@ def save_cache(directory: Path, catalog: Catalog, not_sold: Iterable[str] = ()) 
     ``not_sold``: "provider type region" a region's whole listing left out (sold neither
     way there): its old prices go, and the next run leaves the row out too."""
     path = directory / CACHE_FILE
-    kept = _read_cache(path)
+    kept = read_json_object(path)
     for key in not_sold:
         kept[key] = {"not_sold": True, "date": date.today().isoformat()}
     for o in catalog.offers:
@@ -31,23 +31,12 @@ def save_cache(directory: Path, catalog: Catalog, not_sold: Iterable[str] = ()) 
             kept[f"{o.provider} {o.instance_type} {o.region}"] = {
                 "ondemand": o.ondemand_price, "spot": o.spot_price,
                 "date": o.price_date.isoformat(), "source": o.price_source}
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(kept, indent=1, sort_keys=True), encoding="utf-8")
-    tmp.replace(path)
-
-
-def _read_cache(path: Path) -> dict[str, dict[str, Any]]:
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    atomic_write_text(path, json.dumps(kept, indent=1, sort_keys=True))
 
 
 def apply_cache(catalog: Catalog, directory: Path) -> Catalog:
     """``catalog`` with the prices an earlier refresh kept, each ``cached <its date>``."""
-    kept = _read_cache(directory / CACHE_FILE)
+    kept = read_json_object(directory / CACHE_FILE)
     if not kept:
         return catalog
     offers: list[Offer] = []
@@ -74,7 +63,7 @@ def apply_cache(catalog: Catalog, directory: Path) -> Catalog:
 def not_sold_rows(directory: Path, catalog: Catalog) -> Catalog:
     """``catalog`` with the bundled rows the cache left out as not sold put back, so that a
     refresh asks about them again (a region may sell the type again)."""
-    kept = _read_cache(directory / CACHE_FILE)
+    kept = read_json_object(directory / CACHE_FILE)
     present = {(o.provider, o.instance_type, o.region) for o in catalog.offers}
     back = [o for o in load_catalog().offers
             if (o.provider, o.instance_type, o.region) not in present

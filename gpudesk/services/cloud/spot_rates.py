@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.core.files import atomic_write_text, read_json_object
 
 log = logging.getLogger(__name__)
 
@@ -198,22 +199,11 @@ def rate_for(provider: str, region: str, instance_type: str,
 def save_rates(directory: Path, rates: Iterable[SpotRate]) -> None:
     """Keep every known rate (with its date) for the next run; older entries stay."""
     path = directory / CACHE_FILE
-    kept = _read(path)
+    kept = read_json_object(path)
     for r in rates:
         if r.known or r.placement_score is not None:
             kept[f"{r.provider} {r.instance_type} {r.region}"] = r.to_json()
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(kept, indent=1, sort_keys=True), encoding="utf-8")
-    tmp.replace(path)
-
-
-def _read(path: Path) -> dict[str, dict[str, Any]]:
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    atomic_write_text(path, json.dumps(kept, indent=1, sort_keys=True))
 
 
 def load_rates(directory: Path | None = None) -> dict[tuple[str, str, str], SpotRate]:
@@ -223,7 +213,7 @@ def load_rates(directory: Path | None = None) -> dict[tuple[str, str, str], Spot
 
         directory = cache_dir()
     rates = {("aws", region, itype): r for (region, itype), r in bundled_advisor().items()}
-    for entry in _read(directory / CACHE_FILE).values():
+    for entry in read_json_object(directory / CACHE_FILE).values():
         try:
             rate = SpotRate(**entry)
         except TypeError:

@@ -1,4 +1,4 @@
-"""The one atomic file write every state file uses.
+"""The one atomic file write every state file uses, and the one tolerant JSON read.
 
 A crash mid-write must leave the old file or the new one, never half of either,
 and never a file readable by other users: settings, pins, budgets and ssh
@@ -8,9 +8,11 @@ lose.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
@@ -38,3 +40,13 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
 def atomic_write_text(path: Path, text: str, mode: int = 0o600) -> None:
     """:func:`atomic_write_bytes` of UTF-8 text with ``\\n`` line ends on every OS."""
     atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A cache or registry file's JSON object; {} when it is missing, torn or not an object
+    (a cache is rebuilt, never a reason to fail)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
+from gpudesk.services.core.files import read_json_object
 from gpudesk.services.storage.errors import StorageError, from_client_error
 from gpudesk.services.storage.uri import StoreUri
 
@@ -150,14 +151,6 @@ def _hash_cache_path() -> Path:
     return paths.data_dir() / "dataset-hashes.json"
 
 
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _write(path: Path, data: dict[str, Any]) -> None:
     from gpudesk.services.core.files import atomic_write_text
 
@@ -168,20 +161,20 @@ def _write(path: Path, data: dict[str, Any]) -> None:
 def known() -> dict[str, tuple[str, str]]:
     """Dataset name -> (store URI, region) for the datasets pushed or used here."""
     out: dict[str, tuple[str, str]] = {}
-    for name, entry in _read(_registry_path()).items():
+    for name, entry in read_json_object(_registry_path()).items():
         if isinstance(entry, dict):
             out[name] = (str(entry.get("store", "")), str(entry.get("region", "")))
     return out
 
 
 def remember(name: str, store: StoreUri, region: str) -> None:
-    data = _read(_registry_path())
+    data = read_json_object(_registry_path())
     data[name] = {"store": str(store), "region": region}
     _write(_registry_path(), data)
 
 
 def forget(name: str) -> None:
-    data = _read(_registry_path())
+    data = read_json_object(_registry_path())
     if data.pop(name, None) is not None:
         _write(_registry_path(), data)
 
@@ -201,7 +194,7 @@ def scan(folder: Path) -> list[tuple[DataFile, Path]]:
     the file's size and mtime are unchanged). Raises StorageError for a missing folder."""
     if not folder.is_dir():
         raise StorageError(MSG_NO_FOLDER, path=str(folder))
-    cache = _read(_hash_cache_path())
+    cache = read_json_object(_hash_cache_path())
     found: list[tuple[str, Path, os.stat_result]] = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames.sort()
