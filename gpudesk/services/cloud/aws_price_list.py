@@ -26,7 +26,6 @@ import json
 import logging
 import os
 import time
-import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
@@ -148,6 +147,8 @@ def fetch_region(region: str, types: set[str] | None = None,
                  opener: Opener | None = None) -> RegionPrices:
     """Read ``region``'s EC2 (and data transfer) offer files; raise OSError/ValueError."""
     def default_open(url: str) -> IO[bytes]:
+        import urllib.request  # here, not at start-up: http.client and email are ~15 ms
+
         return urllib.request.urlopen(url, timeout=TIMEOUT_S)  # type: ignore[no-any-return]  # noqa: S310
 
     open_url = opener or default_open

@@ -22,7 +22,6 @@ import logging
 import math
 import os
 import re
-import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from datetime import date
@@ -147,6 +146,8 @@ def fetch_advisor(today: date, opener: Opener | None = None
                   ) -> dict[tuple[str, str], SpotRate]:
     """The Advisor's current data (public, no account); raises OSError/ValueError."""
     def _open(url: str) -> IO[bytes]:
+        import urllib.request  # here, not at start-up: http.client and email are ~15 ms
+
         return urllib.request.urlopen(url, timeout=TIMEOUT_S)  # type: ignore[no-any-return]  # noqa: S310
 
     url = os.environ.get(ADVISOR_ENV, "").strip() or ADVISOR_URL

@@ -14,7 +14,10 @@ gpudesk keeps, from on-demand rows in USD:
   and all others), usage type ``[<REGION>-]Requests-Tier1/2``, unit ``Requests``,
   USD per request;
 * data out to the internet (``AWS Outbound`` to ``External``), first paid tier, only
-  if the file carries it (AWS publishes it in the ``AWSDataTransfer`` offer).
+  if the file carries it (AWS publishes it in the ``AWSDataTransfer`` offer);
+* data out to another AWS region (``InterRegion Outbound``, ``From Region Code`` this
+  region, ``To Region Code`` the other), USD per GB, one figure per destination: what a
+  dataset's bucket-to-bucket copy to a machine's region costs (``dataset_copy``).
 
 Rows are matched on the product columns when the file fills them and on the usage type
 otherwise: S3's file leaves ``Product Family`` empty on many rows, so it is not used.
@@ -34,9 +37,8 @@ import json
 import logging
 import os
 import time
-import urllib.request
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -68,6 +70,8 @@ class S3Prices:
     tier1_request: float | None = None  # PUT/COPY/POST/LIST, USD per request
     tier2_request: float | None = None  # GET and all other requests, USD per request
     transfer_out_gb: float | None = None  # to the internet, first paid tier, USD per GB
+    # to another AWS region, USD per GB, by destination region code
+    inter_region_gb: dict[str, float] = field(default_factory=dict)
 
     @property
     def published_date(self) -> date:
@@ -139,6 +143,7 @@ def parse_offer_csv(lines: Iterable[str], region: str, url: str,
     storage: set[float] = set()
     requests: dict[str, set[float]] = {"tier1": set(), "tier2": set()}
     transfer: list[tuple[float, float]] = []
+    inter_region: dict[str, set[float]] = {}
     for values in csv.reader(stream):
         row = dict(zip(header, values, strict=False))
         if row.get("TermType") != "OnDemand" or row.get("Currency", "USD") != "USD":
@@ -157,16 +162,23 @@ def parse_offer_csv(lines: Iterable[str], region: str, url: str,
         elif row.get("Transfer Type") == "AWS Outbound" and row.get("To Location") == "External" \
                 and row.get("Unit") == "GB" and price > 0:
             transfer.append((start, price))
+        elif row.get("Transfer Type") == "InterRegion Outbound" and row.get("Unit") == "GB" \
+                and row.get("From Region Code") == region and row.get("To Region Code"):
+            inter_region.setdefault(row["To Region Code"], set()).add(price)
     amount = _one(storage)
     if amount is None:
         raise ValueError(f"{len(storage)} first-tier S3 Standard storage prices in the "
                          f"offer for {region}, not one")
     return S3Prices(region, published, url, time.time() if fetched_at is None else fetched_at,
                     amount, _one(requests["tier1"]), _one(requests["tier2"]),
-                    min(transfer)[1] if transfer else None)
+                    min(transfer)[1] if transfer else None,
+                    {to: one for to, found in sorted(inter_region.items())
+                     if (one := _one(found)) is not None})
 
 
 def _open(url: str, timeout: float) -> IO[bytes]:
+    import urllib.request  # here, not at start-up: http.client and email are ~15 ms
+
     return urllib.request.urlopen(url, timeout=timeout)  # type: ignore[no-any-return]  # noqa: S310
 
 
@@ -201,7 +213,8 @@ def load(region: str, directory: Path | None = None) -> S3Prices | None:
             str(data["region"]), str(data["published"]), str(data["url"]),
             float(data["fetched_at"]), float(data["storage_gb_month"]),
             *(None if data.get(k) is None else float(data[k])
-              for k in ("tier1_request", "tier2_request", "transfer_out_gb")))
+              for k in ("tier1_request", "tier2_request", "transfer_out_gb")),
+            {str(to): float(v) for to, v in dict(data.get("inter_region_gb") or {}).items()})
         prices.published_date  # noqa: B018 - a bad date makes the file unreadable
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

@@ -78,6 +78,7 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
         self.setObjectName("mainWindow")
         self.settings = settings
         self.started = False
+        self._launcher: Launcher | None = None  # made at the first launch or Run page
         self._catalog_given = catalog
         self._ledger_given = ledger
         self._providers_given = providers
@@ -131,6 +132,25 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
         if not deferred:
             self.finish_start()
 
+    @property
+    def launcher(self) -> Launcher:
+        """The one launcher of this window, made when first asked for (a launch, the Run
+        page): its modules (the guard, keep-alive groups, price lists) are not needed to
+        show the Plan and Instances pages, so they are not imported before the window is
+        ready."""
+        if self._launcher is None:
+            # every launch carries the guard and a pinned host key from its first boot, and
+            # a run that recovers by itself its group's role, made and ended with the group
+            from gpudesk.services.cloud.launcher import Launcher
+            from gpudesk.services.runs.keep_alive_run import Hooks
+            from gpudesk.services.storage.store_check import check_launch_store
+
+            self._launcher = Launcher(self.ledger, self.providers,
+                                      first_boot=self._first_boot,
+                                      keep_alive=Hooks(self.ledger),
+                                      store_check=check_launch_store)
+        return self._launcher
+
     def finish_start(self) -> None:
         """Make the pages and start the background work: the ledger, the Plan and
         Instances pages, budget alerts, the tray, prices. Heavy imports happen here, after
@@ -138,7 +158,6 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
         if self.started:
             return
         from gpudesk.services.cloud.accounts import provider_from_keyring
-        from gpudesk.services.cloud.launcher import Launcher
         from gpudesk.services.money.ledger import Ledger
         from gpudesk.ui.watch.budget_alerts import BudgetAlerts, BudgetBanner
         from gpudesk.ui.widgets.money import DISPLAY
@@ -159,16 +178,6 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
                                            else provider_from_keyring)
         self.money: Money = DISPLAY
         self.money.set(settings.currency, settings.cny_per_usd)
-        # every launch carries the guard and a pinned host key from its first boot
-        from gpudesk.services.runs.keep_alive_run import Hooks
-
-        # a run that recovers by itself: its group's role, made and ended with the group
-        from gpudesk.services.storage.store_check import check_launch_store
-
-        self.launcher: Launcher = Launcher(self.ledger, self.providers,
-                                           first_boot=self._first_boot,
-                                           keep_alive=Hooks(self.ledger),
-                                           store_check=check_launch_store)
         self.nav.currentRowChanged.connect(self._build_row)
         self.page("plan")
         self.page("instances")

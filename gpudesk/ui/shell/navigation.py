@@ -50,13 +50,15 @@ class PageNavigation(_Base):
     ledger: Ledger
     providers: ProviderFactory
     money: Money
-    launcher: Launcher
     _catalog_given: Catalog | None
     _titles: list[Callable[[], str]]
     _built: dict[str, QWidget]
     _factories: dict[str, Callable[[], QWidget]]
 
     if TYPE_CHECKING:  # the window's own, and its other parts'
+        @property
+        def launcher(self) -> Launcher: ...
+
         def finish_start(self) -> None: ...
         def _set_shortcut(self, action: QAction, keys: QKeySequence) -> None: ...
         def show_launch_dialog(self, ranked: object) -> QDialog | None: ...
