@@ -268,9 +268,13 @@ def bench_stream(app: Any, seconds: float, window_index: int, backfill: bool = F
 
     batcher = RecordBatcher(page.feed_many)  # as the Watch page wires its feed
 
-    def backfill_thread() -> None:  # the SSH tail's thread: decode, hand over
+    def backfill_thread() -> None:  # the SSH tail's thread: decode, hand over, paced
+        from gpudesk.services.core.gil_pace import GilPace
+
+        pace = GilPace()  # as telemetry.TelemetryStream paces a burst of lines
         for line in backlog:
             batcher.put(json.loads(line))
+            pace.step()
 
     def sample() -> None:
         state["k"] += 1

@@ -29,6 +29,7 @@ import paramiko
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError
+from gpudesk.services.core.gil_pace import GilPace
 from gpudesk.services.remote.host_keys import HostKeyError
 from gpudesk.services.remote.ssh import SshAuthError, SshConnection, SshError
 
@@ -331,6 +332,7 @@ class TelemetryStream:
         err = b""
         buf = b""
         quiet_since = time.monotonic()
+        pace = GilPace()
         try:
             chan.settimeout(0.25)  # stdin stays open: its end tells the follower to stop
             if announce or self.state != STREAMING:
@@ -354,6 +356,9 @@ class TelemetryStream:
                     if self._deliver(line, received):
                         got = True
                         quiet_since = time.monotonic()
+                    pace.step()  # a backfill's burst leaves the window the GIL
+                if not chan.recv_ready():
+                    pace.idle()  # caught up: a live sample is never delayed
             if self._stop.is_set():
                 return got
             if not chan.exit_status_ready():  # the status may follow the end of the output
