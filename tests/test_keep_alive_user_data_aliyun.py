@@ -61,3 +61,34 @@ def test_user_data_over_32_kb_is_refused_by_both_sides(
         assert ap.code_of(refused.value)[0] == "InvalidParameter"
     assert [a for a, _ in ess.limit_refusals][-2:] == ["ModifyScalingConfiguration"] * 2
     assert base64.b64decode(config["UserData"]).decode() == USER_DATA
+
+
+PLAIN = "ubuntu_22_04_x64_20G_alibase_20250101.vhd"  # the stand-in's public image, no driver
+
+
+def test_a_group_on_a_plain_image_installs_the_driver_in_every_member(
+        provider: AliyunProvider, ess: AliyunEssStandin, aliyun: AliyunStandin) -> None:
+    """A replacement made at 3 a.m. from a plain Ubuntu boots with the driver's install,
+    before and after its user data is changed (a single machine gets it the same way)."""
+    from gpudesk.services.cloud.providers import aliyun_gpu_driver
+
+    state = provider.create_group(_request(provider, image_id=PLAIN))
+    first = state.members[0].cloud_id
+    booted = aliyun.state.instances[first]["_user_data"]
+    assert aliyun_gpu_driver.SCRIPT.strip() in booted and USER_DATA.strip() in booted
+
+    provider.set_user_data(REGION, state.group_id, NEW)
+    (config,) = ess.configs.values()
+    held = base64.b64decode(config["UserData"]).decode()
+    assert aliyun_gpu_driver.SCRIPT.strip() in held and NEW.strip() in held
+    ess.reclaim(first)
+    ess.tick()
+    after = provider.describe_group(REGION, state.group_id)
+    assert after is not None
+    (second,) = [m.cloud_id for m in after.members]
+    assert aliyun.state.instances[second]["_user_data"] == held
+
+    # an image with the driver is left as it is
+    other = provider.create_group(_request(provider, ledger_id="m-0123456780"))
+    member = other.members[0].cloud_id
+    assert aliyun.state.instances[member]["_user_data"] == USER_DATA

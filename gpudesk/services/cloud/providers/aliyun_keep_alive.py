@@ -48,8 +48,8 @@ from gpudesk.services.cloud.keep_alive import (
     GroupState,
     group_name,
 )
+from gpudesk.services.cloud.providers import aliyun_gpu_driver, base
 from gpudesk.services.cloud.providers import aliyun_parse as ap
-from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.aliyun_errors import CallContext, is_throttle, map_error
 from gpudesk.services.cloud.providers.sdk_provider import Refused
 
@@ -165,6 +165,18 @@ class KeepAliveAliyun:
 
     def find_image(self, region: str, instance_type: str) -> str:
         raise NotImplementedError
+
+    def _driver_images(self) -> set[str]:
+        raise NotImplementedError
+
+    def _with_driver(self, image_id: str, user_data: str) -> str:
+        """A group member's user data: on a public image without the GPU driver (the one
+        ``find_image`` picked, or a plain Ubuntu typed in), the driver's install beside
+        gpudesk's first boot, as a single machine gets it (``aliyun.run_instance``); a
+        replacement at 3 a.m. would otherwise train on a machine with no driver."""
+        if image_id in self._driver_images() or aliyun_gpu_driver.is_plain_ubuntu(image_id):
+            return aliyun_gpu_driver.with_driver(user_data)
+        return user_data
 
     def _tag_shared(self, region: str, ledger_id: str, group: str, key_name: str) -> None:
         raise NotImplementedError
@@ -320,9 +332,10 @@ class KeepAliveAliyun:
             if c.get("ScalingConfigurationName") == name]
         if found:
             return str(found[0]["ScalingConfigurationId"])
+        image = request.image_id or self.find_image(region, request.instance_type)
         params: dict[str, Any] = {
             "ScalingGroupId": group_id, "ScalingConfigurationName": name,
-            "ImageId": request.image_id or self.find_image(region, request.instance_type),
+            "ImageId": image,
             "InstanceTypes": [request.instance_type], "SecurityGroupId": security_group,
             "InstanceName": name, "PasswordInherit": False,
             "SystemDisk": {"Category": "cloud_essd", "Size": request.disk_gb},
@@ -334,8 +347,9 @@ class KeepAliveAliyun:
             params["KeyPairName"] = request.key_name
         if role_name:
             params["RamRoleName"] = role_name
-        if request.user_data:
-            params["UserData"] = base64.b64encode(request.user_data.encode()).decode()
+        user_data = self._with_driver(image, request.user_data)
+        if user_data:
+            params["UserData"] = base64.b64encode(user_data.encode()).decode()
         if request.market == "spot":
             if request.max_price is not None:
                 params["SpotStrategy"] = ap.SPOT_CAPPED
@@ -420,21 +434,28 @@ class KeepAliveAliyun:
         configuration changed in place (ModifyScalingConfiguration; machines already made
         keep theirs), then read back. Returns the configuration's id."""
         self._check_region(region)
-        raw = user_data.encode()
-        if len(raw) > USER_DATA_MAX:
-            raise base.ProviderError("invalid", MSG_USER_DATA_TOO_BIG, size=len(raw),
-                                     limit=USER_DATA_MAX, provider=ESS_LABEL)
+        if len(user_data.encode()) > USER_DATA_MAX:
+            raise base.ProviderError("invalid", MSG_USER_DATA_TOO_BIG,
+                                     size=len(user_data.encode()), limit=USER_DATA_MAX,
+                                     provider=ESS_LABEL)
         group = self._group_raw(region, group_id)
         if group is None:
             raise base.ProviderError("not-found", MSG_GROUP_GONE, name=group_id, region=region)
+        configs = list(self._ess_pages(region, "DescribeScalingConfigurations",
+                                       {"ScalingGroupId": group_id}, "ScalingConfigurations"))
         config_id = str(group.get("ActiveScalingConfigurationId") or "")
         if not config_id:  # a group never enabled: its one configuration, by name
             name = str(group.get("ScalingGroupName") or "")
-            config_id = next((str(c["ScalingConfigurationId"]) for c in self._ess_pages(
-                region, "DescribeScalingConfigurations", {"ScalingGroupId": group_id},
-                "ScalingConfigurations") if c.get("ScalingConfigurationName") == name), "")
+            config_id = next((str(c["ScalingConfigurationId"]) for c in configs
+                              if c.get("ScalingConfigurationName") == name), "")
         if not config_id:
             raise base.ProviderError("not-found", MSG_GROUP_GONE, name=group_id, region=region)
+        image = next((str(c.get("ImageId") or "") for c in configs
+                      if c.get("ScalingConfigurationId") == config_id), "")
+        raw = self._with_driver(image, user_data).encode()  # the driver stays with it
+        if len(raw) > USER_DATA_MAX:
+            raise base.ProviderError("invalid", MSG_USER_DATA_TOO_BIG, size=len(raw),
+                                     limit=USER_DATA_MAX, provider=ESS_LABEL)
         encoded = base64.b64encode(raw).decode()
         self._ess(region, "ModifyScalingConfiguration", {
             "ScalingConfigurationId": config_id, "UserData": encoded}, resource=group_id)
