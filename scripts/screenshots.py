@@ -1,8 +1,8 @@
 """Regenerate the screenshots in docs/ (run under Xvfb: ``xvfb-run -s '-screen 0 1280x800x24'``).
 
 Writes screenshot-<page>-<language>-<theme>.png for the pages plan, accounts,
-instances, run and watch and the preferences, welcome and launch dialogs, in en
-and zh_CN, light and dark (32 files; older ones are removed first). Settings and
+instances, run, watch and data and the preferences, welcome and launch dialogs, in en
+and zh_CN, light and dark (36 files; older ones are removed first). Settings and
 a sample ledger go to a temporary GPUDESK_HOME. The zh_CN shots need a CJK font
 (Debian: ``apt-get install fonts-noto-cjk``); without one Qt draws empty boxes, so
 this refuses to run.
@@ -42,8 +42,8 @@ def main() -> int:
 
     catalog = load_catalog()
     ledger = sample_ledger()
-    pages = ("plan", "accounts", "instances", "run", "watch", "preferences", "welcome",
-             "launch")  # others' shots (screenshot_spot_history.py) are theirs to keep
+    pages = ("plan", "accounts", "instances", "run", "watch", "data", "preferences",
+             "welcome", "launch")  # others' shots (screenshot_spot_history.py) are theirs to keep
     for old in DOCS.glob("screenshot-*.png"):
         parts = old.stem.split("-")  # screenshot-<page>-<language>-<theme>
         if len(parts) == 4 and parts[1] in pages and parts[2] in ("en", "zh_CN"):
@@ -91,6 +91,7 @@ def shoot_all(window, catalog, settle, tag: str) -> None:  # type: ignore[no-unt
     shoot_launch(window, catalog, settle, tag)
     shoot_run(window, settle, tag)
     shoot_watch(window, settle, tag)
+    shoot_data(window, settle, tag)
 
 
 def sample_ledger():  # type: ignore[no-untyped-def]
@@ -197,6 +198,51 @@ def shoot_run(window, settle, tag: str) -> None:  # type: ignore[no-untyped-def]
     window.show_page("run")
     settle()
     window.grab().save(str(DOCS / f"screenshot-run-{tag}.png"))
+
+
+def shoot_data(window, settle, tag: str) -> None:  # type: ignore[no-untyped-def]
+    """The Data page with three datasets in two buckets and a push under way (drawn from
+    samples: no bucket is asked)."""
+    from PySide6.QtCore import QCoreApplication
+
+    from gpudesk.services.core.paths import cache_dir
+    from gpudesk.services.storage import datasets, s3_price_list
+    from gpudesk.services.storage.uri import parse_uri
+    from gpudesk.ui.data.data_work import Shown
+
+    # a sample price cache, as Tools → Refresh prices leaves it (S3 Standard, us-east-1)
+    s3_price_list.save(cache_dir(), s3_price_list.S3Prices(
+        "us-east-1", "2025-06-01", s3_price_list.offer_url("us-east-1"), 1.75e9, 0.023))
+    window.show_page("data")
+    page = window.data
+    settle()
+    page.list_runner.cancel()
+    s3, cos = parse_uri("s3://alice-lab-data/gpudesk"), parse_uri("cos://lab-1250000000/sets")
+
+    def sample(name, store, region, n, size, source, sha):  # type: ignore[no-untyped-def]
+        files = tuple(datasets.DataFile(f"f{i}", size // n, "0" * 64) for i in range(n))
+        return datasets.Dataset(name, store, region, files, source, "2026-12-06T08:00:00Z",
+                                sha.ljust(64, "0"))
+
+    found = [sample("cifar10", s3, "us-east-1", 60002, 178_000_000,
+                    "alice-laptop:/home/alice/data/cifar10", "3f9a1c20b7d4"),
+             sample("imagenet-val", s3, "us-east-1", 50000, 6_700_000_000,
+                    "alice-laptop:/home/alice/data/imagenet/val", "a1b2c3d4e5f6"),
+             sample("wikitext-103", cos, "ap-shanghai", 3, 540_000_000,
+                    "alice-laptop:/data/wikitext", "77aa88bb99cc")]
+    page._listed([(str(s3), "us-east-1"), (str(cos), "ap-shanghai")], found)
+    box = page.push_box
+    box.folder.setText("/home/alice/data/coco-2017")
+    box.name.setText("coco-2017")
+    box.store.setEditText(str(s3))
+    box.region.setText("us-east-1")
+    box.show_progress(Shown(19_300_000_000, 7_950_000_000, 48_120, 1_204, 61_000_000, 186.0))
+    box.bar.setVisible(True)  # as while a push runs
+    box.push_button.setEnabled(False)
+    box.cancel_button.setEnabled(True)
+    box.message.setText(QCoreApplication.translate("DataPage", "Pushing…"))
+    settle()
+    window.grab().save(str(DOCS / f"screenshot-data-{tag}.png"))
 
 
 def shoot_watch(window, settle, tag: str) -> None:  # type: ignore[no-untyped-def]

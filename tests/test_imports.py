@@ -146,7 +146,8 @@ ROOM_RULES: dict[str, set[str]] = {
                                 "gpudesk.services.cloud", "gpudesk.agent"},
     "gpudesk.services.runs": {"gpudesk.services.core", "gpudesk.services.money",
                               "gpudesk.services.cloud", "gpudesk.services.remote",
-                              "gpudesk.services.storage", "gpudesk.training"},
+                              "gpudesk.services.storage", "gpudesk.training",
+                              "gpudesk.agent"},
     "gpudesk.services.plan": {"gpudesk.services.core", "gpudesk.services.cloud", "gpudesk.calc",
                               "gpudesk.services.runs"},
     "gpudesk.ui.widgets": {"gpudesk.services", "gpudesk.calc"},
@@ -154,6 +155,7 @@ ROOM_RULES: dict[str, set[str]] = {
     "gpudesk.ui.machines": {"gpudesk.services", "gpudesk.ui.widgets"},
     "gpudesk.ui.run": {"gpudesk.services", "gpudesk.ui.widgets"},
     "gpudesk.ui.watch": {"gpudesk.services", "gpudesk.ui.widgets"},
+    "gpudesk.ui.data": {"gpudesk.services", "gpudesk.ui.widgets"},
     "gpudesk.ui.shell": {"gpudesk.services", "gpudesk.ui", "gpudesk.app", "gpudesk.calc"},
     "gpudesk.cli": {"gpudesk.services", "gpudesk.calc", "gpudesk.agent", "gpudesk.logs"},
 }

@@ -26,7 +26,7 @@ TS = ROOT / "resources" / "translations" / "gpudesk_zh_CN.ts"
 QM = TS.with_suffix(".qm")
 KNOWN_CONTEXTS = {"AboutDialog", "AccountsPage", "Answers", "BillingTray", "CloudAccountBox",
                   "AllowMeOffer", "CrashDialog", "Credentials", "HostKey", "InstancesModel",
-                  "InstancesPage", "LocalDateAxis",
+                  "InstancesPage", "LocalDateAxis", "DataPage", "DiskPlan", "DiskNeeded",
                   "LaunchDialog", "Launcher", "MainWindow", "MemoryBar", "OffersModel",
                   "OwnMachinesBox", "OwnMachineDialog", "PlanForm", "PlanPage", "Planner",
                   "ProviderError", "Runs", "SpotPanel", "SpotRates",

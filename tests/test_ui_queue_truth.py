@@ -140,7 +140,8 @@ def test_add_to_queue_starts_the_agent_that_keeps_the_queue_and_names_the_machin
             assert agent_pid(root) is not None  # the queue's keeper runs there now
             roots.remember(agent_pid(root) or 0)
             run = states(view)[0][0]
-            assert "is in the queue of lab." in page.status.text()
+            # the agent may have started it already: the line follows (issue 31 item 21)
+            assert "the queue of lab" in page.status.text()
             assert m.id not in page.status.text() and m.id not in view.note.text()
             log = page.log_view.text()
             assert "started the gpudesk agent on lab" in log and m.id not in log

@@ -210,7 +210,7 @@ def test_frame_paints_before_its_pages_and_is_whole_after(qtbot, qapp) -> None: 
     qtbot.addWidget(w)
     nav = w.findChild(QListWidget, "nav")
     assert [nav.item(r).text() for r in range(nav.count())] == [
-        "Plan", "Accounts", "Instances", "Run", "Watch"]
+        "Plan", "Accounts", "Instances", "Run", "Watch", "Data"]
     assert w.findChild(QLabel, "opening").text() == "Opening…"
     assert w.findChild(QWidget, "planPage") is None
     assert w.findChild(QWidget, "instancesPage") is None

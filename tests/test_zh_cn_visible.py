@@ -68,7 +68,7 @@ ALLOWED = {
     "CNY", "UTC", "API", "CSV", "PID", "pid", "MFU", "VPC", "RAM", "SSD", "English", "ssh", "RTX",
     "sshd", "pip", "venv", "KWallet", "SecretId", "SecretKey", "AccessKey", "Secret",
     "StopInstances", "StopCharging", "KeepCharging", "SpotAsPriceGo", "DescribePrice",
-    "Ubuntu", "COS", "OSS",
+    "Ubuntu", "COS", "OSS", "AMI", "autocast",
 }
 # Names of more than one word.
 PHRASES = re.compile(r"Secret Service|GNOME Keyring|Hugging Face|Credential Manager|"

@@ -13,6 +13,12 @@ that variable set (``exec``). A fetch that fails ends with status 3 and the comm
 not run: the script would start without its data.
 
 Layout of the bucket (services/storage/datasets.py): ``<prefix>data/blobs/<sha256>``.
+
+A public source instead (``--source-kind url|bucket|hf --source URL [--prefix P]
+[--repo ORG/NAME --revision COMMIT] [--token-file F]``, ``public_data.py``) needs no
+bucket: its listing is read again here and its version checked against ``SHA256``, the
+files come from the source itself into the same cache. ``--token-file`` (a Hub token,
+mode 0600) is read and deleted before the first request; the token is never an argument.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from . import public_data
 from .store import Store, StoreError
 from .uploader import load_config
 
@@ -161,6 +168,23 @@ def link(target: Path, where: Path) -> Path:
     raise StoreError(f"{where} exists and is not a link gpudesk made; give another path")
 
 
+def _fetch_public(args: argparse.Namespace, token: str) -> Tuple[Path, int, int]:
+    """A public source: listed again here, its version checked against the one the run
+    names (``--sha``), then fetched (``public_data``). A machine whose cache holds that
+    version asks the source nothing: the version is the cache's key."""
+    cached = cache_root(args.run) / args.sha
+    if (cached / public_data.MARKER).is_file():
+        return cached, 0, 0
+    found = public_data.listing(args.source_kind, args.source, prefix=args.prefix,
+                                repo=args.repo, revision=args.revision, token=token)
+    now = public_data.version(found)
+    if now != args.sha:
+        raise public_data.SourceError(
+            f"{args.source} changed since the run started: it is version {now[:12]} now, "
+            f"the run names {args.sha[:12]}; start the run again to use what is there now")
+    return public_data.fetch(found, cache_root(args.run), token=token)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args_in: List[str] = list(sys.argv[1:] if argv is None else argv)
     command: List[str] = []
@@ -169,24 +193,41 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args_in, command = args_in[:cut], args_in[cut + 1:]
     p = argparse.ArgumentParser(prog="gpudesk-agent fetch-data")
     p.add_argument("--run", type=Path, required=True, help="the run folder")
-    p.add_argument("--key", required=True, help="the dataset manifest's key in the bucket")
-    p.add_argument("--sha", required=True, help="the manifest's SHA-256 the run names")
+    p.add_argument("--key", default="", help="the dataset manifest's key in the bucket")
+    p.add_argument("--sha", required=True, help="the manifest's SHA-256 the run names "
+                   "(for a public source: its listing's version)")
     p.add_argument("--path", default="", help="where the dataset appears (a link)")
     p.add_argument("--name", default="", help="the dataset's name, for the log")
+    # a public source (public_data.py), fetched without the run's bucket
+    p.add_argument("--source-kind", default="", choices=("", *public_data.KINDS))
+    p.add_argument("--source", default="", help="the file's, bucket's or Hub's URL")
+    p.add_argument("--prefix", default="", help="the bucket's key prefix")
+    p.add_argument("--repo", default="", help="the Hub's ORG/NAME")
+    p.add_argument("--revision", default="", help="the Hub commit the run names")
+    p.add_argument("--token-file", default="", help="a short-lived file holding the Hub "
+                   "token, deleted once read")
     args = p.parse_args(args_in)
-    name = args.name or args.key
+    name = args.name or args.key or args.source
     started = time.monotonic()
+    token = public_data.read_token(args.token_file)  # gone from the disk before any request
     try:
-        config, _ = load_config(args.run)
-        folder, count, size = fetch(Store(config), args.key, args.sha, cache_root(args.run))
+        if args.source_kind:
+            folder, count, size = _fetch_public(args, token)
+        elif not args.key:
+            raise ValueError("give --key (a pushed dataset) or --source-kind (a public one)")
+        else:
+            config, _ = load_config(args.run)
+            folder, count, size = fetch(Store(config), args.key, args.sha,
+                                        cache_root(args.run))
         where = link(folder, Path(args.path)) if args.path else folder
-    except (StoreError, OSError, ValueError) as exc:
+    except (StoreError, public_data.SourceError, OSError, ValueError) as exc:
         print(f"gpudesk-agent fetch-data: dataset {name} could not be fetched: {exc}",
               file=sys.stderr, flush=True)
         return FAILED
     seconds = time.monotonic() - started
     if count:
-        print(f"gpudesk-agent fetch-data: dataset {name} fetched from the bucket: {count} "
+        frm = "its source" if args.source_kind else "the bucket"
+        print(f"gpudesk-agent fetch-data: dataset {name} fetched from {frm}: {count} "
               f"files, {size} bytes in {seconds:.1f} s", file=sys.stderr, flush=True)
     else:
         print(f"gpudesk-agent fetch-data: dataset {name} is already on this machine; "

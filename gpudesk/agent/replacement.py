@@ -305,6 +305,24 @@ def resume(root: Path, *, environ: Mapping[str, str] = os.environ,
                             root / CACHE)[0]
         env[DATA_ENV] = str(link(folder, Path(str(data["path"]))) if data.get("path")
                             else folder)
+    elif isinstance(data, dict) and data.get("kind") in ("url", "bucket", "hf"):
+        # a public source: fetched here without a token (the laptop that holds one is shut)
+        from . import public_data
+        from .data_fetch import CACHE, DATA_ENV, link
+
+        try:
+            found = public_data.listing(str(data["kind"]), str(data["source_url"]),
+                                        prefix=str(data.get("prefix") or ""),
+                                        repo=str(data.get("repo") or ""),
+                                        revision=str(data.get("revision") or ""))
+            if public_data.version(found) != data.get("manifest_sha256"):
+                raise public_data.SourceError(f"{data['source_url']} changed since the run "
+                                              "started; it was not fetched")
+            folder = public_data.fetch(found, root / CACHE)[0]
+        except public_data.SourceError as exc:  # the script would start without its data
+            raise ReplacementError(f"the dataset could not be fetched: {exc}") from None
+        env[DATA_ENV] = str(link(folder, Path(str(data["path"]))) if data.get("path")
+                            else folder)
     args = [str(a) for a in run.get("args") or []]
     spec = {"run_dir": str(run_dir), "cwd": str(projects / project),
             "argv": torchrun_argv(python, script, args, nproc), "env": env,

@@ -261,6 +261,38 @@ def _spot_chance(a: argparse.Namespace, offer: Any, price: float, budget: _Budge
     return budget_chance.budget_chance(job, price + disk, usd)
 
 
+def _size_disk(a: argparse.Namespace) -> int | None:
+    """``--data NAME`` (and ``--checkpoints-kept N --checkpoint-gb GB``): the disk the job
+    needs (``services.plan.disk_plan``, the Plan page's line), said on stderr; ``--disk-gb``
+    defaults to it, and a smaller one is refused (exit 2). Without them the disk is
+    ``--disk-gb`` or 100 GB, as before. Returns the exit status of a refusal, else None."""
+    from gpudesk.services.core.errors import TemplatedError
+    from gpudesk.services.plan import disk_plan
+
+    if not a.data and not a.checkpoints_kept:
+        a.disk_gb = 100 if a.disk_gb is None else a.disk_gb
+        return None
+    if a.checkpoints_kept and a.checkpoint_gb is None:
+        return _fail("--checkpoints-kept needs --checkpoint-gb (one checkpoint's size)", 2)
+    try:
+        data = 0
+        if a.data:
+            from gpudesk.services.storage import datasets
+
+            datasets.check_name(a.data)
+            data = datasets.size_of(a.data)  # kept since its push, else its manifest
+        need = disk_plan.disk_need(
+            data_bytes=data, checkpoints_kept=a.checkpoints_kept,
+            checkpoint_size=disk_plan.gb_bytes(a.checkpoint_gb or 0.0), data_name=a.data or "")
+        print(f"gpudesk: {need.said()}", file=sys.stderr, flush=True)
+        if a.disk_gb is None:
+            a.disk_gb = need.disk_gb
+        need.check(a.disk_gb)
+    except TemplatedError as err:  # an unknown dataset, a bad size, a disk too small
+        return _fail(err.message(), 2)
+    return None
+
+
 def _cmd_launch(a: argparse.Namespace) -> int:
     from gpudesk.services.cloud.launcher import STEP_TITLES, Launcher, LaunchPlan, Progress
     from gpudesk.services.storage.errors import StorageError
@@ -278,6 +310,9 @@ def _cmd_launch(a: argparse.Namespace) -> int:
         return _fail(MSG_BAD_LOGIN_USER.format(user=a.login_user), 2)
     if a.no_budget and a.on_budget:
         return _fail("--on-budget needs a budget; drop --no-budget or --on-budget", 2)
+    refused = _size_disk(a)  # issue 32: a disk that cannot hold the data, before any call
+    if refused is not None:
+        return refused
     offer = _catalog_offer(a.provider, a.region, a.type)
     price = (offer.price(a.spot) or offer.ondemand_price or 0.0) if offer is not None else 0.0
     budget = _launch_budget(a, price)
@@ -292,6 +327,11 @@ def _cmd_launch(a: argparse.Namespace) -> int:
         print("gpudesk: " + budget_chance.plain(budget_chance.sentences(
             chance, lambda usd: f"${usd:,.2f}", group=a.keep_alive)), file=sys.stderr,
               flush=True)
+    from gpudesk.services.cloud.image_choice import image_note
+
+    note = image_note(a.provider, a.image or "", a.keep_alive)  # the Image field's word
+    if note is not None:
+        print("gpudesk: " + note[0].format(**note[1]), file=sys.stderr, flush=True)
     plan = LaunchPlan(
         provider=a.provider, instance_type=a.type, region=a.region, zone=a.zone or "",
         budget=budget.usd, budget_hours=budget.hours, on_budget=budget.action,
@@ -669,7 +709,16 @@ def add_parsers(sub: Any) -> None:
                         "Alibaba Cloud CNY)")
     p.add_argument("--image", help="image id (default: the provider's GPU deep-learning image)")
     p.add_argument("--allow-from", help="the one address (CIDR /32) SSH is opened to")
-    p.add_argument("--disk-gb", type=int, default=100)
+    p.add_argument("--disk-gb", type=int,
+                   help="the machine's disk in GB (default 100, or what --data needs)")
+    p.add_argument("--data", metavar="NAME",
+                   help="a dataset (gpudesk data push): the disk defaults to its size + the "
+                        "checkpoints kept + the environment + headroom, and a --disk-gb "
+                        "smaller than that is refused before anything is launched")
+    p.add_argument("--checkpoints-kept", type=int, default=0, metavar="N",
+                   help="with --data: how many checkpoints the script keeps on the disk")
+    p.add_argument("--checkpoint-gb", type=float, metavar="GB",
+                   help="one checkpoint's size in GB (weights + optimizer state)")
     p.add_argument("--fallback-region", action="append",
                    help="try this region when the first refuses (repeatable)")
     p.add_argument("--no-wait-ssh", action="store_true", help="return once it runs")

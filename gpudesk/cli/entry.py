@@ -23,7 +23,15 @@ from gpudesk.cli import remote as cli_remote
 from gpudesk.cli import runs as cli_runs
 from gpudesk.cli import spend as cli_spend
 from gpudesk.cli import watch as cli_watch
-from gpudesk.services.plan.planner import Job, RankedOffer, format_bytes, rank_catalog
+from gpudesk.services.plan.planner import (
+    Job,
+    RankedOffer,
+    format_bytes,
+    implausible_size,
+    rank_catalog,
+    what_would_fit,
+    what_would_fit_lines,
+)
 
 # Verb modules: each has VERBS, add_parsers(sub) and handle_error(err) -> exit code | None.
 VERB_MODULES = (cli_cloud, cli_remote, cli_runs, cli_watch, cli_spend, cli_machine,
@@ -141,8 +149,12 @@ def _job(a: argparse.Namespace) -> Job:
 def _cmd_size(a: argparse.Namespace) -> int:
     job = _job(a)
     est = sizing.estimate(job.model, job.setup)
+    from gpudesk.services.plan.disk_plan import checkpoint_bytes, gb_text
+
+    checkpoint = checkpoint_bytes(job.model, job.setup)  # on disk (issue 32)
     if a.json:
-        out: dict[str, Any] = {"model": job.model.name, **est.to_json()}
+        out: dict[str, Any] = {"model": job.model.name, **est.to_json(),
+                               "checkpoint_bytes": checkpoint}
         print(json.dumps(out, indent=2))
         return 0
     setup = job.setup
@@ -166,6 +178,9 @@ def _cmd_size(a: argparse.Namespace) -> int:
           f"{format_bytes(est.allocated_bytes)} to torch.cuda.max_memory_allocated)")
     if est.cpu_offload_bytes:
         print(f"  CPU RAM for offloaded states: {format_bytes(est.cpu_offload_bytes)}")
+    if checkpoint:
+        print(f"  one checkpoint on disk: {gb_text(checkpoint)} (trainable weights + "
+              "optimizer state; gpudesk launch --checkpoint-gb)")
     for note in est.notes:
         print(f"  note: {note}")
     return 0
@@ -285,10 +300,16 @@ def _cmd_offers(a: argparse.Namespace) -> int:
             print(f"  {name.replace('_', ' ')}: {source}")
         if figures is not None and figures.note:
             print(f"  ({figures.note})")
+    odd = implausible_size(job.model)
+    if odd:
+        print(odd)
     for r in ranked:
         print(_offer_row(r))
-    if not any(r.fits for r in ranked):
-        print("No offer fits; try gradient checkpointing, a smaller batch or ZeRO.")
+    # nothing fits: the window's words, what would fit computed on the same offers
+    found = what_would_fit(job, catalog.filter(provider=a.provider, region=a.region,
+                                               spot=a.spot, max_price=a.max_price), a.spot)
+    if found is not None:
+        print("\n".join(what_would_fit_lines(found, job.setup.mode)))
     return 0
 
 

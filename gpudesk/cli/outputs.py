@@ -68,8 +68,23 @@ def _cmd_outputs(a: argparse.Namespace) -> int:
         return 0
     if not a.download:
         _print_listing(listing, monthly, price)
+        data = _dataset_line(a.run)
+        if data:  # which dataset at which version the run used (issue 32; the Run page too)
+            print(f"  {data}")
         return 0
     return _download(a, client, store, listing, region)
+
+
+def _dataset_line(run: str) -> str:
+    """Which dataset at which version the run used, from its record; "" without one."""
+    from gpudesk.services.runs.detached import RunError, RunRecord
+    from gpudesk.services.runs.run_data import dataset_line
+
+    try:
+        data = RunRecord.load(run).data
+    except RunError:  # a run started elsewhere (--store): no record here
+        return ""
+    return dataset_line(data) or ""
 
 
 def _print_listing(listing: Any, monthly: float | None, price: Any) -> None:

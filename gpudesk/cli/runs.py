@@ -149,8 +149,9 @@ def _cmd_run(a: argparse.Namespace) -> int:
         if a.data:  # the dataset's bucket becomes the run's (issue 32)
             from gpudesk.services.runs import run_data
 
-            data, a.store, a.store_region = run_data.resolve(a.data, a.store,
-                                                             a.store_region)
+            data, a.store, a.store_region = run_data.resolve(
+                a.data, a.store, a.store_region,
+                machine=machine_access.ledger_machine(a.target))
         # a bucket that is missing, unreachable or refuses the keys: refused before anything
         store_uri, store_region = machine_access.checked_run_store(
             machine_access.ledger_machine(a.target), a.store, a.store_region)
@@ -309,7 +310,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--data", default="", metavar="NAME[:/PATH]",
                    help="a dataset pushed with 'gpudesk data push': the machine fetches it "
                    "from its bucket (the run's) before the script starts, at PATH or "
-                   "its cache, named by GPUDESK_DATA_DIR")
+                   "its cache, named by GPUDESK_DATA_DIR; or a public source the machine "
+                   "fetches itself: https://host/file, s3://|cos://|oss://bucket/prefix "
+                   "(anonymous read), hf:ORG/NAME[@revision] (a Hugging Face dataset)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT ARGS")
     p.set_defaults(func=_cmd_run)
 

@@ -51,7 +51,7 @@ def report(month: str | None, now: float) -> dict[str, Any]:
     from gpudesk.services.core.settings import load_settings
     from gpudesk.services.money import budgets, spend
     from gpudesk.services.money.ledger import Ledger
-    from gpudesk.services.storage import s3_price_list, usage
+    from gpudesk.services.storage import data_costs, s3_price_list, usage
 
     settings = load_settings()
     with Ledger() as ledger:
@@ -69,12 +69,15 @@ def report(month: str | None, now: float) -> dict[str, Any]:
         hs, billing, budgets.BudgetConfig.from_settings(settings), now,
         machines={m.id: m for m in machines}) if current else []
     # the AWS buckets' S3 prices from AWS's public price list, read when not cached today
-    s3_price_list.ensure_fresh(u.region for u in usage.load().values() if u.cloud == "aws")
+    moved = data_costs.load()  # datasets' uploads, copies, downloads (issue 32)
+    s3_price_list.ensure_fresh([u.region for u in usage.load().values() if u.cloud == "aws"]
+                               + [t.region for t in moved if t.cloud == "aws"])
     stored = usage.month_storage(key, now)
+    data_lines = data_costs.month_lines(key, now)
     machine_totals = spend.totals(rows)
     # the month's spend with the buckets' known costs, per currency (never mixed)
     with_storage = {cur: c.total for cur, c in machine_totals.items()}
-    for cur, amount in stored.totals().items():
+    for cur, amount in [*stored.totals().items(), *data_costs.totals(data_lines).items()]:
         with_storage[cur] = with_storage.get(cur, 0.0) + amount
     return {
         "month": key, "at": now,
@@ -89,6 +92,7 @@ def report(month: str | None, now: float) -> dict[str, Any]:
             **_cost_json(r.cost)} for r in rows],
         "totals": {cur: _cost_json(c) for cur, c in sorted(machine_totals.items())},
         "storage": usage.month_json(stored),
+        "data": data_costs.month_json(data_lines),
         "totals_with_storage": {cur: round(v, 6) for cur, v in sorted(with_storage.items())},
         "budgets": [{
             "scope": s.budget.scope, "key": s.budget.key, "cap": s.budget.cap,
@@ -109,8 +113,12 @@ def _print_text(data: dict[str, Any]) -> None:
               f"compute {m['compute']:>10.2f}  storage {m['storage']:>8.2f}  "
               f"transfer {m['transfer']:>8.2f}  total {m['total']:>10.2f} {m['currency']}{live}")
     _print_storage(data["storage"])
+    if data["data"]["lines"]:  # datasets' uploads, copies and downloads, each priced
+        print("Datasets moved:")
+        for line in data["data"]["lines"]:
+            print(f"  {line['text']}")
     totals = "; ".join(f"{t:.2f} {cur}" for cur, t in data["totals_with_storage"].items())
-    unknown = ("" if data["storage"]["complete"]
+    unknown = ("" if data["storage"]["complete"] and data["data"]["complete"]
                else " (without the bucket costs gpudesk has no price for)")
     print(f"Total: {totals or '0.00'}{unknown}")
     if any(m["approximate"] for m in data["machines"]):
@@ -145,7 +153,8 @@ def _print_storage(storage: dict[str, Any]) -> None:
                     f"{p['currency']}/GB-month ({p['source']}, {p['as_of']})")
         else:
             cost = f"cost unknown: {r['storage_unknown_because']}"
-        print(f"  {r['run']:<24} {r['gib_months']:>10.3f} GB-month  {cost}")
+        name = f"datasets in {r['uri']}" if r["run"].startswith("data:") else r["run"]
+        print(f"  {name:<24} {r['gib_months']:>10.3f} GB-month  {cost}")
         if r["data_out_bytes"]:
             o = r["data_out_price"]
             out = (f"{r['data_out_cost']:.4f} {r['currency']} at {o['amount']} "

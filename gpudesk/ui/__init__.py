@@ -6,6 +6,7 @@
     machines  Accounts and Instances pages, the Launch dialog
     run       the Run page
     watch     the Watch page: dashboards, plots, budget alerts
+    data      the Data page: datasets listed, pushed and removed
     shell     the main window and app-wide dialogs (welcome, preferences,
               about, crash), theme and language
 

@@ -900,6 +900,363 @@ Log file: {file}</source>
         </message>
     </context>
     <context>
+        <name>DataPage</name>
+        <message>
+            <source>Copy {name} to another region</source>
+            <translation>将 {name} 复制到另一个地域</translation>
+        </message>
+        <message>
+            <source>Dataset {name} is in {store} ({region}). A bucket of yours in the machine's region receives a copy, made by the cloud (nothing passes through this computer); its cost is said before anything moves.</source>
+            <translation>数据集 {name} 位于 {store}（{region}）。由云端在您位于机器所在地域的存储桶中制作一份副本（数据不经过这台电脑）；在传输任何数据之前会先说明费用。</translation>
+        </message>
+        <message>
+            <source>s3://bucket/prefix</source>
+            <translation>s3://bucket/prefix</translation>
+        </message>
+        <message>
+            <source>its region (COS, OSS; AWS's answer says it)</source>
+            <translation>其地域（COS、OSS 需要；AWS 的应答会给出）</translation>
+        </message>
+        <message>
+            <source>Bucket:</source>
+            <translation>存储桶：</translation>
+        </message>
+        <message>
+            <source>Region:</source>
+            <translation>地域：</translation>
+        </message>
+        <message>
+            <source>Say the cost…</source>
+            <translation>说明费用…</translation>
+        </message>
+        <message>
+            <source>Type the bucket to copy to: s3://bucket/prefix.</source>
+            <translation>请输入要复制到的存储桶：s3://bucket/prefix。</translation>
+        </message>
+        <message>
+            <source>Nothing was copied: {why}</source>
+            <translation>未复制任何内容：{why}</translation>
+        </message>
+        <message>
+            <source>Cancel the copy</source>
+            <translation>取消复制</translation>
+        </message>
+        <message>
+            <source>Checking the bucket {uri} and the price of the copy…</source>
+            <translation>正在检查存储桶 {uri} 和复制的价格…</translation>
+        </message>
+        <message>
+            <source>Copying {name}…</source>
+            <translation>正在复制 {name}…</translation>
+        </message>
+        <message>
+            <source>Cancelling…</source>
+            <translation>正在取消…</translation>
+        </message>
+        <message>
+            <source>{done} of {total} copied</source>
+            <translation>已复制 {done}，共 {total}</translation>
+        </message>
+        <message>
+            <source>The copy stopped: {why}</source>
+            <translation>复制已停止：{why}</translation>
+        </message>
+        <message>
+            <source>price not known</source>
+            <translation>价格未知</translation>
+        </message>
+        <message>
+            <source>Nothing was removed: {why}</source>
+            <translation>未删除任何内容：{why}</translation>
+        </message>
+        <message>
+            <source>Datasets are pushed once from this computer to a bucket; every machine fetches them from there (Run page: Data; gpudesk run --data NAME).</source>
+            <translation>数据集从这台电脑推送到存储桶一次；每台机器都从那里获取（运行页面：数据；gpudesk run --data NAME）。</translation>
+        </message>
+        <message>
+            <source>Name</source>
+            <translation>名称</translation>
+        </message>
+        <message>
+            <source>Size</source>
+            <translation>大小</translation>
+        </message>
+        <message>
+            <source>Files</source>
+            <translation>文件</translation>
+        </message>
+        <message>
+            <source>Region</source>
+            <translation>地域</translation>
+        </message>
+        <message>
+            <source>Source</source>
+            <translation>来源</translation>
+        </message>
+        <message>
+            <source>Version</source>
+            <translation>版本</translation>
+        </message>
+        <message>
+            <source>Storage a month</source>
+            <translation>每月存储费用</translation>
+        </message>
+        <message>
+            <source>Refresh</source>
+            <translation>刷新</translation>
+        </message>
+        <message>
+            <source>Remove…</source>
+            <translation>删除…</translation>
+        </message>
+        <message>
+            <source>Copy to another region…</source>
+            <translation>复制到另一个地域…</translation>
+        </message>
+        <message>
+            <source>Copy the chosen dataset bucket-to-bucket into a bucket of yours in another region, for machines there; its cost is said first (gpudesk data copy).</source>
+            <translation>将所选数据集从存储桶直接复制到您在另一个地域的存储桶，供那里的机器使用；会先说明费用（gpudesk data copy）。</translation>
+        </message>
+        <message>
+            <source>No dataset is known here yet: push a folder below, or type the bucket that holds yours in the Bucket field and press Refresh.</source>
+            <translation>这里还没有已知的数据集：请在下方推送一个文件夹，或在“存储桶”字段中输入存放您数据集的存储桶，然后点击“刷新”。</translation>
+        </message>
+        <message>
+            <source>Listing…</source>
+            <translation>正在列出…</translation>
+        </message>
+        <message>
+            <source>The datasets in {store} could not be listed: {why}</source>
+            <translation>无法列出 {store} 中的数据集：{why}</translation>
+        </message>
+        <message>
+            <source>{n} dataset(s), {size} in {stores}.</source>
+            <translation>{n} 个数据集，共 {size}，位于 {stores}。</translation>
+        </message>
+        <message>
+            <source>No dataset in {stores} yet: push a folder below.</source>
+            <translation>{stores} 中还没有数据集：请在下方推送一个文件夹。</translation>
+        </message>
+        <message>
+            <source>The datasets could not be listed: {why}</source>
+            <translation>无法列出数据集：{why}</translation>
+        </message>
+        <message>
+            <source>Remove dataset {name} ({files} files, {size}) from {store}?</source>
+            <translation>从 {store} 删除数据集 {name}（{files} 个文件，{size}）？</translation>
+        </message>
+        <message>
+            <source>Remove the dataset?</source>
+            <translation>删除该数据集？</translation>
+        </message>
+        <message>
+            <source>Remove</source>
+            <translation>删除</translation>
+        </message>
+        <message>
+            <source>nothing removed</source>
+            <translation>未删除任何内容</translation>
+        </message>
+        <message>
+            <source>Removing {name}…</source>
+            <translation>正在删除 {name}…</translation>
+        </message>
+        <message>
+            <source>removed {name} ({gone} stored files no dataset uses any more)</source>
+            <translation>已删除 {name}（{gone} 个不再被任何数据集使用的存储文件）</translation>
+        </message>
+        <message>
+            <source>Hugging Face token</source>
+            <translation>Hugging Face 令牌</translation>
+        </message>
+        <message>
+            <source>For gated Hub datasets (Run page: Data hf:ORG/NAME). It is kept in the keyring only and reaches a machine as a short-lived file, never on a command line (gpudesk data hf-token).</source>
+            <translation>用于受限的 Hub 数据集（运行页面：数据 hf:ORG/NAME）。它只保存在密钥环中，以短期文件的形式到达机器，绝不出现在命令行中（gpudesk data hf-token）。</translation>
+        </message>
+        <message>
+            <source>paste a token to save it</source>
+            <translation>粘贴令牌以保存</translation>
+        </message>
+        <message>
+            <source>Save</source>
+            <translation>保存</translation>
+        </message>
+        <message>
+            <source>Forget</source>
+            <translation>忘记</translation>
+        </message>
+        <message>
+            <source>a token is saved</source>
+            <translation>已保存令牌</translation>
+        </message>
+        <message>
+            <source>no token saved</source>
+            <translation>未保存令牌</translation>
+        </message>
+        <message>
+            <source>the Hugging Face token is in the keyring; runs reading a Hub dataset pass it to the machine as a short-lived file</source>
+            <translation>Hugging Face 令牌已存入密钥环；读取 Hub 数据集的运行会以短期文件的形式把它传给机器</translation>
+        </message>
+        <message>
+            <source>the Hugging Face token was removed from the keyring</source>
+            <translation>Hugging Face 令牌已从密钥环中删除</translation>
+        </message>
+        <message>
+            <source>Push a folder</source>
+            <translation>推送文件夹</translation>
+        </message>
+        <message>
+            <source>Folder:</source>
+            <translation>文件夹：</translation>
+        </message>
+        <message>
+            <source>Name:</source>
+            <translation>名称：</translation>
+        </message>
+        <message>
+            <source>Choose…</source>
+            <translation>选择…</translation>
+        </message>
+        <message>
+            <source>the folder to push</source>
+            <translation>要推送的文件夹</translation>
+        </message>
+        <message>
+            <source>the dataset's name, e.g. imagenet-val (gpudesk run --data NAME)</source>
+            <translation>数据集名称，例如 imagenet-val（gpudesk run --data 名称）</translation>
+        </message>
+        <message>
+            <source>s3://bucket/prefix, cos:// or oss:// with the region</source>
+            <translation>s3://存储桶/前缀，cos:// 或 oss:// 需同时填写地域</translation>
+        </message>
+        <message>
+            <source>region (COS, OSS)</source>
+            <translation>地域（COS、OSS）</translation>
+        </message>
+        <message>
+            <source>The bucket the dataset goes to; every machine fetches it from there. It is checked with the account's keys before anything is sent.</source>
+            <translation>数据集要存入的存储桶；每台机器都从那里获取。发送任何内容之前，会先用账号的密钥检查它。</translation>
+        </message>
+        <message>
+            <source>Push</source>
+            <translation>推送</translation>
+        </message>
+        <message>
+            <source>Cancel</source>
+            <translation>取消</translation>
+        </message>
+        <message>
+            <source>The folder to push</source>
+            <translation>要推送的文件夹</translation>
+        </message>
+        <message>
+            <source>Choose the folder to push.</source>
+            <translation>请选择要推送的文件夹。</translation>
+        </message>
+        <message>
+            <source>No bucket to push to: type one here (s3://bucket/prefix; cos:// or oss:// with the region).</source>
+            <translation>没有可推送到的存储桶：请在此输入一个（s3://存储桶/前缀；cos:// 或 oss:// 需同时填写地域）。</translation>
+        </message>
+        <message>
+            <source>Checking the bucket {uri}…</source>
+            <translation>正在检查存储桶 {uri}…</translation>
+        </message>
+        <message>
+            <source>, {seconds} s left</source>
+            <translation>，剩余 {seconds} 秒</translation>
+        </message>
+        <message>
+            <source>{done} of {total} sent ({files} files, {speed}/s{left}); {skipped} files already in the bucket</source>
+            <translation>已发送 {done} / {total}（{files} 个文件，{speed}/秒{left}）；{skipped} 个文件已在存储桶中</translation>
+        </message>
+        <message>
+            <source>Pushing…</source>
+            <translation>正在推送…</translation>
+        </message>
+        <message>
+            <source>{name}: {files} files, {size} in {uri} ({region}), version {version}</source>
+            <translation>{name}：{files} 个文件，{size}，位于 {uri}（{region}），版本 {version}</translation>
+        </message>
+        <message>
+            <source>Nothing was sent.</source>
+            <translation>未发送任何内容。</translation>
+        </message>
+    </context>
+    <context>
+        <name>DiskNeeded</name>
+        <message>
+            <source>Disk</source>
+            <translation>磁盘</translation>
+        </message>
+        <message>
+            <source>Dataset</source>
+            <translation>数据集</translation>
+        </message>
+        <message>
+            <source>Data size (GB)</source>
+            <translation>数据大小（GB）</translation>
+        </message>
+        <message>
+            <source>Checkpoints kept</source>
+            <translation>保留的检查点</translation>
+        </message>
+        <message>
+            <source>none</source>
+            <translation>无</translation>
+        </message>
+        <message>
+            <source>not pushed yet: its size</source>
+            <translation>尚未上传：填写其大小</translation>
+        </message>
+        <message>
+            <source>e.g. 42</source>
+            <translation>例如 42</translation>
+        </message>
+        <message>
+            <source>How many checkpoints the script keeps on the machine's disk; one more is there while the next is written.</source>
+            <translation>脚本在机器磁盘上保留的检查点个数；写入下一个时会多占一个。</translation>
+        </message>
+        <message>
+            <source>Reading the size of {name} from its bucket…</source>
+            <translation>正在从存储桶读取 {name} 的大小…</translation>
+        </message>
+    </context>
+    <context>
+        <name>DiskPlan</name>
+        <message>
+            <source>data {data} + {count} checkpoints × {checkpoint} ({kept} kept, 1 being written) + environment {environment} (an estimate) + headroom {headroom} = {total}</source>
+            <translation>数据 {data} + {count} 个检查点 × {checkpoint}（保留 {kept} 个，另有 1 个正在写入）+ 环境 {environment}（估计值）+ 余量 {headroom} = {total}</translation>
+        </message>
+        <message>
+            <source>{count} checkpoints × {checkpoint} ({kept} kept, 1 being written) + environment {environment} (an estimate) + headroom {headroom} = {total}</source>
+            <translation>{count} 个检查点 × {checkpoint}（保留 {kept} 个，另有 1 个正在写入）+ 环境 {environment}（估计值）+ 余量 {headroom} = {total}</translation>
+        </message>
+        <message>
+            <source>data {data} + environment {environment} (an estimate) + headroom {headroom} = {total}</source>
+            <translation>数据 {data} + 环境 {environment}（估计值）+ 余量 {headroom} = {total}</translation>
+        </message>
+        <message>
+            <source>environment {environment} (an estimate) + headroom {headroom} = {total}</source>
+            <translation>环境 {environment}（估计值）+ 余量 {headroom} = {total}</translation>
+        </message>
+        <message>
+            <source>Disk needed: {parts}</source>
+            <translation>所需磁盘：{parts}</translation>
+        </message>
+        <message>
+            <source>A {disk_gb} GB disk is too small for this job: {parts}. Choose a bigger disk (at least {minimum} GB).</source>
+            <translation>{disk_gb} GB 的磁盘装不下这个任务：{parts}。请选择更大的磁盘（至少 {minimum} GB）。</translation>
+        </message>
+        <message>
+            <source>Checkpoints kept must be a whole number from 0 to {maximum} (got {value}).</source>
+            <translation>保留的检查点数必须是 0 到 {maximum} 之间的整数（收到 {value}）。</translation>
+        </message>
+        <message>
+            <source>A size must be a number of GB of at least 0 (got {value}).</source>
+            <translation>大小必须是不小于 0 的 GB 数（收到 {value}）。</translation>
+        </message>
+    </context>
+    <context>
         <name>GpuPlots</name>
         <message>
             <source>Utilisation (%)</source>
@@ -1361,6 +1718,10 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
             <translation>{n} 台已停止的机器的磁盘在销毁前仍在计费</translation>
         </message>
         <message>
+            <source>Datasets moved this month:</source>
+            <translation>本月移动的数据集：</translation>
+        </message>
+        <message>
             <source>Storage this month: no bucket held a run's data.</source>
             <translation>本月存储:没有存储桶保存运行的数据。</translation>
         </message>
@@ -1391,6 +1752,14 @@ Compare it with the fingerprint your cloud console or the machine's owner shows.
         <message>
             <source>Data out to this computer: {size}, {cost} {currency} ({source}, {date}).</source>
             <translation>下载到本机的流量:{size},{cost} {currency}({source},{date})。</translation>
+        </message>
+        <message>
+            <source>Datasets in {uri} ({region}): {gbm} GB-month, cost unknown: {why}</source>
+            <translation>{uri}（{region}）中的数据集：{gbm} GB·月，费用未知：{why}</translation>
+        </message>
+        <message>
+            <source>Datasets in {uri} ({region}): {gbm} GB-month × {price} {currency} = {cost} {currency} ({source}, {date}).</source>
+            <translation>{uri}（{region}）中的数据集：{gbm} GB·月 × {price} {currency} = {cost} {currency}（{source}，{date}）。</translation>
         </message>
         <message>
             <source>Requests: {n} ({tier1} PUT/COPY/POST/LIST, {tier2} GET and other), cost unknown: {why}</source>
@@ -1723,14 +2092,6 @@ Stop {name} anyway?</source>
             <translation>镜像</translation>
         </message>
         <message>
-            <source>automatic: the cloud's GPU deep-learning image</source>
-            <translation>自动：使用该云的 GPU 深度学习镜像</translation>
-        </message>
-        <message>
-            <source>An image id of your own (AWS ami-…, Tencent img-…, Alibaba Cloud m-…) in the machine's region; empty: gpudesk picks the newest GPU deep-learning image.</source>
-            <translation>你自己的镜像 ID（AWS 为 ami-…，腾讯云为 img-…，阿里云为 m-…），须位于机器所在地域；留空时 gpudesk 会选用最新的 GPU 深度学习镜像。</translation>
-        </message>
-        <message>
             <source>At the budget</source>
             <translation>达到预算时</translation>
         </message>
@@ -1997,6 +2358,42 @@ Stop {name} anyway?</source>
             <source>{cloud} quotes {quote} per hour ({price} {currency}, {source}): the machine bills at the quote, and its spend and budget count from it.</source>
             <translation>{cloud}报价每小时 {quote}（{price} {currency}，{source}）：机器按报价计费，花费和预算也按报价计算。</translation>
         </message>
+        <message>
+            <source>automatic: AWS Deep Learning AMI (or ami-…)</source>
+            <translation>自动：AWS 深度学习 AMI（或 ami-…）</translation>
+        </message>
+        <message>
+            <source>automatic: Tencent Cloud GPU image (or img-…)</source>
+            <translation>自动：腾讯云 GPU 镜像（或 img-…）</translation>
+        </message>
+        <message>
+            <source>automatic: Ubuntu with a GPU driver (or ubuntu_…_alibase_….vhd, m-…)</source>
+            <translation>自动：带 GPU 驱动的 Ubuntu（或 ubuntu_…_alibase_….vhd、m-…）</translation>
+        </message>
+        <message>
+            <source>An AMI id in {region}, such as ami-0123456789abcdef0. Empty: gpudesk picks the newest AWS Deep Learning AMI, which has the NVIDIA driver.</source>
+            <translation>{region} 中的 AMI ID，例如 ami-0123456789abcdef0。留空：gpudesk 选用最新的 AWS 深度学习 AMI，其中带有 NVIDIA 驱动。</translation>
+        </message>
+        <message>
+            <source>An image id in {region}, such as img-xxxxxxxx. Empty: gpudesk picks the newest public Tencent Cloud image with a GPU driver.</source>
+            <translation>{region} 中的镜像 ID，例如 img-xxxxxxxx。留空：gpudesk 选用最新的带 GPU 驱动的腾讯云公共镜像。</translation>
+        </message>
+        <message>
+            <source>An image id in {region}: a public image such as ubuntu_22_04_x64_20G_alibase_20240926.vhd, or one of your own such as m-xxxxxxxx. Empty: gpudesk picks the newest public Ubuntu image with a GPU driver, or a plain one and installs the driver at first boot.</source>
+            <translation>{region} 中的镜像 ID：公共镜像如 ubuntu_22_04_x64_20G_alibase_20240926.vhd，或您自己的镜像如 m-xxxxxxxx。留空：gpudesk 选用最新的带 GPU 驱动的公共 Ubuntu 镜像，或选用不带驱动的镜像并在首次启动时安装驱动。</translation>
+        </message>
+        <message>
+            <source>{image} is started as it is: gpudesk does not check it for a GPU driver. On an image without one (a plain Ubuntu) the GPU cannot be used until you install the NVIDIA driver; leave Image empty for {cloud}'s GPU image.</source>
+            <translation>{image} 将按原样启动：gpudesk 不检查它是否带 GPU 驱动。在不带驱动的镜像（普通 Ubuntu）上，安装 NVIDIA 驱动之前无法使用 GPU；留空“镜像”即使用 {cloud} 的 GPU 镜像。</translation>
+        </message>
+        <message>
+            <source>{image} is a plain Ubuntu image without a GPU driver: gpudesk installs the driver at first boot, as the console's auto-install does. It takes about {minutes} minutes or more after SSH answers; a GPU run started before then finds no driver.</source>
+            <translation>{image} 是不带 GPU 驱动的普通 Ubuntu 镜像：gpudesk 会像控制台的自动安装那样在首次启动时安装驱动。SSH 可连接后大约还需 {minutes} 分钟或更久；在此之前启动的 GPU 运行会找不到驱动。</translation>
+        </message>
+        <message>
+            <source>Image: {why}</source>
+            <translation>镜像：{why}</translation>
+        </message>
     </context>
     <context>
         <name>LocalDateAxis</name>
@@ -2037,6 +2434,10 @@ Stop {name} anyway?</source>
         <message>
             <source>Watch</source>
             <translation>监控</translation>
+        </message>
+        <message>
+            <source>Data</source>
+            <translation>数据</translation>
         </message>
         <message>
             <source>Add your {provider} keys first.</source>
@@ -3130,6 +3531,94 @@ Stop {name} anyway?</source>
             <source>no spot price known for this offer</source>
             <translation>此报价没有已知的竞价价格</translation>
         </message>
+        <message>
+            <source>No model this size exists: {params} parameters. The largest ever reported has 174 trillion (1.74e14, BaGuaLu, 2022) and openly released ones about 1.6 trillion; its 16-bit weights alone would take {weights}. Check the number (an exponent too many?).</source>
+            <translation>不存在这么大的模型：{params} 个参数。已报道的最大模型有 174 万亿（1.74e14，BaGuaLu，2022），公开发布的约 1.6 万亿；仅其 16 位权重就要占 {weights}。请检查这个数字（指数是否多写了？）。</translation>
+        </message>
+        <message>
+            <source>Nothing fits: none of the {n} offers shown can hold this job as it is set up. What would:</source>
+            <translation>放不下：所显示的 {n} 个报价都装不下按当前设置的这项任务。以下做法可以：</translation>
+        </message>
+        <message>
+            <source>• {change}: fits on {machine} ({count} × {gpu}, {provider}), {used} of {capacity} per GPU.</source>
+            <translation>• {change}：可放入 {machine}（{count} × {gpu}，{provider}），每卡 {capacity} 中用 {used}。</translation>
+        </message>
+        <message>
+            <source>• More GPUs: {count} × {gpu} (the largest GPU offered) with {strategy}, {used} per GPU.</source>
+            <translation>• 更多 GPU：{count} × {gpu}（所提供的最大 GPU），采用 {strategy}，每卡 {used}。</translation>
+        </message>
+        <message>
+            <source>  That is more than the {most} GPUs of the largest offer: {machines} machines in one multi-node run.</source>
+            <translation>  这超过了最大报价的 {most} 张 GPU：需要 {machines} 台机器做一次多节点运行。</translation>
+        </message>
+        <message>
+            <source>• More GPUs: not even {count} × {gpu} (the largest GPU offered) can hold it.</source>
+            <translation>• 更多 GPU：即使 {count} × {gpu}（所提供的最大 GPU）也装不下。</translation>
+        </message>
+        <message>
+            <source>Tried, fits no offer shown: {changes}.</source>
+            <translation>已尝试，但放不进所显示的任何报价：{changes}。</translation>
+        </message>
+        <message>
+            <source>• No change gpudesk knows makes it fit an offer shown: a smaller model, batch or sequence.</source>
+            <translation>• gpudesk 所知的改动都无法让它放进所显示的报价：请用更小的模型、批量或序列长度。</translation>
+        </message>
+        <message>
+            <source>Gradient checkpointing</source>
+            <translation>梯度检查点</translation>
+        </message>
+        <message>
+            <source>ZeRO-1</source>
+            <translation>ZeRO-1</translation>
+        </message>
+        <message>
+            <source>ZeRO-2</source>
+            <translation>ZeRO-2</translation>
+        </message>
+        <message>
+            <source>ZeRO-3</source>
+            <translation>ZeRO-3</translation>
+        </message>
+        <message>
+            <source>ZeRO-3 with CPU offload</source>
+            <translation>ZeRO-3 + CPU 卸载</translation>
+        </message>
+        <message>
+            <source>FSDP shard grad+optimizer</source>
+            <translation>FSDP 分片梯度+优化器</translation>
+        </message>
+        <message>
+            <source>FSDP full shard</source>
+            <translation>FSDP 全分片</translation>
+        </message>
+        <message>
+            <source>FSDP full shard with CPU offload</source>
+            <translation>FSDP 全分片 + CPU 卸载</translation>
+        </message>
+        <message>
+            <source>LoRA</source>
+            <translation>LoRA</translation>
+        </message>
+        <message>
+            <source>QLoRA (4-bit NF4 base)</source>
+            <translation>QLoRA（4 位 NF4 基座）</translation>
+        </message>
+        <message>
+            <source>8-bit weights</source>
+            <translation>8 位权重</translation>
+        </message>
+        <message>
+            <source>4-bit NF4 weights</source>
+            <translation>4 位 NF4 权重</translation>
+        </message>
+        <message>
+            <source>plain data parallel</source>
+            <translation>普通数据并行</translation>
+        </message>
+        <message>
+            <source>tensor parallel</source>
+            <translation>张量并行</translation>
+        </message>
     </context>
     <context>
         <name>ProviderError</name>
@@ -3986,10 +4475,6 @@ Stop {name} anyway?</source>
             <translation>无；或数据集：名称 或 名称:/机器上的路径</translation>
         </message>
         <message>
-            <source>A dataset pushed with 'gpudesk data push': the machine fetches it from its bucket before the script starts (GPUDESK_DATA_DIR), once per machine.</source>
-            <translation>用 `gpudesk data push` 上传的数据集：机器会在脚本启动前从其存储桶获取它（GPUDESK_DATA_DIR），每台机器只获取一次。</translation>
-        </message>
-        <message>
             <source>Add to queue</source>
             <translation>加入队列</translation>
         </message>
@@ -4008,6 +4493,10 @@ Stop {name} anyway?</source>
         <message>
             <source>e.g. --epochs 10 --lr 3e-4</source>
             <translation>例如 --epochs 10 --lr 3e-4</translation>
+        </message>
+        <message>
+            <source>A dataset pushed with 'gpudesk data push' (the Data page): the machine fetches it from its bucket before the script starts (GPUDESK_DATA_DIR), once per machine. Or a public source the machine downloads itself: https://host/file, s3://bucket/prefix (also cos://, oss://), or hf:ORG/NAME for a Hugging Face dataset (with the token saved on the Data page). Add :/path/on/machine for where it appears.</source>
+            <translation>用 `gpudesk data push`（或“数据”页）推送的数据集：脚本启动前，机器从其存储桶获取它（GPUDESK_DATA_DIR），每台机器一次。也可以是机器自己下载的公开来源：https://主机/文件、s3://存储桶/前缀（也可 cos://、oss://），或 Hugging Face 数据集 hf:组织/名称（令牌在“数据”页保存）。加上 :/机器上的路径 指定它出现的位置。</translation>
         </message>
         <message>
             <source>Browse…</source>
@@ -4352,6 +4841,30 @@ Stop {name} anyway?</source>
             <translation>运行 {run} 已在 {machine} 的队列中。</translation>
         </message>
         <message>
+            <source>Run {run} was cancelled on {machine}: it was stopped.</source>
+            <translation>{machine} 上的运行 {run} 已取消：它已被停止。</translation>
+        </message>
+        <message>
+            <source>Run {run} left the queue of {machine} and is running.</source>
+            <translation>运行 {run} 已离开 {machine} 的队列，正在运行。</translation>
+        </message>
+        <message>
+            <source>Run {run} from the queue of {machine} succeeded.</source>
+            <translation>{machine} 队列中的运行 {run} 已成功。</translation>
+        </message>
+        <message>
+            <source>Run {run} from the queue of {machine} failed.</source>
+            <translation>{machine} 队列中的运行 {run} 已失败。</translation>
+        </message>
+        <message>
+            <source>Run {run} on {machine}: {state}.</source>
+            <translation>{machine} 上的运行 {run}：{state}。</translation>
+        </message>
+        <message>
+            <source>Run {run} was cancelled: it was taken out of the queue of {machine} and never started.</source>
+            <translation>运行 {run} 已取消：它已移出 {machine} 的队列，从未启动。</translation>
+        </message>
+        <message>
             <source>Looking for run {run}'s checkpoints…</source>
             <translation>正在查找运行 {run} 的检查点…</translation>
         </message>
@@ -4687,6 +5200,14 @@ Stop {name} anyway?</source>
         <message>
             <source>the dataset {name} (version {version}) appears at {path} before the script starts: {target} fetches it from {uri} unless it has it already</source>
             <translation>数据集 {name}（版本 {version}）会在脚本启动前出现在 {path}：{target} 会从 {uri} 获取它，除非本机已有</translation>
+        </message>
+        <message>
+            <source>Data: the dataset {name}, version {version}, from {uri}</source>
+            <translation>数据：数据集 {name}，版本 {version}，来自 {uri}</translation>
+        </message>
+        <message>
+            <source>the dataset {name} (version {version}) appears at {path} before the script starts: {target} fetches it from {source} itself unless it has it already</source>
+            <translation>数据集 {name}（版本 {version}）会在脚本开始前出现在 {path}：{target} 自己从 {source} 获取它，除非已经有了</translation>
         </message>
     </context>
     <context>
@@ -5634,6 +6155,118 @@ Stop {name} anyway?</source>
         <message>
             <source>A queued run cannot read a dataset yet: start it now, or clear the Data field.</source>
             <translation>排队的运行暂时无法读取数据集：请立即启动它，或清空“数据”字段。</translation>
+        </message>
+        <message>
+            <source>The dataset source {source} cannot be read ({why}); the run was not started.</source>
+            <translation>无法读取数据集来源 {source}（{why}）；运行未启动。</translation>
+        </message>
+        <message>
+            <source>Give the region of the bucket in {source} with --store-region: a {cloud} bucket's address names its region.</source>
+            <translation>请用 --store-region 给出 {source} 中存储桶的地域：{cloud} 存储桶的地址包含其地域。</translation>
+        </message>
+        <message>
+            <source>'{text}' is not a Hugging Face dataset: write hf://datasets/ORG/NAME or hf:ORG/NAME, optionally with @revision.</source>
+            <translation>“{text}”不是 Hugging Face 数据集：请写 hf://datasets/ORG/NAME 或 hf:ORG/NAME，可加 @revision。</translation>
+        </message>
+        <message>
+            <source>AWS's price list for S3 in {region} (published {published}) gives no single price for data out to {to}</source>
+            <translation>AWS 在 {region} 的 S3 价格表（发布于 {published}）没有给出发往 {to} 的唯一数据传出价格</translation>
+        </message>
+        <message>
+            <source>machines read OSS at its public endpoint, which Alibaba Cloud bills as outbound internet traffic; no such price was read</source>
+            <translation>机器通过 OSS 的公网访问端点读取，阿里云按外网流出流量计费；未读到该价格</translation>
+        </message>
+        <message>
+            <source>{cloud} publishes no price list that can be read without an account, so gpudesk shows no figure for traffic between its regions rather than a guess</source>
+            <translation>{cloud} 没有无需账号即可读取的价格表，因此 gpudesk 不显示其地域间流量的金额，而不是猜一个</translation>
+        </message>
+        <message>
+            <source>Upload of dataset {name} to {cloud} {region}</source>
+            <translation>数据集 {name} 上传到 {cloud} {region}</translation>
+        </message>
+        <message>
+            <source>Copy of dataset {name} from {cloud} {region} to {to}</source>
+            <translation>数据集 {name} 从 {cloud} {region} 复制到 {to}</translation>
+        </message>
+        <message>
+            <source>Machine download of dataset {name} from {cloud} {region} to {to}</source>
+            <translation>机器从 {cloud} {region} 下载数据集 {name} 到 {to}</translation>
+        </message>
+        <message>
+            <source>{what}: {size} × {price} {currency}/GB = {cost} {currency} ({source}, {date})</source>
+            <translation>{what}：{size} × {price} {currency}/GB = {cost} {currency}（{source}，{date}）</translation>
+        </message>
+        <message>
+            <source>{what}: {size}, free ({source}, read {date})</source>
+            <translation>{what}：{size}，免费（{source}，读取于 {date}）</translation>
+        </message>
+        <message>
+            <source>{what}: {size}, price not known ({why})</source>
+            <translation>{what}：{size}，价格未知（{why}）</translation>
+        </message>
+        <message>
+            <source>{gb} GB × {price} {currency}/GB-month = {cost} {currency} a month ({source}, {date})</source>
+            <translation>{gb} GB × {price} {currency}/GB·月 = 每月 {cost} {currency}（{source}，{date}）</translation>
+        </message>
+        <message>
+            <source>{gb} GB a month, price not known ({why})</source>
+            <translation>每月 {gb} GB，价格未知（{why}）</translation>
+        </message>
+        <message>
+            <source>Copying dataset {name} from {source} ({from_region}) to {target} ({to_region}) sends {size} in {files} files between regions, billed as data out of {from_region}: {cost}.</source>
+            <translation>将数据集 {name} 从 {source}（{from_region}）复制到 {target}（{to_region}），在地域之间传送 {size}，共 {files} 个文件，按 {from_region} 的数据传出计费：{cost}。</translation>
+        </message>
+        <message>
+            <source>{gb} GB × {price} {currency}/GB = {amount} {currency} ({source}, {date})</source>
+            <translation>{gb} GB × {price} {currency}/GB = {amount} {currency}（{source}，{date}）</translation>
+        </message>
+        <message>
+            <source>the price is not known ({why}); copy only if you accept a charge gpudesk cannot say</source>
+            <translation>价格未知（{why}）；只有在接受一笔 gpudesk 说不出金额的费用时才复制</translation>
+        </message>
+        <message>
+            <source>Dataset {name} has every file in {target} ({to_region}) already: nothing is copied and nothing is billed for data out; only its manifest is written.</source>
+            <translation>数据集 {name} 的所有文件已在 {target}（{to_region}）中：不复制任何内容，也不产生数据传出费用；只写入其清单。</translation>
+        </message>
+        <message>
+            <source>Copy dataset {name} to {target}?</source>
+            <translation>将数据集 {name} 复制到 {target}？</translation>
+        </message>
+        <message>
+            <source>{target} is in {region}, the region dataset {name} is in already: a machine there reads it from {source}.</source>
+            <translation>{target} 位于 {region}，数据集 {name} 已在该地域：那里的机器直接从 {source} 读取。</translation>
+        </message>
+        <message>
+            <source>Dataset {name} is on {cloud}; {target} is not. gpudesk copies a dataset only between buckets of one cloud.</source>
+            <translation>数据集 {name} 在 {cloud} 上；{target} 不是。gpudesk 只在同一云的存储桶之间复制数据集。</translation>
+        </message>
+        <message>
+            <source>gpudesk copies datasets between regions on AWS S3 only: {cloud}'s copy between regions was not tested here. Push the folder to a bucket in {region} instead: gpudesk data push DIR {name} --store URI --region {region}.</source>
+            <translation>gpudesk 只在 AWS S3 上跨地域复制数据集：{cloud} 的跨地域复制未在此测试。请改为把文件夹推送到 {region} 的存储桶：gpudesk data push DIR {name} --store URI --region {region}。</translation>
+        </message>
+        <message>
+            <source>The copy of dataset {name} was not confirmed; nothing was copied.</source>
+            <translation>数据集 {name} 的复制未被确认；没有复制任何内容。</translation>
+        </message>
+        <message>
+            <source>The copy of dataset {name} was cancelled; nothing is listed in {target} (the next copy reuses what was copied).</source>
+            <translation>数据集 {name} 的复制已取消；{target} 中没有列出任何内容（下次复制会重用已复制的部分）。</translation>
+        </message>
+        <message>
+            <source>{name}: {files} files, {size} in {where} ({region}), version {version}; a machine in {region} reads this copy</source>
+            <translation>{name}：{files} 个文件，{size}，位于 {where}（{region}），版本 {version}；{region} 的机器读取这份副本</translation>
+        </message>
+        <message>
+            <source>Dataset {name} is in {source} ({from_region}); the machine is in {to_region}. Copy it to a bucket of yours in {to_region} first, then start the run again: gpudesk data copy {name} --to {cloud_scheme}://BUCKET/PREFIX --to-region {to_region}. Copying its {size}: {cost}.</source>
+            <translation>数据集 {name} 在 {source}（{from_region}）；机器在 {to_region}。请先把它复制到你在 {to_region} 的存储桶，然后重新开始运行：gpudesk data copy {name} --to {cloud_scheme}://BUCKET/PREFIX --to-region {to_region}。复制其 {size}：{cost}。</translation>
+        </message>
+        <message>
+            <source>Copy the dataset?</source>
+            <translation>复制数据集？</translation>
+        </message>
+        <message>
+            <source>Copy</source>
+            <translation>复制</translation>
         </message>
     </context>
     <context>

@@ -136,6 +136,28 @@ def delete_credentials(provider: ProviderName) -> None:
     _delete(f"cloud:{provider}")
 
 
+# --------------------------------------------------------------------------- Hugging Face
+
+HF_TOKEN_ENTRY = "huggingface:token"
+
+
+def save_hf_token(token: str) -> None:
+    """The user's Hugging Face token, for gated datasets a run fetches (issue 32): it
+    reaches a machine only as a short-lived file that the agent deletes once read."""
+    if not token.strip():
+        raise CredentialError(MSG_EMPTY, what="token")
+    _set(HF_TOKEN_ENTRY, token.strip())
+
+
+def load_hf_token() -> str:
+    """The saved token, or "" (a public dataset needs none)."""
+    return (_get(HF_TOKEN_ENTRY) or "").strip()
+
+
+def delete_hf_token() -> None:
+    _delete(HF_TOKEN_ENTRY)
+
+
 # --------------------------------------------------------------------------- SSH keys
 
 def save_private_key(name: str, pem: str) -> None:

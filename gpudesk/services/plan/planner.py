@@ -40,13 +40,15 @@ ERR_DAMAGED = QT_TRANSLATE_NOOP(
 
 
 def format_bytes(n: float) -> str:
-    """Binary units, as nvidia-smi and torch report memory."""
+    """Binary units, as nvidia-smi and torch report memory; they scale up to EiB and
+    beyond that the figure is written in scientific notation, so that a figure is never
+    a long row of digits a label cuts off (issue 31: "Communication buffers: 1000.0 …")."""
     value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if abs(value) < 1024:
             return f"{value:.0f} {unit}" if unit in ("B", "KiB") else f"{value:.1f} {unit}"
         value /= 1024
-    return f"{value:.1f} TiB"
+    return f"{float(n):.2e} B"
 
 
 @dataclass(frozen=True)
@@ -246,6 +248,241 @@ def lighter_offer(job: Job, offers: Iterable[Offer], spot: bool = False
         if found is not None:
             best = (price, replace(found, offer=o))
     return best[1] if best else None
+
+
+# --------------------------------------------------------------------------- nothing fits
+
+# The largest model ever reported: BaGuaLu, 174 trillion parameters, trained on the
+# Sunway supercomputer (Ma et al., PPoPP 2022). Openly released models stop near
+# 1.6 trillion (Switch Transformer C-2048, Fedus et al. 2021). Above this, the count is
+# almost surely a typo (an exponent too many), said before any sizing is trusted.
+LARGEST_REPORTED_PARAMS = 174e12
+# Fewest GPUs searched for the "more GPUs" answer: beyond any cluster that exists, so a
+# plan that needs more is told as "no number of GPUs", not as a count to rent.
+MAX_GPUS_SEARCHED = 1 << 17
+
+MSG_IMPLAUSIBLE = QT_TRANSLATE_NOOP(
+    "Planner", "No model this size exists: {params} parameters. The largest ever reported "
+    "has 174 trillion (1.74e14, BaGuaLu, 2022) and openly released ones about 1.6 trillion; "
+    "its 16-bit weights alone would take {weights}. Check the number (an exponent too "
+    "many?).")
+MSG_NOTHING_FITS = QT_TRANSLATE_NOOP(
+    "Planner", "Nothing fits: none of the {n} offers shown can hold this job as it is set "
+    "up. What would:")
+MSG_FITS_WITH = QT_TRANSLATE_NOOP(
+    "Planner", "• {change}: fits on {machine} ({count} × {gpu}, {provider}), {used} of "
+    "{capacity} per GPU.")
+MSG_MORE_GPUS = QT_TRANSLATE_NOOP(
+    "Planner", "• More GPUs: {count} × {gpu} (the largest GPU offered) with {strategy}, "
+    "{used} per GPU.")
+MSG_MORE_MACHINES = QT_TRANSLATE_NOOP(
+    "Planner", "  That is more than the {most} GPUs of the largest offer: {machines} "
+    "machines in one multi-node run.")
+MSG_NO_COUNT = QT_TRANSLATE_NOOP(
+    "Planner", "• More GPUs: not even {count} × {gpu} (the largest GPU offered) can hold "
+    "it.")
+MSG_TRIED = QT_TRANSLATE_NOOP(
+    "Planner", "Tried, fits no offer shown: {changes}.")
+MSG_NONE_FITS_ANY = QT_TRANSLATE_NOOP(
+    "Planner", "• No change gpudesk knows makes it fit an offer shown: a smaller model, "
+    "batch or sequence.")
+
+CHANGE_NAMES: dict[str, str] = {
+    "checkpointing": QT_TRANSLATE_NOOP("Planner", "Gradient checkpointing"),
+    "zero1": QT_TRANSLATE_NOOP("Planner", "ZeRO-1"),
+    "zero2": QT_TRANSLATE_NOOP("Planner", "ZeRO-2"),
+    "zero3": QT_TRANSLATE_NOOP("Planner", "ZeRO-3"),
+    "zero3-offload": QT_TRANSLATE_NOOP("Planner", "ZeRO-3 with CPU offload"),
+    "fsdp-grad-op": QT_TRANSLATE_NOOP("Planner", "FSDP shard grad+optimizer"),
+    "fsdp-full": QT_TRANSLATE_NOOP("Planner", "FSDP full shard"),
+    "fsdp-full-offload": QT_TRANSLATE_NOOP("Planner", "FSDP full shard with CPU offload"),
+    "lora": QT_TRANSLATE_NOOP("Planner", "LoRA"),
+    "qlora": QT_TRANSLATE_NOOP("Planner", "QLoRA (4-bit NF4 base)"),
+    "int8": QT_TRANSLATE_NOOP("Planner", "8-bit weights"),
+    "nf4": QT_TRANSLATE_NOOP("Planner", "4-bit NF4 weights"),
+    "data-parallel": QT_TRANSLATE_NOOP("Planner", "plain data parallel"),
+    "tensor-parallel": QT_TRANSLATE_NOOP("Planner", "tensor parallel"),
+}
+
+
+def _identity(context: str, text: str) -> str:
+    return text
+
+
+Translate = Any  # (context, source) -> translated text: QCoreApplication.translate or none
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One change to the job (a key of CHANGE_NAMES) and the cheapest offer it fits."""
+
+    change: str
+    setup: sizing.Setup
+    ranked: RankedOffer | None  # None: it fits no offer shown
+
+
+@dataclass(frozen=True)
+class WhatWouldFit:
+    """Why nothing fits, in numbers the calculator gave: each change tried against the
+    offers shown, and how many of the largest GPU offered would hold the job as set up."""
+
+    offers: int
+    alternatives: tuple[Alternative, ...]
+    biggest: GpuSpec | None  # the offered GPU with the most memory that runs the precision
+    biggest_plan: sizing.ParallelPlan | None  # fewest of them (then lowest stage) that fit
+    most_gpus: int  # the most GPUs one offer has
+
+    @property
+    def fitting(self) -> tuple[Alternative, ...]:
+        return tuple(a for a in self.alternatives if a.ranked is not None)
+
+
+def _changes(job: Job) -> list[tuple[str, sizing.Setup]]:
+    """The changes worth trying, in the order a researcher would (cheapest in speed first)."""
+    s, model = job.setup, job.model
+    out: list[tuple[str, sizing.Setup]] = []
+    if s.mode == "inference":
+        if s.weight_quantization == "none" and s.precision not in ("int8", "int4") \
+                and model.kind != "cnn":
+            out += [("int8", replace(s, quantize="int8")), ("nf4", replace(s, quantize="nf4"))]
+        return out
+    if not s.grad_checkpointing:
+        out.append(("checkpointing", replace(s, grad_checkpointing=True)))
+    if s.fsdp == "none":
+        out += [(f"zero{z}", replace(s, zero=z, offload=False)) for z in (1, 2, 3) if z > s.zero]
+        if not s.offload:
+            out.append(("zero3-offload", replace(s, zero=3, offload=True)))
+    else:
+        if s.fsdp == "grad-op":  # only stronger sharding than chosen
+            out.append(("fsdp-full", replace(s, fsdp="full", offload=False)))
+        if not s.offload:
+            out.append(("fsdp-full-offload", replace(s, fsdp="full", offload=True)))
+    if s.finetune == "full" and model.is_transformer:
+        base = replace(s, zero=0, fsdp="none", offload=False)
+        out += [("lora", replace(base, finetune="lora", quantize="none")),
+                ("qlora", replace(base, finetune="qlora", quantize="nf4-dq"))]
+    return out
+
+
+def what_would_fit(job: Job, offers: Iterable[Offer], spot: bool = False
+                   ) -> WhatWouldFit | None:
+    """None when an offer shown fits the job as set up; else each change tried with the
+    cheapest offer it fits (computed, never guessed) and the fewest of the largest GPU."""
+    offers = list(offers)
+    if any(r.fits for r in (judge(job, o, spot) for o in offers)):
+        return None
+    alternatives = []
+    for change, setup in _changes(job):
+        trial = Job(job.model, setup, job.work)
+        try:
+            sizing.validate(trial.model, trial.setup)
+            ranked = rank(trial, offers, spot=spot)
+        except sizing.SizingError:
+            continue
+        best = next((r for r in ranked if r.fits), None)
+        alternatives.append(Alternative(change, setup, best))
+    runnable = [o for o in offers if o.gpu.supports(job.setup.precision)]
+    biggest = max((o.gpu for o in runnable), key=lambda g: g.usable_bytes, default=None)
+    plan = _fewest_gpus(job, biggest) if biggest is not None else None
+    return WhatWouldFit(len(offers), tuple(_distinct(alternatives)), biggest, plan,
+                        max((o.gpu_count for o in offers), default=0))
+
+
+def _distinct(alternatives: list[Alternative]) -> list[Alternative]:
+    """A higher ZeRO/FSDP stage only where it fits another (cheaper) offer than the
+    lower stage before it: ZeRO-2 on the same machine as ZeRO-1 says nothing new."""
+    out: list[Alternative] = []
+    last_offer: Offer | None = None
+    for a in alternatives:
+        sharding = a.change.startswith(("zero", "fsdp"))
+        if sharding and a.ranked is not None and last_offer is not None \
+                and a.ranked.offer == last_offer:
+            continue
+        if sharding and a.ranked is not None:
+            last_offer = a.ranked.offer
+        out.append(a)
+    return out
+
+
+def _fewest_gpus(job: Job, gpu: GpuSpec) -> sizing.ParallelPlan | None:
+    """Fewest of ``gpu`` that hold the job, sharding as needed but keeping the states on
+    the GPUs (CPU offload is its own change); with offload only where nothing else fits."""
+    plan = sizing.smallest_parallel_plan(
+        job.model, replace(job.setup, offload=False), gpu.usable_bytes,
+        max_gpus=MAX_GPUS_SEARCHED)
+    if plan is not None and plan.offload:  # it tries offload at each count: search again
+        n = plan.gpus
+        while n <= MAX_GPUS_SEARCHED:
+            for zero, fsdp in _stages(job.setup):
+                trial = replace(job.setup, gpus=n, zero=zero, fsdp=fsdp, offload=False)
+                est = sizing.estimate(job.model, trial)
+                if est.total_bytes <= gpu.usable_bytes:
+                    return sizing.ParallelPlan(n, zero, False, est, fsdp)
+            n *= 2
+    return plan
+
+
+def _stages(setup: sizing.Setup) -> tuple[tuple[int, sizing.Fsdp], ...]:
+    if setup.mode == "inference":
+        return ((0, "none"),)
+    if setup.fsdp != "none":
+        return ((0, "none"), (0, "grad-op"), (0, "full"))
+    return ((0, "none"), (1, "none"), (2, "none"), (3, "none"))
+
+
+def _strategy_key(plan: sizing.ParallelPlan, mode: str) -> str:
+    if mode == "inference":
+        return "tensor-parallel" if plan.gpus > 1 else "data-parallel"
+    if plan.fsdp != "none":
+        return "fsdp-full-offload" if plan.offload else f"fsdp-{plan.fsdp}"
+    if plan.zero == 0:
+        return "data-parallel"
+    return "zero3-offload" if plan.offload else f"zero{plan.zero}"
+
+
+def what_would_fit_lines(w: WhatWouldFit, mode: str, tx: Translate = _identity
+                         ) -> list[str]:
+    """The same sentences in the window and the CLI; ``tx`` translates (window) or not."""
+    from gpudesk.services.cloud.catalog import provider_title  # noqa: PLC0415
+
+    def name(change: str) -> str:
+        return str(tx("Planner", CHANGE_NAMES[change]))
+
+    lines = [tx("Planner", MSG_NOTHING_FITS).format(n=w.offers)]
+    for a in w.fitting:
+        r = a.ranked
+        assert r is not None and r.estimate is not None
+        o = r.offer
+        lines.append(tx("Planner", MSG_FITS_WITH).format(
+            change=name(a.change), machine=o.instance_type, count=o.gpu_count, gpu=o.gpu.name,
+            provider=provider_title(o.provider), used=format_bytes(r.estimate.total_bytes),
+            capacity=format_bytes(o.gpu.usable_bytes)))
+    if w.biggest is not None and w.biggest_plan is not None:
+        p = w.biggest_plan
+        lines.append(tx("Planner", MSG_MORE_GPUS).format(
+            count=f"{p.gpus:,}", gpu=w.biggest.name, strategy=name(_strategy_key(p, mode)),
+            used=format_bytes(p.estimate.total_bytes)))
+        if w.most_gpus and p.gpus > w.most_gpus:
+            lines.append(tx("Planner", MSG_MORE_MACHINES).format(
+                most=w.most_gpus, machines=f"{-(-p.gpus // w.most_gpus):,}"))
+    elif w.biggest is not None:
+        lines.append(tx("Planner", MSG_NO_COUNT).format(
+            count=f"{MAX_GPUS_SEARCHED:,}", gpu=w.biggest.name))
+    if not w.fitting and w.biggest_plan is None:
+        lines.append(tx("Planner", MSG_NONE_FITS_ANY))
+    tried = [name(a.change) for a in w.alternatives if a.ranked is None]
+    if tried:
+        lines.append(tx("Planner", MSG_TRIED).format(changes=", ".join(tried)))
+    return lines
+
+
+def implausible_size(model: sizing.ModelSpec, tx: Translate = _identity) -> str:
+    """A sanity word for a parameter count no model has ever had; "" for a real one."""
+    params = model.parameter_count()
+    if params <= LARGEST_REPORTED_PARAMS:
+        return ""
+    return str(tx("Planner", MSG_IMPLAUSIBLE).format(
+        params=f"{params:.3g}", weights=format_bytes(2 * params)))
 
 
 # --------------------------------------------------------------------------- export

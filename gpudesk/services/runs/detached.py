@@ -473,8 +473,11 @@ def _attach_store(conn: SshConnection, record: RunRecord, store: StoreAccess | N
                   report: Report, *, resume: bool) -> list[str]:
     """Write the first node's store config; returns the words to run the script under
     (the agent's fetch-resume where it must fetch a checkpoint), or [] for none."""
+    from gpudesk.services.runs import run_data_public
+
+    public = run_data_public.is_public_data(record.data)  # fetched without the bucket
     if store is None or store.kind == "none":
-        if record.data:  # the script would start without its dataset (issue 32)
+        if record.data and not public:  # the script would start without its dataset (32)
             from gpudesk.services.runs import run_data
 
             raise run_data.no_keys(record, store)
@@ -484,6 +487,13 @@ def _attach_store(conn: SshConnection, record: RunRecord, store: StoreAccess | N
             why = (store.why_none if store is not None else "") or "-"
             report(Said("Runs", MSG_RESUME_NO_STORE, run=record.id, uri=record.store_uri,
                         why=why))
+        if public:  # the agent fetches it from its source before the script starts
+            from gpudesk.services.runs import run_data, run_store
+
+            site = run_store.ensure_agent(conn, record.main.run_dir.rsplit("/runs/", 1)[0],
+                                          record.python)
+            return run_data.fetch_argv(site, record.main.run_dir, record, report, conn,
+                                       record.python)
         return []
     from gpudesk.services.runs import run_store
 
@@ -507,7 +517,8 @@ def _attach_store(conn: SshConnection, record: RunRecord, store: StoreAccess | N
         report(Said("Runs", MSG_STORE_STS, uri=written.uri, expires=expires))
     from gpudesk.services.runs import run_data
 
-    data = run_data.fetch_argv(site, node.run_dir, record, report)  # [] without a dataset
+    data = run_data.fetch_argv(site, node.run_dir, record, report, conn,  # [] without one
+                               record.python)
     if had is None or had.checkpoints:
         return data  # its own checkpoints are at least as new as what it uploaded
     report(Said("Runs", MSG_FROM_BUCKET, target=str(conn.target), run=record.id,
@@ -573,6 +584,10 @@ def _sync_and_start(conns: list[SshConnection], record: RunRecord, report: Repor
         for conn, run_dir in started:  # the others would wait for the missing node forever
             with contextlib.suppress(Exception):
                 stop(conn, run_dir, record.python)
+        if record.data.get("uses_token"):  # a Hub token file the agent never read
+            from gpudesk.services.runs import run_data_public
+
+            run_data_public.forget_token(conns[0], record.main.run_dir)
         raise
     note_hop(record, resumed_from)
     record.save()

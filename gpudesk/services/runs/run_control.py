@@ -338,7 +338,8 @@ def start_run(form: RunForm, policy: HostKeyPolicy, report: runs.Report, *,
     if form.data.strip():  # the dataset's bucket becomes the run's (issue 32)
         from gpudesk.services.runs import run_data
 
-        request.data, store_text, region = run_data.resolve(form.data, form.store)
+        request.data, store_text, region = run_data.resolve(form.data, form.store,
+                                                            machine=machine)
     # a named bucket that is missing, unreachable or refuses the keys: refused before anything
     store_uri, store_region = machine_access.checked_run_store(machine, store_text, region)
     with connected(refs, policy) as conns:

@@ -152,6 +152,12 @@ def _keys_text(keys: TempCredentials) -> str:
                        "expiration": expiry_text(keys.expires)})
 
 
+def write_secret(conn: SshConnection, path: str, text: str, python: str, *,
+                 timeout: float = 60.0) -> None:
+    """One mode-600 file (a Hub token for ``fetch-data``), sent on stdin, never in argv."""
+    _write(conn, [{"path": path, "mode": 0o600, "text": text}], timeout, python, path)
+
+
 def _write(conn: SshConnection, files: list[dict[str, Any]], timeout: float, python: str,
            what_path: str) -> None:
     command = f"exec {shlex.quote(python)} -I -S -c {shlex.quote(_WRITER)}"

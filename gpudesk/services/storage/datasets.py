@@ -167,10 +167,42 @@ def known() -> dict[str, tuple[str, str]]:
     return out
 
 
-def remember(name: str, store: StoreUri, region: str) -> None:
+def remember(name: str, store: StoreUri, region: str, size: int | None = None) -> None:
+    """Keep where ``name`` lives, and its size in bytes where known (the Plan page and
+    ``gpudesk launch --data`` size a machine's disk from it without asking the bucket)."""
     data = read_json_object(_registry_path())
-    data[name] = {"store": str(store), "region": region}
+    entry: dict[str, Any] = {"store": str(store), "region": region}
+    if size is not None:
+        entry["bytes"] = int(size)
+    data[name] = entry
     _write(_registry_path(), data)
+
+
+def known_bytes() -> dict[str, int]:
+    """Dataset name -> its size in bytes, for the datasets whose size this computer keeps."""
+    out: dict[str, int] = {}
+    for name, entry in read_json_object(_registry_path()).items():
+        size = entry.get("bytes") if isinstance(entry, dict) else None
+        if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+            out[name] = size
+    return out
+
+
+def size_of(name: str) -> int:
+    """The bytes of dataset ``name``: kept here since its push, else read from its
+    manifest with the account's keys (blocking: a worker thread) and kept. Raises
+    StorageError for an unknown name or a bucket without it."""
+    size = known_bytes().get(name)
+    if size is not None:
+        return size
+    from gpudesk.services.storage.clients import account_client
+    from gpudesk.services.storage.store_check import check_store
+
+    store, region = find(name)
+    region = region or check_store(store, region)
+    dataset = load(account_client(store.cloud, region), store, region, name)
+    remember(name, store, region, dataset.bytes)
+    return dataset.bytes
 
 
 def forget(name: str) -> None:
@@ -245,10 +277,12 @@ def _get_manifest(client: Any, store: StoreUri, name: str) -> bytes | None:
 
 
 def parse_manifest(raw: bytes, store: StoreUri, region: str) -> Dataset:
+    """``region``, where ``store`` is (checked or remembered), wins over the manifest's: a
+    copy in another region keeps the manifest byte for byte (``dataset_copy``)."""
     data = json.loads(raw)
     files = tuple(DataFile(str(f["path"]), int(f["size"]), str(f["sha256"]))
                   for f in data.get("files") or [])
-    return Dataset(str(data["name"]), store, str(data.get("region") or region), files,
+    return Dataset(str(data["name"]), store, str(region or data.get("region") or ""), files,
                    str(data.get("source", "")), str(data.get("created", "")),
                    hashlib.sha256(raw).hexdigest())
 
@@ -414,11 +448,14 @@ def push(client: Any, store: StoreUri, region: str, folder: Path, name: str, *,
                           ContentType="application/json")
     except ClientError as err:
         raise from_client_error(err, store.cloud, store.bucket) from None
-    remember(name, store, region)
+    remember(name, store, region, sum(df.size for df, _ in files))
     # lists, the old manifest's GET, the blobs' PUTs (multipart counted as one) and the
     # manifest's PUT: the one-time upload's requests (data in is free on all three clouds)
     _note_usage(store, region, stored_before + state.total + len(raw),
                 2 + state.files_sent + 1, 1)
+    from gpudesk.services.storage import data_costs  # the upload's line in the month's spend
+
+    data_costs.record(data_costs.UPLOAD, name, store.cloud, region, state.total + len(raw))
     progress(state)
     return parse_manifest(raw, store, region)
 

@@ -209,11 +209,11 @@ def load(region: str, directory: Path | None = None) -> S3Prices | None:
     try:
         data: dict[str, Any] = json.loads(
             cache_file(directory or cache_dir(), region).read_text("utf-8"))
+        tier1, tier2, out = (None if data.get(k) is None else float(data[k])
+                             for k in ("tier1_request", "tier2_request", "transfer_out_gb"))
         prices = S3Prices(
             str(data["region"]), str(data["published"]), str(data["url"]),
-            float(data["fetched_at"]), float(data["storage_gb_month"]),
-            *(None if data.get(k) is None else float(data[k])
-              for k in ("tier1_request", "tier2_request", "transfer_out_gb")),
+            float(data["fetched_at"]), float(data["storage_gb_month"]), tier1, tier2, out,
             {str(to): float(v) for to, v in dict(data.get("inter_region_gb") or {}).items()})
         prices.published_date  # noqa: B018 - a bad date makes the file unreadable
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

@@ -47,7 +47,7 @@ from gpudesk.services.core.settings import Settings
 from gpudesk.services.core.sizes import size_text
 from gpudesk.services.money import budgets, spend
 from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.services.storage import usage
+from gpudesk.services.storage import data_costs, usage
 from gpudesk.ui.machines.instances_model import InstancesModel, state_text
 from gpudesk.ui.widgets.confirm import confirm
 from gpudesk.ui.widgets.money import Money
@@ -279,8 +279,12 @@ class InstancesPage(Retranslating, QWidget):
         this computer and the requests counted, at sourced prices; a cost without a price
         says why, never 0."""
         month = usage.month_storage()
+        moved = [said_text(line.said()) for line in data_costs.month_lines()]
+        if moved:  # datasets' uploads, copies and downloads (issue 32), each priced
+            moved.insert(0, self.tr("Datasets moved this month:"))
         if not month.runs:
-            return self.tr("Storage this month: no bucket held a run's data.")
+            return "\n".join([self.tr("Storage this month: no bucket held a run's data."),
+                              *moved])
         totals = "; ".join(f"{amount:,.4f} {cur}" for cur, amount in month.totals().items())
         if not totals:
             head = self.tr("Storage this month: {gbm} GB-month in your buckets; its cost "
@@ -292,11 +296,13 @@ class InstancesPage(Retranslating, QWidget):
         else:
             head = self.tr("Storage this month: {gbm} GB-month in your buckets, {cost}.").format(
                 gbm=f"{month.gib_months:,.3f}", cost=totals)
-        return "\n".join([head] + [self._storage_run(r) for r in month.runs])
+        return "\n".join([head] + [self._storage_run(r) for r in month.runs] + moved)
 
     def _storage_run(self, r: usage.RunMonth) -> str:
         p = r.storage_price
-        if p is None or r.storage_cost is None:
+        if r.run.startswith("data:"):  # datasets._note_usage: the store's datasets
+            line = self._storage_datasets(r)
+        elif p is None or r.storage_cost is None:
             line = self.tr("Run {run} ({region}): {gbm} GB-month, cost unknown: {why}").format(
                 run=r.run, region=r.region, gbm=f"{r.gib_months:,.3f}",
                 why=said_text(r.storage_reason))
@@ -320,6 +326,20 @@ class InstancesPage(Retranslating, QWidget):
         if r.requests.total:
             line += " " + self._storage_requests(r)
         return line
+
+    def _storage_datasets(self, r: usage.RunMonth) -> str:
+        """The GB-months of the datasets kept in one store, priced like a run's folder."""
+        p = r.storage_price
+        if p is None or r.storage_cost is None:
+            return self.tr("Datasets in {uri} ({region}): {gbm} GB-month, cost unknown: "
+                           "{why}").format(uri=r.uri, region=r.region,
+                                           gbm=f"{r.gib_months:,.3f}",
+                                           why=said_text(r.storage_reason))
+        return self.tr("Datasets in {uri} ({region}): {gbm} GB-month × {price} {currency} = "
+                       "{cost} {currency} ({source}, {date}).").format(
+            uri=r.uri, region=r.region, gbm=f"{r.gib_months:,.3f}", price=p.amount,
+            currency=p.currency, cost=f"{r.storage_cost:,.4f}", source=p.source,
+            date=p.as_of.isoformat())
 
     def _storage_requests(self, r: usage.RunMonth) -> str:
         """The run's counted bucket requests this month, priced per S3 billing class."""

@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpudesk.services.cloud import accounts, instance_role, keep_alive_launch
+from gpudesk.services.cloud import accounts, image_choice, instance_role, keep_alive_launch
 from gpudesk.services.cloud import guard as guards
 from gpudesk.services.cloud.catalog import Catalog, Offer, provider_title
 from gpudesk.services.cloud.launcher import (
@@ -56,7 +56,7 @@ from gpudesk.services.cloud.providers.base import MSG_BAD_CIDR, ProviderError, s
 from gpudesk.services.cloud.public_ip import detect_public_address
 from gpudesk.services.money import default_budget
 from gpudesk.services.money.ledger import Machine
-from gpudesk.services.plan import budget_chance
+from gpudesk.services.plan import budget_chance, disk_plan
 from gpudesk.services.runs.machine_access import MSG_OTHER_CLOUD
 from gpudesk.services.storage.errors import StorageError
 from gpudesk.services.storage.store_check import StoreRefused
@@ -65,6 +65,7 @@ from gpudesk.ui.widgets.fitting_body import FittingBody
 from gpudesk.ui.widgets.guard_words import guard_said
 from gpudesk.ui.widgets.money import DISPLAY, Money
 from gpudesk.ui.widgets.retranslate import Retranslating
+from gpudesk.ui.widgets.said_text import said_text
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text, format_template, show_error
 
 LaunchFn = Callable[[LaunchPlan, Callable[[Progress], None]], Awaitable[LaunchResult]]
@@ -75,7 +76,9 @@ NOT_READY = (MSG_NO_SSH, MSG_NOT_RUNNING)  # made, running or starting, billing:
 MARKS = {"": "○", "started": "…", "done": "✓", "failed": "✗", "retry": "↻"}
 STORE_CHOICES = ("auto", "none", "uri")  # the "Run data" choices (LaunchPlan.store)
 STORE_STYLE = """
-QLineEdit#storeUri[invalid="true"] { border: 2px solid #d32f2f; }
+QLineEdit#storeUri[invalid="true"], QLineEdit#imageId[invalid="true"] {
+    border: 2px solid #d32f2f; }
+QLabel#imageNote[error="true"] { color: #d32f2f; }
 QLabel#storeError { color: #d32f2f; }
 QLabel#guardText[risk="true"] { color: #d32f2f; }
 """
@@ -95,11 +98,15 @@ class LaunchDialog(Retranslating, QDialog):
                  wait_ready: WaitFn | None = None, terminate: TerminateFn | None = None,
                  open_instances: Callable[[str], None] | None = None,
                  job: budget_chance.SpotJobInputs | None = None,
+                 disk_need: disk_plan.DiskNeed | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("launchDialog")
         self.offer = offer
         self.job = job  # the Plan page's job on this offer: the budget's chance (issue 33)
+        # the Plan page's dataset + checkpoints + environment: the disk's default, and a
+        # smaller disk refused before anything is asked (issue 32)
+        self.disk_need = disk_need
         self.launch_fn = launch
         self.wait_fn = wait_ready
         self.terminate_fn = terminate
@@ -139,13 +146,23 @@ class LaunchDialog(Retranslating, QDialog):
         self.disk = QSpinBox(self)
         self.disk.setObjectName("diskGb")
         self.disk.setRange(30, 4000)
-        self.disk.setValue(100)
+        self.disk.setValue(100 if disk_need is None else min(disk_need.disk_gb, 4000))
         self.disk.setSuffix(" GB")
+        self.disk_said = QLabel(self)
+        self.disk_said.setObjectName("diskNeed")
+        self.disk_said.setWordWrap(True)
+        self.disk_said.setVisible(disk_need is not None)
         self.allow_from = QLineEdit(self)
         self.allow_from.setObjectName("allowFrom")
         self.image = QLineEdit(self)  # empty: the provider's GPU deep-learning image
         self.image.setObjectName("imageId")
         self.image.setClearButtonEnabled(True)
+        # what a typed image means before the launch; a failed automatic image, here too
+        self.image_note = QLabel(self)
+        self.image_note.setObjectName("imageNote")
+        self.image_note.setWordWrap(True)
+        self.image_note.setVisible(False)
+        self._image_failed = ""  # the automatic image's refusal, shown under the field
         self.detect_button = QPushButton(self)
         self.detect_button.setObjectName("detect")
         self.fallbacks = QListWidget(self)
@@ -228,12 +245,14 @@ class LaunchDialog(Retranslating, QDialog):
         form.addRow("", self.keep_alive)
         form.addRow(self.labels[1], self.max_price)
         form.addRow(self.labels[2], self.disk)
+        form.addRow("", self.disk_said)
         row = QHBoxLayout()
         row.addWidget(self.allow_from, 1)
         row.addWidget(self.detect_button)
         form.addRow(self.labels[3], row)
         form.addRow(self.labels[4], self.fallbacks)
         form.addRow(self.labels[5], self.image)
+        form.addRow("", self.image_note)
         form.addRow(self.budget_labels[0], self.budget)
         form.addRow("", self.budget_note)
         form.addRow("", self.no_budget)
@@ -315,10 +334,13 @@ class LaunchDialog(Retranslating, QDialog):
         self.keep_alive.toggled.connect(self._update_guard)
         self.disk.valueChanged.connect(self._update_guard)
         for changed in (self.spot.toggled, self.keep_alive.toggled, self.no_budget.toggled,
-                        self.budget.valueChanged, self.on_budget.currentIndexChanged):
+                        self.budget.valueChanged, self.on_budget.currentIndexChanged,
+                        self.disk.valueChanged):
             changed.connect(self._forget_refusal)
         self.store_choice.currentIndexChanged.connect(self._check_store)
         self.store_uri.textChanged.connect(self._check_store)
+        self.image.textChanged.connect(self._image_typed)
+        self.keep_alive.toggled.connect(self._show_image_note)
         self.retranslate()
         self._show_app_stop_only()
         self._update_cost()
@@ -339,13 +361,19 @@ class LaunchDialog(Retranslating, QDialog):
             "it resumes the run from the bucket even with gpudesk closed, and the group ends "
             "itself when the budget runs out. Needs spot and a budget."))
         self.labels[2].setText(self.tr("Disk"))
+        if self.disk_need is not None:
+            self.disk_said.setText(said_text(self.disk_need.said()))
         self.labels[3].setText(self.tr("SSH allowed only from"))
         self.labels[4].setText(self.tr("If refused, also try"))
         self.labels[5].setText(self.tr("Image"))
-        self.image.setPlaceholderText(self.tr("automatic: the cloud's GPU deep-learning image"))
-        self.image.setToolTip(self.tr("An image id of your own (AWS ami-…, Tencent img-…, "
-                                      "Alibaba Cloud m-…) in the machine's region; empty: "
-                                      "gpudesk picks the newest GPU deep-learning image."))
+        # the id form of the chosen provider's images (Alibaba Cloud: ubuntu_…_alibase_….vhd
+        # or m-…; AWS ami-…; Tencent img-…), issue 31 item 5
+        provider = o.provider if o.provider in image_choice.TOOLTIPS else "tencent"
+        self.image.setPlaceholderText(QCoreApplication.translate(
+            "Launcher", image_choice.PLACEHOLDERS[provider]))
+        self.image.setToolTip(QCoreApplication.translate(
+            "Launcher", image_choice.TOOLTIPS[provider]).format(region=o.region))
+        self._show_image_note()
         self.budget_labels[0].setText(self.tr("Budget for this machine"))
         self.budget.setSpecialValueText(self.tr("{hours} h × its price").format(
             hours=f"{self.default.hours:g}"))
@@ -687,6 +715,14 @@ class LaunchDialog(Retranslating, QDialog):
             self.offer.provider, str(self.on_budget.currentData() or "stop"), 1.0))
 
     def start(self) -> None:
+        if self.disk_need is not None:  # the CLI's words, before any call (issue 32)
+            try:
+                self.disk_need.check(self.disk.value())
+            except disk_plan.DiskTooSmall as exc:
+                self.log.setText(error_text(exc)[0])
+                self._refusal_shown = self.log.text()
+                self.disk.setFocus()
+                return
         try:
             if not self.allow_from.text().strip():
                 raise ProviderError("invalid", MSG_BAD_CIDR, cidr="")
@@ -787,9 +823,54 @@ class LaunchDialog(Retranslating, QDialog):
         self._show_role()
         self.launched.emit(m.id)
 
+    def _image_typed(self) -> None:
+        """An id typed after the automatic image failed: the field is no longer wrong."""
+        if self._image_failed and self.image.text().strip():
+            self._image_failed = ""
+            self.image.setProperty("invalid", False)
+            self.image.style().unpolish(self.image)
+            self.image.style().polish(self.image)
+        self._show_image_note()
+
+    def _show_image_note(self) -> None:
+        """Before the launch, what a typed image means: started as it is, with no driver
+        check, or (Alibaba Cloud's plain public Ubuntu) the driver at first boot."""
+        if self._image_failed:
+            text, error = self._image_failed, True
+        else:
+            note = image_choice.image_note(self.offer.provider, self.image.text(),
+                                           self.spot.isChecked() and self.keep_alive.isChecked())
+            text = format_template("Launcher", note[0], note[1]) if note else ""
+            error = False
+        self.image_note.setText(text)
+        self.image_note.setProperty("error", error)
+        self.image_note.style().unpolish(self.image_note)
+        self.image_note.style().polish(self.image_note)
+        self.image_note.setVisible(bool(text))
+
+    def _automatic_image_failed(self, error: BaseException) -> bool:
+        """The provider found no GPU image of its own (the field was empty)."""
+        if self.image.text().strip() or not isinstance(error, ProviderError) \
+                or error.kind != "not-found":
+            return False  # (Alibaba Cloud's "no public Ubuntu image…", the others' "no GPU
+        # deep-learning image named …": the provider is not imported here, it is heavy)
+        return "image" in f"{error.template} {error.values.get('what', '')}".lower()
+
     def _failed(self, message: str) -> None:
         self.log.setText(message)
         self._refusal_shown = message  # cleared once the inputs it was about change
+        failed = self.runner.last_error
+        if self._doing == "launch" and failed is not None \
+                and self._automatic_image_failed(failed):
+            # said where it is put right: under the Image field, which is marked and focused
+            self._image_failed = QCoreApplication.translate(
+                "Launcher", image_choice.MSG_AUTOMATIC_IMAGE_FAILED).format(why=message)
+            self.log.setText(self._image_failed)
+            self.image.setProperty("invalid", True)
+            self.image.style().unpolish(self.image)
+            self.image.style().polish(self.image)
+            self._show_image_note()
+            self.body.ensureWidgetVisible(self.image)  # focused once enabled (_finished)
         if self.in_background:
             self.show()  # a launch left in the background says here how it ended
         error = self.runner.last_error
@@ -878,6 +959,8 @@ class LaunchDialog(Retranslating, QDialog):
         # never a second billing machine by accident, nor one with a bad bucket
         self.launch_button.setEnabled(idle and not self.store_problem())
         self._set_inputs(idle)
+        if idle and self._image_failed:
+            self.image.setFocus()  # where the failed automatic image is put right
         self._update_cost()
         self.ended.emit()
         if self._close_when_done:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QCoreApplication, QEvent, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen, QResizeEvent
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPaintEvent, QPen, QResizeEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from gpudesk.calc.sizing import Estimate
@@ -92,8 +92,19 @@ class MemoryBar(QWidget):
         self._capacity = capacity
         self._gpu = gpu
         self._stale = False
+        self._set_tooltip()
+        self._fit_height()
         self.updateGeometry()
         self.update()
+
+    def _fit_height(self) -> None:
+        height = self.sizeHint().height()
+        if self.height() != height:
+            self.setFixedHeight(height)
+
+    def _set_tooltip(self) -> None:
+        """Every legend line in full: a long figure a column cuts short is read here."""
+        self.setToolTip("\n".join(self.legend_lines()) if self._segments else "")
 
     def set_stale(self, stale: bool) -> None:
         """Dim the last good result while the inputs are invalid."""
@@ -136,24 +147,45 @@ class MemoryBar(QWidget):
     # ----------------------------------------------------------------- painting
 
     def _legend_columns(self) -> int:
-        return 2 if self.width() < 520 else 3
+        """As many columns as the longest part's line fits in whole (3, 2 or 1): a figure
+        is never cut to "Communication buffers: 1000.0 …" while the bar has room."""
+        if not self._segments:
+            return 2 if self.width() < 520 else 3
+        widest = max(self.fontMetrics().horizontalAdvance(line)
+                     for line in self.legend_lines()[:-1]) + 24
+        for cols in (3, 2):
+            if widest <= self.width() // cols:
+                return cols
+        return 1
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
         rows = -(-len(PARTS) // self._legend_columns()) + 1
         return QSize(480, self.BAR_HEIGHT + 26 + rows * self.LEGEND_ROW)
+
+    def elided_lines(self) -> list[str]:
+        """The legend as painted at the current width: the lines a reader sees."""
+        cols = self._legend_columns()
+        fm = self.fontMetrics()
+        lines = self.legend_lines()
+        parts = [fm.elidedText(t, Qt.TextElideMode.ElideRight, self.width() // cols - 20)
+                 for t in lines[:-1]]
+        bold = self.font()
+        bold.setBold(True)
+        total = QFontMetrics(bold).elidedText(lines[-1], Qt.TextElideMode.ElideRight,
+                                              self.width() - 2)
+        return [*parts, total]
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
         return QSize(260, self.sizeHint().height())
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
         # Legend columns depend on the width; the height follows them.
-        height = self.sizeHint().height()
-        if self.height() != height:
-            self.setFixedHeight(height)
+        self._fit_height()
         super().resizeEvent(event)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
         if event.type() == QEvent.Type.LanguageChange:
+            self._set_tooltip()
             self.update()
         super().changeEvent(event)
 
@@ -191,7 +223,7 @@ class MemoryBar(QWidget):
         p.end()
 
     def _paint_legend(self, p: QPainter, top: int) -> None:
-        lines = self.legend_lines()
+        lines = self.elided_lines()
         cols = self._legend_columns()
         col_w = self.width() // cols
         pal = self.palette()
@@ -200,11 +232,10 @@ class MemoryBar(QWidget):
             y = top + (i // cols) * self.LEGEND_ROW
             p.fillRect(x + 1, y + 4, 10, 10, QColor(colour))
             p.setPen(pal.windowText().color())
-            elided = p.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, col_w - 20)
-            p.drawText(x + 16, y + 14, elided)
+            p.drawText(x + 16, y + 14, text)
         y = top + (-(-len(PARTS) // cols)) * self.LEGEND_ROW
         f = p.font()
         f.setBold(True)
         p.setFont(f)
         p.setPen(OVER if self.over_capacity else pal.windowText().color())
-        p.drawText(1, y + 14, lines[-1])
+        p.drawText(1, y + 14, lines[-1])  # elided to the width: the full line is the tooltip

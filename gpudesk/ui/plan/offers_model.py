@@ -167,7 +167,9 @@ class OffersModel(NamedColumnsModel):
                 return f"{no_price_text(r)}\n\n{r.offer.price_source}"
             if name == "price":  # the kind's date and where the number comes from
                 return f"{price_status_text(r.offer)}: {r.offer.price_source}"
-            return gpus_text(r) if name == "gpus" else reason_text(r) if name == "why" else None
+            if name in ("gpus", "why"):
+                return gpus_text(r) if name == "gpus" else reason_text(r)
+            return self._texts[row][column]  # a cell its column cuts short is read whole here
         if role == Qt.ItemDataRole.ForegroundRole:
             return None if r.fits else _GREY
         if name in _NUMERIC:  # TextAlignmentRole

@@ -43,6 +43,7 @@ from gpudesk.services.cloud.price_cache import load_catalog_with_cache
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.plan import planner
 from gpudesk.services.plan.planner import Job, RankedOffer, format_bytes
+from gpudesk.ui.plan.disk_needed import DiskNeeded
 from gpudesk.ui.plan.memory_bar import MemoryBar
 from gpudesk.ui.plan.offers_model import (
     COL,
@@ -67,6 +68,7 @@ SORTS = ("cost", "price", "headroom", "hours")
 STYLE = """
 QLineEdit[invalid="true"], QComboBox[invalid="true"] { border: 2px solid #d32f2f; }
 QLabel#formErrors, QLabel[fieldError="true"] { color: #d32f2f; }
+QLabel#nothingFits { color: #b71c1c; border: 1px solid #d32f2f; padding: 4px; }
 """
 
 
@@ -107,6 +109,8 @@ class PlanPage(Retranslating, QWidget):
         lv = QVBoxLayout(left)
         lv.addWidget(self.form)
         lv.addWidget(self.form_errors)
+        self.disk_needed = DiskNeeded(left)  # the job's disk, to the Launch dialog (issue 32)
+        lv.addWidget(self.disk_needed)
         lv.addStretch(1)
         scroll = QScrollArea(self)
         scroll.setWidget(left)
@@ -115,6 +119,14 @@ class PlanPage(Retranslating, QWidget):
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
         self.memory_box = QGroupBox(self)
+        # nothing fits: said first, with what would (issue 31 item 20); an impossible size too
+        self.nothing_fits = QLabel(self.memory_box)
+        self.nothing_fits.setObjectName("nothingFits")
+        self.nothing_fits.setWordWrap(True)
+        self.nothing_fits.setTextFormat(Qt.TextFormat.PlainText)
+        self.nothing_fits.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.nothing_fits.setVisible(False)
+        self._would_fit: tuple[Any, planner.WhatWouldFit | None] | None = None
         self.bar = MemoryBar(self.memory_box)
         self.answers = QLabel(self.memory_box)
         self.answers.setObjectName("answers")
@@ -124,6 +136,7 @@ class PlanPage(Retranslating, QWidget):
         self.notes.setWordWrap(True)
         self.notes.setStyleSheet("color: palette(placeholder-text);")
         mv = QVBoxLayout(self.memory_box)
+        mv.addWidget(self.nothing_fits)
         mv.addWidget(self.bar)
         mv.addWidget(self.answers)
         mv.addWidget(self.notes)
@@ -216,6 +229,7 @@ class PlanPage(Retranslating, QWidget):
 
         self.runner = TaskRunner(self, progress=self.progress)
         self.form.changed.connect(self.recompute)
+        self.recomputed.connect(lambda: self.disk_needed.set_job(self.job))
         self.form.config_requested.connect(self.load_config_dialog)
         self.form.hub_requested.connect(self.fetch_hub_config)
         self.spot.toggled.connect(self.recompute)
@@ -453,7 +467,7 @@ class PlanPage(Retranslating, QWidget):
         return "\n".join(lines)
 
     def _restore_selection(self) -> None:
-        row = 0
+        row = self._closest_row()
         if self._selected_key is not None:
             for i in range(self.proxy.rowCount()):
                 if _key(self.proxy.ranked_at(i)) == self._selected_key:
@@ -475,6 +489,16 @@ class PlanPage(Retranslating, QWidget):
         finally:
             self._selecting = False
         self._show_results()
+
+    def _closest_row(self) -> int:
+        """The first row, or where nothing fits the row that comes closest (the most
+        headroom among the GPUs that run the precision), not the cheapest T4 that cannot
+        run it at all (issue 31 item 20)."""
+        rows = [self.proxy.ranked_at(i) for i in range(self.proxy.rowCount())]
+        if not rows or any(r.fits for r in rows):
+            return 0
+        judged = [i for i, r in enumerate(rows) if r.estimate is not None]
+        return max(judged, key=lambda i: rows[i].headroom_bytes, default=0)
 
     def _selection_changed(self) -> None:
         if self._selecting:
@@ -512,6 +536,7 @@ class PlanPage(Retranslating, QWidget):
         if suggestion is None and chosen is not None and not chosen.fits:
             suggestion = planner.lighter_offer(job, (r.offer for r in self.visible_offers()),
                                                spot=self.spot.isChecked())
+        self._show_nothing_fits()
         self.shown_estimate = est
         self.bar.set_estimate(est, gpu.usable_bytes if gpu else 0, gpu.name if gpu else "")
         self.bar.set_stale(bool(self.errors))
@@ -519,6 +544,32 @@ class PlanPage(Retranslating, QWidget):
         self.notes.setText("\n".join(QCoreApplication.translate("SizingNote", n)
                                      for n in est.notes))
         self._show_summary(chosen)
+
+    def would_fit(self) -> planner.WhatWouldFit | None:
+        """What would fit when no offer shown does (None when one does), computed by the
+        calculator for the job and the offers shown; kept until either changes."""
+        if self.job is None:
+            return None
+        offers = tuple(r.offer for r in self.visible_offers())
+        key = (self.job, offers, self.spot.isChecked())
+        if self._would_fit is None or self._would_fit[0] != key:
+            found = planner.what_would_fit(self.job, offers, self.spot.isChecked()) \
+                if offers else None
+            self._would_fit = (key, found)
+        return self._would_fit[1]
+
+    def _show_nothing_fits(self) -> None:
+        assert self.job is not None
+        lines = []
+        odd = planner.implausible_size(self.job.model, QCoreApplication.translate)
+        if odd:
+            lines.append(odd)
+        found = self.would_fit()
+        if found is not None:
+            lines += planner.what_would_fit_lines(found, self.job.setup.mode,
+                                                  QCoreApplication.translate)
+        self.nothing_fits.setText("\n".join(lines))
+        self.nothing_fits.setVisible(bool(lines))
 
     def _request_launch(self) -> None:
         chosen = self.selected_offer()

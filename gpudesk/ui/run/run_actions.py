@@ -26,7 +26,7 @@ from gpudesk.services.runs import run_control, run_queue, spot_recovery
 from gpudesk.services.runs.detached import RunRecord, RunStatus
 from gpudesk.services.runs.run_control import Tunnel, TunnelSpec
 from gpudesk.ui.widgets.confirm import confirm
-from gpudesk.ui.widgets.task_runner import error_text, show_error
+from gpudesk.ui.widgets.task_runner import show_error
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QLabel, QWidget
@@ -77,6 +77,7 @@ class RunActions(_Base):
     _bridge: Any
     _start_detached: Any
     queue_view: RunQueueView
+    _queued_line: tuple[str, str, str] = ("", "", "")  # (run, machine, the line said)
 
     def selected_run(self) -> RunRecord | None:
         raise NotImplementedError
@@ -89,6 +90,9 @@ class RunActions(_Base):
         raise NotImplementedError
 
     def form_values(self) -> run_control.RunForm:
+        raise NotImplementedError
+
+    def form_refused(self, exc: BaseException) -> None:
         raise NotImplementedError
 
     def save_form(self) -> None:
@@ -104,9 +108,10 @@ class RunActions(_Base):
         try:
             form.check()  # before anything connects, as Run does
         except Exception as exc:  # noqa: BLE001 - shown in words
-            self.status.setText(error_text(exc)[0])
+            self.form_refused(exc)
             return
         self.save_form()
+        self._queued_line = ("", "", "")
         self.status.setText(translate("RunPage", "Checking the machine, syncing the project "
                                       "and adding the run to its queue…"))
         add = functools.partial(run_queue.queue_run, pusher=run_control.push_in_child)
@@ -115,11 +120,46 @@ class RunActions(_Base):
                                         title=translate("RunPage", "The run was not queued"))
 
     def _queued(self, record: RunRecord) -> None:
-        self.status.setText(translate("RunPage", "Run {run} is in the queue of {machine}.")
-                            .format(run=record.id,
-                                    machine=run_queue.machine_name(record.main.target)))
+        machine = run_queue.machine_name(record.main.target)
+        text = translate("RunPage", "Run {run} is in the queue of {machine}.").format(
+            run=record.id, machine=machine)
+        self.status.setText(text)
+        self._queued_line = (record.id, machine, text)  # followed by each queue read
         self.reload_runs()
         self.queue_view.refresh()
+
+    def follow_queued_line(self) -> None:
+        """The "Run … is in the queue" line follows the run's true state as the queue is
+        read (cancelled, running, ended), and goes when the queue no longer lists it: never
+        a stale "in the queue" after a Cancel (issue 31)."""
+        run, machine, said = self._queued_line
+        view = self.queue_view.view
+        if not run or self.status.text() != said or view is None:
+            return
+        entry = next((e for e in view.entries if e.run == run), None)
+        if entry is None:
+            text = ""
+        elif entry.state == "queued":
+            return
+        else:
+            never_ran = entry.state == "cancelled" and not entry.started_at
+            text = {
+                "cancelled": translate("RunPage", "Run {run} was cancelled on {machine}: "
+                                       "it was stopped."),
+                "running": translate("RunPage", "Run {run} left the queue of {machine} and "
+                                     "is running."),
+                "succeeded": translate("RunPage", "Run {run} from the queue of {machine} "
+                                       "succeeded."),
+                "failed": translate("RunPage", "Run {run} from the queue of {machine} "
+                                    "failed."),
+            }.get(entry.state, translate("RunPage", "Run {run} on {machine}: {state}."))
+            if never_ran:
+                text = translate("RunPage", "Run {run} was cancelled: it was taken out of the "
+                                 "queue of {machine} and never started.")
+            text = text.format(run=run, machine=machine,
+                               state=self.queue_view.state_text(entry.state))
+        self.status.setText(text)
+        self._queued_line = (run, machine, text) if text else ("", "", "")
 
     def ask_stop(self) -> None:
         record = self.selected_run()

@@ -95,6 +95,14 @@ class RunFormBox(Retranslating, QGroupBox):
         store_lines.setContentsMargins(0, 0, 0, 0)
         store_lines.addWidget(self.store)
         store_lines.addWidget(self.store_error)
+        # a form the Run button refused: said under the Script field, the field marked
+        # (issue 31 item 21: not only a status line under a log of the previous run)
+        self.form_error = QLabel(self)
+        self.form_error.setObjectName("runFormError")
+        self.form_error.setWordWrap(True)
+        self.form_error.setStyleSheet("color: #d32f2f;")
+        self.form_error.setVisible(False)
+        self._error_field: QWidget | None = None
         self.data = QLineEdit(self)  # a dataset the machine fetches first (issue 32)
         self.data.setObjectName("runData")
         self.data.setClearButtonEnabled(True)
@@ -119,9 +127,14 @@ class RunFormBox(Retranslating, QGroupBox):
             label = QLabel(self)
             self._labels[key] = label
             layout.addRow(label, widget)
+            if key == "script":
+                layout.addRow("", self.form_error)
         layout.addRow(row(self.run_button, self.queue_button, self.cancel_start_button))
         layout.addRow(self.queue_view)
         self.identity_browse.clicked.connect(self._browse_identity)
+        for edit in (self.project, self.script, self.args):
+            edit.textEdited.connect(self._field_edited)
+        self.machine.currentTextChanged.connect(lambda _t: self._field_edited())
         self.project_browse.clicked.connect(self._browse_project)
         self.machine.currentIndexChanged.connect(lambda _i: self.show_profile(chosen=True))
         self.machine.currentTextChanged.connect(lambda _t: self.queue_view.machine_changed())
@@ -161,8 +174,12 @@ class RunFormBox(Retranslating, QGroupBox):
         self.data.setPlaceholderText(translate(
             "RunPage", "none; or a dataset: NAME or NAME:/path/on/machine"))
         self.data.setToolTip(translate(
-            "RunPage", "A dataset pushed with 'gpudesk data push': the machine fetches it from "
-            "its bucket before the script starts (GPUDESK_DATA_DIR), once per machine."))
+            "RunPage", "A dataset pushed with 'gpudesk data push' (the Data page): the machine "
+            "fetches it from its bucket before the script starts (GPUDESK_DATA_DIR), once per "
+            "machine. Or a public source the machine downloads itself: https://host/file, "
+            "s3://bucket/prefix (also cos://, oss://), or hf:ORG/NAME for a Hugging Face "
+            "dataset (with the token saved on the Data page). Add :/path/on/machine for "
+            "where it appears."))
         self.identity_browse.setText(translate("RunPage", "Browse…"))
         self.project_browse.setText(translate("RunPage", "Browse…"))
         current = self.amp.currentIndex()
@@ -203,6 +220,26 @@ class RunFormBox(Retranslating, QGroupBox):
                        checkpoint_every_min=float(self.checkpoint.value()),
                        python=self.python.text().strip(), root=root,
                        store=self.store.text().strip(), data=self.data.text().strip())
+
+    def say_field(self, field: str, text: str) -> None:
+        """Why Run refused the form, under the Script field, with ``field`` ("machine",
+        "project", "script", "args") marked red and focused; "" clears it. Editing the
+        marked field clears it too."""
+        if self._error_field is not None:
+            self._error_field.setStyleSheet("")
+            self._error_field = None
+        self.form_error.setText(text)
+        self.form_error.setVisible(bool(text))
+        widget = {"machine": self.machine, "project": self.project, "script": self.script,
+                  "args": self.args}.get(field)
+        if text and widget is not None:
+            widget.setStyleSheet("border: 2px solid #d32f2f;")
+            widget.setFocus()
+            self._error_field = widget
+
+    def _field_edited(self) -> None:
+        if self._error_field is not None:
+            self.say_field("", "")
 
     def say_store(self, text: str) -> None:
         """Why the bucket was refused, next to its field ("" hides it)."""

@@ -52,6 +52,12 @@ from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.said_text import said_text
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
 
+# A refused form's message -> the field it is about (marked, and focused)
+FIELD_OF: dict[str, str] = {
+    run_control.MSG_NO_TARGET: "machine", run_control.MSG_NO_PROJECT: "project",
+    run_control.MSG_NO_SCRIPT: "script", runs.MSG_NO_SCRIPT: "script",
+    run_control.MSG_BAD_ARGS: "args"}
+
 QUEUE_ONLY = ("queued", "cancelled")  # a queue's run that never had a run folder
 
 __all__ = ["LOG_MAX_LINES", "TERMINALS", "RunPage", "terminal_command"]
@@ -116,6 +122,12 @@ class RunPage(RunActions, Retranslating, QWidget):
         self.log_view = RunLogView(self)
         self.outputs = RunOutputs(self)  # the chosen run's folder in its bucket
         self.machines_view = RunMachines(ledger, self)  # a kept-alive run's machines
+        self.dataset_line = QLabel(self)  # which dataset at which version it used (32)
+        self.dataset_line.setObjectName("runDataset")
+        self.dataset_line.setWordWrap(True)
+        self.dataset_line.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.dataset_line.setVisible(False)
+        self._dataset_said: str = ""
         for i, w in enumerate((self.run_list.tensorboard_button, self.run_list.jupyter_button,
                                self.run_list.terminal_button)):
             self.log_view.tools.insertWidget(i, w)
@@ -140,6 +152,7 @@ class RunPage(RunActions, Retranslating, QWidget):
 
         right = QVBoxLayout(self.run_box)
         right.addWidget(self.run_list)
+        right.addWidget(self.dataset_line)
         split = QSplitter(Qt.Orientation.Vertical, self.run_box)
         split.addWidget(self.log_view)
         split.addWidget(self.machines_view)
@@ -171,6 +184,7 @@ class RunPage(RunActions, Retranslating, QWidget):
         self.queue_view.bind(self.form_values, self.question.policy)
         # each read of the queue brings the runs' states up to date: the list follows
         self.queue_view.states_read.connect(lambda: self.reload_runs())
+        self.queue_view.states_read.connect(self.follow_queued_line)
         self._start_cancel = threading.Event()
         self.cancel_start_button.clicked.connect(self.cancel_start)
         self.launch_runner.started.connect(lambda: self.cancel_start_button.setEnabled(True))
@@ -192,6 +206,8 @@ class RunPage(RunActions, Retranslating, QWidget):
 
     def retranslate(self) -> None:
         self.run_box.setTitle(self.tr("Run"))
+        if self._dataset_said:
+            self.dataset_line.setText(said_text(self._dataset_said))
         self.setToolTip("")
         self._refresh()
         if not self.status.text():
@@ -269,23 +285,40 @@ class RunPage(RunActions, Retranslating, QWidget):
 
     # ------------------------------------------------------------------ starting
 
+    def form_refused(self, exc: BaseException) -> None:
+        """The form cannot start a run (no script there, no project…): said where the user
+        looks, under the Script field with the field marked, and in the log pane, which no
+        longer shows the previous run's lines as if they were this one's (issue 31)."""
+        why = error_text(exc)[0]
+        self.status.setText(why)
+        self.form_box.say_field(FIELD_OF.get(getattr(exc, "template", ""), ""), why)
+        self._clear_pane()
+        self.run_list.refused = why
+        self.log_view.say(self.tr("the run did not start: {why}").format(why=why))
+        self._refresh()
+
+    def _clear_pane(self) -> None:
+        """No run chosen: the log, outputs and machines panes show none (they agree)."""
+        self._detach()
+        self.outputs.show_run(None)
+        self.machines_view.show_run(None)
+        self.log_view.clear()
+        self.run_list.refused = ""
+        self.run_list.choose_none()
+        self.last_status, self.last_doubt, self.follow_error = None, None, None
+
     def start_run(self) -> None:
         form = self.form_values()
         try:
             form.check()  # before anything connects: a readable refusal, nothing changed
         except Exception as exc:  # noqa: BLE001 - shown in words
-            self.status.setText(error_text(exc)[0])
+            self.form_refused(exc)
             return
         self.save_form()
         self.form_box.say_store("")
-        self._detach()
-        self.outputs.show_run(None)
-        self.machines_view.show_run(None)
+        self.form_box.say_field("", "")
         # From here on the pane shows this start, and the list no run: they agree.
-        self.log_view.clear()
-        self.run_list.refused = ""
-        self.run_list.choose_none()
-        self.last_status, self.last_doubt, self.follow_error = None, None, None
+        self._clear_pane()
         self.starting = True
         self._refresh()
         chosen = self.ledger.get(form.target)  # its name, never the internal id (issue 31)
@@ -356,6 +389,7 @@ class RunPage(RunActions, Retranslating, QWidget):
         self._detach()
         self.outputs.show_run(record)
         self.machines_view.show_run(record)
+        self._show_dataset(record)
         self.last_status = None
         self.last_doubt = None
         self.follow_error = None
@@ -382,6 +416,16 @@ class RunPage(RunActions, Retranslating, QWidget):
         self.mirror = spot_recovery.CheckpointMirror(
             record, self.question.policy(), on_pull=lambda st: _emit(bridge.mirror, st)).start()
         self._refresh()
+
+    def _show_dataset(self, record: RunRecord | None) -> None:
+        """The line naming the run's dataset and its version (``gpudesk outputs`` says it
+        too); hidden for a run without one."""
+        from gpudesk.services.runs.run_data import dataset_line
+
+        said = dataset_line(record.data) if record is not None else None
+        self._dataset_said = said or ""
+        self.dataset_line.setText(said_text(said) if said is not None else "")
+        self.dataset_line.setVisible(said is not None)
 
     def _detach(self) -> None:
         if self.follower is not None:

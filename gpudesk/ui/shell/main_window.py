@@ -119,6 +119,7 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
         self.add_lazy_page("instances", self._make_instances, lambda: self.tr("Instances"))
         self.add_lazy_page("run", self._make_run, lambda: self.tr("Run"))
         self.add_lazy_page("watch", self._make_watch, lambda: self.tr("Watch"))
+        self.add_lazy_page("data", self._make_data, lambda: self.tr("Data"))
         self.nav.setCurrentRow(0)
         self.billing_label = QLabel(self)
         self.billing_label.setObjectName("billingStatus")
@@ -251,7 +252,8 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
                               terminate=lambda ledger_id: act(self.ledger, ledger_id,
                                                               "terminate", self.providers),
                               open_instances=self._show_machine,
-                              job=self._spot_job(ranked), parent=self)
+                              job=self._spot_job(ranked),
+                              disk_need=self.plan.disk_needed.for_launch(), parent=self)
         _delete_on_close(dialog)
         dialog.launched.connect(self._launched)
         dialog.ended.connect(self.instances.reload)

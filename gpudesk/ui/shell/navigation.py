@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the pages are imported when first opened (fast start)
     from gpudesk.services.cloud.launcher import Launcher
     from gpudesk.services.core.settings import Settings
     from gpudesk.services.money.ledger import Ledger
+    from gpudesk.ui.data.data_page import DataPage
     from gpudesk.ui.machines.accounts_page import AccountsPage
     from gpudesk.ui.machines.instances_page import InstancesPage
     from gpudesk.ui.plan.plan_page import PlanPage
@@ -161,6 +162,10 @@ class PageNavigation(_Base):
     def accounts(self) -> AccountsPage:
         return cast("AccountsPage", self.page("accounts"))
 
+    @property
+    def data(self) -> DataPage:
+        return cast("DataPage", self.page("data"))
+
     def _make_plan(self) -> QWidget:
         from gpudesk.ui.plan.plan_page import PlanPage
 
@@ -198,6 +203,11 @@ class PageNavigation(_Base):
         from gpudesk.ui.watch.watch_page import WatchPage
 
         return WatchPage(self.ledger, lambda: self.settings, self)
+
+    def _make_data(self) -> QWidget:
+        from gpudesk.ui.data.data_page import DataPage
+
+        return DataPage(self.ledger, self)
 
     def _reload_machines(self) -> None:
         for key in ("run", "watch"):

@@ -485,7 +485,8 @@ class AliyunProvider(SdkProvider[CallContext], MachineGroups, KeepAliveAliyun):
         if release is not None:  # the cap ECS enforces itself: it deletes the machine then
             params["AutoReleaseTime"] = ap.format_time(release)
         user_data = request.user_data
-        if image in self._driver_images():  # a public image without the driver: install it
+        if image in self._driver_images() or aliyun_gpu_driver.is_plain_ubuntu(
+                request.image_id):  # a public image without the driver (picked or typed)
             user_data = aliyun_gpu_driver.with_driver(user_data)
         if user_data:
             params["UserData"] = base64.b64encode(user_data.encode()).decode()

@@ -19,6 +19,8 @@ and says so (the run's driver check).
 
 from __future__ import annotations
 
+import re
+
 DRIVER_VERSION = "550.127.08"
 CUDA_VERSION = "12.4.1"
 CUDNN_VERSION = "9.2.0.82"
@@ -59,3 +61,17 @@ def with_driver(user_data: str) -> str:
         return SCRIPT
     return (f'Content-Type: multipart/mixed; boundary="{BOUNDARY}"\nMIME-Version: 1.0\n\n'
             + _part(user_data) + _part(SCRIPT) + f"--{BOUNDARY}--\n")
+
+
+# Alibaba Cloud's public Ubuntu images are named by their id: ubuntu_<ver>_x64_<disk>G_
+# alibase_<date>.vhd (DescribeImages, ImageOwnerAlias "system"); an image with a GPU driver
+# says so in its id (gpu, cuda, nvidia), as aliyun_parse.is_gpu_image reads its name.
+PLAIN_UBUNTU_ID = re.compile(r"^ubuntu_\d+_\d+_x64_\d+G_alibase_\d{8}\.vhd$")
+GPU_WORDS = ("gpu", "cuda", "nvidia")
+
+
+def is_plain_ubuntu(image_id: str) -> bool:
+    """A public Ubuntu image id that names no GPU driver: one typed in the Image field (or
+    ``--image``) gets the driver at first boot as the one ``find_image`` picks does."""
+    text = image_id.strip()
+    return bool(PLAIN_UBUNTU_ID.match(text)) and not any(w in text.lower() for w in GPU_WORDS)
