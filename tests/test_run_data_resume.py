@@ -183,3 +183,7 @@ def test_a_keep_alive_replacement_fetches_the_dataset_at_first_boot(
     assert _seen(out) == [{"dir": str(machine_b / "data-cache" / pushed.manifest_sha256),
                            "files": {rel: hashlib.sha256(body).hexdigest()
                                      for rel, body in DATASET.items()}}]
+    # noted in the run folder, as fetch-data notes it: the desktop counts it (data-fetch.json)
+    note = json.loads((machine_b / "runs" / run_id / "data-fetch.json").read_text())
+    assert [(f["dataset"], f["sha"], f["bytes"], f["files"]) for f in note["fetches"]] == [
+        ("tokens", pushed.manifest_sha256, sum(len(b) for b in DATASET.values()), 3)]

@@ -19,6 +19,11 @@ A public source instead (``--source-kind url|bucket|hf --source URL [--prefix P]
 bucket: its listing is read again here and its version checked against ``SHA256``, the
 files come from the source itself into the same cache. ``--token-file`` (a Hub token,
 mode 0600) is read and deleted before the first request; the token is never an argument.
+
+Each fetch from the run's bucket is noted in ``<run>/data-fetch.json`` (its id, the
+dataset, its version, the bytes fetched this time: 0 when the cache had it), which the
+desktop reads with the run's status to put the download in the month's spend (issue 32).
+A public source is not the user's bucket, so it is not noted.
 """
 
 from __future__ import annotations
@@ -31,11 +36,13 @@ import shutil
 import sys
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import public_data
+from .file_parts import At, sha256_file
 from .store import Store, StoreError
 from .uploader import load_config
 
@@ -45,29 +52,7 @@ RANGE = 8 * 1024 * 1024  # bytes per ranged GET
 WORKERS = 16
 CHUNK = 1024 * 1024
 FAILED = 3
-
-
-class _At:
-    """A file-like writer that puts a ranged GET's body at its offset (``os.pwrite``)."""
-
-    def __init__(self, fd: int, offset: int) -> None:
-        self.fd, self.offset, self.written = fd, offset, 0
-
-    def write(self, data: bytes) -> int:
-        view = memoryview(data)
-        while view:
-            n = os.pwrite(self.fd, view, self.offset + self.written)
-            self.written += n
-            view = view[n:]
-        return len(data)
-
-
-def _sha(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+FETCH_NOTE = "data-fetch.json"  # what this run fetched from its bucket (the desktop reads it)
 
 
 def blob_key(manifest_key: str, sha: str) -> str:
@@ -108,7 +93,7 @@ def fetch(store: Store, manifest_key: str, sha: str, cache: Path, *,
         dest = part / rel
         size = int(f["size"])
         if dest.is_file() and dest.stat().st_size == size and \
-                _sha(dest) == f["sha256"]:
+                sha256_file(dest) == f["sha256"]:
             continue  # a fetch cut short already brought it
         dest.parent.mkdir(parents=True, exist_ok=True)
         with open(dest, "wb") as fh:
@@ -132,7 +117,7 @@ def fetch(store: Store, manifest_key: str, sha: str, cache: Path, *,
         key = blob_key(manifest_key, str(f["sha256"]))
         fd = os.open(str(dest), os.O_WRONLY)
         try:
-            out = _At(fd, first)
+            out = At(fd, first)
             store.request("GET", key, headers={"range": f"bytes={first}-{last}"},
                           out=out)  # type: ignore[arg-type]  # only .write() is used
             if out.written != last - first + 1:
@@ -144,7 +129,7 @@ def fetch(store: Store, manifest_key: str, sha: str, cache: Path, *,
 
     def check(item: Tuple[Dict[str, Any], Path]) -> None:
         f, dest = item
-        if dest.stat().st_size != int(f["size"]) or _sha(dest) != f["sha256"]:
+        if dest.stat().st_size != int(f["size"]) or sha256_file(dest) != f["sha256"]:
             raise StoreError(f"{f['path']} differs from its SHA-256 in the manifest")
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -155,6 +140,26 @@ def fetch(store: Store, manifest_key: str, sha: str, cache: Path, *,
         shutil.rmtree(done)
     os.replace(part, done)
     return done, len(wanted), fetched[0]
+
+
+def note_fetch(run_dir: Path, dataset: str, sha: str, n_bytes: int, files: int) -> None:
+    """Add this fetch to the run's ``data-fetch.json`` (written whole, then renamed): the
+    desktop counts each id once. A note that cannot be written never stops the run."""
+    path = Path(run_dir) / FETCH_NOTE
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8")).get("fetches") or []
+    except (OSError, ValueError, AttributeError):
+        rows = []
+    rows.append({"id": uuid.uuid4().hex, "dataset": dataset, "sha": sha,
+                 "bytes": int(n_bytes), "files": int(files), "at": time.time()})
+    tmp = path.with_name(f".{FETCH_NOTE}.tmp-{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps({"version": 1, "fetches": rows}) + "\n", encoding="utf-8")
+        os.replace(str(tmp), str(path))
+    except OSError as exc:
+        print(f"gpudesk-agent fetch-data: cannot note the fetch in {path}: {exc}",
+              file=sys.stderr, flush=True)
 
 
 def link(target: Path, where: Path) -> Path:
@@ -219,6 +224,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             config, _ = load_config(args.run)
             folder, count, size = fetch(Store(config), args.key, args.sha,
                                         cache_root(args.run))
+            note_fetch(args.run, args.name or args.key, args.sha, size, count)
         where = link(folder, Path(args.path)) if args.path else folder
     except (StoreError, public_data.SourceError, OSError, ValueError) as exc:
         print(f"gpudesk-agent fetch-data: dataset {name} could not be fetched: {exc}",

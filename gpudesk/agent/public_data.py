@@ -47,6 +47,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from .file_parts import At, sha256_file
+
 KINDS = ("url", "bucket", "hf")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MARKER = ".gpudesk-source.json"  # written last: the cached folder is whole
@@ -244,27 +246,7 @@ def version(found: Dict[str, Any]) -> str:
 
 # ------------------------------------------------------------------ the fetch
 
-class _At:
-    def __init__(self, fd: int, offset: int) -> None:
-        self.fd, self.offset, self.written = fd, offset, 0
-
-    def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            n = os.pwrite(self.fd, view, self.offset + self.written)
-            self.written += n
-            view = view[n:]
-
-
-def _sha(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _copy(reply: Any, out: _At, limit: int) -> None:
+def _copy(reply: Any, out: At, limit: int) -> None:
     while out.written < limit:
         chunk = reply.read(min(CHUNK, limit - out.written))
         if not chunk:
@@ -287,7 +269,7 @@ def fetch(found: Dict[str, Any], cache: Path, *, token: str = "", workers: int =
         dest = part / str(f["path"])
         size = int(f["size"])
         if "sha256" in f and dest.is_file() and dest.stat().st_size == size and \
-                _sha(dest) == f["sha256"]:
+                sha256_file(dest) == f["sha256"]:
             continue  # a fetch cut short already brought it (a file without a hash is
             # fetched again: it was made full-size before its bytes came)
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -314,7 +296,7 @@ def fetch(found: Dict[str, Any], cache: Path, *, token: str = "", workers: int =
         try:
             with reply:
                 code = reply.status
-                out = _At(fd, first if code == 206 else 0)
+                out = At(fd, first if code == 206 else 0)
                 _copy(reply, out, last - first + 1 if code == 206 else 1 << 62)
         finally:
             os.close(fd)
@@ -329,7 +311,7 @@ def fetch(found: Dict[str, Any], cache: Path, *, token: str = "", workers: int =
         listing's ETags and sizes."""
         if dest.stat().st_size != int(f["size"]):
             raise SourceError(f"{f['path']} has another size than the listing says")
-        if "sha256" in f and _sha(dest) != f["sha256"]:
+        if "sha256" in f and sha256_file(dest) != f["sha256"]:
             raise SourceError(f"{f['path']} differs from its SHA-256 in the listing")
 
     def probe(item: Tuple[Dict[str, Any], Path]) -> None:

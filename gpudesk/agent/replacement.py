@@ -298,11 +298,13 @@ def resume(root: Path, *, environ: Mapping[str, str] = os.environ,
     data = run.get("data")
     if isinstance(data, dict) and data.get("key") and data.get("manifest_sha256"):
         # the run's dataset, from the bucket, before the script starts (issue 32)
-        from .data_fetch import CACHE, DATA_ENV, link
+        from .data_fetch import CACHE, DATA_ENV, link, note_fetch
         from .data_fetch import fetch as fetch_data
 
-        folder = fetch_data(store, str(data["key"]), str(data["manifest_sha256"]),
-                            root / CACHE)[0]
+        folder, count, size = fetch_data(store, str(data["key"]),
+                                         str(data["manifest_sha256"]), root / CACHE)
+        note_fetch(run_dir, str(data.get("name") or data["key"]),
+                   str(data["manifest_sha256"]), size, count)
         env[DATA_ENV] = str(link(folder, Path(str(data["path"]))) if data.get("path")
                             else folder)
     elif isinstance(data, dict) and data.get("kind") in ("url", "bucket", "hf"):

@@ -56,6 +56,8 @@ from gpudesk.services.core.files import atomic_write_text
 from gpudesk.services.core.said import Said
 from gpudesk.services.remote import sync as sync_service
 from gpudesk.services.remote.ssh import MSG_DROPPED, SshConnection, SshDisconnected
+from gpudesk.services.runs import run_downloads
+from gpudesk.services.runs.run_downloads import DataFetch
 from gpudesk.training.env import AMP_ENV, CHECKPOINT_EVERY_ENV, OUTPUT_DIR_ENV, RUN_DIR_ENV
 
 if TYPE_CHECKING:
@@ -239,6 +241,8 @@ class RunStatus:
     # A non-zero exit after every rank finished (final checkpoint written, said past
     # Session.finish()'s barrier): a rank's teardown aborted. The run finished.
     teardown: bool = False
+    # What the agent fetched from the run's bucket (issue 32), noted as downloads
+    data_fetches: tuple[DataFetch, ...] = ()
 
     @property
     def finished(self) -> bool:
@@ -287,9 +291,26 @@ def free_port(conn: SshConnection, python: str) -> int:
     return int(_call(conn, python, "choosing a rendezvous port", "freeport").strip())
 
 
+def _note_downloads(run_dir: str, fetches: tuple[DataFetch, ...]) -> None:
+    """The run whose folder is ``run_dir`` (named by its id) noted its bucket fetches: each
+    kept once as a download, to the node that fetched it; nothing without its record here."""
+    if not any(f.bytes > 0 for f in fetches):
+        return
+    try:
+        record = RunRecord.load(run_dir.rstrip("/").rsplit("/", 1)[-1])
+    except RunError:
+        return
+    node = next((n for n in record.nodes if n.run_dir == run_dir), record.main)
+    run_downloads.note(record.id, record.data, record.store_region, node.target, fetches)
+
+
 def status(conn: SshConnection, run_dir: str, python: str = DEFAULT_PYTHON) -> RunStatus:
-    """running / exited(code) / lost (pid gone without an exit status) / missing."""
+    """running / exited(code) / lost (pid gone without an exit status) / missing; what
+    the run fetched from its bucket is kept as downloads here, where every front end
+    reads a run's state (``run_downloads``)."""
     data = json.loads(_call(conn, python, "reading the run status", "status", run_dir))
+    fetches = run_downloads.parse(data.get("data_fetches"))
+    _note_downloads(run_dir, fetches)  # the month's spend (issue 32)
     seconds = data.get("seconds")
     found = data.get("checkpoints")
     return RunStatus(str(data["state"]), data.get("code"), data.get("pid"),
@@ -297,7 +318,7 @@ def status(conn: SshConnection, run_dir: str, python: str = DEFAULT_PYTHON) -> R
                      float(seconds) if isinstance(seconds, int | float) else None,
                      int(found) if isinstance(found, int) else None,
                      str(data.get("latest_checkpoint") or ""),
-                     bool(data.get("teardown")))
+                     bool(data.get("teardown")), fetches)
 
 
 def stop(conn: SshConnection, run_dir: str, python: str = DEFAULT_PYTHON) -> None:

@@ -53,6 +53,7 @@ SAID_LINES = (SAID_CANNOT_START, SAID_RESUMING)
 
 PID_FILE = "pid"
 LOG_FILE = "log"
+FETCH_NOTE = "data-fetch.json"  # agent/data_fetch.py: what was fetched from the bucket
 EXIT_FILE = "exit_status"
 CANCEL_FILE = "cancelled"  # written by ``stop`` before its SIGTERM: the exit was asked for
 SPEC_FILE = "run.json"
@@ -144,6 +145,9 @@ def status(run_dir: str) -> dict[str, Any]:
                        if n.startswith("ckpt-") and n.endswith(".pt"))
         out["checkpoints"] = len(names)
         out["latest_checkpoint"] = names[-1] if names else ""
+    with contextlib.suppress(OSError, ValueError, AttributeError), \
+            open(os.path.join(run_dir, FETCH_NOTE), encoding="utf-8") as fh:  # bucket (32)
+        out["data_fetches"] = list(json.load(fh).get("fetches") or [])
     return out
 
 

@@ -11,7 +11,7 @@ or "price not known" with the reason, never a guess (docs/storage.md, "Cost").
   one-time upload (data in: free on all three clouds, by their own pages below), each
   bucket-to-bucket copy between regions (billed as data out of the source region: AWS's
   ``InterRegion Outbound`` price from the AmazonS3 offer, ``s3_price_list``), and
-  machine downloads where gpudesk learns their size.
+  each run's fetch from its bucket onto a machine, once (``runs/run_downloads.py``).
 
 Which traffic is free, by each cloud's own page (read on :data:`PAGES_READ`):
 
@@ -173,9 +173,10 @@ class Transfer:
     dataset: str
     cloud: str
     region: str  # where the bytes left from (the bucket; the cloud's region for an upload)
-    to: str  # the destination region ("" for an upload: this computer's side)
+    to: str  # the destination region ("" for an upload; an own machine's address)
     bytes: int
     machine_cloud: str = ""  # a download's machine
+    ref: str = ""  # what noted it ("<run>:<fetch id>" for a download): kept once
 
 
 def transfers_file() -> Path:
@@ -198,31 +199,38 @@ def load(path: Path | None = None) -> list[Transfer]:
         try:
             out.append(Transfer(float(raw["at"]), str(raw["kind"]), str(raw["dataset"]),
                                 str(raw["cloud"]), str(raw["region"]), str(raw.get("to", "")),
-                                int(raw["bytes"]), str(raw.get("machine_cloud", ""))))
+                                int(raw["bytes"]), str(raw.get("machine_cloud", "")),
+                                str(raw.get("ref", ""))))
         except (KeyError, TypeError, ValueError):
             log.warning("%s: a bad transfer was dropped", TRANSFERS_FILE)
     return out
 
 
 def record(kind: str, dataset: str, cloud: str, region: str, n_bytes: int, *, to: str = "",
-           machine_cloud: str = "", at: float | None = None, path: Path | None = None) -> bool:
-    """Keep one transfer of ``n_bytes`` (nothing for 0); never raises: a cost note must not
-    break a push or a copy. Returns whether it was kept."""
+           machine_cloud: str = "", at: float | None = None, path: Path | None = None,
+           ref: str = "") -> bool:
+    """Keep one transfer of ``n_bytes`` (nothing for 0; nothing again for a ``ref`` already
+    kept: a run's status read twice counts its download once); never raises: a cost note
+    must not break a push or a copy. Returns whether it was kept."""
     if n_bytes <= 0:
         return False
     from gpudesk.services.core.files import atomic_write_text
 
     path = path or transfers_file()
     row = Transfer(time.time() if at is None else at, kind, dataset, cloud, region, to,
-                   int(n_bytes), machine_cloud)
+                   int(n_bytes), machine_cloud, ref)
     try:
         with _lock:
-            rows = [*load(path), row]
+            kept = load(path)
+            if ref and any(r.ref == ref for r in kept):
+                return False
+            rows = [*kept, row]
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, json.dumps({"version": 1, "transfers": [
                 {"at": r.at, "kind": r.kind, "dataset": r.dataset, "cloud": r.cloud,
                  "region": r.region, "to": r.to, "bytes": r.bytes,
-                 "machine_cloud": r.machine_cloud} for r in rows]}, indent=1) + "\n")
+                 "machine_cloud": r.machine_cloud, **({"ref": r.ref} if r.ref else {})}
+                for r in rows]}, indent=1) + "\n")
     except OSError as exc:
         log.warning("cannot note a dataset transfer in %s: %s", path, exc)
         return False
