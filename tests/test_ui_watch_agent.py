@@ -64,7 +64,9 @@ def test_profile_agent_note_stop_agent_and_watching_again(
                     timeout=WAIT_MS)
     pid = agent_pid(root)
     assert pid is not None and pid_alive(pid)
-    assert "keeps running on lab after gpudesk closes" in page.agent.text()
+    # the feed's state reaches the page as a queued signal, a loop turn after ``site``
+    qtbot.waitUntil(lambda: "keeps running on lab after gpudesk closes" in page.agent.text(),
+                    timeout=WAIT_MS)
     assert not page.stop_agent_button.isHidden()
     page.shutdown()
 

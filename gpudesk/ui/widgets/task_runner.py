@@ -149,7 +149,9 @@ class TaskRunner(QObject):
 
     @property
     def busy(self) -> bool:
-        return self._task is not None and not self._task.done()
+        """True from ``run`` until ``finished`` has been emitted (not merely until the
+        task is done: its done-callback comes a loop turn later)."""
+        return self._task is not None
 
     def run(self, work: Awaitable[T], on_success: Callable[[T], None] | None = None,
             *, title: str = "") -> asyncio.Future[Any]:
@@ -208,6 +210,10 @@ class TaskRunner(QObject):
             if self._active == 0 and self._busy_cursor:
                 QGuiApplication.restoreOverrideCursor()
             return
+        if self._task is task:
+            # not busy only from here on: between the task's end and this callback a
+            # caller asking ``busy`` must not act before ``finished`` has been handled
+            self._task = None
         self._set_busy(False)
         self.finished.emit(not task.cancelled() and task.result() is True)
 
