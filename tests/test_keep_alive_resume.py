@@ -42,6 +42,8 @@ from test_run_store_resume import STEPS, _kill_tree, _latest, _same_weights, rec
 from test_runs import PYTHON, connect, gpudesk, result, run_cmd, training_project, wait_for
 
 from gpudesk.agent import replacement
+from gpudesk.agent.bucket_spend import RunBudget
+from gpudesk.agent.group_end import GroupRef
 from gpudesk.agent.runs import read_pid
 from gpudesk.agent.uploader import FINAL_STATES, Uploader
 from gpudesk.services.cloud.providers.base import Credentials
@@ -176,8 +178,8 @@ def _package(bucket: Bucket, project: Path, out: Path, run_id: str, root: Path,
                                                     "desktop-secret"))
     package = run_package.write_package(
         access, request, client=client,
-        group=run_package.GroupRef("aws", REGION, f"gpudesk-run-{run_id}"),
-        budget=run_package.BudgetRef(50.0, "USD", 1.2), keep=2)
+        group=GroupRef("aws", REGION, f"gpudesk-run-{run_id}"),
+        budget=RunBudget(50.0, "USD", 1.2), keep=2)
     return access, request, package
 
 

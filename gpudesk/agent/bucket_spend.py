@@ -43,7 +43,7 @@ from .guard import POWER_ACTIONS, Guard
 from .runs import PID_FILE, pid_alive, read_pid
 from .spot import SPOT_NOTICE_FILE
 from .store import Store, StoreError
-from .uploader import CONFIG_FILE, EXIT_FILE, STATE_FILE, load_config
+from .uploader import CONFIG_FILE, EXIT_FILE, STATE_FILE, _mtime, _read_json, load_config
 
 log = logging.getLogger("gpudesk.agent")
 
@@ -67,9 +67,15 @@ def _num(value: Any, default: float = 0.0) -> float:
 
 @dataclass(frozen=True)
 class RunBudget:
+    """run.json's ``budget`` (written by the desktop, ``services/runs/run_package``)."""
+
     amount: float
-    currency: str
+    currency: str  # USD | CNY
     price_per_hour: float
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"amount": self.amount, "currency": self.currency,
+                "price_per_hour": self.price_per_hour}
 
 
 @dataclass(frozen=True)
@@ -266,21 +272,6 @@ class PooledMeter:
 
 
 # ------------------------------------------------------------------ on the machine
-
-def _mtime(path: Path) -> Optional[float]:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return None
-
-
-def _read_json(path: Path) -> Dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
 
 class KeepAlive:
     """A keep-alive run on this machine: its spend in the bucket, its group's end.

@@ -244,10 +244,14 @@ def acs3_headers(creds: Creds, action: str, url: str, query: Mapping[str, str], 
 
 # ------------------------------------------------------------------ the calls
 
+def aws_domain(region: str) -> str:
+    """AWS's domain in ``region``: its China regions (``cn-…``) answer under ``.com.cn``."""
+    return "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+
+
 def endpoint_of(provider: str, region: str) -> str:
     if provider == "aws":
-        suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
-        return f"https://ec2.{region}.{suffix}/"
+        return f"https://ec2.{region}.{aws_domain(region)}/"
     if provider == "tencent":
         return "https://cvm.tencentcloudapi.com/"
     return f"https://ecs.{region}.aliyuncs.com/"

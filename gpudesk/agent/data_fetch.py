@@ -45,6 +45,7 @@ from . import public_data
 from .file_parts import At, sha256_file
 from .store import Store, StoreError
 from .uploader import load_config
+from .wrap_command import exec_command, split_command
 
 DATA_ENV = "GPUDESK_DATA_DIR"  # what the training script reads
 CACHE = "data-cache"
@@ -191,11 +192,7 @@ def _fetch_public(args: argparse.Namespace, token: str) -> Tuple[Path, int, int]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args_in: List[str] = list(sys.argv[1:] if argv is None else argv)
-    command: List[str] = []
-    if "--" in args_in:
-        cut = args_in.index("--")
-        args_in, command = args_in[:cut], args_in[cut + 1:]
+    args_in, command = split_command(argv)
     p = argparse.ArgumentParser(prog="gpudesk-agent fetch-data")
     p.add_argument("--run", type=Path, required=True, help="the run folder")
     p.add_argument("--key", default="", help="the dataset manifest's key in the bucket")
@@ -241,6 +238,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     env = dict(os.environ)
     env[DATA_ENV] = str(where)
     print(f"{DATA_ENV}={where}", flush=True)
-    if command:
-        os.execvpe(command[0], command, env)
+    exec_command(command, env)
     return 0

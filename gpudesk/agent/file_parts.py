@@ -1,7 +1,8 @@
 """A file fetched in parts: ranged GETs written at their offsets, and the whole file's hash.
 
 Shared by the fetch from the run's bucket (``data_fetch``) and from a public source
-(``public_data``). Standard library only, like the rest of the agent.
+(``public_data``); the hash also checks a checkpoint (``store``) and the run's code
+(``replacement``). Standard library only, like the rest of the agent.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from .clock import SYSTEM_CLOCK, Clock
+from .cloud_stop import PROVIDERS as CLOUDS
 from .cloud_stop import (
     CloudStopError,
     Creds,
@@ -43,12 +44,13 @@ from .cloud_stop import (
     _post,
     _rfc3986,
     acs3_headers,
+    aws_domain,
     aws_sigv4,
     tc3_headers,
 )
 from .events import EventLog
+from .i18n_marks import QT_TRANSLATE_NOOP
 
-CLOUDS = ("aws", "tencent", "aliyun")
 ASG_VERSION = "2011-01-01"
 AS_VERSION = "2018-04-19"
 ESS_VERSION = "2022-02-22"
@@ -59,13 +61,6 @@ RETRY_MAX_S = 300.0
 ESS_CENTRAL = ("cn-qingdao", "cn-beijing", "cn-zhangjiakou", "cn-huhehaote", "cn-hangzhou",
                "cn-shanghai", "cn-shenzhen", "cn-hongkong", "ap-southeast-1", "us-west-1",
                "us-east-1")
-
-
-def QT_TRANSLATE_NOOP(context: str, text: str) -> str:  # noqa: N802 - the name lupdate finds
-    """Marks the events' words for Qt's tools (the machine has no Qt; the desktop
-    translates the ``said`` template of an event and fills in its ``values``)."""
-    del context
-    return text
 
 
 MSG_GONE = QT_TRANSLATE_NOOP(
@@ -113,6 +108,10 @@ class GroupRef:
             return None
         return cls(cloud, region, gid)
 
+    def to_dict(self) -> Dict[str, str]:
+        """As run.json holds it (written by the desktop, ``services/runs/run_package``)."""
+        return {"cloud": self.cloud, "region": self.region, "group_id": self.group_id}
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -125,8 +124,7 @@ class Outcome:
 
 def endpoint_of(cloud: str, region: str) -> str:
     if cloud == "aws":
-        suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
-        return f"https://autoscaling.{region}.{suffix}/"
+        return f"https://autoscaling.{region}.{aws_domain(region)}/"
     if cloud == "tencent":
         return "https://as.tencentcloudapi.com/"
     return "https://ess.aliyuncs.com/" if region in ESS_CENTRAL else \

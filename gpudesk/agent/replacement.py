@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -48,18 +47,14 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from .cloud_stop import CloudStopError, Metadata
 from .events import EventLog
+from .file_parts import sha256_file
+from .i18n_marks import QT_TRANSLATE_NOOP
 from .resume_fetch import RESUME_ENV, fetch_latest
 from .runs import pid_alive, read_pid
 from .store import Store, StoreConfig, StoreError
 from .uploader import CONFIG_FILE, END_FILE, FINAL_STATES, _step, _write_json
 
 log = logging.getLogger("gpudesk.agent.replacement")
-
-
-def QT_TRANSLATE_NOOP(context: str, text: str) -> str:  # noqa: N802 - the name lupdate finds
-    """Marks this module's log lines for Qt's tools (the machine has no Qt)."""
-    del context
-    return text
 
 
 SAID_STARTED = QT_TRANSLATE_NOOP(
@@ -161,14 +156,6 @@ def _json(store: Store, key: str) -> Optional[Dict[str, Any]]:
     return data
 
 
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _unpack(archive: Path, dest: Path) -> None:
     """The project's files into ``dest`` (replaced whole): regular files and folders only,
     every name inside it."""
@@ -263,7 +250,7 @@ def resume(root: Path, *, environ: Mapping[str, str] = os.environ,
     key, want = str(code["key"]), str(code["sha256"]).lower()
     with tempfile.TemporaryDirectory(dir=projects, prefix=".code-") as tmp:
         archive = store.get_file(key, Path(tmp) / "project.tar.gz")
-        got = _sha256_of(archive)
+        got = sha256_file(archive)
         if got != want:
             raise CodeRefused(SAID_BAD_CODE.format(run=run_id, key=key, got=got,
                                                         want=want))

@@ -20,10 +20,11 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 from .store import Store, StoreError
 from .uploader import MANIFEST, _step, _write_json, finished_checkpoints, load_config
+from .wrap_command import exec_command, split_command
 
 log = logging.getLogger("gpudesk.agent")
 RESUME_ENV = "GPUDESK_RESUME_FROM"  # what gpudesk.training reads (training/env.py)
@@ -81,11 +82,7 @@ def fetch_latest(folder: Path, store: Optional[Store] = None) -> Optional[Path]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args_in: List[str] = list(sys.argv[1:] if argv is None else argv)
-    command: List[str] = []
-    if "--" in args_in:
-        cut = args_in.index("--")
-        args_in, command = args_in[:cut], args_in[cut + 1:]
+    args_in, command = split_command(argv)
     p = argparse.ArgumentParser(prog="gpudesk-agent fetch-resume")
     p.add_argument("--run", type=Path, required=True, help="the run folder")
     args = p.parse_args(args_in)
@@ -108,6 +105,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if path is not None:
         env[RESUME_ENV] = str(path.resolve())
         print(f"{RESUME_ENV}={env[RESUME_ENV]}", flush=True)
-    if command:
-        os.execvpe(command[0], command, env)
+    exec_command(command, env)
     return code

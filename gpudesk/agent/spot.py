@@ -153,38 +153,44 @@ class AwsSpot:
         raise SpotUnavailable("instance-action: token refused twice")
 
 
-class TencentSpot:
+class _TerminationTime:
+    """A cloud whose metadata gives only the termination time, as plain text, at ``path``
+    (404 until a notice); the action is always a termination."""
+
+    provider = ""
+    path = ""
+
+    def __init__(self, base_url: str, timeout: float = 2.0) -> None:
+        self.base = base_url.rstrip("/")
+        self.timeout = timeout
+
+    def parse(self, when: str) -> float | None:
+        raise NotImplementedError
+
+    def check(self) -> Notice | None:
+        status, body = _request(self.base + self.path, timeout=self.timeout)
+        if status == 404:
+            return None
+        if status != 200:
+            raise SpotUnavailable(f"termination-time: HTTP {status}")
+        when = body.decode("utf-8", "replace").strip()[:64]
+        return Notice(self.provider, "terminate", when, self.parse(when))
+
+
+class TencentSpot(_TerminationTime):
     provider = "tencent"
+    path = TENCENT_PATH
 
-    def __init__(self, base_url: str, timeout: float = 2.0) -> None:
-        self.base = base_url.rstrip("/")
-        self.timeout = timeout
-
-    def check(self) -> Notice | None:
-        status, body = _request(self.base + TENCENT_PATH, timeout=self.timeout)
-        if status == 404:
-            return None
-        if status != 200:
-            raise SpotUnavailable(f"termination-time: HTTP {status}")
-        when = body.decode("utf-8", "replace").strip()[:64]
-        return Notice("tencent", "terminate", when, parse_tencent_time(when))
+    def parse(self, when: str) -> float | None:
+        return parse_tencent_time(when)
 
 
-class AliyunSpot:
+class AliyunSpot(_TerminationTime):
     provider = "aliyun"
+    path = ALIYUN_PATH
 
-    def __init__(self, base_url: str, timeout: float = 2.0) -> None:
-        self.base = base_url.rstrip("/")
-        self.timeout = timeout
-
-    def check(self) -> Notice | None:
-        status, body = _request(self.base + ALIYUN_PATH, timeout=self.timeout)
-        if status == 404:
-            return None
-        if status != 200:
-            raise SpotUnavailable(f"termination-time: HTTP {status}")
-        when = body.decode("utf-8", "replace").strip()[:64]
-        return Notice("aliyun", "terminate", when, parse_aws_time(when))
+    def parse(self, when: str) -> float | None:
+        return parse_aws_time(when)  # ISO 8601 in UTC, as AWS writes it
 
 
 def make_source(config: SpotConfig, clock: Clock = SYSTEM_CLOCK) -> Any | None:

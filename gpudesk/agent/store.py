@@ -37,9 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
-from .cloud_stop import CloudStopError, Creds, Metadata
+from .cloud_stop import PROVIDERS as CLOUDS
+from .cloud_stop import CloudStopError, Creds, Metadata, aws_domain
+from .file_parts import sha256_file
 
-CLOUDS = ("aws", "tencent", "aliyun")
 MULTIPART_THRESHOLD = 64 * 1024 * 1024
 PART_SIZE = 16 * 1024 * 1024
 CHUNK = 1024 * 1024
@@ -108,8 +109,7 @@ class StoreConfig:
 
 def default_endpoint(cloud: str, region: str) -> str:
     if cloud == "aws":
-        suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
-        return f"https://s3.{region}.{suffix}"
+        return f"https://s3.{region}.{aws_domain(region)}"
     if cloud == "tencent":
         return f"https://cos.{region}.myqcloud.com"
     return f"https://s3.oss-{region}.aliyuncs.com"
@@ -587,10 +587,8 @@ class Store:
             got = tmp.stat().st_size
             if size >= 0 and got != size:
                 raise StoreError(f"{key} came with {got} bytes, expected {size}")
-            if sha256:
-                with open(tmp, "rb") as fh:
-                    if _sha_of(fh) != sha256:
-                        raise StoreError(f"{key} differs from its SHA-256")
+            if sha256 and sha256_file(tmp) != sha256:
+                raise StoreError(f"{key} differs from its SHA-256")
             os.replace(tmp, dest)
         finally:
             with contextlib.suppress(FileNotFoundError):
@@ -635,10 +633,3 @@ class Store:
                 self.request("DELETE", key, query={"uploadId": upload_id})
                 count += 1
         return count
-
-
-def _sha_of(fh: IO[bytes]) -> str:
-    digest = hashlib.sha256()
-    for chunk in iter(lambda: fh.read(CHUNK), b""):
-        digest.update(chunk)
-    return digest.hexdigest()

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpudesk.cli import remote as cli_remote
 from gpudesk.cli.args import number_of
+from gpudesk.cli.errors import said_error
 
 if TYPE_CHECKING:
     from gpudesk.services.remote.bootstrap import BootstrapReport, Note
@@ -257,16 +258,5 @@ def add_parsers(sub: Any) -> None:
 
 def handle_error(err: BaseException) -> int | None:
     """Exit status for a bootstrap or ssh-config error, after printing it; None if not ours."""
-    classes: list[type[BaseException]] = []
-    if "gpudesk.services.remote.bootstrap" in sys.modules:
-        from gpudesk.services.remote.bootstrap import BootstrapError
-
-        classes.append(BootstrapError)
-    if "gpudesk.services.remote.ssh_config" in sys.modules:
-        from gpudesk.services.remote.ssh_config import SshConfigError
-
-        classes.append(SshConfigError)
-    if classes and isinstance(err, tuple(classes)):
-        print(f"gpudesk: error: {err.message()}", file=sys.stderr)  # type: ignore[attr-defined]
-        return 1
-    return None
+    return said_error(err, "gpudesk.services.remote.bootstrap:BootstrapError",
+                      "gpudesk.services.remote.ssh_config:SshConfigError")

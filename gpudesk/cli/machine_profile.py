@@ -34,18 +34,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"the Python runs use there (default {cli_remote.REMOTE_PYTHON})")
     p.add_argument("--remote-root", default="", metavar="DIR",
                    help=f"gpudesk's folder there (default {cli_remote.REMOTE_ROOT})")
-    p.add_argument("--store", default="", metavar="URI",
-                   help="the bucket its runs keep checkpoints, logs and outputs in: "
-                        "s3://bucket/prefix, cos://bucket-appid/prefix or oss://bucket/prefix "
-                        "(checked now; runs get short-lived keys limited to their folder "
-                        "from the account in the keyring)")
-    p.add_argument("--store-region", default="", metavar="REGION",
-                   help="the bucket's region (COS and OSS; AWS finds it)")
-    pin = p.add_mutually_exclusive_group()
-    pin.add_argument("--host-key", metavar="SHA256:...",
-                     help="the machine's host key fingerprint, as ssh-keygen -l prints it")
-    pin.add_argument("--accept-new", action="store_true",
-                     help="pin the host key the test login is offered")
+    cli_remote.add_store_args(
+        p, store_for="the bucket its runs keep checkpoints, logs and outputs in: "
+        "s3://bucket/prefix, cos://bucket-appid/prefix or oss://bucket/prefix (checked now; "
+        "runs get short-lived keys limited to their folder from the account in the keyring)")
+    cli_remote.add_pin_args(p, accept_new_for="pin the host key the test login is offered")
     p.add_argument("--no-test", action="store_true",
                    help="add it without logging in (the host key is pinned at the first "
                         "connection instead)")

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpudesk.cli.errors import said_error
 from gpudesk.services.core.sizes import size_text
 
 VERBS = frozenset({"outputs"})
@@ -146,11 +147,4 @@ def add_parsers(sub: Any) -> None:
 
 def handle_error(err: BaseException) -> int | None:
     """Exit status for a storage error, after printing it; None if not ours."""
-    if "gpudesk.services.storage.errors" not in sys.modules:
-        return None
-    from gpudesk.services.storage.errors import StorageError
-
-    if isinstance(err, StorageError):
-        print(f"gpudesk: error: {err.message()}", file=sys.stderr)
-        return 1
-    return None
+    return said_error(err, "gpudesk.services.storage.errors:StorageError")

@@ -14,10 +14,10 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpudesk.cli import remote as cli_remote
+from gpudesk.cli.errors import said_error
 
 if TYPE_CHECKING:
     from gpudesk.services.runs.run_queue import QueueEntry
@@ -66,13 +66,7 @@ def _cmd_queue(a: argparse.Namespace) -> int:
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("queue", help="a machine's run queue (gpudesk run --queue adds to it)")
     p.add_argument("target", metavar="ID", help="ledger id or name, or ssh://user@host:port")
-    p.add_argument("--identity", type=Path, metavar="KEY_FILE",
-                   help="private key file (for ssh:// targets or your own machines)")
-    pin = p.add_mutually_exclusive_group()
-    pin.add_argument("--host-key", metavar="SHA256:...",
-                     help="the machine's host key fingerprint, as ssh-keygen -l prints it")
-    pin.add_argument("--accept-new", action="store_true",
-                     help="pin the host key on first use (a changed key is still refused)")
+    cli_remote.add_login_args(p)
     cli_remote.add_machine_folder_args(p, python_for="the Python on the machine",
                                        root_for="gpudesk's folder on the machine")
     p.add_argument("--cancel", metavar="RUN|all", help="cancel one run, or every open one")
@@ -82,11 +76,4 @@ def add_parsers(sub: Any) -> None:
 
 def handle_error(err: BaseException) -> int | None:
     """Exit status for a queue error, after printing it; None if not ours."""
-    if "gpudesk.services.runs.run_queue" not in sys.modules:
-        return None
-    from gpudesk.services.runs.run_queue import QueueError
-
-    if isinstance(err, QueueError):
-        print(f"gpudesk: error: {err.message()}", file=sys.stderr)
-        return 1
-    return None
+    return said_error(err, "gpudesk.services.runs.run_queue:QueueError")

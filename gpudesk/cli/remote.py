@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpudesk.cli.errors import said_error
+
 if TYPE_CHECKING:  # paramiko loads only for the verbs that use it (gpudesk size stays quick)
     from gpudesk.services.remote.host_keys import HostKeyPolicy
     from gpudesk.services.remote.ssh import SshConnection, SshTarget
@@ -30,13 +32,25 @@ def _fail(message: str, code: int = 1) -> int:
 def add_target_args(p: argparse.ArgumentParser, *, required: bool = True) -> None:
     p.add_argument("--on", dest="target", required=required, metavar="TARGET",
                    help="ledger id or name, or ssh://user@host:port")
+    add_login_args(p)
+
+
+def add_login_args(p: argparse.ArgumentParser) -> None:
+    """``--identity`` and ``--host-key``/``--accept-new`` for a TARGET however it is named
+    (``--on``, or ``queue``'s ID)."""
     p.add_argument("--identity", type=Path, metavar="KEY_FILE",
                    help="private key file (for ssh:// targets or your own machines)")
+    add_pin_args(p, accept_new_for="pin the host key on first use (a changed key is still "
+                 "refused)")
+
+
+def add_pin_args(p: argparse.ArgumentParser, *, accept_new_for: str) -> None:
+    """``--host-key`` or ``--accept-new`` (one of them), read by :func:`host_key_policy`;
+    ``accept_new_for`` says when the command pins."""
     pin = p.add_mutually_exclusive_group()
     pin.add_argument("--host-key", metavar="SHA256:...",
                      help="the machine's host key fingerprint, as ssh-keygen -l prints it")
-    pin.add_argument("--accept-new", action="store_true",
-                     help="pin the host key on first use (a changed key is still refused)")
+    pin.add_argument("--accept-new", action="store_true", help=accept_new_for)
 
 
 # As services.runs and services.remote.agent_deploy; not imported from there, so that `--help`
@@ -54,6 +68,15 @@ def add_machine_folder_args(p: argparse.ArgumentParser, *, python_for: str,
                    help=f"{python_for} (default: the machine's profile, else {REMOTE_PYTHON})")
     p.add_argument("--remote-root", default=None, metavar="DIR",
                    help=f"{root_for} (default: the machine's profile, else {REMOTE_ROOT})")
+
+
+def add_store_args(p: argparse.ArgumentParser, *, store_for: str) -> None:
+    """``--store URI`` (a bucket for runs' checkpoints, logs and outputs; ``store_for`` is its
+    help) and ``--store-region`` (that bucket's region), as ``add-machine`` and ``run`` read
+    them (``store_check``)."""
+    p.add_argument("--store", default="", metavar="URI", help=store_for)
+    p.add_argument("--store-region", default="", metavar="REGION",
+                   help="the bucket's region (COS and OSS; AWS finds it)")
 
 
 def fill_profile_folders(a: argparse.Namespace) -> None:
@@ -213,12 +236,6 @@ def main_sync(argv: list[str]) -> int:
 
 def handle_error(err: BaseException) -> int | None:
     """Exit status for an SSH, host-key or sync error, after printing it; None if not ours."""
-    if "gpudesk.services.remote.ssh" not in sys.modules:
-        return None  # none of these errors can have been raised
-    from gpudesk.services.remote.host_keys import HostKeyError
-    from gpudesk.services.remote.ssh import SshError
-    from gpudesk.services.remote.sync import SyncError
-
-    if isinstance(err, HostKeyError | SshError | SyncError):
-        return _fail(err.message())
-    return None
+    return said_error(err, "gpudesk.services.remote.host_keys:HostKeyError",
+                      "gpudesk.services.remote.ssh:SshError",
+                      "gpudesk.services.remote.sync:SyncError")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpudesk.cli import remote as cli_remote
 from gpudesk.cli.args import number_of
+from gpudesk.cli.errors import said_error
 
 if TYPE_CHECKING:
     from gpudesk.services.remote.ssh import SshConnection
@@ -300,13 +301,11 @@ def add_parsers(sub: Any) -> None:
                    "agent starts it when the GPUs it asks for are free (gpudesk queue ID)")
     p.add_argument("--resume", metavar="RUN", help="start a stopped run again, from its "
                    "newest checkpoint")
-    p.add_argument("--store", default="", metavar="URI",
-                   help="keep this run's checkpoints, logs and outputs in this bucket "
-                   "(s3://bucket/prefix, cos://bucket-appid/prefix, oss://bucket/prefix) "
-                   "instead of the machine's; checked before the run starts. The machine "
-                   "gets short-lived keys limited to the run's folder")
-    p.add_argument("--store-region", default="", metavar="REGION",
-                   help="the bucket's region (COS and OSS; AWS finds it)")
+    cli_remote.add_store_args(
+        p, store_for="keep this run's checkpoints, logs and outputs in this bucket "
+        "(s3://bucket/prefix, cos://bucket-appid/prefix, oss://bucket/prefix) instead of the "
+        "machine's; checked before the run starts. The machine gets short-lived keys limited "
+        "to the run's folder")
     p.add_argument("--data", default="", metavar="NAME[:/PATH]",
                    help="a dataset pushed with 'gpudesk data push': the machine fetches it "
                    "from its bucket (the run's) before the script starts, at PATH or "
@@ -340,17 +339,5 @@ def add_parsers(sub: Any) -> None:
 
 def handle_error(err: BaseException) -> int | None:
     """Exit status for a run error, after printing it; None if not ours."""
-    if "gpudesk.services.runs.detached" not in sys.modules:
-        return None
-    from gpudesk.services.runs.detached import RunError
-
-    if isinstance(err, RunError):
-        print(f"gpudesk: error: {err.message()}", file=sys.stderr)
-        return 1
-    if "gpudesk.services.runs.spot_recovery" in sys.modules:
-        from gpudesk.services.runs.spot_recovery import RecoveryError
-
-        if isinstance(err, RecoveryError):
-            print(f"gpudesk: error: {err.message()}", file=sys.stderr)
-            return 1
-    return None
+    return said_error(err, "gpudesk.services.runs.detached:RunError",
+                      "gpudesk.services.runs.spot_recovery:RecoveryError")

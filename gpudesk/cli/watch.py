@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpudesk.cli import remote as cli_remote
 from gpudesk.cli.args import number_of
+from gpudesk.cli.errors import said_error
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 
 if TYPE_CHECKING:
@@ -124,11 +125,5 @@ def add_parsers(sub: Any) -> None:
 
 def handle_error(err: BaseException) -> int | None:
     """Exit status for an agent or telemetry error, after printing it; None if not ours."""
-    agent = sys.modules.get("gpudesk.services.remote.agent_deploy")
-    telemetry = sys.modules.get("gpudesk.services.remote.telemetry")
-    kinds = tuple(getattr(m, n) for m, n in ((agent, "AgentDeployError"),
-                                              (telemetry, "TelemetryError")) if m is not None)
-    if kinds and isinstance(err, kinds):
-        print(f"gpudesk: error: {err.message()}", file=sys.stderr)
-        return 1
-    return None
+    return said_error(err, "gpudesk.services.remote.agent_deploy:AgentDeployError",
+                      "gpudesk.services.remote.telemetry:TelemetryError")

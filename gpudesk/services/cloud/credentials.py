@@ -132,6 +132,18 @@ def load_credentials(provider: ProviderName) -> Credentials | None:
         return None  # damaged entry: treat as absent; adding the keys again overwrites it
 
 
+def configured_providers() -> list[ProviderName]:
+    """The clouds whose keys are in the keyring (one the keyring cannot read is left out)."""
+    out: list[ProviderName] = []
+    for name in CLOUD_PROVIDERS:
+        try:
+            if load_credentials(name) is not None:
+                out.append(name)
+        except CredentialError:
+            continue
+    return out
+
+
 def delete_credentials(provider: ProviderName) -> None:
     _delete(f"cloud:{provider}")
 

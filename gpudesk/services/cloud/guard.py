@@ -32,6 +32,7 @@ from gpudesk.services.cloud import instance_role
 from gpudesk.services.cloud.catalog import provider_title
 from gpudesk.services.cloud.instance_role import MSG_NO_ROLE, MSG_ROLE
 from gpudesk.services.cloud.providers import aliyun_parse as ap
+from gpudesk.services.core.said import Sentence, in_english
 from gpudesk.services.money.ledger import Ledger, Machine
 from gpudesk.services.money.spend import machine_spend
 
@@ -341,7 +342,7 @@ def of(m: Machine) -> Guard:
 
 
 def sentences(m: Machine, g: Guard | None = None, role_why: str | None = None
-              ) -> list[tuple[str, dict[str, object]]]:
+              ) -> list[Sentence]:
     """What protects ``m``'s bill, as (template, values) pairs to translate and fill.
 
     ``role_why``: why the machine has no role (``instance_role.why_not``: the cloud's
@@ -351,13 +352,13 @@ def sentences(m: Machine, g: Guard | None = None, role_why: str | None = None
     g = of(m) if g is None else g
     if m.group_live and g.budget is not None:  # the group's end, whatever a member's action
         return [(MSG_GROUP_GUARD, {"budget": Amount(g.budget, m.currency)})]
-    no_role: list[tuple[str, dict[str, object]]] = []
+    no_role: list[Sentence] = []
     if role_why is not None and "instance-role" not in g.enforced_by:
         no_role = [(MSG_NO_ROLE, {"cloud": provider_title(m.provider), "why": role_why})]
     if g.budget is None:
         return [(MSG_NONE, {}), *no_role]
     budget = Amount(g.budget, m.currency)
-    out: list[tuple[str, dict[str, object]]] = []
+    out: list[Sentence] = []
     if g.action == "stop" and spot_cannot_stop(m.provider, m.market):
         g = Guard(g.budget, "terminate", g.enforced_by, g.cloud_timer_at)
     if g.action == "terminate" and spot_cannot_stop(m.provider, m.market):
@@ -403,7 +404,7 @@ def sentences(m: Machine, g: Guard | None = None, role_why: str | None = None
     return out
 
 
-def _under_release_floor(m: Machine, budget: float) -> list[tuple[str, dict[str, object]]]:
+def _under_release_floor(m: Machine, budget: float) -> list[Sentence]:
     """ECS's floor, said with its figures where the budget lasts less than it at the machine's
     price (with its disk): the cloud's release comes at the floor, not at the budget."""
     if m.provider != "aliyun" or m.price_per_hour <= 0:
@@ -418,7 +419,7 @@ def _under_release_floor(m: Machine, budget: float) -> list[tuple[str, dict[str,
                                 "most": Amount(per_hour * floor_h, m.currency)})]
 
 
-def _disk_cost(m: Machine) -> list[tuple[str, dict[str, object]]]:
+def _disk_cost(m: Machine) -> list[Sentence]:
     """:data:`MSG_DISK_COST` for ``m``'s disk in the currency of the cloud's list price (no
     exchange rate guessed); nothing where the disk's size or price is not known."""
     if m.provider not in DISK_PER_GB_MONTH:
@@ -433,7 +434,7 @@ def _disk_cost(m: Machine) -> list[tuple[str, dict[str, object]]]:
 
 def english(m: Machine, g: Guard | None = None, role_why: str | None = None) -> list[str]:
     """:func:`sentences` untranslated (the CLI)."""
-    return [t.format(**v) for t, v in sentences(m, g, role_why)]
+    return [in_english(s) for s in sentences(m, g, role_why)]
 
 
 @runtime_checkable

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.providers.aliyun_gpu_driver import is_plain_ubuntu
+from gpudesk.services.core.said import Sentence
 
 # aliyun_gpu_driver: "installed at first boot, after SSH already answers (ten minutes or
 # more)" -- the console's install script fetches and builds driver, CUDA and cuDNN
@@ -60,7 +61,7 @@ def installs_driver(provider: str, image_id: str, keep_alive: bool = False) -> b
 
 
 def image_note(provider: str, image_id: str, keep_alive: bool = False
-               ) -> tuple[str, dict[str, object]] | None:
+               ) -> Sentence | None:
     """The word said before a launch from a typed image (template, values); None when the
     field is empty (the provider's own GPU image)."""
     from gpudesk.services.cloud.catalog import provider_title  # noqa: PLC0415

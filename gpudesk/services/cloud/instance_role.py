@@ -46,6 +46,7 @@ from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.providers import base
+from gpudesk.services.core.said import Sentence
 from gpudesk.services.money.ledger import Ledger, Machine
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,12 @@ def role_name(provider: str, ledger_id: str) -> str:
     if provider in OWN_ROLE_CLOUDS and ledger_id:
         return f"{ROLE_NAME}-{ledger_id}"
     return ROLE_NAME
+
+
+def role_tags(ledger_id: str) -> list[dict[str, str]]:
+    """A role's and its policy's tags (IAM, CAM, RAM alike): gpudesk's, and the ledger id of
+    the machine or group it is for."""
+    return [{"Key": base.TAG_MANAGED, "Value": "1"}, {"Key": base.TAG_LEDGER, "Value": ledger_id}]
 
 
 # ------------------------------------------------------------------ policy documents
@@ -314,14 +321,10 @@ def _cam_call(provider: Any) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
     service ``cam``, throttling retried and errors typed by the provider itself."""
     from tencentcloud.common import credential
     from tencentcloud.common.common_client import CommonClient
-    from tencentcloud.common.exception.tencent_cloud_sdk_exception import (
-        TencentCloudSDKException,
-    )
     from tencentcloud.common.profile.client_profile import ClientProfile
     from tencentcloud.common.profile.http_profile import HttpProfile
 
-    from gpudesk.services.cloud.providers.sdk_provider import Refused
-    from gpudesk.services.cloud.providers.tencent_errors import CallContext
+    from gpudesk.services.cloud.providers.tencent_errors import CallContext, sdk_answer
 
     creds, endpoint, protocol = _sdk_keys(provider)
     http = HttpProfile(protocol=protocol, reqTimeout=30, endpoint=endpoint or CAM_ENDPOINT)
@@ -330,19 +333,9 @@ def _cam_call(provider: Any) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
         ClientProfile(httpProfile=http, language="en-US", disable_region_breaker=True))
 
     def call(action: str, params: dict[str, Any]) -> dict[str, Any]:
-        def attempt() -> dict[str, Any] | Refused:
-            try:
-                data = client.call_json(action, params)
-            except TencentCloudSDKException as exc:
-                return Refused(str(exc.code or "ClientError"), str(exc.message or ""))
-            except Exception as exc:  # noqa: BLE001 - transport errors the SDK lets through
-                return Refused("ClientNetworkError", type(exc).__name__)
-            answer = data.get("Response") if isinstance(data, dict) else None
-            return answer if isinstance(answer, dict) else Refused(
-                "ServerNetworkError", "answer without a Response")
-
-        result: dict[str, Any] = provider._retrying(CallContext("cam", action, ""), attempt,
-                                                    frozenset())
+        result: dict[str, Any] = provider._retrying(
+            CallContext("cam", action, ""),
+            lambda: sdk_answer(lambda: client.call_json(action, params)), frozenset())
         return result
 
     return call
@@ -356,17 +349,14 @@ def ensure_tencent_role(cam: Callable[[str, dict[str, Any]], dict[str, Any]],
     never rewritten: it is the user's."""
     role = policy_name = role_name("tencent", ledger_id)
     trust, policy = tencent_documents(ledger_id)
-    tags = [{"Key": base.TAG_MANAGED, "Value": "1"},
-            {"Key": base.TAG_LEDGER, "Value": ledger_id}]
-    try:
-        info = cam("GetRole", {"RoleName": role}).get("RoleInfo") or {}
-    except base.ProviderError as err:
-        if _code_of(err) not in CAM_NO_ROLE:
-            raise
+    tags = role_tags(ledger_id)
+    got = _unless_missing(cam, "GetRole", {"RoleName": role}, CAM_NO_ROLE)
+    if got is None:
         info = {"RoleId": cam("CreateRole", {
             "RoleName": role, "PolicyDocument": json.dumps(trust), "Description": DESCRIPTION,
             "ConsoleLogin": 0, "SessionDuration": 3600, "Tags": tags}).get("RoleId", "")}
     else:
+        info = got.get("RoleInfo") or {}
         if not _trusts(info.get("PolicyDocument"), "cvm.qcloud.com", lower=True):
             raise RoleRefused(f"the CAM role {role} exists and is not trusted by cvm.qcloud.com")
 
@@ -387,6 +377,18 @@ def ensure_tencent_role(cam: Callable[[str, dict[str, Any]], dict[str, Any]],
                 raise
     cam("AttachRolePolicy", {"PolicyId": pid, "AttachRoleName": role})
     return str(info.get("RoleId") or "")
+
+
+def _unless_missing(call: Callable[[str, dict[str, Any]], dict[str, Any]], action: str,
+                    params: dict[str, Any], missing: frozenset[str]) -> dict[str, Any] | None:
+    """The answer to a Get call, or None where the cloud answers that no such thing exists
+    (a code in ``missing``); any other refusal is raised."""
+    try:
+        return call(action, params)
+    except base.ProviderError as err:
+        if _code_of(err) not in missing:
+            raise
+        return None
 
 
 def _trusts(document: Any, service: str, *, lower: bool) -> bool:
@@ -474,26 +476,20 @@ def ensure_aliyun_role(ram: Callable[[str, dict[str, Any]], dict[str, Any]],
     not use is refused, never rewritten: it is the user's."""
     role = policy_name = role_name("aliyun", ledger_id)
     trust, policy = aliyun_documents(ledger_id)
-    tags = [{"Key": base.TAG_MANAGED, "Value": "1"},
-            {"Key": base.TAG_LEDGER, "Value": ledger_id}]
-    try:
-        found = ram("GetRole", {"RoleName": role}).get("Role") or {}
-    except base.ProviderError as err:
-        if _code_of(err) != "EntityNotExist.Role":
-            raise
+    tags = role_tags(ledger_id)
+    got = _unless_missing(ram, "GetRole", {"RoleName": role}, frozenset({"EntityNotExist.Role"}))
+    if got is None:
         found = ram("CreateRole", {
             "RoleName": role, "AssumeRolePolicyDocument": json.dumps(trust),
             "Description": DESCRIPTION, "MaxSessionDuration": 3600, "Tag": tags}).get(
             "Role") or {}
     else:
+        found = got.get("Role") or {}
         if not _trusts(found.get("AssumeRolePolicyDocument"), "ecs.aliyuncs.com", lower=False):
             raise RoleRefused(f"the RAM role {role} exists and is not trusted by "
                               "ecs.aliyuncs.com")
-    try:
-        ram("GetPolicy", {"PolicyName": policy_name, "PolicyType": "Custom"})
-    except base.ProviderError as err:
-        if _code_of(err) != "EntityNotExist.Policy":
-            raise
+    if _unless_missing(ram, "GetPolicy", {"PolicyName": policy_name, "PolicyType": "Custom"},
+                       frozenset({"EntityNotExist.Policy"})) is None:
         try:
             ram("CreatePolicy", {"PolicyName": policy_name, "Description": DESCRIPTION,
                                  "PolicyDocument": json.dumps(policy), "Tag": tags})
@@ -708,7 +704,7 @@ def why_not(ledger: Ledger, m: Machine) -> str | None:
 
 
 def sentence(m: Machine, budget: str, action: str, cloud: str,
-             why: str = "") -> tuple[str, dict[str, object]]:
+             why: str = "") -> Sentence:
     """The words for :func:`guard.sentences`: what the role does, or what stays open."""
     if ENFORCER in m.enforced_by.split(","):
         return MSG_ROLE, {"budget": budget, "cloud": cloud, "action": action}

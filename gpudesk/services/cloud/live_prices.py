@@ -35,7 +35,7 @@ from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud import aws_price_list, spot_sanity
 from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
 from gpudesk.services.cloud.catalog import Catalog, Offer
-from gpudesk.services.cloud.credentials import CLOUD_PROVIDERS, CredentialError, load_credentials
+from gpudesk.services.cloud.credentials import configured_providers
 from gpudesk.services.cloud.price_cache import apply_cache, not_sold_rows, save_cache
 from gpudesk.services.cloud.providers.base import LiveOffer, ProviderError, ProviderName
 from gpudesk.services.core.paths import cache_dir
@@ -253,13 +253,6 @@ def prices_for_ranking(catalog: Catalog, *, refresh: bool, cny_per_usd: float | 
 
         rate = load_settings().cny_per_usd
         cny_per_usd = rate if rate > 0 else 7.2
-    names: list[ProviderName] = []
-    for name in CLOUD_PROVIDERS:
-        try:
-            if load_credentials(name) is not None:
-                names.append(name)
-        except CredentialError:
-            continue
-    report = asyncio.run(refresh_prices(catalog, names, cny_per_usd, providers,
+    report = asyncio.run(refresh_prices(catalog, configured_providers(), cny_per_usd, providers,
                                         price_list=True, opener=opener, cache=directory))
     return report.catalog, report

@@ -98,17 +98,6 @@ class ReconcileReport:
         return self.accounts.get(name) or title(name)
 
 
-def configured_providers() -> list[ProviderName]:
-    out: list[ProviderName] = []
-    for name in CLOUD_PROVIDERS:
-        try:
-            if load_credentials(name) is not None:
-                out.append(name)
-        except CredentialError:
-            pass
-    return out
-
-
 def account_label(ledger: Ledger, name: str) -> str:
     a = ledger.account(name)
     if a is None:

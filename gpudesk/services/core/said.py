@@ -43,6 +43,17 @@ class Said(str):
             return str(data.get("template", ""))
 
 
+# A sentence not yet translated: its template (in a context its caller knows) and values;
+# the window translates the template and fills it, the CLI prints it as it is.
+Sentence = tuple[str, dict[str, object]]
+
+
+def in_english(sentence: Sentence) -> str:
+    """The sentence filled in, untranslated: what the CLI prints and a record keeps."""
+    template, values = sentence
+    return template.format(**values)
+
+
 def _said(context: str, template: str, values: dict[str, Any]) -> Said:
     return Said(context, template, **values)
 

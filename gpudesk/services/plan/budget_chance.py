@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.spot_rates import SpotRate
+from gpudesk.services.core.said import Sentence, in_english
 from gpudesk.services.plan.expected_cost import SpotAssumptions, SpotRisk, spot_outlook
 
 MSG_CHANCE = QT_TRANSLATE_NOOP(
@@ -33,8 +34,6 @@ MSG_NO_RATE = QT_TRANSLATE_NOOP(
 MSG_NEVER = QT_TRANSLATE_NOOP(
     "SpotRates", "At interruption rate {rate} ({source}) this job is not expected to finish: "
     "it loses work faster than it saves it. Checkpoint more often.")
-
-Said = tuple[str, dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -92,7 +91,7 @@ def hours_text(h: float) -> str:
 
 
 def sentences(c: BudgetChance, money: Callable[[float], str], *,
-              group: bool = False) -> list[Said]:
+              group: bool = False) -> list[Sentence]:
     """(template, values) pairs: the expected cost and the chance; with ``group``, the
     kept-alive group's end too. ``money`` formats an amount of the budget's currency."""
     rate = c.job.rate
@@ -105,7 +104,7 @@ def sentences(c: BudgetChance, money: Callable[[float], str], *,
     if not o.finite:
         return [(MSG_NEVER, {"rate": rate.label, "source": source})]
     chance = percent(c.chance if c.chance is not None else 1.0)
-    said: list[Said] = [(MSG_CHANCE, {
+    said: list[Sentence] = [(MSG_CHANCE, {
         "expected": money(o.expected_cost), "low": money(o.low_cost),
         "high": money(o.high_cost), "hours": hours_text(o.expected_hours),
         "rate": rate.label, "source": source, "chance": chance,
@@ -117,6 +116,6 @@ def sentences(c: BudgetChance, money: Callable[[float], str], *,
     return said
 
 
-def plain(said: list[Said]) -> str:
+def plain(said: list[Sentence]) -> str:
     """The sentences in English, as the CLI prints them."""
-    return " ".join(template.format(**values) for template, values in said)
+    return " ".join(in_english(sentence) for sentence in said)

@@ -58,15 +58,23 @@ class HostKeyError(TemplatedError):
     translation_context = "HostKey"
 
 
-class HostKeyChanged(HostKeyError):
-    """The machine offers a different key than the one pinned for it."""
+class _NotExpected(HostKeyError):
+    """A key other than the ones expected of the host; each subclass says why it expected them."""
+
+    said = ""  # the subclass's template
 
     def __init__(self, host: str, expected: Iterable[str], offered: str) -> None:
         self.host = host
         self.expected = tuple(expected)
         self.offered = offered
-        super().__init__(MSG_CHANGED, host=host, expected=", ".join(self.expected),
+        super().__init__(self.said, host=host, expected=", ".join(self.expected),
                          offered=offered)
+
+
+class HostKeyChanged(_NotExpected):
+    """The machine offers a different key than the one pinned for it."""
+
+    said = MSG_CHANGED
 
 
 class HostKeyUnknown(HostKeyError):
@@ -78,15 +86,10 @@ class HostKeyUnknown(HostKeyError):
         super().__init__(MSG_DECLINED if declined else MSG_UNKNOWN, host=host, offered=offered)
 
 
-class HostKeyMismatch(HostKeyError):
+class HostKeyMismatch(_NotExpected):
     """The key is not one of the fingerprints the caller said to expect."""
 
-    def __init__(self, host: str, expected: Iterable[str], offered: str) -> None:
-        self.host = host
-        self.expected = tuple(expected)
-        self.offered = offered
-        super().__init__(MSG_MISMATCH, host=host, expected=", ".join(self.expected),
-                         offered=offered)
+    said = MSG_MISMATCH
 
 
 # --------------------------------------------------------------------------- fingerprints

@@ -33,7 +33,7 @@ from gpudesk.services.cloud.catalog import provider_title
 from gpudesk.services.cloud.machines import resolve
 from gpudesk.services.cloud.providers.base import ProviderError
 from gpudesk.services.core.errors import TemplatedError
-from gpudesk.services.core.said import said_of
+from gpudesk.services.core.said import Sentence, in_english, said_of
 from gpudesk.services.core.settings import Settings, load_settings
 from gpudesk.services.money import budgets, spend
 from gpudesk.services.money.ledger import Ledger, Machine
@@ -87,8 +87,6 @@ MSG_GROUP_ENDED = QT_TRANSLATE_NOOP(
     "Guard", "The new budget is already spent: the group {group} was ended, so it starts no "
     "machine and bills nothing more.")
 
-Says = tuple[str, dict[str, object]]
-
 
 @dataclass(frozen=True)
 class BudgetChange:
@@ -103,9 +101,9 @@ class BudgetChange:
     agent_pushed: bool
     agent_cap_usd: float | None  # the rules the agent has (or gets at the next connect)
     agent_action: str
-    agent_says: Says
+    agent_says: Sentence
     guard: guard.Guard | None  # the guard asked of the cloud; None: not asked
-    cloud_says: list[Says] = field(default_factory=list)  # read back from the cloud
+    cloud_says: list[Sentence] = field(default_factory=list)  # read back from the cloud
     cloud_error: str = ""  # why the cloud's cap did not change, in words; "" = it did
     agent_pid: int = 0  # the agent's process on the machine, when pushed
 
@@ -125,18 +123,13 @@ class BudgetChange:
                 "cap_usd": round(d.budget.cap, 6), "spent_usd": round(d.spent, 6),
                 "percent": round(d.percent, 2), "action": d.budget.action},
             "agent": {"pushed": self.agent_pushed, "cap_usd": self.agent_cap_usd,
-                      "action": self.agent_action, "says": _english(self.agent_says),
+                      "action": self.agent_action, "says": in_english(self.agent_says),
                       "pid": self.agent_pid or None},
             "cloud": {"guard": None if self.guard is None else self.guard.as_json(),
-                      "says": [_english(s) for s in self.cloud_says],
+                      "says": [in_english(s) for s in self.cloud_says],
                       "guard_says": guard.english(m, self.guard) if self.guard else [],
                       "error": self.cloud_error or None},
         }
-
-
-def _english(says: Says) -> str:
-    template, values = says
-    return template.format(**values)
 
 
 def _usd(x: float) -> str:
@@ -180,7 +173,7 @@ def _parse_utc(text: str) -> float | None:
     return None
 
 
-def cloud_reads(provider: object, m: Machine) -> list[Says]:
+def cloud_reads(provider: object, m: Machine) -> list[Sentence]:
     """What the cloud itself now holds for ``m``'s cap, asked of the cloud (blocking)."""
     cloud = provider_title(m.provider)
     behaviour = getattr(provider, "shutdown_behavior_of", None)
@@ -207,7 +200,7 @@ def cloud_reads(provider: object, m: Machine) -> list[Says]:
 
 
 def _move_group_end(ledger: Ledger, m: Machine, providers: ProviderFactory, budget: float,
-                    action: str, now: float) -> tuple[guard.Guard | None, str, list[Says]]:
+                    action: str, now: float) -> tuple[guard.Guard | None, str, list[Sentence]]:
     """A kept-alive machine's cap is its group's scheduled end, not a timer on the member
     (the group would replace a member that ended): the end moves to the new budget's
     moment and is read back from the group (``keep_alive_launch.move_end``)."""
@@ -259,7 +252,7 @@ def change_budget(ledger: Ledger, machine_id: str, amount: float, action: str | 
     # 2. the cloud's own cap, from the budget left
     applied: guard.Guard | None = None
     cloud_error = ""
-    reads: list[Says] = []
+    reads: list[Sentence] = []
     if m.group_live and m.provider in guard_push.CLOUDS:
         applied, cloud_error, reads = _move_group_end(ledger, m, providers, budget, chosen, now)
     elif m.cloud_id and m.provider in guard_push.CLOUDS:
@@ -287,7 +280,7 @@ def change_budget(ledger: Ledger, machine_id: str, amount: float, action: str | 
     spent_usd = rules.budget.spent_before if rules.budget is not None else 0.0
     pushed, pid = False, 0
     if row.state != "running":
-        agent_says: Says = (MSG_AGENT_NOT_RUNNING, {"state": row.state})
+        agent_says: Sentence = (MSG_AGENT_NOT_RUNNING, {"state": row.state})
     elif not row.public_ip:
         agent_says = (MSG_AGENT_NO_ADDRESS, {})
     else:

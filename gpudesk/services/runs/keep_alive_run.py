@@ -212,15 +212,15 @@ def template_key_entry(ledger_id: str) -> str:
 def _budget(machine: Machine, settings: Settings) -> object | None:
     """run.json's budget: the row's own budget in its currency and the price per hour as
     the guard and the group's end count it (compute and system disk, same currency)."""
+    from gpudesk.agent.bucket_spend import RunBudget
     from gpudesk.services.cloud import guard
-    from gpudesk.services.runs.run_package import BudgetRef
 
     if machine.budget is None or machine.budget <= 0 or machine.price_per_hour <= 0:
         return None
     currency = machine.currency or "USD"
     price = machine.price_per_hour + guard.disk_per_hour(
         machine.provider, machine.region, machine.disk_gb, currency, settings.cny_per_usd)
-    return BudgetRef(float(machine.budget), currency, round(price, 6))
+    return RunBudget(float(machine.budget), currency, round(price, 6))
 
 
 def _request_of(record: RunRecord) -> object:
@@ -301,6 +301,7 @@ def _failed(ledger: Ledger, m: Machine, run: str, step: str, why: str,
 
 def _arm(record: RunRecord, m: Machine, report: Callable[[str], None], ledger: Ledger,
          provider: object, settings: Settings | None) -> bool:
+    from gpudesk.agent.group_end import GroupRef
     from gpudesk.services.cloud import credentials
     from gpudesk.services.cloud.accounts import provider_from_keyring
     from gpudesk.services.core.settings import load_settings
@@ -340,7 +341,7 @@ def _arm(record: RunRecord, m: Machine, report: Callable[[str], None], ledger: L
         access = StoreAccess(store, record.store_region or m.region, run, role=role)
         package = run_package.write_package(
             access, _request_of(record), credentials=keys,  # type: ignore[arg-type]
-            group=run_package.GroupRef(m.provider, m.region, m.group_id),
+            group=GroupRef(m.provider, m.region, m.group_id),
             budget=_budget(m, settings),  # type: ignore[arg-type]
             keep=settings.store_keep_checkpoints)
     except Exception as exc:  # noqa: BLE001

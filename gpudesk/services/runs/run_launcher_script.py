@@ -169,14 +169,18 @@ def _finished_before_exit(run_dir: str, code: int | None) -> bool:
         return False
     if code > 128:
         return True
-    log_path = os.path.join(run_dir, LOG_FILE)
+    tail = _log_tail(os.path.join(run_dir, LOG_FILE))
+    return tail is not None and any(sign in tail for sign in TEARDOWN_SIGNS)
+
+
+def _log_tail(log_path: str) -> str | None:
+    """The log's last 64 KiB as text (where torchrun and a teardown say how it ended)."""
     try:
         with open(log_path, "rb") as fh:
             fh.seek(max(0, os.path.getsize(log_path) - 64 * 1024))
-            tail = fh.read().decode("utf-8", "replace")
+            return fh.read().decode("utf-8", "replace")
     except OSError:
-        return False
-    return any(sign in tail for sign in TEARDOWN_SIGNS)
+        return None
 
 
 def _exit_code(returncode: int, log_path: str) -> int:
@@ -185,11 +189,8 @@ def _exit_code(returncode: int, log_path: str) -> int:
         return 128 - returncode
     if returncode == 0:
         return 0
-    try:
-        with open(log_path, "rb") as fh:
-            fh.seek(max(0, os.path.getsize(log_path) - 64 * 1024))
-            tail = fh.read().decode("utf-8", "replace")
-    except OSError:
+    tail = _log_tail(log_path)
+    if tail is None:
         return returncode
     found = _ROOT_CAUSE.findall(tail)
     if found:

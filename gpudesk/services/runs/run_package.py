@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from gpudesk.agent.bucket_spend import RunBudget
+from gpudesk.agent.group_end import GroupRef
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.remote import sync_scan
 from gpudesk.services.remote.agent_deploy import UNIT, unit_template
@@ -62,22 +64,6 @@ class Blob:
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "sha256": self.sha256, "bytes": self.bytes}
-
-
-@dataclass(frozen=True)
-class GroupRef:
-    """The keep-alive group the run lives in (``keep_alive.GroupState.group_id``)."""
-
-    cloud: str
-    region: str
-    group_id: str
-
-
-@dataclass(frozen=True)
-class BudgetRef:
-    amount: float
-    currency: str  # USD | CNY
-    price_per_hour: float
 
 
 @dataclass(frozen=True)
@@ -159,7 +145,7 @@ def _digest(fh: IO[bytes]) -> tuple[str, int]:
 # --------------------------------------------------------------------------- the package
 
 def run_document(request: RunRequest, run_id: str, code: Blob, *, agent: Blob,
-                 group: GroupRef | None, budget: BudgetRef | None,
+                 group: GroupRef | None, budget: RunBudget | None,
                  keep: int) -> dict[str, Any]:
     """``run.json`` (the shared format; ``agent`` and ``keep`` added for the machine)."""
     project = Path(request.project)
@@ -172,18 +158,15 @@ def run_document(request: RunRequest, run_id: str, code: Blob, *, agent: Blob,
                              else every),
         "python": request.python or DEFAULT_PYTHON, "code": code.to_json(),
         "agent": agent.to_json(), "keep": max(1, int(keep)),
-        "group": None if group is None else {"cloud": group.cloud, "region": group.region,
-                                             "group_id": group.group_id},
-        "budget": None if budget is None else {"amount": budget.amount,
-                                               "currency": budget.currency,
-                                               "price_per_hour": budget.price_per_hour},
+        "group": None if group is None else group.to_dict(),
+        "budget": None if budget is None else budget.to_dict(),
         # the dataset a replacement fetches before the run starts (issue 32)
         **({"data": dict(request.data)} if request.data else {})}
 
 
 def write_package(access: StoreAccess, request: RunRequest, *, client: Any = None,
                   credentials: Credentials | None = None, group: GroupRef | None = None,
-                  budget: BudgetRef | None = None, keep: int = 3) -> RunPackage:
+                  budget: RunBudget | None = None, keep: int = 3) -> RunPackage:
     """Write code, agent bundle and (last) run.json into ``access``'s run folder.
 
     ``client``: a boto3 S3 client (``storage.clients.make_client``); made here from

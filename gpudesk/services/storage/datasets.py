@@ -42,7 +42,6 @@ FORMAT = 1
 MULTIPART_THRESHOLD = 64 * 1024 * 1024  # boto3's transfer manager above this
 PART_SIZE = 16 * 1024 * 1024
 WORKERS = 16
-CHUNK = 1024 * 1024
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 MSG_NO_FOLDER = QT_TRANSLATE_NOOP(
@@ -214,11 +213,8 @@ def forget(name: str) -> None:
 # ------------------------------------------------------------------ the folder
 
 def _sha_file(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()  # read in chunks, not whole
 
 
 def scan(folder: Path) -> list[tuple[DataFile, Path]]:

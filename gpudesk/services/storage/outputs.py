@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,22 @@ class Sent:
                         uri=store.run(run_id).uri)
 
 
+@contextmanager
+def _run_folder_calls(client: Any, store: StoreUri, run_id: str, sent: Sent) -> Iterator[None]:
+    """botocore's errors in the block as StorageError naming the run's folder; the requests
+    ``sent`` noted either way (the bucket bills an error answer too)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        yield
+    except ClientError as err:
+        raise from_client_error(err, store.cloud, store.run(run_id).uri) from None
+    except BotoCoreError as err:
+        raise unreachable(client, err) from None
+    finally:
+        sent.note(client, store, run_id)
+
+
 def _objects(client: Any, bucket: str, prefix: str,
              sent: Sent | None = None) -> Iterator[dict[str, Any]]:
     token: str | None = None
@@ -147,23 +164,15 @@ def read_manifest(client: Any, paths: RunPaths,
 
 def list_run(client: Any, store: StoreUri, run_id: str) -> RunListing:
     """Checkpoints (complete flags from the manifest), outputs and logs with sizes."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
     paths = store.run(run_id)
     listing = RunListing(run=run_id, uri=paths.uri)
     sent = Sent()
-    try:
+    with _run_folder_calls(client, store, run_id, sent):
         objects = list(_objects(client, store.bucket, paths.root, sent))
         try:
             manifest = read_manifest(client, paths, sent) or {}
         except ValueError as err:
             manifest, listing.warning = {}, Said("Storage", MSG_BAD_MANIFEST, reason=str(err))
-    except ClientError as err:
-        raise from_client_error(err, store.cloud, paths.uri) from None
-    except BotoCoreError as err:
-        raise unreachable(client, err) from None
-    finally:
-        sent.note(client, store, run_id)
     done = {str(c.get("name")) for c in manifest.get("checkpoints", []) or []
             if isinstance(c, dict) and c.get("complete") is True}
     latest = manifest.get("latest")
@@ -257,12 +266,10 @@ def _download_one(client: Any, store: StoreUri, key: str, out: OutputFile, targe
 def delete_run(client: Any, store: StoreUri, run_id: str) -> int:
     """Delete everything under ``runs/<id>/`` (the caller has asked the user). Returns
     the number of objects deleted."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
     paths = store.run(run_id)
     count = 0
     sent = Sent()  # DeleteObjects is a DELETE: free; the listings are not
-    try:
+    with _run_folder_calls(client, store, run_id, sent):
         while True:
             keys = [o["Key"] for o in _objects(client, store.bucket, paths.root, sent)]
             if not keys:
@@ -279,12 +286,6 @@ def delete_run(client: Any, store: StoreUri, run_id: str) -> int:
                     raise StorageError(MSG_CLOUD, code=first.get("Code", ""),
                                        detail=first.get("Key", ""))
                 count += len(batch)
-    except ClientError as err:
-        raise from_client_error(err, store.cloud, paths.uri) from None
-    except BotoCoreError as err:
-        raise unreachable(client, err) from None
-    finally:
-        sent.note(client, store, run_id)
 
 
 def unreachable(client: Any, err: Exception) -> StorageError:

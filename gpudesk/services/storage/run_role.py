@@ -236,9 +236,28 @@ def _sdk(call: Call, service: str, gone: frozenset[str]
     return run
 
 
-def _keys_check(provider: Any, cloud: str) -> None:
+def _refuse_untrusted(cloud: str, name: str, trust: Any) -> None:
+    """A role of the group's name that the cloud's compute service may not assume is not
+    gpudesk's: refused, never rewritten (CAM writes its trust document's keys in lower case)."""
+    if not ir._trusts(trust, SERVICES[cloud], lower=cloud == "tencent"):
+        raise StorageError(MSG_ROLE_TAKEN, role=name, service=SERVICES[cloud])
+
+
+# CAM (Tencent Cloud) and RAM (Alibaba Cloud): the provider's client, the service's name in a
+# refused action, and its answers that mean "already gone"
+_ROLE_SERVICES: dict[str, tuple[Callable[[Any], Call], str, frozenset[str]]] = {
+    "tencent": (ir._cam_call, "cam", CAM_GONE), "aliyun": (ir._ram_call, "ram", RAM_GONE)}
+
+
+def _role_service(provider: Any, cloud: str, ledger_id: str
+                  ) -> tuple[Callable[..., dict[str, Any] | None], str, str]:
+    """CAM's or RAM's calls with the provider's keys, the group's role name, and the role
+    as a refusal names it (``CAM role <name>``)."""
     if not isinstance(getattr(provider, "_credentials", None), base.Credentials):
         raise StorageError(MSG_NO_KEYS, cloud=provider_title(cloud))
+    client, service, gone = _ROLE_SERVICES[cloud]
+    name = role_name(ledger_id)
+    return _sdk(client(provider), service, gone), name, f"{service.upper()} role {name}"
 
 
 # ------------------------------------------------------------------ AWS
@@ -261,7 +280,7 @@ def _aws_ensure(provider: Any, ledger_id: str, region: str, store: StoreUri,
     iam = _aws_iam(provider, region)
     name = role_name(ledger_id)
     target = f"IAM role {name}"
-    tags = [{"Key": base.TAG_MANAGED, "Value": "1"}, {"Key": base.TAG_LEDGER, "Value": ledger_id}]
+    tags = ir.role_tags(ledger_id)
     found = _aws(lambda: iam.get_role(RoleName=name), "GetRole", target, gone_ok=True)
     if found is None:
         found = _aws(lambda: iam.create_role(
@@ -269,9 +288,7 @@ def _aws_ensure(provider: Any, ledger_id: str, region: str, store: StoreUri,
             Description=DESCRIPTION, MaxSessionDuration=3600, Tags=tags), "CreateRole", target)
     role = found["Role"]
     trust = role.get("AssumeRolePolicyDocument") or {}
-    if not ir._trusts(trust if isinstance(trust, str) else json.dumps(trust), SERVICES["aws"],
-                      lower=False):
-        raise StorageError(MSG_ROLE_TAKEN, role=name, service=SERVICES["aws"])
+    _refuse_untrusted("aws", name, trust if isinstance(trust, str) else json.dumps(trust))
     partition, account = _aws_arn_parts(str(role.get("Arn", "")))
     current = _aws(lambda: iam.get_role_policy(RoleName=name, PolicyName=AWS_POLICY),
                    "GetRolePolicy", target, gone_ok=True)
@@ -334,11 +351,8 @@ def _tc_policy_id(cam: Callable[..., dict[str, Any] | None], name: str) -> int |
 
 def _tencent_ensure(provider: Any, ledger_id: str, region: str, store: StoreUri,
                     group_id: str, run_id: str | None) -> str:
-    _keys_check(provider, "tencent")
-    cam = _sdk(ir._cam_call(provider), "cam", CAM_GONE)
-    name = role_name(ledger_id)
-    target = f"CAM role {name}"
-    tags = [{"Key": base.TAG_MANAGED, "Value": "1"}, {"Key": base.TAG_LEDGER, "Value": ledger_id}]
+    cam, name, target = _role_service(provider, "tencent", ledger_id)
+    tags = ir.role_tags(ledger_id)
     info = (cam("GetRole", {"RoleName": name}, target, gone_ok=True) or {}).get("RoleInfo")
     if info is None:
         trust = ir.tencent_documents()[0]
@@ -346,8 +360,8 @@ def _tencent_ensure(provider: Any, ledger_id: str, region: str, store: StoreUri,
                            "Description": DESCRIPTION, "ConsoleLogin": 0,
                            "SessionDuration": 3600, "Tags": tags}, target)
         info = (cam("GetRole", {"RoleName": name}, target) or {}).get("RoleInfo") or {}
-    elif not ir._trusts(info.get("PolicyDocument"), SERVICES["tencent"], lower=True):
-        raise StorageError(MSG_ROLE_TAKEN, role=name, service=SERVICES["tencent"])
+    else:
+        _refuse_untrusted("tencent", name, info.get("PolicyDocument"))
     arn = str(info.get("RoleArn") or "")  # qcs::cam::uin/<owner uin>:roleName/<name>
     uin = arn.split("uin/", 1)[1].split(":", 1)[0] if "uin/" in arn else ""
     if not uin:
@@ -373,10 +387,7 @@ def _tencent_ensure(provider: Any, ledger_id: str, region: str, store: StoreUri,
 
 
 def _tencent_delete(provider: Any, ledger_id: str, region: str) -> None:
-    _keys_check(provider, "tencent")
-    cam = _sdk(ir._cam_call(provider), "cam", CAM_GONE)
-    name = role_name(ledger_id)
-    target = f"CAM role {name}"
+    cam, name, target = _role_service(provider, "tencent", ledger_id)
     pid = _tc_policy_id(cam, name)
     if pid is not None:
         cam("DetachRolePolicy", {"PolicyId": pid, "DetachRoleName": name}, target,
@@ -389,19 +400,16 @@ def _tencent_delete(provider: Any, ledger_id: str, region: str) -> None:
 
 def _aliyun_ensure(provider: Any, ledger_id: str, region: str, store: StoreUri,
                    group_id: str, run_id: str | None) -> str:
-    _keys_check(provider, "aliyun")
-    ram = _sdk(ir._ram_call(provider), "ram", RAM_GONE)
-    name = role_name(ledger_id)
-    target = f"RAM role {name}"
-    tags = [{"Key": base.TAG_MANAGED, "Value": "1"}, {"Key": base.TAG_LEDGER, "Value": ledger_id}]
+    ram, name, target = _role_service(provider, "aliyun", ledger_id)
+    tags = ir.role_tags(ledger_id)
     role = (ram("GetRole", {"RoleName": name}, target, gone_ok=True) or {}).get("Role")
     if role is None:
         role = (ram("CreateRole", {
             "RoleName": name, "AssumeRolePolicyDocument": json.dumps(ir.aliyun_documents()[0]),
             "Description": DESCRIPTION, "MaxSessionDuration": 3600, "Tag": tags}, target)
             or {}).get("Role") or {}
-    elif not ir._trusts(role.get("AssumeRolePolicyDocument"), SERVICES["aliyun"], lower=False):
-        raise StorageError(MSG_ROLE_TAKEN, role=name, service=SERVICES["aliyun"])
+    else:
+        _refuse_untrusted("aliyun", name, role.get("AssumeRolePolicyDocument"))
     arn = str(role.get("Arn") or "")  # acs:ram::<account>:role/<name>
     account = arn.split(":")[3] if arn.count(":") >= 4 and arn.split(":")[3] else "*"
     policy_target = f"RAM policy {name}"
@@ -439,10 +447,7 @@ def _ram_prune(ram: Callable[..., dict[str, Any] | None], name: str) -> None:
 
 
 def _aliyun_delete(provider: Any, ledger_id: str, region: str) -> None:
-    _keys_check(provider, "aliyun")
-    ram = _sdk(ir._ram_call(provider), "ram", RAM_GONE)
-    name = role_name(ledger_id)
-    target = f"RAM role {name}"
+    ram, name, target = _role_service(provider, "aliyun", ledger_id)
     ram("DetachPolicyFromRole", {"PolicyType": "Custom", "PolicyName": name, "RoleName": name},
         target, gone_ok=True)
     _ram_prune(ram, name)

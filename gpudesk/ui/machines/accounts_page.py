@@ -34,6 +34,7 @@ from gpudesk.services.money.ledger import Account, Ledger, Machine
 from gpudesk.services.remote.host_keys import PinStore
 from gpudesk.services.remote.ssh_config import host_alias
 from gpudesk.ui.machines.own_machine_dialog import OwnMachineDialog
+from gpudesk.ui.widgets.confirm import confirm
 from gpudesk.ui.widgets.host_key_question import ask_forget
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
@@ -339,25 +340,16 @@ class OwnMachinesBox(Retranslating, QGroupBox):
         machine = self.selected_machine()
         if machine is None:
             return None
-        box = QMessageBox(QMessageBox.Icon.Question, self.tr("Remove {name}").format(
-            name=machine.name), self.tr(
-            "Remove {name} ({target}) from your machines? Nothing on the machine is touched; "
-            "Run and Watch no longer offer it, and you can add it again.").format(
-            name=machine.name, target=f"{machine.ssh_user}@{machine.public_ip}"
-            if machine.ssh_user else machine.public_ip),
-            QMessageBox.StandardButton.Cancel, self)
-        box.setObjectName("confirmOwnRemove")
-        remove = box.addButton(self.tr("Remove"), QMessageBox.ButtonRole.DestructiveRole)
-        remove.setObjectName("confirmOwnRemoveButton")
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-
-        def answered(button: object) -> None:
-            if button is remove:
-                self.remove(machine.id)
-        box.buttonClicked.connect(answered)
-        box.open()
-        return box
+        return confirm(
+            self, QMessageBox.Icon.Question, self.tr("Remove {name}").format(name=machine.name),
+            self.tr("Remove {name} ({target}) from your machines? Nothing on the machine is "
+                    "touched; Run and Watch no longer offer it, and you can add it "
+                    "again.").format(name=machine.name,
+                                     target=f"{machine.ssh_user}@{machine.public_ip}"
+                                     if machine.ssh_user else machine.public_ip),
+            "confirmOwnRemove",
+            (self.tr("Remove"), QMessageBox.ButtonRole.DestructiveRole, "confirmOwnRemoveButton"),
+            lambda: self.remove(machine.id))
 
     def remove(self, ledger_id: str) -> None:
         gone = self.ledger.get(ledger_id)

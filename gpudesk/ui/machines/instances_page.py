@@ -413,31 +413,28 @@ class InstancesPage(Retranslating, QWidget):
         status line and as a tray alert."""
         said: list[str] = []
 
-        def name(ledger_id: str) -> str:
+        def say(heading: str, template: str, ledger_id: str) -> None:
             m = self.ledger.get(ledger_id)
-            return (m.name or m.id) if m is not None else ledger_id
+            text = template.format(machine=(m.name or m.id) if m is not None else ledger_id)
+            self.news.emit(heading, text)
+            said.append(text)
 
         for ledger_id in report.reclaimed:
-            if ledger_id in report.replaced:
-                continue
-            text = self.tr("The spot machine of {machine} was reclaimed; its group is "
-                           "starting another, which resumes the run from the bucket.").format(
-                machine=name(ledger_id))
-            self.news.emit(self.tr("Reclaimed"), text)
-            said.append(text)
+            if ledger_id not in report.replaced:
+                say(self.tr("Reclaimed"),
+                    self.tr("The spot machine of {machine} was reclaimed; its group is "
+                            "starting another, which resumes the run from the bucket."),
+                    ledger_id)
         for ledger_id in report.replaced:
-            text = self.tr("{machine} was reclaimed and replaced: the new machine resumes the "
-                           "run from the bucket's latest checkpoint.").format(
-                machine=name(ledger_id))
-            self.news.emit(self.tr("Resumed on a new machine"), text)
-            said.append(text)
+            say(self.tr("Resumed on a new machine"),
+                self.tr("{machine} was reclaimed and replaced: the new machine resumes the "
+                        "run from the bucket's latest checkpoint."), ledger_id)
         for ledger_id in report.gave_up:
-            text = self.tr("No spot capacity came back for {machine} within the wait set in "
-                           "Preferences, so its group was ended and bills nothing. The run's "
-                           "checkpoints stay in its bucket: Resume on the Run page starts it "
-                           "on another machine.").format(machine=name(ledger_id))
-            self.news.emit(self.tr("Run paused: no spot capacity"), text)
-            said.append(text)
+            say(self.tr("Run paused: no spot capacity"),
+                self.tr("No spot capacity came back for {machine} within the wait set in "
+                        "Preferences, so its group was ended and bills nothing. The run's "
+                        "checkpoints stay in its bucket: Resume on the Run page starts it "
+                        "on another machine."), ledger_id)
         return said
 
     # ------------------------------------------------------------------ actions

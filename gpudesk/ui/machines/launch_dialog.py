@@ -61,6 +61,7 @@ from gpudesk.services.runs.machine_access import MSG_OTHER_CLOUD
 from gpudesk.services.storage.errors import StorageError
 from gpudesk.services.storage.store_check import StoreRefused
 from gpudesk.services.storage.uri import CLOUD_SCHEMES, parse_uri
+from gpudesk.ui.widgets.confirm import open_question
 from gpudesk.ui.widgets.fitting_body import FittingBody
 from gpudesk.ui.widgets.guard_words import guard_said
 from gpudesk.ui.widgets.money import DISPLAY, Money
@@ -998,8 +999,6 @@ class LaunchDialog(Retranslating, QDialog):
         stop = box.addButton(self.tr("Stop the launch and terminate"),
                              QMessageBox.ButtonRole.DestructiveRole)
         stop.setObjectName("launchCancelAndClose")
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)  # stay: nothing changes
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
 
         def answered(button: QAbstractButton) -> None:
             self.question = None
@@ -1016,10 +1015,7 @@ class LaunchDialog(Retranslating, QDialog):
                                          "requested…"))
                 self.runner.cancel()
 
-        box.buttonClicked.connect(answered)
-        box.setWindowModality(Qt.WindowModality.WindowModal)
-        self.question = box
-        box.open()
+        self.question = open_question(box, answered)
         return box
 
     def reject(self) -> None:  # Escape, or the window's close button (through closeEvent)

@@ -25,9 +25,6 @@ def confirm(parent: QWidget, icon: QMessageBox.Icon, title: str, text: str, name
     button = box.addButton(yes_text, yes_role)
     if yes_name:
         button.setObjectName(yes_name)
-    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-    box.setWindowModality(Qt.WindowModality.WindowModal)
 
     def clicked(b: QAbstractButton) -> None:
         if b is button:
@@ -35,6 +32,16 @@ def confirm(parent: QWidget, icon: QMessageBox.Icon, title: str, text: str, name
         elif on_no is not None:
             on_no()
 
-    box.buttonClicked.connect(clicked)
+    return open_question(box, clicked)
+
+
+def open_question(box: QMessageBox, answered: Callable[[QAbstractButton], Any]) -> QMessageBox:
+    """Open (not exec) ``box``, made with its Cancel button and its other buttons, as every
+    question here is shown: window-modal, Cancel the default (stay: nothing changes),
+    deleted when closed; ``answered`` gets the button clicked (Cancel for Escape)."""
+    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.setWindowModality(Qt.WindowModality.WindowModal)
+    box.buttonClicked.connect(answered)
     box.open()
     return box

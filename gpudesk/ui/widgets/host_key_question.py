@@ -18,6 +18,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from gpudesk.services.remote.host_keys import HostKeyChanged, HostKeyPolicy, PinStore
+from gpudesk.ui.widgets.confirm import confirm
 
 
 def changed_pin(error: BaseException | None) -> str:
@@ -35,23 +36,10 @@ def ask_forget(parent: QWidget, name: str, done: Callable[[bool], object],
         "know the machine was rebuilt or reinstalled: a changed key is also what an attacker "
         "in the middle looks like. The next connection shows the key the machine offers now, "
         "for you to compare with its console before it is pinned.").format(name=name)
-    box = QMessageBox(QMessageBox.Icon.Warning, title, text,
-                      QMessageBox.StandardButton.Cancel, parent)
-    box.setObjectName("forgetHostKeyQuestion")
-    forget = box.addButton(QCoreApplication.translate("HostKeyQuestion", "Forget the key"),
-                           QMessageBox.ButtonRole.AcceptRole)
-    forget.setObjectName("forgetHostKeyConfirm")
-    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-    box.setWindowModality(Qt.WindowModality.WindowModal)
-
-    def clicked(button: object) -> None:
-        if button is forget:
-            done((store or PinStore()).forget(name))
-
-    box.buttonClicked.connect(clicked)
-    box.open()
-    return box
+    return confirm(parent, QMessageBox.Icon.Warning, title, text, "forgetHostKeyQuestion",
+                   (QCoreApplication.translate("HostKeyQuestion", "Forget the key"),
+                    QMessageBox.ButtonRole.AcceptRole, "forgetHostKeyConfirm"),
+                   lambda: done((store or PinStore()).forget(name)))
 
 
 @dataclass

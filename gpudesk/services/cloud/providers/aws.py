@@ -45,6 +45,7 @@ from gpudesk.services.cloud.providers.aws_errors import (
 )
 from gpudesk.services.cloud.providers.aws_groups import SSH_RULE_DESCRIPTION, MachineGroups
 from gpudesk.services.cloud.providers.aws_keep_alive import AwsKeepAlive
+from gpudesk.services.cloud.providers.aws_machine import machine_params
 
 CONNECT_TIMEOUT_S = 10
 READ_TIMEOUT_S = 30
@@ -360,6 +361,16 @@ class AwsProvider(MachineGroups, AwsKeepAlive):
                 size = int(mapping.get("Ebs", {}).get("VolumeSize") or 0)
         return device, size
 
+    def _launch_image(self, request: base.LaunchRequest) -> tuple[str, str]:
+        """The image a launch uses (the request's, else found) and its root device; a disk
+        smaller than the image's snapshot is refused before anything is made."""
+        image = request.image_id or self.find_image(request.region, request.instance_type)
+        device, minimum = self._root_device(request.region, image)
+        if minimum > request.disk_gb:
+            raise base.ProviderError("invalid", MSG_DISK_BELOW_IMAGE, image=image,
+                                     minimum=minimum, disk_gb=request.disk_gb)
+        return image, device
+
     # ------------------------------------------------------------------ instances
 
     def run_instance(self, request: base.LaunchRequest) -> base.CloudInstance:
@@ -373,28 +384,8 @@ class AwsProvider(MachineGroups, AwsKeepAlive):
             if not request.allow_from:
                 raise base.ProviderError("invalid", MSG_NEED_GROUP)
             group = self.ensure_security_group(region, request.allow_from)
-        image = request.image_id or self.find_image(region, request.instance_type)
-        device, minimum = self._root_device(region, image)
-        if minimum > request.disk_gb:
-            raise base.ProviderError("invalid", MSG_DISK_BELOW_IMAGE, image=image,
-                                     minimum=minimum, disk_gb=request.disk_gb)
-        tags = [{"Key": k, "Value": v} for k, v in request.tags().items()]
-        tags.append({"Key": "Name", "Value": f"gpudesk-{request.ledger_id}"})
-        params: dict[str, Any] = {
-            "ImageId": image, "InstanceType": request.instance_type,
-            "MinCount": 1, "MaxCount": 1, "SecurityGroupIds": [group],
-            "BlockDeviceMappings": [{"DeviceName": device, "Ebs": {
-                "VolumeSize": request.disk_gb, "VolumeType": "gp3",
-                "DeleteOnTermination": True}}],
-            "TagSpecifications": [{"ResourceType": "instance", "Tags": tags},
-                                  {"ResourceType": "volume", "Tags": tags}],
-            # IMDSv2 only, and its token only one hop away: no container or forwarded
-            # process on the machine reaches the metadata service (and its user data).
-            "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled",
-                                "HttpPutResponseHopLimit": 1},
-        }
-        if request.key_name:
-            params["KeyName"] = request.key_name
+        image, device = self._launch_image(request)
+        params = dict(machine_params(request, image, device, group), MinCount=1, MaxCount=1)
         if request.client_token:
             params["ClientToken"] = request.client_token
         # What the agent's OS shutdown means to EC2 (issue 12): terminate ends the bill, stop
@@ -408,12 +399,6 @@ class AwsProvider(MachineGroups, AwsKeepAlive):
             params["IamInstanceProfile"] = {"Name": request.instance_role}
         if request.zone:
             params["Placement"] = {"AvailabilityZone": request.zone}
-        if request.market == "spot":
-            spot: dict[str, Any] = {"SpotInstanceType": "one-time",
-                                    "InstanceInterruptionBehavior": "terminate"}
-            if request.max_price is not None:
-                spot["MaxPrice"] = f"{request.max_price:.6f}".rstrip("0").rstrip(".")
-            params["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": spot}
         ctx = self._ec2("RunInstances", region, zone=request.zone,
                         instance_type=request.instance_type, market=request.market,
                         max_price=request.max_price, resource=image,

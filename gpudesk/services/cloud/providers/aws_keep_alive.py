@@ -37,7 +37,8 @@ from gpudesk.services.cloud.keep_alive import (
 )
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers import user_data as sent_user_data
-from gpudesk.services.cloud.providers.aws_errors import MSG_DISK_BELOW_IMAGE, CallContext
+from gpudesk.services.cloud.providers.aws_errors import CallContext
+from gpudesk.services.cloud.providers.aws_machine import machine_params, tag_list
 
 _T = TypeVar("_T")
 
@@ -104,10 +105,6 @@ def request_shaped(shape: Any, value: Any) -> Any:
     return value
 
 
-def _tag_list(tags: dict[str, str]) -> list[dict[str, str]]:
-    return [{"Key": k, "Value": v} for k, v in tags.items()]
-
-
 class AwsKeepAlive:
     """:class:`~gpudesk.services.cloud.keep_alive.KeepAliveGroups` for AWS. Blocking."""
 
@@ -121,9 +118,7 @@ class AwsKeepAlive:
 
         def _default_vpc(self, region: str) -> str: ...
 
-        def _root_device(self, region: str, image_id: str) -> tuple[str, int]: ...
-
-        def find_image(self, region: str, instance_type: str) -> str: ...
+        def _launch_image(self, request: base.LaunchRequest) -> tuple[str, str]: ...
 
         def ensure_machine_group(self, region: str, ledger_id: str, allow_from: str) -> str: ...
 
@@ -169,7 +164,7 @@ class AwsKeepAlive:
         if found:
             return found
         data = self._template_data(request, role_name)
-        tags = _tag_list(request.tags())
+        tags = tag_list(request.tags())
         ctx = self._lt("CreateLaunchTemplate", region, resource=name,
                        instance_type=request.instance_type, market=request.market,
                        max_price=request.max_price,
@@ -209,42 +204,16 @@ class AwsKeepAlive:
             if not request.allow_from:
                 raise base.ProviderError("invalid", base.MSG_NEED_GROUP)
             group = self.ensure_machine_group(region, request.ledger_id, request.allow_from)
-        image = request.image_id or self.find_image(region, request.instance_type)
-        device, minimum = self._root_device(region, image)
-        if minimum > request.disk_gb:
-            raise base.ProviderError("invalid", MSG_DISK_BELOW_IMAGE, image=image,
-                                     minimum=minimum, disk_gb=request.disk_gb)
-        tags = _tag_list(request.tags())
-        tags.append({"Key": "Name", "Value": f"gpudesk-{request.ledger_id}"})
-        data: dict[str, Any] = {
-            "ImageId": image, "InstanceType": request.instance_type,
-            "SecurityGroupIds": [group],
-            "BlockDeviceMappings": [{"DeviceName": device, "Ebs": {
-                "VolumeSize": request.disk_gb, "VolumeType": "gp3",
-                "DeleteOnTermination": True}}],
-            "TagSpecifications": [{"ResourceType": "instance", "Tags": tags},
-                                  {"ResourceType": "volume", "Tags": tags}],
-            # IMDSv2 only, its token one hop away (as run_instance): no container on the
-            # machine reaches the metadata service, its user data or the role's keys.
-            "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled",
-                                "HttpPutResponseHopLimit": 1},
-            # A machine of a group never stops: an OS shutdown ends it, and the group,
-            # unless set to 0 first, starts the next one.
-            "InstanceInitiatedShutdownBehavior": "terminate",
-        }
-        if request.key_name:
-            data["KeyName"] = request.key_name
+        image, device = self._launch_image(request)
+        data = machine_params(request, image, device, group)
+        # A machine of a group never stops: an OS shutdown ends it, and the group,
+        # unless set to 0 first, starts the next one.
+        data["InstanceInitiatedShutdownBehavior"] = "terminate"
         if role_name:
             data["IamInstanceProfile"] = {"Name": role_name}
         if request.user_data:  # a template's UserData is sent base64 (boto3 does not encode
             # it), of the gzip EC2 counts (providers/user_data.py)
             data["UserData"] = sent_user_data.encode_base64("aws", request.user_data)
-        if request.market == "spot":
-            spot: dict[str, Any] = {"SpotInstanceType": "one-time",
-                                    "InstanceInterruptionBehavior": "terminate"}
-            if request.max_price is not None:
-                spot["MaxPrice"] = f"{request.max_price:.6f}".rstrip("0").rstrip(".")
-            data["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": spot}
         return data
 
     def _subnets(self, region: str, zone: str) -> list[str]:

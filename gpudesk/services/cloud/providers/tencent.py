@@ -37,7 +37,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tencentcloud.common import credential
-from tencentcloud.common.exception.tencent_cloud_sdk_exception import TencentCloudSDKException
 from tencentcloud.common.profile.client_profile import ClientProfile
 from tencentcloud.common.profile.http_profile import HttpProfile
 from tencentcloud.cvm.v20170312.cvm_client import CvmClient
@@ -45,7 +44,7 @@ from tencentcloud.vpc.v20170312.vpc_client import VpcClient
 
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers import tencent_parse as tp
-from gpudesk.services.cloud.providers.sdk_provider import Refused, SdkProvider, ssh_group_name
+from gpudesk.services.cloud.providers.sdk_provider import SdkProvider, ssh_group_name
 from gpudesk.services.cloud.providers.tencent_errors import (
     MSG_ALREADY_STOPPED_CHARGING,
     MSG_NEED_GROUP,
@@ -58,6 +57,7 @@ from gpudesk.services.cloud.providers.tencent_errors import (
     error,
     is_throttle,
     map_error,
+    sdk_answer,
 )
 from gpudesk.services.cloud.providers.tencent_groups import MachineGroups
 from gpudesk.services.cloud.providers.tencent_keep_alive import TencentKeepAlive
@@ -119,19 +119,9 @@ class TencentProvider(SdkProvider[CallContext], MachineGroups, TencentKeepAlive)
         A code in ``ok_codes`` (DryRunOperation, "already stopped") is an answer,
         returned as ``{"Code": code}``.
         """
-        def attempt() -> dict[str, Any] | Refused:
-            try:
-                data = self._client(ctx.service, ctx.region).call_json(ctx.action, params)
-            except TencentCloudSDKException as exc:
-                return Refused(str(exc.code or "ClientError"), str(exc.message or ""))
-            except Exception as exc:  # noqa: BLE001 - requests/JSON errors the SDK lets through
-                return Refused("ClientNetworkError", f"{type(exc).__name__}: {exc}")
-            response = data.get("Response") if isinstance(data, dict) else None
-            if not isinstance(response, dict):
-                raise map_error("ServerNetworkError", "answer without a Response", ctx)
-            return response
-
-        return self._retrying(ctx, attempt, ok_codes)
+        return self._retrying(ctx, lambda: sdk_answer(
+            lambda: self._client(ctx.service, ctx.region).call_json(ctx.action, params)),
+            ok_codes)
 
     def _cvm(self, region: str, action: str, params: dict[str, Any], **ctx: Any) -> dict[str, Any]:
         return self._call(CallContext("cvm", action, region, **ctx), params)
@@ -228,20 +218,8 @@ class TencentProvider(SdkProvider[CallContext], MachineGroups, TencentKeepAlive)
     def ensure_security_group(self, region: str, allow_from: str) -> str:
         cidr = base.single_address(allow_from)  # refuses 0.0.0.0/0 & co. before any call
         self._check_region(region)
-        group_name = ssh_group_name(cidr)
-        answer = self._vpc(region, "DescribeSecurityGroups", {
-            "Filters": [{"Name": "security-group-name", "Values": [group_name]}],
-            "Offset": "0", "Limit": str(PAGE)})
-        found = [g for g in answer.get("SecurityGroupSet") or []
-                 if g.get("SecurityGroupName") == group_name]
-        if found:
-            group_id = str(found[0]["SecurityGroupId"])
-        else:
-            created = self._vpc(region, "CreateSecurityGroup", {
-                "GroupName": group_name, "ProjectId": "0",
-                "GroupDescription": f"gpudesk: SSH from {cidr} only",
-                "Tags": tp.tag_list({base.TAG_MANAGED: "1"})})
-            group_id = str(created["SecurityGroup"]["SecurityGroupId"])
+        group_id = self._named_group(region, ssh_group_name(cidr),
+                                     f"gpudesk: SSH from {cidr} only", {base.TAG_MANAGED: "1"})
         self._converge_rules(region, group_id, tp.ssh_rule(cidr))
         return group_id
 

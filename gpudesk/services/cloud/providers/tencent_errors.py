@@ -9,7 +9,9 @@ message is kept, scrubbed, in ``detail``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.provider_codes import CodeTable, ZoneOrRegion, refusal
@@ -17,6 +19,7 @@ from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.base import MSG_NEED_GROUP as MSG_NEED_GROUP
 from gpudesk.services.cloud.providers.base import detail_of as detail_of
 from gpudesk.services.cloud.providers.base import error_with_detail
+from gpudesk.services.cloud.providers.sdk_provider import Refused
 
 PROVIDER_LABEL = QT_TRANSLATE_NOOP(
     "ProviderError", "Tencent Cloud")  # translated when shown
@@ -109,6 +112,26 @@ class CallContext(ZoneOrRegion):
     instance_type: str = ""
     max_price: float | None = None
     resource: str = ""  # the id or name the call was about (for not-found)
+
+
+def sdk_answer(send: Callable[[], Any]) -> dict[str, Any] | Refused:
+    """The ``Response`` of one SDK call (``send``: ``client.call_json(action, params)``), or
+    what refused it: the SDK's error code, a transport failure (``ClientNetworkError``) or an
+    answer without a Response (``ServerNetworkError``), for ``SdkProvider._retrying``."""
+    from tencentcloud.common.exception.tencent_cloud_sdk_exception import (
+        TencentCloudSDKException,
+    )
+
+    try:
+        data = send()
+    except TencentCloudSDKException as exc:
+        return Refused(str(exc.code or "ClientError"), str(exc.message or ""))
+    except Exception as exc:  # noqa: BLE001 - transport errors the SDK lets through
+        return Refused("ClientNetworkError", f"{type(exc).__name__}: {exc}")
+    answer = data.get("Response") if isinstance(data, dict) else None
+    if not isinstance(answer, dict):
+        return Refused("ServerNetworkError", "answer without a Response")
+    return answer
 
 
 def is_throttle(code: str) -> bool:

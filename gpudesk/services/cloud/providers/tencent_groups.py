@@ -41,22 +41,27 @@ class MachineGroups:
         """
         cidr = base.single_address(allow_from)
         self._check_region(region)
-        name = _MACHINE_GROUP_PREFIX + ledger_id
+        group_id = self._named_group(region, _MACHINE_GROUP_PREFIX + ledger_id,
+                                     f"gpudesk: SSH to {ledger_id}",
+                                     {base.TAG_MANAGED: "1", base.TAG_LEDGER: ledger_id})
+        self.set_ssh_address(region, group_id, cidr)
+        return group_id
+
+    def _named_group(self, region: str, name: str, description: str,
+                     tags: dict[str, str]) -> str:
+        """The id of the security group ``name``: found (a retry, a reused group) or made
+        with ``description`` and ``tags``; its rules are the caller's to set."""
         answer = self._vpc(region, "DescribeSecurityGroups", {
             "Filters": [{"Name": "security-group-name", "Values": [name]}],
             "Offset": "0", "Limit": str(PAGE)})
         found = [g for g in answer.get("SecurityGroupSet") or []
                  if g.get("SecurityGroupName") == name]
         if found:
-            group_id = str(found[0]["SecurityGroupId"])
-        else:
-            created = self._vpc(region, "CreateSecurityGroup", {
-                "GroupName": name, "ProjectId": "0",
-                "GroupDescription": f"gpudesk: SSH to {ledger_id}",
-                "Tags": tp.tag_list({base.TAG_MANAGED: "1", base.TAG_LEDGER: ledger_id})})
-            group_id = str(created["SecurityGroup"]["SecurityGroupId"])
-        self.set_ssh_address(region, group_id, cidr)
-        return group_id
+            return str(found[0]["SecurityGroupId"])
+        created = self._vpc(region, "CreateSecurityGroup", {
+            "GroupName": name, "ProjectId": "0", "GroupDescription": description,
+            "Tags": tp.tag_list(tags)})
+        return str(created["SecurityGroup"]["SecurityGroupId"])
 
     def set_ssh_address(self, region: str, group_id: str, allow_from: str) -> list[str]:
         """Make gpudesk's SSH rule name ``allow_from`` only; return the addresses it replaced.

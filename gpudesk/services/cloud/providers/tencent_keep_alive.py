@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.keep_alive import (
@@ -51,7 +51,11 @@ from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers import tencent_parse as tp
 from gpudesk.services.cloud.providers import user_data as sent_user_data
 from gpudesk.services.cloud.providers.sdk_provider import Refused
-from gpudesk.services.cloud.providers.tencent_errors import PROVIDER_LABEL, CallContext
+from gpudesk.services.cloud.providers.tencent_errors import (
+    PROVIDER_LABEL,
+    CallContext,
+    sdk_answer,
+)
 
 AS_SERVICE = "as"
 AS_VERSION = "2018-04-19"
@@ -126,8 +130,8 @@ def _tags(tags: dict[str, str], resource_type: str = "") -> list[dict[str, str]]
 class TencentKeepAlive:
     """The AS calls behind :class:`~gpudesk.services.cloud.keep_alive.KeepAliveGroups`.
 
-    The attributes and the stubs below come from the provider (``SdkProvider`` and
-    ``TencentProvider``), which is first in the method order.
+    The attributes and the methods declared below come from the provider (``SdkProvider``
+    and ``TencentProvider``), which is first in the method order.
     """
 
     _credentials: base.Credentials
@@ -139,33 +143,26 @@ class TencentKeepAlive:
     _known_types: set[str]
     _sleep: Callable[[float], None]
 
-    def _retrying(self, ctx: CallContext, attempt: Callable[[], dict[str, Any] | Refused],
-                  ok_codes: frozenset[str]) -> dict[str, Any]:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # supplied by SdkProvider and TencentProvider
+        def _retrying(self, ctx: CallContext, attempt: Callable[[], dict[str, Any] | Refused],
+                      ok_codes: frozenset[str]) -> dict[str, Any]: ...
 
-    def _check_region(self, region: str) -> None:
-        raise NotImplementedError
+        def _check_region(self, region: str) -> None: ...
 
-    def _vpc(self, region: str, action: str, params: dict[str, Any],
-             **ctx: Any) -> dict[str, Any]:
-        raise NotImplementedError
+        def _vpc(self, region: str, action: str, params: dict[str, Any],
+                 **ctx: Any) -> dict[str, Any]: ...
 
-    def ensure_security_group(self, region: str, allow_from: str) -> str:
-        raise NotImplementedError
+        def ensure_security_group(self, region: str, allow_from: str) -> str: ...
 
-    def zone_choices(self, region: str, instance_type: str,
-                     market: base.Market = "on-demand") -> list[base.ZoneChoice]:
-        raise NotImplementedError
+        def zone_choices(self, region: str, instance_type: str,
+                         market: base.Market = "on-demand") -> list[base.ZoneChoice]: ...
 
-    def first_available_zone(self, region: str, instance_type: str = "",
-                             market: base.Market = "on-demand") -> str:
-        raise NotImplementedError
+        def first_available_zone(self, region: str, instance_type: str = "",
+                                 market: base.Market = "on-demand") -> str: ...
 
-    def find_image(self, region: str, instance_type: str) -> str:
-        raise NotImplementedError
+        def find_image(self, region: str, instance_type: str) -> str: ...
 
-    def _on_demand_price(self, region: str, zone: str, instance_type: str) -> float:
-        raise NotImplementedError
+        def _on_demand_price(self, region: str, zone: str, instance_type: str) -> float: ...
 
     # ------------------------------------------------------------------ plumbing
 
@@ -191,26 +188,10 @@ class TencentKeepAlive:
     def _as(self, region: str, action: str, params: dict[str, Any],
             ok_codes: frozenset[str] = frozenset(), **ctx: Any) -> dict[str, Any]:
         """One AS call: signed by the SDK, throttling retried, errors typed (tencent_errors)."""
-        from tencentcloud.common.exception.tencent_cloud_sdk_exception import (
-            TencentCloudSDKException,
-        )
-
         client = self._as_client(region)
         context = CallContext(AS_SERVICE, action, region, **ctx)
-
-        def attempt() -> dict[str, Any] | Refused:
-            try:
-                data = client.call_json(action, params)
-            except TencentCloudSDKException as exc:
-                return Refused(str(exc.code or "ClientError"), str(exc.message or ""))
-            except Exception as exc:  # noqa: BLE001 - transport errors the SDK lets through
-                return Refused("ClientNetworkError", f"{type(exc).__name__}: {exc}")
-            answer = data.get("Response") if isinstance(data, dict) else None
-            if not isinstance(answer, dict):
-                return Refused("ServerNetworkError", "answer without a Response")
-            return answer
-
-        return self._retrying(context, attempt, ok_codes)
+        return self._retrying(context, lambda: sdk_answer(
+            lambda: client.call_json(action, params)), ok_codes)
 
     def _as_pages(self, region: str, action: str, params: dict[str, Any],
                   items: str) -> list[dict[str, Any]]:
