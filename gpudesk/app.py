@@ -6,8 +6,10 @@ Environment variables (used by tests, benchmarks and the frozen-app check):
     quit N milliseconds after the main window is shown; the exit status is 0.
 ``GPUDESK_REPORT_SHOWN=1``
     print ``shown-at <time.time()>`` to stderr once the window has painted, and
-    ``ready-at <time.time()>`` once its pages are made and the event loop runs
-    (``benchmarks/bench_startup.py`` reads both).
+    ``ready-at <time.time()>`` once the first screen (the Plan page, and the welcome on a
+    first start) is made and the event loop runs, and ``started-at <time.time()>`` once
+    what works behind it (Instances, the tray, budget alerts, prices) has started
+    (``benchmarks/bench_startup.py`` reads all three).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import logging
 import os
 import sys
 import time
+import weakref
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -135,6 +138,10 @@ def run_gui() -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
+    from gpudesk.ui.shell.pyside_source_check import speed_up_pyside_source_check
+
+    speed_up_pyside_source_check()  # before the window's modules are imported
+
     from gpudesk.ui.shell.i18n import install_translator
     from gpudesk.ui.shell.main_window import MainWindow
     from gpudesk.ui.shell.theme import apply_theme
@@ -153,17 +160,23 @@ def run_gui() -> int:
     report_shown = os.environ.get(REPORT_SHOWN_ENV, "") not in ("", "0")
     if report_shown and sys.stderr is not None:
         print(f"shown-at {time.time():.6f}", file=sys.stderr, flush=True)
-    setup_logging()
-    if settings.theme == "system":  # the first paint used the scheme seen last time
-        from gpudesk.ui.shell.theme import system_scheme
 
-        settings.system_scheme_seen = system_scheme()
-        if settings.system_scheme_seen != theme:  # the OS changed it since
-            theme = apply_theme(app, "system")
-    log.info("user interface language: %s (setting: %s)", language, settings.language)
-    log.info("theme: %s (setting: %s)", theme, settings.theme)
-    if not painted:
-        log.warning("the window did not paint within 2 s; going on")
+    def settle_in() -> None:
+        # After the first screen: the log file (records until now were held; a crash
+        # opens it itself) and the OS colour scheme, which the first paint took from
+        # the last start (asking names Qt's enums: 15 ms).
+        setup_logging()
+        effective = theme
+        if settings.theme == "system":
+            from gpudesk.ui.shell.theme import system_scheme
+
+            settings.system_scheme_seen = system_scheme()
+            if settings.system_scheme_seen != theme:  # the OS changed it since
+                effective = apply_theme(app, "system")
+        log.info("user interface language: %s (setting: %s)", language, settings.language)
+        log.info("theme: %s (setting: %s)", effective, settings.theme)
+        if not painted:
+            log.warning("the window did not paint within 2 s; going on")
 
     import asyncio
 
@@ -180,14 +193,26 @@ def run_gui() -> int:
 
     app.aboutToQuit.connect(on_about_to_quit)
 
-    window.finish_start()
+    window.finish_start(background_later=True)
     window.maybe_show_welcome()
     quit_after = _quit_after_ms()
 
     def on_ready() -> None:
-        # Runs on the first turn of the event loop after the pages were made.
+        # Runs on the first turn of the event loop after the first screen was made: the
+        # Plan page can be used. What works behind it starts on the next turn.
         if report_shown and sys.stderr is not None:
             print(f"ready-at {time.time():.6f}", file=sys.stderr, flush=True)
+        QTimer.singleShot(0, on_started)
+
+    the_window = weakref.ref(window)  # the window is let go when the loop ends (below)
+
+    def on_started() -> None:
+        settle_in()
+        started = the_window()
+        if started is not None:
+            started.start_background()
+        if report_shown and sys.stderr is not None:
+            print(f"started-at {time.time():.6f}", file=sys.stderr, flush=True)
         freeze_startup_objects()
         if quit_after is not None:
             log.info("quitting %d ms after the window was shown (%s)", quit_after, QUIT_AFTER_ENV)

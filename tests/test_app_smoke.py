@@ -47,13 +47,22 @@ def test_gui_starts_shows_window_and_quits(gpudesk_home: Path) -> None:
     assert {"gpudesk.app", "PySide6.QtWidgets", "qasync"} <= modules
     torch_modules = sorted(m for m in modules if m == "torch" or m.startswith("torch."))
     assert torch_modules == [], "starting the window must not import torch"
-    # what the first two pages do not need waits for its first use (issue 31, a fast start)
+    # what the Plan page does not need waits for its first use (issue 31, a fast start)
     before_ready = result.stderr[:ready.start()]
     early = {m.group("name").strip() for m in _IMPORT_LINE.finditer(before_ready)}
     assert "gpudesk.ui.plan.plan_page" in early  # the Plan page is made before ready
     late = {"boto3", "paramiko", "pyqtgraph", "urllib.request",
             "gpudesk.services.cloud.launcher"} & early
     assert late == set(), f"imported before the window was ready: {sorted(late)}"
+    # what works behind the first screen starts right after it, and does start
+    behind = {"gpudesk.ui.machines.instances_page", "gpudesk.ui.watch.budget_alerts",
+              "gpudesk.services.money.ledger", "gpudesk.ui.widgets.tray"}
+    assert behind & early == set(), f"made before the first screen: {sorted(behind & early)}"
+    started = re.search(r"^started-at (\d+\.\d+)$", result.stderr, re.M)
+    assert started and started.start() > ready.start(), "the background never started:\n" + tail
+    by_started = {m.group("name").strip()
+                  for m in _IMPORT_LINE.finditer(result.stderr[:started.start()])}
+    assert behind <= by_started
 
     log_file = gpudesk_home / "log" / "gpudesk.log"
     assert "starting" in log_file.read_text(encoding="utf-8")

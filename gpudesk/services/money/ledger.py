@@ -12,7 +12,6 @@ threads (``asyncio.to_thread``) and the GUI thread alike.
 from __future__ import annotations
 
 import os
-import secrets
 import sqlite3
 import threading
 import time
@@ -210,6 +209,8 @@ def _column_sql() -> str:
 
 def new_ledger_id() -> str:
     """Short, unique, safe in tags, names and client tokens: ``m-`` + 10 hex digits."""
+    import secrets  # hmac and hashlib with it: not needed to read the ledger at start
+
     return "m-" + secrets.token_hex(5)
 
 

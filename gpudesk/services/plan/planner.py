@@ -14,13 +14,15 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gpudesk.calc import sizing
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.catalog import Catalog, GpuSpec, Offer
-from gpudesk.services.cloud.spot_rates import SpotRate, rate_for
-from gpudesk.services.plan.expected_cost import SpotAssumptions, SpotRisk, spot_outlook
+
+if TYPE_CHECKING:  # spot judgement is imported when offers are ranked as spot, not at start
+    from gpudesk.services.cloud.spot_rates import SpotRate
+    from gpudesk.services.plan.expected_cost import SpotAssumptions, SpotRisk
 
 SortKey = Literal["cost", "price", "headroom", "hours"]
 
@@ -167,6 +169,9 @@ def with_risk(r: RankedOffer, rates: dict[tuple[str, str, str], SpotRate],
     o = r.offer
     if not r.spot:
         return r
+    from gpudesk.services.cloud.spot_rates import rate_for
+    from gpudesk.services.plan.expected_cost import spot_outlook
+
     rate = rate_for(o.provider, o.region, o.instance_type, rates)
     return replace(r, risk=spot_outlook(rate, r.hours, r.price_per_hour, assumptions))
 
@@ -181,6 +186,8 @@ def rank(job: Job, offers: Iterable[Offer], *, spot: bool = False,
     sizing.validate(job.model, job.setup)
     judged = [judge(job, o, spot) for o in offers]
     if spot:
+        from gpudesk.services.plan.expected_cost import SpotAssumptions
+
         judged = [with_risk(r, rates or {}, assumptions or SpotAssumptions()) for r in judged]
     return sorted(judged, key=_sort_key(sort))
 

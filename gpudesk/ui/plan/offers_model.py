@@ -9,6 +9,7 @@ offer that cannot run above one that can.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -86,7 +87,10 @@ def header_text(column: str) -> str:
     }[column]
 
 
-_GREY = QBrush(QColor("#9e9e9e"))
+@functools.cache
+def _grey() -> QBrush:
+    """Made at the first grey row, not at import: a QBrush names 7 enums (2 ms at start)."""
+    return QBrush(QColor("#9e9e9e"))
 
 
 
@@ -171,7 +175,7 @@ class OffersModel(NamedColumnsModel):
                 return gpus_text(r) if name == "gpus" else reason_text(r)
             return self._texts[row][column]  # a cell its column cuts short is read whole here
         if role == Qt.ItemDataRole.ForegroundRole:
-            return None if r.fits else _GREY
+            return None if r.fits else _grey()
         if name in _NUMERIC:  # TextAlignmentRole
             return _RIGHT
         return None

@@ -55,7 +55,13 @@ from gpudesk.ui.plan.offers_model import (
     market_text,
     reason_text,
 )
-from gpudesk.ui.plan.plan_form import PlanForm, combo_key, parse_amount, set_invalid
+from gpudesk.ui.plan.plan_form import (
+    PlanForm,
+    combo_key,
+    paint_error,
+    parse_amount,
+    set_invalid,
+)
 from gpudesk.ui.plan.spot_panel import SpotPanel
 from gpudesk.ui.widgets.answers import answers_for
 from gpudesk.ui.widgets.money import DISPLAY
@@ -65,11 +71,7 @@ from gpudesk.ui.widgets.task_runner import TaskRunner
 ERR_NOTHING = QT_TRANSLATE_NOOP(
     "SizingError", "fix the inputs marked in red first")
 SORTS = ("cost", "price", "headroom", "hours")
-STYLE = """
-QLineEdit[invalid="true"], QComboBox[invalid="true"] { border: 2px solid #d32f2f; }
-QLabel#formErrors, QLabel[fieldError="true"] { color: #d32f2f; }
-QLabel#nothingFits { color: #b71c1c; border: 1px solid #d32f2f; padding: 4px; }
-"""
+NOTHING_FITS_STYLE = "QLabel { color: #b71c1c; border: 1px solid #d32f2f; padding: 4px; }"
 
 
 def _key(r: RankedOffer) -> tuple[str, str, str]:
@@ -89,7 +91,6 @@ class PlanPage(Retranslating, QWidget):
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("planPage")
-        self.setStyleSheet(STYLE)
         self.settings = settings
         self.catalog = catalog
         self.job: Job | None = None
@@ -104,6 +105,7 @@ class PlanPage(Retranslating, QWidget):
         self.form = PlanForm(mfu=settings.mfu, parent=self)
         self.form_errors = QLabel(self)
         self.form_errors.setObjectName("formErrors")
+        paint_error(self.form_errors)
         self.form_errors.setWordWrap(True)
         left = QWidget(self)
         lv = QVBoxLayout(left)
@@ -122,6 +124,7 @@ class PlanPage(Retranslating, QWidget):
         # nothing fits: said first, with what would (issue 31 item 20); an impossible size too
         self.nothing_fits = QLabel(self.memory_box)
         self.nothing_fits.setObjectName("nothingFits")
+        self.nothing_fits.setStyleSheet(NOTHING_FITS_STYLE)  # its own: one widget polished
         self.nothing_fits.setWordWrap(True)
         self.nothing_fits.setTextFormat(Qt.TextFormat.PlainText)
         self.nothing_fits.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -177,6 +180,7 @@ class PlanPage(Retranslating, QWidget):
         self.max_price_error = QLabel(self.offers_box)  # a red field says why, next to it
         self.max_price_error.setObjectName("maxPriceError")
         self.max_price_error.setProperty("fieldError", "true")
+        paint_error(self.max_price_error)
         self.max_price_error.setVisible(False)
         self.sort = QComboBox(self.offers_box)
         for key in SORTS:

@@ -23,13 +23,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpudesk.services.cloud.spot_history import SpotHistory
 from gpudesk.services.plan.planner import RankedOffer
 from gpudesk.ui.plan.offers_model import format_hours, format_money
 from gpudesk.ui.widgets.retranslate import Retranslating
 
 if TYPE_CHECKING:  # pyqtgraph (~0.3 s) loads when a history is first drawn, not at start-up
     import pyqtgraph as pg
+
+    from gpudesk.services.cloud.spot_history import SpotHistory  # and the providers' base
 
 ZONE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 

@@ -8,32 +8,31 @@ Mixed into ``MainWindow`` (before ``QMainWindow``). Each job runs on its own
 
 from __future__ import annotations
 
-import asyncio
 import functools
+import sys
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication
 
-if TYPE_CHECKING:
-    from PySide6.QtWidgets import QMainWindow, QWidget
+from gpudesk.ui.shell.window_parts import WindowParts
 
-    from gpudesk.services.cloud.accounts import ProviderFactory
-    from gpudesk.services.core.settings import Settings
-    from gpudesk.services.money.ledger import Ledger
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QWidget
+
     from gpudesk.ui.machines.instances_page import InstancesPage
     from gpudesk.ui.plan.plan_page import PlanPage
     from gpudesk.ui.watch.watch_page import WatchPage
     from gpudesk.ui.widgets.task_runner import TaskRunner
 
-    _Base = QMainWindow
-else:
-    _Base = object
 
 SPOT_PRICES_EVERY_MS = 15 * 60 * 1000  # EC2 spot prices change a few times a day at most
 
 
 def event_loop_running() -> bool:
     """Whether the qasync loop runs (not in a test's bare QApplication)."""
+    asyncio = sys.modules.get("asyncio")  # not imported before the first paint (31 ms)
+    if asyncio is None:
+        return False  # nothing has imported it: no loop can run
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -41,12 +40,9 @@ def event_loop_running() -> bool:
     return True
 
 
-class BackgroundWork(_Base):
+class BackgroundWork(WindowParts):
     """Prices, the start-up check and guard pushes; mix in before ``QMainWindow``."""
 
-    settings: Settings
-    ledger: Ledger
-    providers: ProviderFactory
     prices_runner: TaskRunner
     spot_runner: TaskRunner
     guard_runner: TaskRunner
@@ -112,6 +108,8 @@ class BackgroundWork(_Base):
             s3_price_list.refresh_regions(regions, max_age_s=0)
 
         async def work() -> RefreshReport:
+            import asyncio
+
             report = await refresh_prices(
                 catalog, names, self.settings.cny_per_usd,  # type: ignore[arg-type]
                 self.providers, price_list=True, cache=cache_dir())

@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # imported after the first paint (fast start), or when a page
     from gpudesk.services.cloud.accounts import ProviderFactory
     from gpudesk.services.cloud.catalog import Catalog
     from gpudesk.services.cloud.launcher import Launcher
+    from gpudesk.services.cloud.providers.base import Provider, ProviderName
     from gpudesk.services.money.ledger import Ledger, Machine
     from gpudesk.services.plan.budget_chance import SpotJobInputs
     from gpudesk.ui.watch.budget_alerts import BudgetAlerts, BudgetBanner
@@ -56,6 +57,14 @@ if TYPE_CHECKING:  # imported after the first paint (fast start), or when a page
 log = logging.getLogger(__name__)
 
 __all__ = ["LANGUAGE_NAMES", "PAGE_KEY_ROLE", "SPOT_PRICES_EVERY_MS", "MainWindow"]
+
+
+def _provider_from_keyring(name: ProviderName) -> Provider:
+    """The keyring's provider; its module (keyring, the clouds' errors) is imported at the
+    first call, not before the first screen."""
+    from gpudesk.services.cloud.accounts import provider_from_keyring
+
+    return provider_from_keyring(name)
 
 
 def _delete_on_close(dialog: QWidget) -> None:
@@ -77,10 +86,11 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
         super().__init__(parent)
         self.setObjectName("mainWindow")
         self.settings = settings
-        self.started = False
+        self.started = False  # finish_start: the first screen is made
+        self.background_started = False  # start_background: what works behind it runs
         self._launcher: Launcher | None = None  # made at the first launch or Run page
         self._catalog_given = catalog
-        self._ledger_given = ledger
+        self._ledger = ledger  # the given one, else opened when first asked for
         self._providers_given = providers
         self._titles: list[Callable[[], str]] = []
         self.page_actions: list[QAction] = []
@@ -134,6 +144,17 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
             self.finish_start()
 
     @property
+    def ledger(self) -> Ledger:
+        """The window's one ledger connection, opened when first asked for (Instances, a
+        launch, the other pages): the Plan page does not need it, and opening takes up to
+        15 ms of disk work at start-up."""
+        if self._ledger is None:
+            from gpudesk.services.money.ledger import Ledger
+
+            self._ledger = Ledger()
+        return self._ledger
+
+    @property
     def launcher(self) -> Launcher:
         """The one launcher of this window, made when first asked for (a launch, the Run
         page): its modules (the guard, keep-alive groups, price lists) are not needed to
@@ -152,38 +173,48 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
                                       store_check=check_launch_store)
         return self._launcher
 
-    def finish_start(self) -> None:
-        """Make the pages and start the background work: the ledger, the Plan and
-        Instances pages, budget alerts, the tray, prices. Heavy imports happen here, after
-        the window is on screen; pages not yet opened are still made on their first visit."""
+    def finish_start(self, *, background_later: bool = False) -> None:
+        """Make what the first screen needs: the ledger, the money display and the Plan
+        page. The rest (the Instances page, the tray, budget alerts, prices, the check
+        with the clouds) is started by ``start_background``: at once, or, with
+        ``background_later`` (the app), by the caller once the window is ready, so the
+        first screen is not kept waiting for what it does not show. Pages not yet opened
+        are made on their first visit."""
         if self.started:
             return
-        from gpudesk.services.cloud.accounts import provider_from_keyring
-        from gpudesk.services.money.ledger import Ledger
-        from gpudesk.ui.watch.budget_alerts import BudgetAlerts, BudgetBanner
         from gpudesk.ui.widgets.money import DISPLAY
-        from gpudesk.ui.widgets.task_runner import TaskRunner
-        from gpudesk.ui.widgets.tray import BillingTray
 
         self.started = True
         for action, keys in self._shortcuts:
             action.setShortcut(keys)
         self._shortcuts.clear()
         settings = self.settings
-        self.budget_banner: BudgetBanner = BudgetBanner(self.centralWidget())
-        self._right.insertWidget(0, self.budget_banner)
-        given = self._ledger_given
-        self.ledger: Ledger = given if given is not None else Ledger()
         providers = self._providers_given
         self.providers: ProviderFactory = (providers if providers is not None
-                                           else provider_from_keyring)
+                                           else _provider_from_keyring)
         self.money: Money = DISPLAY
         self.money.set(settings.currency, settings.cny_per_usd)
         self.nav.currentRowChanged.connect(self._build_row)
         self.page("plan")
-        self.page("instances")
-        from gpudesk.services.core.window_state import load_state
+        if not background_later:
+            self.start_background()
 
+    def start_background(self) -> None:
+        """Start what works behind the first screen: budget alerts and the tray (owed
+        stops end the bill even after a shutdown inside), prices, the Instances page and
+        the check with the clouds, and the page shown when the window last closed."""
+        if self.background_started:
+            return
+        if not self.started:
+            self.finish_start(background_later=True)
+        self.background_started = True
+        from gpudesk.services.core.window_state import load_state
+        from gpudesk.ui.watch.budget_alerts import BudgetAlerts, BudgetBanner
+        from gpudesk.ui.widgets.task_runner import TaskRunner
+        from gpudesk.ui.widgets.tray import BillingTray
+
+        self.budget_banner: BudgetBanner = BudgetBanner(self.centralWidget())
+        self._right.insertWidget(0, self.budget_banner)
         if load_state().watched:  # watch again what was watched, once the window is up
             QTimer.singleShot(0, self, lambda: self.page("watch"))
         self.launch_dialog: QDialog | None = None

@@ -15,25 +15,20 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from gpudesk.ui.shell.i18n import install_translator
+from gpudesk.ui.shell.window_parts import WindowParts
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import QDialog, QMainWindow
+    from PySide6.QtWidgets import QDialog
 
-    from gpudesk.services.core.settings import Settings
     from gpudesk.ui.plan.plan_page import PlanPage
 
-    _Base = QMainWindow
-else:
-    _Base = object
 
 LANGUAGE_NAMES = {"en": "English", "zh_CN": "简体中文"}  # each in its own language
 
 
-class WindowMenus(_Base):
+class WindowMenus(WindowParts):
     """File, View, Tools and Help; mix in before ``QMainWindow``."""
 
-    settings: Settings
-    started: bool
     page_actions: list[QAction]
     _shortcuts: list[tuple[QAction, QKeySequence]]
 

@@ -13,30 +13,23 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication
 
-if TYPE_CHECKING:
-    from PySide6.QtWidgets import QDialog, QLabel, QMainWindow
+from gpudesk.ui.shell.window_parts import WindowParts
 
-    from gpudesk.services.cloud.accounts import ProviderFactory
-    from gpudesk.services.money.ledger import Ledger, Machine
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QDialog, QLabel
+
+    from gpudesk.services.money.ledger import Machine
     from gpudesk.ui.machines.instances_page import InstancesPage
-    from gpudesk.ui.widgets.money import Money
     from gpudesk.ui.widgets.task_runner import TaskRunner
     from gpudesk.ui.widgets.tray import BillingTray
 
-    _Base = QMainWindow
-else:
-    _Base = object
 
 log = logging.getLogger(__name__)
 
 
-class QuitQuestion(_Base):
+class QuitQuestion(WindowParts):
     """What bills, shown and asked about; mix in before ``QMainWindow``."""
 
-    started: bool
-    ledger: Ledger
-    providers: ProviderFactory
-    money: Money
     tray: BillingTray
     billing_label: QLabel
     quit_box: QDialog | None
@@ -64,10 +57,10 @@ class QuitQuestion(_Base):
     def ask_quit(self, billing: list[Machine]) -> QDialog:
         """Quitting with machines billing: say what bills, its rate and its guard, and offer
         to stop them, terminate them, or keep them running."""
-        from PySide6.QtCore import Qt
         from PySide6.QtWidgets import QAbstractButton, QMessageBox
 
         from gpudesk.services.cloud import accounts, guard
+        from gpudesk.ui.widgets.confirm import open_question
         from gpudesk.ui.widgets.guard_words import guard_said
         from gpudesk.ui.widgets.tray import state_word
 
@@ -118,8 +111,6 @@ class QuitQuestion(_Base):
         keep = box.addButton(QCoreApplication.translate("MainWindow", "Keep them running and quit"),
                              QMessageBox.ButtonRole.AcceptRole)
         keep.setObjectName("quitKeep")
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)  # stay: nothing changes
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
 
         def answered(button: QAbstractButton) -> None:
             self.quit_box = None
@@ -131,10 +122,7 @@ class QuitQuestion(_Base):
             elif button is end:
                 self._act_then_quit("terminate", [m.id for m in billing])
 
-        box.buttonClicked.connect(answered)
-        box.setWindowModality(Qt.WindowModality.WindowModal)
-        self.quit_box = box
-        box.open()
+        self.quit_box = open_question(box, answered)
         return box
 
     def _act_then_quit(self, action: str, ids: list[str]) -> None:
