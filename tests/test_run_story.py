@@ -141,6 +141,9 @@ def test_the_run_page_shows_the_machines_of_a_kept_alive_run(
             "run": RUN, "currency": "USD", "total": 1.5, "machines": [
                 {"cloud_id": "i-third", "from": T0 + 9000, "to": None, "why": "started",
                  "spent": 0.15}]})
+        # the rows come with the read's answer; its button is enabled once the read has
+        # ended, a loop turn later (a click before that lands on a disabled button)
+        qtbot.waitUntil(view.refresh_button.isEnabled, timeout=30000)
         qtbot.mouseClick(view.refresh_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: "1.50 USD in all" in view.note.text(), timeout=30000)
         page.shutdown()

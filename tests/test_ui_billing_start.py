@@ -2,7 +2,7 @@
 nothing crashes.
 
 The window is made as ``gpudesk.app.run_gui`` makes it (frame first, ``finish_start``
-after), with the app's own exception hook, so a bug in a slot would open the crash
+after, then ``start_background``), with the app's own exception hook, so a bug in a slot would open the crash
 dialog here as it does for a user.
 """
 
@@ -65,7 +65,9 @@ def test_a_machine_from_before_still_billing_is_said_at_start_without_a_crash(
         qtbot, loop, billing_from_before, app_hook) -> None:  # type: ignore[no-untyped-def]
     w = MainWindow(Settings(language="en", welcomed=True), deferred=True)  # as run_gui does
     w.show()
-    w.finish_start()
+    w.finish_start(background_later=True)  # the first screen: the Plan page
+    assert w.pages.currentWidget() is w.plan and not w.background_started
+    w.start_background()  # the loop turn after: Instances, the tray, the check at start
     ledger = w.ledger
     try:
         # the first check of the clouds at start finds it billing: the alert, once

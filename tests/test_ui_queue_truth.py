@@ -84,6 +84,7 @@ def test_a_queued_run_that_succeeded_is_not_left_queued(
         agent.tick()
         return q.load_entries(root / "queue")[0]["state"] == "succeeded"
     qtbot.waitUntil(ended, timeout=WAIT_MS)
+    qtbot.waitUntil(view.refresh_button.isEnabled, timeout=WAIT_MS)  # a read ended
     qtbot.mouseClick(view.refresh_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: states(view) == [(run, "succeeded")] and not view.runner.busy,
                     timeout=WAIT_MS)

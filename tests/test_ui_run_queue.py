@@ -113,6 +113,7 @@ def test_add_to_queue_lists_the_run_and_cancel_stops_it(
     # the machine's agent starts it
     agent = q.RunQueue(root / "queue", lambda: None)
     agent.tick()
+    qtbot.waitUntil(view.refresh_button.isEnabled, timeout=WAIT_MS)  # a read ended
     qtbot.mouseClick(view.refresh_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: states(view) == [(first, "running")], timeout=WAIT_MS)
     assert view.note.text().startswith("1 queued or running")
@@ -142,6 +143,7 @@ def test_add_to_queue_lists_the_run_and_cancel_stops_it(
         return q.load_entries(root / "queue")[0]["state"] == "cancelled"
     qtbot.waitUntil(ended, timeout=WAIT_MS)
     # the agent started the second meanwhile (a CPU run needs no free GPU): Cancel all
+    qtbot.waitUntil(view.refresh_button.isEnabled, timeout=WAIT_MS)  # a read ended
     qtbot.mouseClick(view.refresh_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: dict(states(view)).get(first) == "cancelled", timeout=WAIT_MS)
     assert view.cancel_all_button.isEnabled()
@@ -156,6 +158,7 @@ def test_add_to_queue_lists_the_run_and_cancel_stops_it(
         agent.tick()
         return not q.busy(root / "queue")
     qtbot.waitUntil(all_ended, timeout=WAIT_MS)
+    qtbot.waitUntil(view.refresh_button.isEnabled, timeout=WAIT_MS)  # a read ended
     qtbot.mouseClick(view.refresh_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: states(view) == [(first, "cancelled"), (second, "cancelled")]
                     and not view.runner.busy, timeout=WAIT_MS)
