@@ -2,8 +2,8 @@
 nothing crashes.
 
 The window is made as ``gpudesk.app.run_gui`` makes it (frame first, ``finish_start``
-after, then ``start_background``), with the app's own exception hook, so a bug in a slot would open the crash
-dialog here as it does for a user.
+after, then ``start_background``), with the app's own exception hook, so a bug in a slot
+would open the crash dialog here as it does for a user.
 """
 
 from __future__ import annotations
