@@ -111,7 +111,8 @@ def _page(app: Any, seconds: int, t_end: float) -> Any:
 
 
 def _wait(app: Any, seconds: float) -> None:
-    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtCore import QEventLoop
+    from PySide6.QtCore import QTimer
 
     loop = QEventLoop()
     QTimer.singleShot(int(seconds * 1000), loop.quit)
@@ -138,7 +139,8 @@ def bench_redraw(app: Any) -> dict[str, Any]:
         page.redraw()
         plots.grab()
 
-    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtCore import QEvent
+    from PySide6.QtCore import QObject
 
     class PaintCount(QObject):
         n = 0
@@ -344,7 +346,8 @@ class SyncLoad:
         import threading
 
         from gpudesk.services.remote.sync import push
-        from gpudesk.services.remote.sync_process import PushJob, push_in_child
+        from gpudesk.services.remote.sync_process import PushJob
+        from gpudesk.services.remote.sync_process import push_in_child
 
         self.halt = threading.Event()
         self.done = self.bytes = 0

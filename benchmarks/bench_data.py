@@ -125,7 +125,8 @@ def _client(endpoint: str) -> Any:
 
 def plain_upload(client: Any, bucket: str, folder: Path) -> float:
     """What ``aws s3 sync DIR s3://bucket`` does for an empty bucket."""
-    from s3transfer.manager import TransferConfig, TransferManager
+    from s3transfer.manager import TransferConfig
+    from s3transfer.manager import TransferManager
 
     started = time.perf_counter()
     with TransferManager(client, TransferConfig(max_request_concurrency=10)) as manager:
@@ -146,7 +147,8 @@ def gpudesk_push(client: Any, bucket: str, folder: Path, name: str = "bench") ->
 
 
 def machine_store(endpoint: str, bucket: str, work: Path) -> Any:
-    from gpudesk.agent.store import Store, StoreConfig
+    from gpudesk.agent.store import Store
+    from gpudesk.agent.store import StoreConfig
 
     creds = work / "sts.json"
     creds.write_text(json.dumps({"key_id": KEY_ID, "secret": SECRET, "token": "t",

@@ -16,7 +16,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from gpudesk.calc.sizing import ModelSpec, Setup, estimate, params_model, preset  # noqa: E402
+from gpudesk.calc.sizing import ModelSpec  # noqa: E402
+from gpudesk.calc.sizing import Setup  # noqa: E402
+from gpudesk.calc.sizing import estimate  # noqa: E402
+from gpudesk.calc.sizing import params_model  # noqa: E402
+from gpudesk.calc.sizing import preset  # noqa: E402
 from gpudesk.calc.tracing import trace_model  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures_models.py"

@@ -43,11 +43,15 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from fixtures_sshd import SshdServer, sshd_missing_reason, start_sshd  # noqa: E402
+from fixtures_sshd import SshdServer  # noqa: E402
+from fixtures_sshd import sshd_missing_reason  # noqa: E402
+from fixtures_sshd import start_sshd  # noqa: E402
 
 from benchmarks.as_installed import installed_env  # noqa: E402
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore  # noqa: E402
-from gpudesk.services.remote.ssh import SshConnection, SshTarget  # noqa: E402
+from gpudesk.services.remote.host_keys import HostKeyPolicy  # noqa: E402
+from gpudesk.services.remote.host_keys import PinStore  # noqa: E402
+from gpudesk.services.remote.ssh import SshConnection  # noqa: E402
+from gpudesk.services.remote.ssh import SshTarget  # noqa: E402
 from gpudesk.services.remote.sync import push  # noqa: E402
 
 FILES = 5000
@@ -154,7 +158,8 @@ class Runner:
     def gpudesk_child(self, local: Path, remote: Path) -> float:
         """The app's way: ``sync_process.push_in_child`` (a niced child process with its own
         connection, so the window's event loop keeps the GIL)."""
-        from gpudesk.services.remote.sync_process import PushJob, push_in_child
+        from gpudesk.services.remote.sync_process import PushJob
+        from gpudesk.services.remote.sync_process import push_in_child
 
         s = self.server
         started = time.perf_counter()

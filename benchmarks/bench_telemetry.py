@@ -30,13 +30,17 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from fixtures_sshd import sshd_missing_reason, start_sshd  # noqa: E402
+from fixtures_sshd import sshd_missing_reason  # noqa: E402
+from fixtures_sshd import start_sshd  # noqa: E402
 from fixtures_telemetry import smi_wrapper  # noqa: E402
 
 from gpudesk.services.remote import agent_deploy  # noqa: E402
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore  # noqa: E402
-from gpudesk.services.remote.ssh import SshConnection, SshTarget  # noqa: E402
-from gpudesk.services.remote.telemetry import TelemetrySample, TelemetryStream  # noqa: E402
+from gpudesk.services.remote.host_keys import HostKeyPolicy  # noqa: E402
+from gpudesk.services.remote.host_keys import PinStore  # noqa: E402
+from gpudesk.services.remote.ssh import SshConnection  # noqa: E402
+from gpudesk.services.remote.ssh import SshTarget  # noqa: E402
+from gpudesk.services.remote.telemetry import TelemetrySample  # noqa: E402
+from gpudesk.services.remote.telemetry import TelemetryStream  # noqa: E402
 
 GOAL_LATENCY_S = 1.5
 SECONDS = 20.0

@@ -21,10 +21,12 @@ import sys
 import time
 import weakref
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from gpudesk import __version__
-from gpudesk.logs import hold_early_records, setup_logging
+from gpudesk.logs import hold_early_records
+from gpudesk.logs import setup_logging
 
 if TYPE_CHECKING:
     import asyncio
@@ -98,7 +100,10 @@ def freeze_startup_objects() -> None:
 def wait_for_first_paint(window: QWidget, limit_ms: int = 2000) -> bool:
     """Run Qt's events (not the user's) until ``window`` has painted once, so that the
     pages made next are made while the window is already on screen."""
-    from PySide6.QtCore import QEvent, QEventLoop, QObject, QTimer
+    from PySide6.QtCore import QEvent
+    from PySide6.QtCore import QEventLoop
+    from PySide6.QtCore import QObject
+    from PySide6.QtCore import QTimer
 
     waiting = QEventLoop()
     painted = False

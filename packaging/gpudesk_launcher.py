@@ -12,7 +12,8 @@ import multiprocessing
 import sys
 from pathlib import Path
 
-from gpudesk.__main__ import main, main_gui
+from gpudesk.__main__ import main
+from gpudesk.__main__ import main_gui
 
 if __name__ == "__main__":
     # The Run page syncs in a spawned child (gpudesk.services.remote.sync_process); in a frozen

@@ -62,8 +62,13 @@ class Renderer:
 
     def png(self, size: int) -> bytes:
         if size not in self._cache:
-            from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, Qt
-            from PySide6.QtGui import QImage, QPainter
+            from PySide6.QtCore import QBuffer
+            from PySide6.QtCore import QByteArray
+            from PySide6.QtCore import QIODevice
+            from PySide6.QtCore import QRectF
+            from PySide6.QtCore import Qt
+            from PySide6.QtGui import QImage
+            from PySide6.QtGui import QPainter
 
             image = QImage(size, size, QImage.Format.Format_ARGB32_Premultiplied)
             image.fill(Qt.GlobalColor.transparent)

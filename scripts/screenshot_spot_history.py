@@ -29,7 +29,10 @@ def main() -> int:
     os.environ["GPUDESK_HOME"] = tempfile.mkdtemp(prefix="gpudesk-spot-shot-")
     os.environ["NO_PROXY"] = "127.0.0.1"
     sys.path.insert(0, str(ROOT / "tests"))
-    from aliyun_standin import ACCESS_KEY_ID, ACCESS_KEY_SECRET, REGIONS, AliyunStandin
+    from aliyun_standin import ACCESS_KEY_ID
+    from aliyun_standin import ACCESS_KEY_SECRET
+    from aliyun_standin import REGIONS
+    from aliyun_standin import AliyunStandin
     from PySide6.QtWidgets import QApplication
 
     from gpudesk.services.cloud.catalog import load_catalog
@@ -37,7 +40,8 @@ def main() -> int:
     from gpudesk.services.cloud.providers.aliyun import AliyunProvider
     from gpudesk.services.cloud.providers.base import Credentials
     from gpudesk.services.cloud.spot_history import price_history
-    from gpudesk.services.cloud.spot_rates import load_rates, refresh_rates
+    from gpudesk.services.cloud.spot_rates import load_rates
+    from gpudesk.services.cloud.spot_rates import refresh_rates
     from gpudesk.services.core.settings import Settings
     from gpudesk.ui.plan.plan_page import PlanPage
     from gpudesk.ui.shell.theme import apply_theme

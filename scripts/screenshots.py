@@ -98,7 +98,9 @@ def sample_ledger():  # type: ignore[no-untyped-def]
     """Three machines as a researcher might have them: running, stopped, their own."""
     import time
 
-    from gpudesk.services.money.ledger import Account, Ledger, Machine
+    from gpudesk.services.money.ledger import Account
+    from gpudesk.services.money.ledger import Ledger
+    from gpudesk.services.money.ledger import Machine
 
     ledger = Ledger()
     now = time.time()
@@ -167,7 +169,9 @@ def shoot_run(window, settle, tag: str) -> None:  # type: ignore[no-untyped-def]
     """The Run page following a run, with a search in its log."""
     import time
 
-    from gpudesk.services.runs.detached import NodeRun, RunRecord, RunStatus
+    from gpudesk.services.runs.detached import NodeRun
+    from gpudesk.services.runs.detached import RunRecord
+    from gpudesk.services.runs.detached import RunStatus
 
     RunRecord(id="vit-cifar-20261203-101502-4c1e", project="/home/alice/vit-cifar",
               remote_project="/home/ubuntu/gpudesk/projects/vit-cifar-1a2b3c4d",
@@ -206,7 +210,8 @@ def shoot_data(window, settle, tag: str) -> None:  # type: ignore[no-untyped-def
     from PySide6.QtCore import QCoreApplication
 
     from gpudesk.services.core.paths import cache_dir
-    from gpudesk.services.storage import datasets, s3_price_list
+    from gpudesk.services.storage import datasets
+    from gpudesk.services.storage import s3_price_list
     from gpudesk.services.storage.uri import parse_uri
     from gpudesk.ui.data.data_work import Shown
 

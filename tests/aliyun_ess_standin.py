@@ -49,12 +49,17 @@ import string
 import time
 import uuid
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
+from urllib.parse import urlsplit
 
-from aliyun_standin import ECS_PRINCIPAL, AliyunStandin, check_acs3
-from standin_http import ApiError, StandinServer
+from aliyun_standin import ECS_PRINCIPAL
+from aliyun_standin import AliyunStandin
+from aliyun_standin import check_acs3
+from standin_http import ApiError
+from standin_http import StandinServer
 
 ESS_VERSION = "2022-02-22"
 PAGE_MAX = 50  # DescribeScalingGroups/-Configurations/-Instances/-ScheduledTasks PageSize

@@ -67,15 +67,22 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import UTC
+from datetime import datetime
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import parse_qsl
+from urllib.parse import quote
+from urllib.parse import urlsplit
 
 import cloud_limits
 import role_policy
-from cloud_bill import Bill, Seen, aliyun_state
-from standin_http import ApiError, StandinServer
+from cloud_bill import Bill
+from cloud_bill import Seen
+from cloud_bill import aliyun_state
+from standin_http import ApiError
+from standin_http import StandinServer
 
 VERSION = "2014-05-26"  # ECS
 VPC_VERSION = "2016-04-28"

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
 
 Clock = Callable[[], float]
 BILLING_STATES = ("compute", "keep", "disk", "none")

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from PySide6.QtCore import QCoreApplication, QEvent
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QMessageBox
 from pytestqt.qtbot import QtBot
 

@@ -183,7 +183,8 @@ def _delete_left_windows() -> None:
     """Delete the top-level widgets a test left behind (a window whose close was
     answered by a question, a page never parented): alive, their timers and language
     changes would reach a later test through a ledger that test already closed."""
-    from PySide6.QtCore import QCoreApplication, QEvent
+    from PySide6.QtCore import QCoreApplication
+    from PySide6.QtCore import QEvent
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance()

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import re
 
-from s3compat_standin import Account, CloudRules, S3CompatStandin, S3Error
+from s3compat_standin import Account
+from s3compat_standin import CloudRules
+from s3compat_standin import S3CompatStandin
+from s3compat_standin import S3Error
 
 REGIONS = frozenset({"ap-guangzhou", "ap-shanghai", "ap-beijing", "ap-singapore"})
 ACTIONS = {

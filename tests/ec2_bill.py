@@ -23,7 +23,8 @@ import uuid
 from collections.abc import Callable
 from urllib.parse import parse_qs
 
-from cloud_bill import Bill, Seen
+from cloud_bill import Bill
+from cloud_bill import Seen
 from moto_proxy import MotoProxy
 
 ACCOUNT = "123456789012"  # moto's default account

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from aliyun_standin import ACCESS_KEY_ID, ACCESS_KEY_SECRET, AliyunStandin
+from aliyun_standin import ACCESS_KEY_ID
+from aliyun_standin import ACCESS_KEY_SECRET
+from aliyun_standin import AliyunStandin
 from standin_http import fresh_standin
 
 from gpudesk.services.cloud.providers.base import Credentials

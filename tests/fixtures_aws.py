@@ -18,7 +18,8 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -79,7 +80,8 @@ class MotoAws:
 
     def publish_parameter(self, region: str, name: str, value: str) -> None:
         """A public SSM parameter under /aws/service (write-protected for users)."""
-        from moto.ssm.models import Parameter, ssm_backends
+        from moto.ssm.models import Parameter
+        from moto.ssm.models import ssm_backends
 
         backend = ssm_backends[ACCOUNT][region]
         backend._parameters[name].append(Parameter(  # type: ignore[abstract]

@@ -205,7 +205,9 @@ def _allocator_trace(fn: object) -> tuple[int, list[int]]:
     """Run ``fn`` under the profiler; return (peak, marks) of bytes the CPU allocator
     holds above what it held at the start. ``fn`` gets a ``mark()`` callable whose
     calls record the allocator's level at that moment."""
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile
+    from torch.profiler import record_function
 
     labels: list[str] = []
 

@@ -12,21 +12,26 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 from urllib.parse import urlsplit
 
 import botocore.httpsession
 import pytest
 from cos_standin import cos_standin
-from fixtures_aws import ACCOUNT, MotoAws
+from fixtures_aws import ACCOUNT
+from fixtures_aws import MotoAws
 from oss_standin import oss_standin
 from s3compat_standin import S3CompatStandin
 
 from gpudesk.services.cloud.providers.base import Credentials
-from gpudesk.services.storage.buckets import BucketMemory, BucketTarget
-from gpudesk.services.storage.clients import PROXY_ENV, make_client
+from gpudesk.services.storage.buckets import BucketMemory
+from gpudesk.services.storage.buckets import BucketTarget
+from gpudesk.services.storage.clients import PROXY_ENV
+from gpudesk.services.storage.clients import make_client
 
 CLOUDS = ("aws", "tencent", "aliyun")
 REGIONS = {"aws": "eu-west-1", "tencent": "ap-guangzhou", "aliyun": "cn-hangzhou"}

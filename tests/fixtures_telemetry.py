@@ -8,15 +8,20 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
 import pytest
-from fixtures_agent import FAKE_SMI, pid_gone, wait_for
+from fixtures_agent import FAKE_SMI
+from fixtures_agent import pid_gone
+from fixtures_agent import wait_for
 from fixtures_sshd import SshdServer
 
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.remote.ssh import SshConnection, SshTarget
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshTarget
 
 PYTHON = sys.executable
 

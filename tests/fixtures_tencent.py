@@ -12,7 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 from standin_http import fresh_standin
-from tencent_standin import SECRET_ID, SECRET_KEY, TencentStandin
+from tencent_standin import SECRET_ID
+from tencent_standin import SECRET_KEY
+from tencent_standin import TencentStandin
 
 from gpudesk.services.cloud.providers.base import Credentials
 

@@ -74,8 +74,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -243,11 +245,16 @@ class World:
 
     def __init__(self) -> None:
         from aliyun_ess_standin import AliyunEssStandin
-        from aliyun_standin import ACCESS_KEY_ID, ACCESS_KEY_SECRET, AliyunStandin
-        from fixtures_aws import KEY_ID, SECRET, MotoAws
+        from aliyun_standin import ACCESS_KEY_ID
+        from aliyun_standin import ACCESS_KEY_SECRET
+        from aliyun_standin import AliyunStandin
+        from fixtures_aws import KEY_ID
+        from fixtures_aws import SECRET
+        from fixtures_aws import MotoAws
         from moto.server import ThreadedMotoServer
         from tencent_as_standin import TencentAsStandin
-        from tencent_standin import SECRET_ID, SECRET_KEY
+        from tencent_standin import SECRET_ID
+        from tencent_standin import SECRET_KEY
 
         from gpudesk.services.cloud.providers.base import Credentials
 
@@ -509,7 +516,8 @@ class RowRun:
 
     def setup(self) -> None:
         from cloud_bill import Bill
-        from ec2_bill import Ec2Bill, RefusingProxy
+        from ec2_bill import Ec2Bill
+        from ec2_bill import RefusingProxy
 
         self.offer = OFFERS[self.cloud]
         self.spot = self.fault == "spot-replaced"
@@ -716,7 +724,8 @@ class RowRun:
             return
         from dataclasses import replace as replaced
 
-        from gpudesk.services.cloud import catalog, launcher
+        from gpudesk.services.cloud import catalog
+        from gpudesk.services.cloud import launcher
 
         bundled = catalog.load_catalog()
         bare = replaced(bundled, offers=tuple(
@@ -840,7 +849,8 @@ class RowRun:
     def run(self) -> Row:
         from gpudesk.services.cloud import credentials
         from gpudesk.services.core.settings import load_settings
-        from gpudesk.services.money.budgets import BudgetChecker, BudgetConfig
+        from gpudesk.services.money.budgets import BudgetChecker
+        from gpudesk.services.money.budgets import BudgetConfig
         from gpudesk.services.money.ledger import Ledger
 
         self.setup()
@@ -1175,7 +1185,8 @@ class GroupRowRun(RowRun):
 
     def _aws_scheduler(self, now: float) -> None:
         """AWS's scheduler: an action whose StartTime has come sets the group's sizes."""
-        from datetime import UTC, datetime
+        from datetime import UTC
+        from datetime import datetime
 
         from ec2_bill import _asg_backend
 
@@ -1321,8 +1332,10 @@ class GroupRowRun(RowRun):
         from gpudesk.services.cloud import credentials
         from gpudesk.services.cloud.guard import iso_utc
         from gpudesk.services.cloud.providers.base import ProviderError
-        from gpudesk.services.core.settings import load_settings, save_settings
-        from gpudesk.services.money.budgets import BudgetChecker, BudgetConfig
+        from gpudesk.services.core.settings import load_settings
+        from gpudesk.services.core.settings import save_settings
+        from gpudesk.services.money.budgets import BudgetChecker
+        from gpudesk.services.money.budgets import BudgetConfig
         from gpudesk.services.money.ledger import Ledger
 
         self.setup()

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpudesk.services.cloud.launcher import FAULT_ENV, FAULT_POINTS
+from gpudesk.services.cloud.launcher import FAULT_ENV
+from gpudesk.services.cloud.launcher import FAULT_POINTS
 
 # "ssh" is never reached with --no-wait-ssh; the stand-in's addresses lead nowhere,
 # and tests only talk to 127.0.0.1. The other points cover every ledger write.

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import http.server
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 Answer = Callable[[str], tuple[int, bytes]]  # request path -> (status, body)

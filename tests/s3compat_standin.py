@@ -31,11 +31,17 @@ import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
-from urllib.parse import quote, unquote, urlsplit
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import UTC
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler
+from http.server import ThreadingHTTPServer
+from typing import Any
+from typing import Self
+from urllib.parse import quote
+from urllib.parse import unquote
+from urllib.parse import urlsplit
 from xml.etree import ElementTree as ET
 
 NS = "http://s3.amazonaws.com/doc/2006-03-01/"

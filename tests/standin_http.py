@@ -15,8 +15,12 @@ import json
 import threading
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar, Self, TypeVar
+from http.server import BaseHTTPRequestHandler
+from http.server import ThreadingHTTPServer
+from typing import Any
+from typing import ClassVar
+from typing import Self
+from typing import TypeVar
 
 import pytest
 

@@ -50,10 +50,16 @@ import binascii
 import re
 import time
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
 from standin_http import ApiError
-from tencent_standin import REGIONS, TYPES, TencentStandin, _filters, _new_id, _now_iso
+from tencent_standin import REGIONS
+from tencent_standin import TYPES
+from tencent_standin import TencentStandin
+from tencent_standin import _filters
+from tencent_standin import _new_id
+from tencent_standin import _now_iso
 
 AS_VERSION = "2018-04-19"
 AS_ACTIONS = frozenset({
@@ -674,7 +680,8 @@ class TencentAsStandin(TencentStandin):
 def as_client(server: TencentStandin, region: str = "ap-guangzhou", secret_id: str = "",
               secret_key: str = "") -> Any:
     """The SDK's CommonClient for AS pointed at ``server`` (what the provider uses)."""
-    from tencent_standin import SECRET_ID, SECRET_KEY
+    from tencent_standin import SECRET_ID
+    from tencent_standin import SECRET_KEY
     from tencentcloud.common import credential
     from tencentcloud.common.common_client import CommonClient
     from tencentcloud.common.profile.client_profile import ClientProfile

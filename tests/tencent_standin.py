@@ -51,15 +51,18 @@ import string
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 from urllib.parse import unquote
 
 import cloud_limits
 import role_policy
 from cloud_bill import tencent_view
-from standin_http import ApiError, StandinServer
+from standin_http import ApiError
+from standin_http import StandinServer
 
 VERSION = "2017-03-12"
 SECRET_ID = "AKIDgpudeskStandinKey0123456789abcd"  # AKID + 32, shaped like a real one

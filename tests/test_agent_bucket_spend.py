@@ -11,20 +11,30 @@ the budget while its own spend is still well under it.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from fixtures_agent_store import Bucket, bucket  # noqa: F401
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_agent_store import Bucket  # noqa: F401
+from fixtures_agent_store import bucket  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from metadata_standin import MetadataStandin
 
-from gpudesk.agent.bucket_spend import BucketSpend, Finder, GroupGuard, KeepAlive, RunBudget
+from gpudesk.agent.bucket_spend import BucketSpend
+from gpudesk.agent.bucket_spend import Finder
+from gpudesk.agent.bucket_spend import GroupGuard
+from gpudesk.agent.bucket_spend import KeepAlive
+from gpudesk.agent.bucket_spend import RunBudget
 from gpudesk.agent.clock import SimClock
-from gpudesk.agent.events import EventLog, read_events
+from gpudesk.agent.events import EventLog
+from gpudesk.agent.events import read_events
 from gpudesk.agent.rules import parse_rules
 from gpudesk.agent.spot import SPOT_NOTICE_FILE
-from gpudesk.agent.store import Store, StoreConfig
+from gpudesk.agent.store import Store
+from gpudesk.agent.store import StoreConfig
 
 R = "us-east-1"
 ROLE = "gpudesk-run-machine"

@@ -12,31 +12,39 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aliyun_ess_standin import AliyunEssStandin
-from aliyun_standin import ACCESS_KEY_ID, ACCESS_KEY_SECRET, AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_server  # noqa: F401
-from fixtures_aws import ACCOUNT, MotoAws, aws, moto_server  # noqa: F401
+from aliyun_standin import ACCESS_KEY_ID
+from aliyun_standin import ACCESS_KEY_SECRET
+from aliyun_standin import AliyunStandin
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_aws import ACCOUNT  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from metadata_standin import MetadataStandin
 from standin_http import fresh_standin
 from tencent_as_standin import TencentAsStandin
-from tencent_standin import SECRET_ID, SECRET_KEY
+from tencent_standin import SECRET_ID
+from tencent_standin import SECRET_KEY
 
 from gpudesk.agent.clock import SimClock
-from gpudesk.agent.events import EventLog, read_events
-from gpudesk.agent.group_end import (
-    GroupEnder,
-    GroupEndError,
-    GroupRef,
-    end_group,
-    endpoint_of,
-)
+from gpudesk.agent.events import EventLog
+from gpudesk.agent.events import read_events
+from gpudesk.agent.group_end import GroupEnder
+from gpudesk.agent.group_end import GroupEndError
+from gpudesk.agent.group_end import GroupRef
+from gpudesk.agent.group_end import end_group
+from gpudesk.agent.group_end import endpoint_of
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
 from gpudesk.services.cloud.providers.tencent import TencentProvider
 
 R = "us-east-1"

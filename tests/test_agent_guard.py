@@ -10,12 +10,19 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from fixtures_agent import pid_gone, sim_clock, wait_for  # noqa: F401
+from fixtures_agent import pid_gone  # noqa: F401
+from fixtures_agent import sim_clock  # noqa: F401
+from fixtures_agent import wait_for  # noqa: F401
 
 from gpudesk.agent.clock import SimClock
-from gpudesk.agent.events import EventLog, read_events
-from gpudesk.agent.guard import GONE_WAIT_S, Guard
-from gpudesk.agent.rules import DEFAULT_POWEROFF, Rules, RulesError, parse_rules
+from gpudesk.agent.events import EventLog
+from gpudesk.agent.events import read_events
+from gpudesk.agent.guard import GONE_WAIT_S
+from gpudesk.agent.guard import Guard
+from gpudesk.agent.rules import DEFAULT_POWEROFF
+from gpudesk.agent.rules import Rules
+from gpudesk.agent.rules import RulesError
+from gpudesk.agent.rules import parse_rules
 from gpudesk.agent.runs import active_runs
 from gpudesk.agent.smi import GpuSample
 

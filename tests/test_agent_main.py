@@ -14,7 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_agent import REPO, FakeSmi, fake_smi, pid_gone, terminate, wait_for  # noqa: F401
+from fixtures_agent import REPO  # noqa: F401
+from fixtures_agent import FakeSmi  # noqa: F401
+from fixtures_agent import fake_smi  # noqa: F401
+from fixtures_agent import pid_gone  # noqa: F401
+from fixtures_agent import terminate  # noqa: F401
+from fixtures_agent import wait_for  # noqa: F401
 
 from gpudesk.agent.events import read_events
 from gpudesk.agent.metrics import read_since

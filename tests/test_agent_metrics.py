@@ -9,15 +9,14 @@ from pathlib import Path
 from fixtures_agent import sim_clock  # noqa: F401
 
 from gpudesk.agent.clock import SimClock
-from gpudesk.agent.metrics import (
-    METRICS_FILE,
-    Follower,
-    MetricsWriter,
-    last_seq,
-    metrics_files,
-    read_since,
-)
-from gpudesk.agent.smi import GpuSample, ProcSample
+from gpudesk.agent.metrics import METRICS_FILE
+from gpudesk.agent.metrics import Follower
+from gpudesk.agent.metrics import MetricsWriter
+from gpudesk.agent.metrics import last_seq
+from gpudesk.agent.metrics import metrics_files
+from gpudesk.agent.metrics import read_since
+from gpudesk.agent.smi import GpuSample
+from gpudesk.agent.smi import ProcSample
 
 GPU = GpuSample(index=0, uuid="GPU-a", name="NVIDIA A100-SXM4-40GB", util=99,
                 mem_used_mib=30994, mem_total_mib=40960, temp_c=None, power_w=None,

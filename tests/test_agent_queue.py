@@ -19,14 +19,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_agent import FakeSmi, fake_smi, sim_clock, wait_for  # noqa: F401
+from fixtures_agent import FakeSmi  # noqa: F401
+from fixtures_agent import fake_smi  # noqa: F401
+from fixtures_agent import sim_clock  # noqa: F401
+from fixtures_agent import wait_for  # noqa: F401
 
 from gpudesk.agent import queue as q
 from gpudesk.agent.__main__ import Agent
 from gpudesk.agent.clock import SimClock
 from gpudesk.agent.rules import parse_rules
-from gpudesk.agent.runs import pid_alive, process_tree
-from gpudesk.agent.smi import GpuSample, gpu_count
+from gpudesk.agent.runs import pid_alive
+from gpudesk.agent.runs import process_tree
+from gpudesk.agent.smi import GpuSample
+from gpudesk.agent.smi import gpu_count
 from gpudesk.services.runs.run_queue import launcher_source
 
 JOB = textwrap.dedent("""

@@ -9,8 +9,12 @@ import json
 import subprocess
 import sys
 
-from fixtures_agent import FakeSmi, fake_smi, wait_for  # noqa: F401
-from test_agent_queue import Machine, machine, new_queue  # noqa: F401
+from fixtures_agent import FakeSmi  # noqa: F401
+from fixtures_agent import fake_smi  # noqa: F401
+from fixtures_agent import wait_for  # noqa: F401
+from test_agent_queue import Machine  # noqa: F401
+from test_agent_queue import machine  # noqa: F401
+from test_agent_queue import new_queue  # noqa: F401
 
 from gpudesk.agent import queue as q
 

@@ -8,27 +8,29 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from fixtures_agent import FakeSmi, fake_smi, pid_gone, wait_for  # noqa: F401
-from hypothesis import given, settings
+from fixtures_agent import FakeSmi  # noqa: F401
+from fixtures_agent import fake_smi  # noqa: F401
+from fixtures_agent import pid_gone  # noqa: F401
+from fixtures_agent import wait_for  # noqa: F401
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from gpudesk.agent.smi import _MISSING as MISSING_WORDS
-from gpudesk.agent.smi import (
-    QUERY_FIELDS,
-    GpuSample,
-    NvmlSampler,
-    RowGrouper,
-    SmiStream,
-    count_gpus,
-    gpu_count,
-    parse_gpu_csv,
-    parse_gpu_line,
-    parse_number,
-    parse_procs_csv,
-    poll_procs,
-    query_gpu_argv,
-    sample_once,
-)
+from gpudesk.agent.smi import QUERY_FIELDS
+from gpudesk.agent.smi import GpuSample
+from gpudesk.agent.smi import NvmlSampler
+from gpudesk.agent.smi import RowGrouper
+from gpudesk.agent.smi import SmiStream
+from gpudesk.agent.smi import count_gpus
+from gpudesk.agent.smi import gpu_count
+from gpudesk.agent.smi import parse_gpu_csv
+from gpudesk.agent.smi import parse_gpu_line
+from gpudesk.agent.smi import parse_number
+from gpudesk.agent.smi import parse_procs_csv
+from gpudesk.agent.smi import poll_procs
+from gpudesk.agent.smi import query_gpu_argv
+from gpudesk.agent.smi import sample_once
 
 A100_ROW = "0, GPU-4d2b3c1e, NVIDIA A100-SXM4-40GB, 0, 4, 40960, 31, 52.32, 400.00"
 

@@ -5,35 +5,34 @@ from __future__ import annotations
 
 import json
 import socket
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 
 import pytest
-from fixtures_agent import (  # noqa: F401
-    LiveRun,
-    MetadataServer,
-    metadata_server,
-    sim_clock,
-    start_run,
-    wait_for,
-)
+from fixtures_agent import LiveRun  # noqa: F401
+from fixtures_agent import MetadataServer  # noqa: F401
+from fixtures_agent import metadata_server  # noqa: F401
+from fixtures_agent import sim_clock  # noqa: F401
+from fixtures_agent import start_run  # noqa: F401
+from fixtures_agent import wait_for  # noqa: F401
 
 from gpudesk.agent.clock import SimClock
-from gpudesk.agent.events import EventLog, read_events
+from gpudesk.agent.events import EventLog
+from gpudesk.agent.events import read_events
 from gpudesk.agent.rules import SpotConfig
-from gpudesk.agent.runs import catches_signal, process_tree
-from gpudesk.agent.spot import (
-    AWS_ACTION_PATH,
-    AWS_TOKEN_PATH,
-    SPOT_NOTICE_FILE,
-    SPOT_SIGNAL,
-    AwsSpot,
-    SpotUnavailable,
-    SpotWatcher,
-    TencentSpot,
-    make_source,
-    parse_tencent_time,
-)
+from gpudesk.agent.runs import catches_signal
+from gpudesk.agent.runs import process_tree
+from gpudesk.agent.spot import AWS_ACTION_PATH
+from gpudesk.agent.spot import AWS_TOKEN_PATH
+from gpudesk.agent.spot import SPOT_NOTICE_FILE
+from gpudesk.agent.spot import SPOT_SIGNAL
+from gpudesk.agent.spot import AwsSpot
+from gpudesk.agent.spot import SpotUnavailable
+from gpudesk.agent.spot import SpotWatcher
+from gpudesk.agent.spot import TencentSpot
+from gpudesk.agent.spot import make_source
+from gpudesk.agent.spot import parse_tencent_time
 
 AWS_NOTICE = {"action": "terminate", "time": "2017-09-18T08:22:00Z"}
 

@@ -11,26 +11,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_agent_store import (  # noqa: F401 - fixtures
-    STS_SECRET,
-    STS_TOKEN,
-    Bucket,
-    aws,
-    bucket,
-    moto_server,
-    write_sts_file,
-)
+from fixtures_agent_store import STS_SECRET  # noqa: F401 - fixtures
+from fixtures_agent_store import STS_TOKEN  # noqa: F401 - fixtures
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
+from fixtures_agent_store import write_sts_file  # noqa: F401 - fixtures
 from metadata_standin import MetadataStandin
 
 from gpudesk.agent.cloud_stop import Creds
-from gpudesk.agent.store import (
-    CredentialSource,
-    Store,
-    StoreConfig,
-    StoreError,
-    default_endpoint,
-    sign,
-)
+from gpudesk.agent.store import CredentialSource
+from gpudesk.agent.store import Store
+from gpudesk.agent.store import StoreConfig
+from gpudesk.agent.store import StoreError
+from gpudesk.agent.store import default_endpoint
+from gpudesk.agent.store import sign
 
 
 def _store(bucket: Bucket, **config: Any) -> Store:

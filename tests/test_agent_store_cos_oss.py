@@ -12,14 +12,20 @@ from pathlib import Path
 
 import pytest
 from cos_standin import cos_standin
-from fixtures_agent_store import STS_KEY_ID, STS_SECRET, write_fake_checkpoint, write_sts_file
+from fixtures_agent_store import STS_KEY_ID
+from fixtures_agent_store import STS_SECRET
+from fixtures_agent_store import write_fake_checkpoint
+from fixtures_agent_store import write_sts_file
 from oss_standin import oss_standin
 from s3compat_standin import Bucket as StandinBucket
 from s3compat_standin import S3CompatStandin
 
 from gpudesk.agent.resume_fetch import fetch_latest
-from gpudesk.agent.store import Store, StoreConfig, StoreError
-from gpudesk.agent.uploader import STATE_FILE, Uploader
+from gpudesk.agent.store import Store
+from gpudesk.agent.store import StoreConfig
+from gpudesk.agent.store import StoreError
+from gpudesk.agent.uploader import STATE_FILE
+from gpudesk.agent.uploader import Uploader
 
 CASES = {"tencent": ("ap-guangzhou", "gpudesk-runs-1250000000"),
          "aliyun": ("cn-hangzhou", "gpudesk-runs-test")}

@@ -12,22 +12,22 @@ from typing import Any
 
 import pytest
 import torch
-from fixtures_agent_store import (  # noqa: F401 - fixtures
-    REPO,
-    WAIT_S,
-    Bucket,
-    agent_cmd,
-    agent_env,
-    aws,
-    bucket,
-    moto_server,
-    write_fake_checkpoint,
-)
-from fixtures_training import parse, train
+from fixtures_agent_store import REPO  # noqa: F401 - fixtures
+from fixtures_agent_store import WAIT_S  # noqa: F401 - fixtures
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import agent_cmd  # noqa: F401 - fixtures
+from fixtures_agent_store import agent_env  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
+from fixtures_agent_store import write_fake_checkpoint  # noqa: F401 - fixtures
+from fixtures_training import parse
+from fixtures_training import train
 
 from gpudesk.agent.resume_fetch import fetch_latest
 from gpudesk.agent.uploader import Uploader
-from gpudesk.training.env import RESUME_FROM_ENV, resolve_resume_from
+from gpudesk.training.env import RESUME_FROM_ENV
+from gpudesk.training.env import resolve_resume_from
 
 
 @pytest.fixture

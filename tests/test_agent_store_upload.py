@@ -15,23 +15,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_agent import FakeSmi, fake_smi  # noqa: F401 - fixture
-from fixtures_agent_store import (  # noqa: F401 - fixtures
-    REPO,
-    STS_SECRET,
-    STS_TOKEN,
-    WAIT_S,
-    Bucket,
-    agent_env,
-    aws,
-    bucket,
-    moto_server,
-    start_agent,
-    wait_for,
-    write_fake_checkpoint,
-)
+from fixtures_agent import FakeSmi  # noqa: F401 - fixture
+from fixtures_agent import fake_smi  # noqa: F401 - fixture
+from fixtures_agent_store import REPO  # noqa: F401 - fixtures
+from fixtures_agent_store import STS_SECRET  # noqa: F401 - fixtures
+from fixtures_agent_store import STS_TOKEN  # noqa: F401 - fixtures
+from fixtures_agent_store import WAIT_S  # noqa: F401 - fixtures
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import agent_env  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
+from fixtures_agent_store import start_agent  # noqa: F401 - fixtures
+from fixtures_agent_store import wait_for  # noqa: F401 - fixtures
+from fixtures_agent_store import write_fake_checkpoint  # noqa: F401 - fixtures
 
-from gpudesk.agent.uploader import STATE_FILE, Uploader
+from gpudesk.agent.uploader import STATE_FILE
+from gpudesk.agent.uploader import Uploader
 
 
 def _sha(path: Path) -> str:

@@ -18,17 +18,25 @@ from typing import Any
 
 import pytest
 from aliyun_standin import AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 
-from gpudesk.services.cloud import cleanup, credentials
+from gpudesk.services.cloud import cleanup
+from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import ALIYUN_ENDPOINT_ENV
-from gpudesk.services.cloud.launcher import Launcher, LaunchPlan, probe_ssh
-from gpudesk.services.cloud.machines import act, settle
+from gpudesk.services.cloud.launcher import Launcher
+from gpudesk.services.cloud.launcher import LaunchPlan
+from gpudesk.services.cloud.launcher import probe_ssh
+from gpudesk.services.cloud.machines import act
+from gpudesk.services.cloud.machines import settle
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
 from gpudesk.services.cloud.providers.aliyun_groups import MACHINE_GROUP_PREFIX
-from gpudesk.services.cloud.providers.base import TAG_LEDGER, TAG_MANAGED, Credentials
+from gpudesk.services.cloud.providers.base import TAG_LEDGER
+from gpudesk.services.cloud.providers.base import TAG_MANAGED
+from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.cloud.reconcile import reconcile
 from gpudesk.services.money.ledger import Ledger
 

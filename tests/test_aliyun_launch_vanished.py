@@ -16,14 +16,20 @@ from pathlib import Path
 
 import pytest
 from aliyun_standin import AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import ALIYUN_ENDPOINT_ENV
-from gpudesk.services.cloud.launcher import GONE_AFTER_S, Launcher, LaunchPlan, LaunchRefused
+from gpudesk.services.cloud.launcher import GONE_AFTER_S
+from gpudesk.services.cloud.launcher import Launcher
+from gpudesk.services.cloud.launcher import LaunchPlan
+from gpudesk.services.cloud.launcher import LaunchRefused
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
-from gpudesk.services.cloud.providers.base import Credentials, ProviderError
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import ProviderError
 from gpudesk.services.money.ledger import Ledger
 
 REGION = "cn-hangzhou"

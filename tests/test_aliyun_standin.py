@@ -6,23 +6,23 @@ from __future__ import annotations
 import hashlib
 import json
 from typing import Any
-from urllib.request import Request, urlopen
+from urllib.request import Request
+from urllib.request import urlopen
 
 import pytest
 from alibabacloud_ecs20140526 import models
 from alibabacloud_vpc20160428 import models as vpc_models
-from aliyun_standin import (
-    ACCESS_KEY_ID,
-    ACCESS_KEY_SECRET,
-    IMAGES,
-    VPC_VERSION,
-    AliyunStandin,
-    acs3_signature,
-    sdk_client,
-    vpc_sdk_client,
-)
+from aliyun_standin import ACCESS_KEY_ID
+from aliyun_standin import ACCESS_KEY_SECRET
+from aliyun_standin import IMAGES
+from aliyun_standin import VPC_VERSION
+from aliyun_standin import AliyunStandin
+from aliyun_standin import acs3_signature
+from aliyun_standin import sdk_client
+from aliyun_standin import vpc_sdk_client
 from darabonba.runtime import RuntimeOptions
-from fixtures_aliyun import aliyun, aliyun_server  # noqa: F401
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
 
 RUNTIME = RuntimeOptions(autoretry=False, max_attempts=1)
 
@@ -208,6 +208,7 @@ def test_spot_is_sold_only_for_some_types_and_zones(aliyun: AliyunStandin) -> No
 
 
 def _now() -> str:
-    from datetime import UTC, datetime
+    from datetime import UTC
+    from datetime import datetime
 
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -7,15 +7,20 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from fixtures_aws import aws, moto_server  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 
 from gpudesk.cli.entry import main
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
-from gpudesk.services.cloud.allow_me import address_mismatch, allow_me
-from gpudesk.services.cloud.launcher import Launcher, LaunchPlan
+from gpudesk.services.cloud.allow_me import address_mismatch
+from gpudesk.services.cloud.allow_me import allow_me
+from gpudesk.services.cloud.launcher import Launcher
+from gpudesk.services.cloud.launcher import LaunchPlan
 from gpudesk.services.cloud.providers.base import ProviderError
 from gpudesk.services.money.ledger import Ledger
 

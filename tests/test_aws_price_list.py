@@ -17,16 +17,22 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from fixtures_aws import aws, moto_server  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from local_get import serve_get
 
 from gpudesk.cli.entry import main
-from gpudesk.services.cloud import aws_price_list, credentials
+from gpudesk.services.cloud import aws_price_list
+from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
-from gpudesk.services.cloud.catalog import Catalog, load_catalog
-from gpudesk.services.cloud.live_prices import apply_cache, prices_for_ranking
+from gpudesk.services.cloud.catalog import Catalog
+from gpudesk.services.cloud.catalog import load_catalog
+from gpudesk.services.cloud.live_prices import apply_cache
+from gpudesk.services.cloud.live_prices import prices_for_ranking
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "catalog_sources" / "aws"

@@ -18,25 +18,31 @@ from typing import Any
 
 import pytest
 from aliyun_standin import AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 
 from gpudesk.cli.entry import main
-from gpudesk.services.cloud import credentials, machines
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud import machines
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest, ProviderError
-from gpudesk.services.cloud.providers.tencent import (
-    STOP_CHARGING,
-    STOP_KEEP_CHARGING,
-    TencentProvider,
-)
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.tencent import STOP_CHARGING
+from gpudesk.services.cloud.providers.tencent import STOP_KEEP_CHARGING
+from gpudesk.services.cloud.providers.tencent import TencentProvider
 from gpudesk.services.cloud.reconcile import reconcile
 from gpudesk.services.core import machine_states as ms
 from gpudesk.services.money import spend
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 
 REGION = "ap-guangzhou"
 ZONE = "ap-guangzhou-3"

@@ -11,14 +11,21 @@ import re
 from pathlib import Path
 
 import pytest
-from fake_gpu_tools import FakeTorch, Tools, make_tools
-from fake_nvidia_smi import SCENARIOS, table
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
+from fake_gpu_tools import FakeTorch
+from fake_gpu_tools import Tools
+from fake_gpu_tools import make_tools
+from fake_nvidia_smi import SCENARIOS
+from fake_nvidia_smi import table
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 
 from gpudesk.services.remote import bootstrap
-from gpudesk.services.remote.bootstrap import BootstrapError, MachineFacts
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.remote.ssh import SshConnection, SshTarget
+from gpudesk.services.remote.bootstrap import BootstrapError
+from gpudesk.services.remote.bootstrap import MachineFacts
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshTarget
 
 SYSTEM_PYTHON = "/usr/bin/python3"  # the machine's python3: no torch of its own
 

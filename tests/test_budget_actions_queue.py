@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpudesk.services.cloud.providers.base import ProviderError
-from gpudesk.services.money.budgets import BudgetChecker, BudgetConfig, FiredState
-from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.ui.watch.budget_alerts import BudgetAlerts, BudgetBanner
+from gpudesk.services.money.budgets import BudgetChecker
+from gpudesk.services.money.budgets import BudgetConfig
+from gpudesk.services.money.budgets import FiredState
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.ui.watch.budget_alerts import BudgetAlerts
+from gpudesk.ui.watch.budget_alerts import BudgetBanner
 
 T0 = datetime(2026, 11, 10, 9, 0, tzinfo=UTC).timestamp()
 

@@ -18,31 +18,40 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cloud_window import fill_launch_dialog, open_cloud_window, select_offer
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from cloud_window import fill_launch_dialog
+from cloud_window import open_cloud_window
+from cloud_window import select_offer
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QDialogButtonBox,
-    QDoubleSpinBox,
-    QLabel,
-    QLineEdit,
-    QPushButton,
-)
+from PySide6.QtWidgets import QCheckBox
+from PySide6.QtWidgets import QDialogButtonBox
+from PySide6.QtWidgets import QDoubleSpinBox
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QPushButton
 from tencent_standin import TencentStandin
 
 from gpudesk.cli.entry import main
-from gpudesk.services.cloud import credentials, guard, instance_role
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud import guard
+from gpudesk.services.cloud import instance_role
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
 from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.core import paths
-from gpudesk.services.core.settings import Settings, load_settings, save_settings
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.core.settings import load_settings
+from gpudesk.services.core.settings import save_settings
 from gpudesk.services.money import default_budget
-from gpudesk.services.money.ledger import Account, Ledger
+from gpudesk.services.money.ledger import Account
+from gpudesk.services.money.ledger import Ledger
 from gpudesk.ui.machines.launch_dialog import LaunchDialog
 from gpudesk.ui.shell.main_window import MainWindow
 from gpudesk.ui.shell.settings_dialog import SettingsDialog

@@ -11,8 +11,12 @@ import pytest
 
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money import budgets
-from gpudesk.services.money.budgets import Budget, BudgetChecker, BudgetConfig, FiredState
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.budgets import Budget
+from gpudesk.services.money.budgets import BudgetChecker
+from gpudesk.services.money.budgets import BudgetConfig
+from gpudesk.services.money.budgets import FiredState
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 
 UTC = ZoneInfo("UTC")
 

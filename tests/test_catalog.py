@@ -8,15 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from gpudesk.services.cloud.catalog import (
-    NO_PRICE_MARK,
-    PRECISIONS,
-    Catalog,
-    CatalogError,
-    GpuSpec,
-    Offer,
-    load_catalog,
-)
+from gpudesk.services.cloud.catalog import NO_PRICE_MARK
+from gpudesk.services.cloud.catalog import PRECISIONS
+from gpudesk.services.cloud.catalog import Catalog
+from gpudesk.services.cloud.catalog import CatalogError
+from gpudesk.services.cloud.catalog import GpuSpec
+from gpudesk.services.cloud.catalog import Offer
+from gpudesk.services.cloud.catalog import load_catalog
 
 REPO_CATALOG = Path(__file__).resolve().parent.parent / "resources" / "catalog"
 

@@ -8,15 +8,19 @@ from pathlib import Path
 
 import pytest
 from fixtures_agent import wait_for
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 from fixtures_telemetry import connect
 
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote.first_boot import _paramiko_key
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
 from gpudesk.services.remote.ssh_config import host_alias
 from gpudesk.services.runs import spot_recovery
-from gpudesk.services.runs.detached import NodeRun, RunRecord
+from gpudesk.services.runs.detached import NodeRun
+from gpudesk.services.runs.detached import RunRecord
 
 GIB = 1 << 30
 

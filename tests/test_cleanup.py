@@ -20,19 +20,24 @@ from typing import Any
 import pytest
 from aliyun_standin import AliyunStandin
 from ec2_linger_proxy import linger_proxy
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
-from fixtures_aws import aws, moto_server  # noqa: F401
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 
 from gpudesk.cli.entry import main
-from gpudesk.services.cloud import cleanup, credentials
-from gpudesk.services.cloud.accounts import (
-    ALIYUN_ENDPOINT_ENV,
-    TENCENT_ENDPOINT_ENV,
-    provider_from_keyring,
-)
-from gpudesk.services.cloud.launcher import Launcher, LaunchPlan
+from gpudesk.services.cloud import cleanup
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud.accounts import ALIYUN_ENDPOINT_ENV
+from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
+from gpudesk.services.cloud.accounts import provider_from_keyring
+from gpudesk.services.cloud.launcher import Launcher
+from gpudesk.services.cloud.launcher import LaunchPlan
 from gpudesk.services.cloud.machines import act
 from gpudesk.services.cloud.reconcile import reconcile
 from gpudesk.services.money.ledger import Ledger

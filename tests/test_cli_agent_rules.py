@@ -15,13 +15,21 @@ from typing import Any
 
 import pytest
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
-from fixtures_telemetry import PYTHON, Roots, agent_pid, roots, smi_wrapper  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
+from fixtures_telemetry import PYTHON  # noqa: F401
+from fixtures_telemetry import Roots  # noqa: F401
+from fixtures_telemetry import agent_pid  # noqa: F401
+from fixtures_telemetry import roots  # noqa: F401
+from fixtures_telemetry import smi_wrapper  # noqa: F401
 
 from gpudesk.cli.entry import main
 from gpudesk.services.cloud import instance_role
-from gpudesk.services.core.settings import Settings, load_settings, save_settings
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.core.settings import load_settings
+from gpudesk.services.core.settings import save_settings
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote.machine_rules import agent_rules
 
 PUSHED = "The machine's agent has the new rules: stop at 20.00 USD"

@@ -9,26 +9,36 @@ import json
 import os
 import signal
 import time
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_agent import pid_gone, wait_for
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_agent import pid_gone
+from fixtures_agent import wait_for
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 from fixtures_telemetry import PYTHON
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 
 from gpudesk.cli.entry import main
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
 from gpudesk.services.cloud.providers.tencent import TencentProvider
-from gpudesk.services.core.settings import Settings, save_settings
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.core.settings import save_settings
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote.host_keys import PinStore
 from gpudesk.services.remote.ssh_config import host_alias
 

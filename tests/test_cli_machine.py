@@ -18,12 +18,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fake_gpu_tools import FakeTorch, Tools, make_tools
+from fake_gpu_tools import FakeTorch
+from fake_gpu_tools import Tools
+from fake_gpu_tools import make_tools
 from fixtures_keyring import secret_service  # noqa: F401
 from fixtures_ssh_agent import agent  # noqa: F401
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 
-from gpudesk.agent.runs import pid_alive, process_tree
+from gpudesk.agent.runs import pid_alive
+from gpudesk.agent.runs import process_tree
 from gpudesk.cli import cloud as cli_cloud
 from gpudesk.cli import machine as cli_machine
 from gpudesk.cli import remote as cli_remote
@@ -31,9 +35,12 @@ from gpudesk.cli import runs as cli_runs
 from gpudesk.services.cloud.credentials import ensure_ssh_key
 from gpudesk.services.cloud.machines import add_own_machine
 from gpudesk.services.cloud.providers.base import STATE_RUNNING
-from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.remote.ssh import SshConnection, SshTarget
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshTarget
 from gpudesk.services.runs import detached as runs
 
 SYSTEM_PYTHON = "/usr/bin/python3"

@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 
 from gpudesk.cli.entry import main
 

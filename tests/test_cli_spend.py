@@ -14,8 +14,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from gpudesk.cli import spend as cli_spend
-from gpudesk.services.core.settings import Settings, save_settings
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.core.settings import save_settings
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 
 UTC = ZoneInfo("UTC")
 NOV30 = datetime(2026, 11, 30, 22, 0, tzinfo=UTC).timestamp()

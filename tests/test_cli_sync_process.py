@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -13,8 +13,12 @@ import json
 from pathlib import Path
 
 import pytest
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
-from fixtures_telemetry import PYTHON, Roots, roots, smi_wrapper  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
+from fixtures_telemetry import PYTHON  # noqa: F401
+from fixtures_telemetry import Roots  # noqa: F401
+from fixtures_telemetry import roots  # noqa: F401
+from fixtures_telemetry import smi_wrapper  # noqa: F401
 
 from gpudesk.cli import remote as cli_remote
 from gpudesk.cli import watch as cli_watch

@@ -10,31 +10,40 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 import pytest
 from aliyun_standin import AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 from tencent_standin import timer_at as _at
 from tencent_standin import undo_timers as _timers
 
-from gpudesk.services.cloud import aws_price_list, guard
+from gpudesk.services.cloud import aws_price_list
+from gpudesk.services.cloud import guard
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
-from gpudesk.services.cloud.providers.base import (
-    TAG_LEDGER,
-    TAG_MANAGED,
-    Credentials,
-    LaunchRequest,
-)
-from gpudesk.services.cloud.providers.tencent import STOP_CHARGING, TencentProvider
-from gpudesk.services.cloud.reconcile import ReconcileReport, reconcile_provider
+from gpudesk.services.cloud.providers.base import TAG_LEDGER
+from gpudesk.services.cloud.providers.base import TAG_MANAGED
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
+from gpudesk.services.cloud.providers.tencent import STOP_CHARGING
+from gpudesk.services.cloud.providers.tencent import TencentProvider
+from gpudesk.services.cloud.reconcile import ReconcileReport
+from gpudesk.services.cloud.reconcile import reconcile_provider
 from gpudesk.services.core.paths import cache_dir
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 
 HOUR = 3600.0
 REGION = "ap-guangzhou"

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import keyring
 import pytest
-from fixtures_keyring import FailKeyring, memory_keyring, secret_service  # noqa: F401
+from fixtures_keyring import FailKeyring  # noqa: F401
+from fixtures_keyring import memory_keyring  # noqa: F401
+from fixtures_keyring import secret_service  # noqa: F401
 
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.providers.base import Credentials

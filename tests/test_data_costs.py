@@ -6,18 +6,24 @@ not known (why)", the same words in ``gpudesk spend`` and on the window's spend 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 import pytest
 from PySide6.QtWidgets import QLabel
 from test_dataset_copy import ROWS
-from test_storage_price_list import PriceList, offer_file, price_list  # noqa: F401
+from test_storage_price_list import PriceList  # noqa: F401
+from test_storage_price_list import offer_file  # noqa: F401
+from test_storage_price_list import price_list  # noqa: F401
 
 from gpudesk.cli.entry import main
 from gpudesk.services.money.ledger import Ledger
-from gpudesk.services.storage import data_costs, s3_price_list, usage
-from gpudesk.services.storage.datasets import DataFile, Dataset
+from gpudesk.services.storage import data_costs
+from gpudesk.services.storage import s3_price_list
+from gpudesk.services.storage import usage
+from gpudesk.services.storage.datasets import DataFile
+from gpudesk.services.storage.datasets import Dataset
 from gpudesk.services.storage.uri import parse_uri
 from gpudesk.ui.machines.instances_page import InstancesPage
 

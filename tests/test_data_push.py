@@ -16,11 +16,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: F401 - fixtures
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
 from fixtures_keyring import memory_keyring  # noqa: F401 - fixture
 
 from gpudesk.agent import data_fetch
-from gpudesk.agent.store import Store, StoreError
+from gpudesk.agent.store import Store
+from gpudesk.agent.store import StoreError
 from gpudesk.agent.uploader import load_config
 from gpudesk.cli.entry import main
 from gpudesk.services.cloud.credentials import save_credentials

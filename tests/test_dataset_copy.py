@@ -16,17 +16,27 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: F401
+from fixtures_agent_store import Bucket  # noqa: F401
+from fixtures_agent_store import aws  # noqa: F401
+from fixtures_agent_store import bucket  # noqa: F401
+from fixtures_agent_store import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from test_data_push import FILES, make_folder
-from test_storage_price_list import PriceList, _row, offer_file, price_list  # noqa: F401
+from test_data_push import FILES
+from test_data_push import make_folder
+from test_storage_price_list import PriceList  # noqa: F401
+from test_storage_price_list import _row  # noqa: F401
+from test_storage_price_list import offer_file  # noqa: F401
+from test_storage_price_list import price_list  # noqa: F401
 
 from gpudesk.cli.entry import main
 from gpudesk.services.cloud.credentials import save_credentials
 from gpudesk.services.core.sizes import size_text
 from gpudesk.services.money import spend
 from gpudesk.services.runs import run_data
-from gpudesk.services.storage import data_costs, dataset_copy, datasets, s3_price_list
+from gpudesk.services.storage import data_costs
+from gpudesk.services.storage import dataset_copy
+from gpudesk.services.storage import datasets
+from gpudesk.services.storage import s3_price_list
 from gpudesk.services.storage.clients import account_client
 from gpudesk.services.storage.errors import StorageError
 from gpudesk.services.storage.uri import parse_uri
@@ -314,7 +324,9 @@ def test_a_run_in_another_region_is_refused_with_the_cost_then_reads_the_copy(
 def test_the_windows_question_says_the_same_words_and_copies_only_on_copy(
         two_regions: Bucket, price_list: PriceList, tmp_path: Path, qtbot: Any) -> None:
     from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QMessageBox, QPushButton, QWidget
+    from PySide6.QtWidgets import QMessageBox
+    from PySide6.QtWidgets import QPushButton
+    from PySide6.QtWidgets import QWidget
 
     from gpudesk.ui.widgets.copy_question import ask_copy
 

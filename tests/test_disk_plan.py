@@ -10,7 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
-from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: F401 - fixtures
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
 from fixtures_keyring import memory_keyring  # noqa: F401 - fixture
 
 from gpudesk.calc import sizing
@@ -18,7 +21,10 @@ from gpudesk.cli.entry import main
 from gpudesk.services.cloud.credentials import save_credentials
 from gpudesk.services.core.files import read_json_object
 from gpudesk.services.plan import disk_plan
-from gpudesk.services.plan.disk_plan import GIB, DiskPlanError, DiskTooSmall, disk_need
+from gpudesk.services.plan.disk_plan import GIB
+from gpudesk.services.plan.disk_plan import DiskPlanError
+from gpudesk.services.plan.disk_plan import DiskTooSmall
+from gpudesk.services.plan.disk_plan import disk_need
 from gpudesk.services.storage import datasets
 
 LLAMA = sizing.preset("llama-2-7b")

@@ -9,15 +9,18 @@ import time
 from pathlib import Path
 
 import pytest
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 
 from gpudesk.services.money import spend
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote import targets
 from gpudesk.services.remote.host_keys import HostKeyPolicy
 from gpudesk.services.runs import detached as runs
 from gpudesk.services.runs import spot_recovery
-from gpudesk.services.runs.detached import NodeRun, RunRecord
+from gpudesk.services.runs.detached import NodeRun
+from gpudesk.services.runs.detached import RunRecord
 
 
 def _machine_with_a_run(server: SshdServer, tmp_path: Path, ledger: Ledger) -> tuple[str, Path]:

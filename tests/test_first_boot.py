@@ -22,20 +22,25 @@ import time
 from pathlib import Path
 
 import yaml
-from fixtures_agent import pid_gone, wait_for
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
-from fixtures_telemetry import PYTHON, connect
+from fixtures_agent import pid_gone
+from fixtures_agent import wait_for
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
+from fixtures_telemetry import PYTHON
+from fixtures_telemetry import connect
 
 from gpudesk.services.remote import first_boot
-from gpudesk.services.remote.agent_deploy import AgentRules, BudgetStop, IdleStop
-from gpudesk.services.remote.host_key_rotation import (
-    GUARD_STATUS_NAME,
-    GuardStatus,
-    parse_guard_status,
-    read_guard_status,
-)
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.remote.ssh import SshConnection, SshTarget
+from gpudesk.services.remote.agent_deploy import AgentRules
+from gpudesk.services.remote.agent_deploy import BudgetStop
+from gpudesk.services.remote.agent_deploy import IdleStop
+from gpudesk.services.remote.host_key_rotation import GUARD_STATUS_NAME
+from gpudesk.services.remote.host_key_rotation import GuardStatus
+from gpudesk.services.remote.host_key_rotation import parse_guard_status
+from gpudesk.services.remote.host_key_rotation import read_guard_status
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshTarget
 
 WAIT_S = 60.0
 

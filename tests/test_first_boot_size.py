@@ -27,7 +27,8 @@ import os
 import random
 import signal
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,25 +37,38 @@ import pytest
 import yaml
 from aliyun_standin import AliyunStandin
 from aliyun_standin import sdk_client as ecs_client
-from fixtures_agent import pid_gone, wait_for
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_agent import pid_gone
+from fixtures_agent import wait_for
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_telemetry import PYTHON
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from metadata_standin import MetadataStandin
 from tencent_standin import TencentStandin
 from tencent_standin import sdk_client as cvm_client
 from test_first_boot import FAKE_SYSTEMCTL
 from test_instance_role import _issuer
-from test_role_stop_cn import TMP_ID, TMP_SECRET, _aliyun_keys, _tencent_keys
+from test_role_stop_cn import TMP_ID
+from test_role_stop_cn import TMP_SECRET
+from test_role_stop_cn import _aliyun_keys
+from test_role_stop_cn import _tencent_keys
 
 from gpudesk.services.cloud import instance_role
 from gpudesk.services.cloud.providers import user_data as sent
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
 from gpudesk.services.cloud.providers.tencent import TencentProvider
 from gpudesk.services.remote import first_boot
-from gpudesk.services.remote.agent_deploy import AgentRules, BudgetStop, IdleStop
+from gpudesk.services.remote.agent_deploy import AgentRules
+from gpudesk.services.remote.agent_deploy import BudgetStop
+from gpudesk.services.remote.agent_deploy import IdleStop
 
 CLOUDS = ("aws", "tencent", "aliyun")
 SPARE = 2048  # the issue's margin, on each cloud's own count
@@ -276,9 +290,7 @@ def test_what_the_provider_sends_is_what_is_counted_and_the_cloud_takes_it(
 
 def test_cvm_refuses_more_than_16_kb_of_base64_user_data(tencent: TencentStandin) -> None:
     """The CVM stand-in holds RunInstances to the limit on what is sent, as AS does."""
-    from tencentcloud.common.exception.tencent_cloud_sdk_exception import (
-        TencentCloudSDKException,
-    )
+    from tencentcloud.common.exception.tencent_cloud_sdk_exception import TencentCloudSDKException
 
     launch = {"Placement": {"Zone": "ap-guangzhou-3"}, "InstanceType": "GN7.2XLARGE32",
               "ImageId": "img-gpu22cu12", "InstanceChargeType": "POSTPAID_BY_HOUR"}

@@ -7,20 +7,28 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 import pytest
 import yaml
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 
 from gpudesk.cli.entry import main
-from gpudesk.services.cloud import credentials, guard
-from gpudesk.services.cloud.launcher import Launcher, LaunchPlan
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud import guard
+from gpudesk.services.cloud.launcher import Launcher
+from gpudesk.services.cloud.launcher import LaunchPlan
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
 from gpudesk.services.cloud.providers.tencent import TencentProvider
 from gpudesk.services.cloud.providers.user_data import decode_base64
 from gpudesk.services.core.settings import Settings

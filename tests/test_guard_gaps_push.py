@@ -23,22 +23,32 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fixtures_agent import pid_gone, wait_for
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_agent import pid_gone
+from fixtures_agent import wait_for
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
-from fixtures_telemetry import PYTHON, connect
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
+from fixtures_telemetry import PYTHON
+from fixtures_telemetry import connect
 from service_manager_standin import StandinSystemd
 
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.providers.base import LaunchRequest
 from gpudesk.services.core.settings import Settings
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote import agent_deploy
-from gpudesk.services.remote.agent_deploy import UNIT, ServiceManager, unit_template
+from gpudesk.services.remote.agent_deploy import UNIT
+from gpudesk.services.remote.agent_deploy import ServiceManager
+from gpudesk.services.remote.agent_deploy import unit_template
 from gpudesk.services.remote.first_boot import _paramiko_key
-from gpudesk.services.remote.guard_push import push_agent, push_all
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
+from gpudesk.services.remote.guard_push import push_agent
+from gpudesk.services.remote.guard_push import push_all
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
 from gpudesk.services.remote.ssh_config import host_alias
 from gpudesk.services.remote.targets import open_connection
 

@@ -9,21 +9,30 @@ Against the Aliyun and Tencent stand-ins and moto, with the real SDKs.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 from aliyun_standin import AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 
 from gpudesk.services.cloud import reconcile
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
 from gpudesk.services.cloud.providers.tencent import TencentProvider
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 
 ADDRESS = "203.0.113.7"
 

@@ -27,23 +27,32 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_agent import pid_gone, sim_clock, wait_for  # noqa: F401
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
-from fixtures_telemetry import PYTHON, connect
-from service_manager_standin import StandinSystemd, parse_unit
+from fixtures_agent import pid_gone  # noqa: F401
+from fixtures_agent import sim_clock  # noqa: F401
+from fixtures_agent import wait_for  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
+from fixtures_telemetry import PYTHON
+from fixtures_telemetry import connect
+from service_manager_standin import StandinSystemd
+from service_manager_standin import parse_unit
 
 from gpudesk.agent.clock import SimClock
-from gpudesk.agent.events import EventLog, read_events
-from gpudesk.agent.guard import GONE_WAIT_S, RETRY_MAX_S, RETRY_S, SPEND_FILE, Guard
+from gpudesk.agent.events import EventLog
+from gpudesk.agent.events import read_events
+from gpudesk.agent.guard import GONE_WAIT_S
+from gpudesk.agent.guard import RETRY_MAX_S
+from gpudesk.agent.guard import RETRY_S
+from gpudesk.agent.guard import SPEND_FILE
+from gpudesk.agent.guard import Guard
 from gpudesk.agent.rules import parse_rules
-from gpudesk.services.remote import agent_deploy, first_boot
-from gpudesk.services.remote.agent_deploy import (
-    UNIT,
-    AgentRules,
-    BudgetStop,
-    ServiceManager,
-    unit_template,
-)
+from gpudesk.services.remote import agent_deploy
+from gpudesk.services.remote import first_boot
+from gpudesk.services.remote.agent_deploy import UNIT
+from gpudesk.services.remote.agent_deploy import AgentRules
+from gpudesk.services.remote.agent_deploy import BudgetStop
+from gpudesk.services.remote.agent_deploy import ServiceManager
+from gpudesk.services.remote.agent_deploy import unit_template
 
 WAIT_S = 60.0
 BACK_S = 30.0  # the promise: a dead guard is back within this
@@ -430,7 +439,8 @@ def test_a_sigterm_to_the_follow_process_ends_the_stream_and_it_reopens(
     desktop's channel cleanly and the stream reopens it; before, a SIGTERM'd wrapper left
     the follower holding the channel open (the stream never ended) and a SIGTERM'd
     follower ended in an aborted wrapper (read as a dead link)."""
-    from gpudesk.services.remote.telemetry import RESUMING, TelemetryStream
+    from gpudesk.services.remote.telemetry import RESUMING
+    from gpudesk.services.remote.telemetry import TelemetryStream
 
     root = tmp_path / "remote"
     states: list[str] = []

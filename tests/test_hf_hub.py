@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from fixtures_hf_hub import DATA, hub  # noqa: F401
+from fixtures_hf_hub import DATA  # noqa: F401
+from fixtures_hf_hub import hub  # noqa: F401
 
 from gpudesk.calc import hf_hub
 from gpudesk.calc.sizing import SizingError

@@ -19,24 +19,31 @@ from typing import Any
 
 import pytest
 from fixtures_agent import pid_gone
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
-from fixtures_keyring import memory_keyring, secret_service  # noqa: F401
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
+from fixtures_keyring import memory_keyring  # noqa: F401
+from fixtures_keyring import secret_service  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 
 from gpudesk.cli.entry import main
 from gpudesk.services.cloud import credentials
 from gpudesk.services.core.settings import Settings
-from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.services.remote import first_boot, host_key_rotation
-from gpudesk.services.remote.host_key_rotation import (
-    GUARD_STATUS_NAME,
-    RotationConfig,
-    RotationError,
-    first_login,
-    host_key_entry,
-)
-from gpudesk.services.remote.host_keys import HostKeyChanged, HostKeyPolicy, PinStore
-from gpudesk.services.remote.ssh import SshConnection, SshTarget
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.remote import first_boot
+from gpudesk.services.remote import host_key_rotation
+from gpudesk.services.remote.host_key_rotation import GUARD_STATUS_NAME
+from gpudesk.services.remote.host_key_rotation import RotationConfig
+from gpudesk.services.remote.host_key_rotation import RotationError
+from gpudesk.services.remote.host_key_rotation import first_login
+from gpudesk.services.remote.host_key_rotation import host_key_entry
+from gpudesk.services.remote.host_keys import HostKeyChanged
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshTarget
 from gpudesk.services.remote.ssh_config import host_alias
 
 WAIT_S = 60.0
@@ -268,7 +275,8 @@ def test_a_guard_push_connect_replaces_a_launch_key_never_replaced(
     from service_manager_standin import StandinSystemd
 
     from gpudesk.services.cloud.providers.base import LaunchRequest
-    from gpudesk.services.remote.agent_deploy import UNIT, ServiceManager
+    from gpudesk.services.remote.agent_deploy import UNIT
+    from gpudesk.services.remote.agent_deploy import ServiceManager
     from gpudesk.services.remote.guard_push import push_all
 
     old = _boot_with_user_data_key(sshd)

@@ -9,23 +9,23 @@ from pathlib import Path
 
 import paramiko
 import pytest
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 
 from gpudesk.services.core import files
 from gpudesk.services.remote import host_keys
-from gpudesk.services.remote.host_keys import (
-    HostKeyChanged,
-    HostKeyError,
-    HostKeyMismatch,
-    HostKeyPolicy,
-    HostKeyUnknown,
-    PinStore,
-    fingerprint,
-    host_pattern,
-    normalize_fingerprint,
-    parse_console_fingerprints,
-)
-from gpudesk.services.remote.ssh import SshConnection, SshTarget
+from gpudesk.services.remote.host_keys import HostKeyChanged
+from gpudesk.services.remote.host_keys import HostKeyError
+from gpudesk.services.remote.host_keys import HostKeyMismatch
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import HostKeyUnknown
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.host_keys import fingerprint
+from gpudesk.services.remote.host_keys import host_pattern
+from gpudesk.services.remote.host_keys import normalize_fingerprint
+from gpudesk.services.remote.host_keys import parse_console_fingerprints
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshTarget
 from gpudesk.services.remote.sync import push
 
 OTHER_FP = "SHA256:" + "A" * 43

@@ -8,7 +8,8 @@ import pytest
 
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.ledger import Machine
-from gpudesk.services.remote.machine_rules import agent_rules, idle_action
+from gpudesk.services.remote.machine_rules import agent_rules
+from gpudesk.services.remote.machine_rules import idle_action
 
 
 @pytest.mark.parametrize(("provider", "action", "want"), [

@@ -15,18 +15,23 @@ import json
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_aws import ACCOUNT, MotoAws, aws, moto_server  # noqa: F401
+from fixtures_aws import ACCOUNT  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from metadata_standin import MetadataStandin
 
 from gpudesk.agent import cloud_stop
 from gpudesk.services.cloud import instance_role
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 
 AMI = "ami-0abcdef1234567890"
 
@@ -243,7 +248,8 @@ def test_agent_guard_at_the_budget_stops_through_the_role(
     """The agent's own budget rule fires the role's command (``gpudesk-cloud-stop``, run by
     the agent's python) and the cloud stops the machine: no shutdown from inside needed."""
     from gpudesk.agent.clock import SimClock
-    from gpudesk.agent.events import EventLog, read_events
+    from gpudesk.agent.events import EventLog
+    from gpudesk.agent.events import read_events
     from gpudesk.agent.guard import Guard
     from gpudesk.agent.rules import parse_rules
 
@@ -281,7 +287,8 @@ def test_launch_gives_the_role_when_allowed_and_none_when_not(
     import asyncio
 
     from gpudesk.services.cloud import credentials
-    from gpudesk.services.cloud.launcher import Launcher, LaunchPlan
+    from gpudesk.services.cloud.launcher import Launcher
+    from gpudesk.services.cloud.launcher import LaunchPlan
 
     credentials.save_credentials(aws.credentials)
     aws.publish_dlami("us-east-1")

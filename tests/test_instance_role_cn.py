@@ -11,11 +11,14 @@ from typing import Any
 
 import pytest
 from alibabacloud_ecs20140526 import models
-from aliyun_standin import IMAGES, AliyunStandin
+from aliyun_standin import IMAGES
+from aliyun_standin import AliyunStandin
 from aliyun_standin import sdk_client as ecs_client
 from darabonba.runtime import RuntimeOptions
-from fixtures_aliyun import aliyun, aliyun_server  # noqa: F401
-from fixtures_tencent import tencent, tencent_server  # noqa: F401
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from metadata_standin import MetadataStandin
 from tencent_standin import TencentStandin
 from tencent_standin import sdk_client as cvm_client

@@ -13,29 +13,38 @@ import asyncio
 import contextlib
 import io
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import cloud_limits
 import pytest
 from aliyun_standin import AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 from tencent_standin import sdk_client as cvm_client
 
 from gpudesk.agent import cloud_stop
-from gpudesk.services.cloud import credentials, guard, instance_role
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud import guard
+from gpudesk.services.cloud import instance_role
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
-from gpudesk.services.cloud.launcher import Launcher, LaunchPlan
+from gpudesk.services.cloud.launcher import Launcher
+from gpudesk.services.cloud.launcher import LaunchPlan
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.cloud.providers.tencent import TencentProvider
 from gpudesk.services.core.settings import Settings
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote.machine_rules import agent_rules
 
 FIXED_ID = "m-00000000f1"  # a launch's ledger id, where a test must know it beforehand

@@ -11,26 +11,29 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from aliyun_ess_standin import TAG_ESS_GROUP, AliyunEssStandin, ess_sdk_client
-from aliyun_standin import ACCESS_KEY_ID, ACCESS_KEY_SECRET, AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
+from aliyun_ess_standin import TAG_ESS_GROUP
+from aliyun_ess_standin import AliyunEssStandin
+from aliyun_ess_standin import ess_sdk_client
+from aliyun_standin import ACCESS_KEY_ID
+from aliyun_standin import ACCESS_KEY_SECRET
+from aliyun_standin import AliyunStandin
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
 from standin_http import fresh_standin
 
-from gpudesk.services.cloud.keep_alive import KeepAliveGroups, group_name
+from gpudesk.services.cloud.keep_alive import KeepAliveGroups
+from gpudesk.services.cloud.keep_alive import group_name
 from gpudesk.services.cloud.providers import aliyun_parse as ap
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
-from gpudesk.services.cloud.providers.aliyun_keep_alive import (
-    MSG_BUDGET_SPENT,
-    end_minute,
-    launch_time,
-)
-from gpudesk.services.cloud.providers.base import (
-    TAG_LEDGER,
-    TAG_MANAGED,
-    Credentials,
-    LaunchRequest,
-    ProviderError,
-)
+from gpudesk.services.cloud.providers.aliyun_keep_alive import MSG_BUDGET_SPENT
+from gpudesk.services.cloud.providers.aliyun_keep_alive import end_minute
+from gpudesk.services.cloud.providers.aliyun_keep_alive import launch_time
+from gpudesk.services.cloud.providers.base import TAG_LEDGER
+from gpudesk.services.cloud.providers.base import TAG_MANAGED
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
+from gpudesk.services.cloud.providers.base import ProviderError
 
 REGION = "cn-hangzhou"
 ZONE = "cn-hangzhou-h"

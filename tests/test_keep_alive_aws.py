@@ -13,23 +13,25 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 
-from gpudesk.services.cloud.keep_alive import KeepAliveGroups, group_name
+from gpudesk.services.cloud.keep_alive import KeepAliveGroups
+from gpudesk.services.cloud.keep_alive import group_name
 from gpudesk.services.cloud.providers.aws import AwsProvider
-from gpudesk.services.cloud.providers.base import (
-    TAG_LEDGER,
-    TAG_MANAGED,
-    Credentials,
-    LaunchRequest,
-    ProviderError,
-)
+from gpudesk.services.cloud.providers.base import TAG_LEDGER
+from gpudesk.services.cloud.providers.base import TAG_MANAGED
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
+from gpudesk.services.cloud.providers.base import ProviderError
 from gpudesk.services.cloud.providers.user_data import decode_base64
 
 R = "us-east-1"

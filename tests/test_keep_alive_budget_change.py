@@ -16,19 +16,28 @@ from typing import Any
 
 import pytest
 from aliyun_ess_standin import AliyunEssStandin
-from aliyun_standin import ACCESS_KEY_ID, ACCESS_KEY_SECRET, AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from aliyun_standin import ACCESS_KEY_ID
+from aliyun_standin import ACCESS_KEY_SECRET
+from aliyun_standin import AliyunStandin
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from standin_http import fresh_standin
 from tencent_as_standin import TencentAsStandin
-from tencent_standin import SECRET_ID, SECRET_KEY
+from tencent_standin import SECRET_ID
+from tencent_standin import SECRET_KEY
 from test_keep_alive_aliyun import _request as ess_request
 from test_keep_alive_aliyun import ess_server  # noqa: F401
 from test_keep_alive_aws import _end_actions
 from test_keep_alive_aws import _request as asg_request
 from test_keep_alive_tencent import _request as as_request
-from test_ui_change_budget import _open_dialog, _type, aws_window  # noqa: F401
+from test_ui_change_budget import _open_dialog  # noqa: F401
+from test_ui_change_budget import _type  # noqa: F401
+from test_ui_change_budget import aws_window  # noqa: F401
 
 from gpudesk.services.cloud import guard
 from gpudesk.services.cloud.providers import aliyun_parse as ap
@@ -36,8 +45,11 @@ from gpudesk.services.cloud.providers.aliyun import AliyunProvider
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.cloud.providers.tencent import TencentProvider
 from gpudesk.services.core.settings import Settings
-from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.services.remote.machine_budget import MSG_GROUP_END, MSG_GROUP_ENDED, change_budget
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.remote.machine_budget import MSG_GROUP_END
+from gpudesk.services.remote.machine_budget import MSG_GROUP_ENDED
+from gpudesk.services.remote.machine_budget import change_budget
 
 HOUR = 3600.0
 RATE = 7.2

@@ -28,30 +28,52 @@ import tarfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: F401 - fixtures
-from fixtures_sshd import SshdServer, sshd, sshd_b  # noqa: F401 - fixtures
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
+from fixtures_sshd import SshdServer  # noqa: F401 - fixtures
+from fixtures_sshd import sshd  # noqa: F401 - fixtures
+from fixtures_sshd import sshd_b  # noqa: F401 - fixtures
 from metadata_standin import MetadataStandin
 from test_first_boot import FAKE_SYSTEMCTL
-from test_run_store_resume import STEPS, _kill_tree, _latest, _same_weights, reclaim
-from test_runs import PYTHON, connect, gpudesk, result, run_cmd, training_project, wait_for
+from test_run_store_resume import STEPS
+from test_run_store_resume import _kill_tree
+from test_run_store_resume import _latest
+from test_run_store_resume import _same_weights
+from test_run_store_resume import reclaim
+from test_runs import PYTHON
+from test_runs import connect
+from test_runs import gpudesk
+from test_runs import result
+from test_runs import run_cmd
+from test_runs import training_project
+from test_runs import wait_for
 
 from gpudesk.agent import replacement
 from gpudesk.agent.bucket_spend import RunBudget
 from gpudesk.agent.group_end import GroupRef
 from gpudesk.agent.runs import read_pid
-from gpudesk.agent.uploader import FINAL_STATES, Uploader
+from gpudesk.agent.uploader import FINAL_STATES
+from gpudesk.agent.uploader import Uploader
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.remote import first_boot
-from gpudesk.services.remote.agent_deploy import UNIT, AgentRules, BudgetStop, IdleStop
+from gpudesk.services.remote.agent_deploy import UNIT
+from gpudesk.services.remote.agent_deploy import AgentRules
+from gpudesk.services.remote.agent_deploy import BudgetStop
+from gpudesk.services.remote.agent_deploy import IdleStop
 from gpudesk.services.remote.host_key_rotation import GUARD_STATUS_NAME
 from gpudesk.services.runs import detached as runs
-from gpudesk.services.runs import run_package, spot_recovery
+from gpudesk.services.runs import run_package
+from gpudesk.services.runs import spot_recovery
 from gpudesk.services.storage.access import StoreAccess
 from gpudesk.services.storage.clients import make_client
 from gpudesk.services.storage.uri import StoreUri

@@ -26,24 +26,30 @@ from typing import Any
 
 import moto_template_versions
 import pytest
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
-from test_launch_keep_alive import LAUNCH, _run
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
+from test_launch_keep_alive import LAUNCH
+from test_launch_keep_alive import _run
 from test_runs import PYTHON
 
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.providers.user_data import decode_base64
 from gpudesk.services.money.ledger import Ledger
-from gpudesk.services.remote import first_boot, targets
-from gpudesk.services.remote.host_key_rotation import (
-    STEP_MEMBER_KEY,
-    STEP_ROTATED,
-    RotationConfig,
-)
-from gpudesk.services.remote.host_keys import HostKeyChanged, HostKeyPolicy, PinStore
+from gpudesk.services.remote import first_boot
+from gpudesk.services.remote import targets
+from gpudesk.services.remote.host_key_rotation import STEP_MEMBER_KEY
+from gpudesk.services.remote.host_key_rotation import STEP_ROTATED
+from gpudesk.services.remote.host_key_rotation import RotationConfig
+from gpudesk.services.remote.host_keys import HostKeyChanged
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
 from gpudesk.services.remote.ssh_config import host_alias
-from gpudesk.services.runs import keep_alive_run, run_control
+from gpudesk.services.runs import keep_alive_run
+from gpudesk.services.runs import run_control
 from gpudesk.services.storage.uri import parse_uri
 
 REGION = "us-east-1"

@@ -12,15 +12,21 @@ from typing import Any
 
 import pytest
 from standin_http import fresh_standin
-from tencent_as_standin import AS_VERSION, TencentAsStandin, as_client
-from tencent_standin import SECRET_ID, SECRET_KEY
+from tencent_as_standin import AS_VERSION
+from tencent_as_standin import TencentAsStandin
+from tencent_as_standin import as_client
+from tencent_standin import SECRET_ID
+from tencent_standin import SECRET_KEY
 from tencentcloud.common.exception.tencent_cloud_sdk_exception import TencentCloudSDKException
 
-from gpudesk.services.cloud.keep_alive import KeepAliveGroups, group_name
+from gpudesk.services.cloud.keep_alive import KeepAliveGroups
+from gpudesk.services.cloud.keep_alive import group_name
 from gpudesk.services.cloud.providers import base
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
 from gpudesk.services.cloud.providers.tencent import TencentProvider
-from gpudesk.services.cloud.providers.tencent_keep_alive import END_ACTION_NAME, beijing_time
+from gpudesk.services.cloud.providers.tencent_keep_alive import END_ACTION_NAME
+from gpudesk.services.cloud.providers.tencent_keep_alive import beijing_time
 from gpudesk.services.cloud.providers.user_data import decode_base64
 
 REGION = "ap-guangzhou"

@@ -10,10 +10,20 @@ from __future__ import annotations
 import base64
 
 import pytest
-from aliyun_ess_standin import AliyunEssStandin, ess_sdk_client
-from aliyun_standin import ACCESS_KEY_ID, ACCESS_KEY_SECRET, AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
-from test_keep_alive_aliyun import REGION, USER_DATA, _request, ess, ess_server, provider  # noqa: F401
+from aliyun_ess_standin import AliyunEssStandin
+from aliyun_ess_standin import ess_sdk_client
+from aliyun_standin import ACCESS_KEY_ID
+from aliyun_standin import ACCESS_KEY_SECRET
+from aliyun_standin import AliyunStandin
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from test_keep_alive_aliyun import REGION  # noqa: F401
+from test_keep_alive_aliyun import USER_DATA  # noqa: F401
+from test_keep_alive_aliyun import _request  # noqa: F401
+from test_keep_alive_aliyun import ess  # noqa: F401
+from test_keep_alive_aliyun import ess_server  # noqa: F401
+from test_keep_alive_aliyun import provider  # noqa: F401
 
 from gpudesk.services.cloud.providers import aliyun_parse as ap
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider

@@ -15,8 +15,12 @@ import random
 
 import moto_template_versions
 import pytest
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
-from test_keep_alive_aws import SCRIPT, R, _request
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
+from test_keep_alive_aws import SCRIPT
+from test_keep_alive_aws import R
+from test_keep_alive_aws import _request
 
 from gpudesk.services.cloud.providers.base import ProviderError
 from gpudesk.services.cloud.providers.user_data import decode_base64

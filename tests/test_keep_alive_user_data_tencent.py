@@ -9,21 +9,21 @@ import base64
 import random
 
 import pytest
-from tencent_as_standin import TencentAsStandin, as_client
+from tencent_as_standin import TencentAsStandin
+from tencent_as_standin import as_client
 from tencentcloud.common.exception.tencent_cloud_sdk_exception import TencentCloudSDKException
-from test_keep_alive_tencent import (  # noqa: F401 - fixtures
-    REGION,
-    USER_DATA,
-    _request,
-    as_server,
-    cloud,
-    provider,
-    sleeps,
-)
+from test_keep_alive_tencent import REGION  # noqa: F401 - fixtures
+from test_keep_alive_tencent import USER_DATA  # noqa: F401 - fixtures
+from test_keep_alive_tencent import _request  # noqa: F401 - fixtures
+from test_keep_alive_tencent import as_server  # noqa: F401 - fixtures
+from test_keep_alive_tencent import cloud  # noqa: F401 - fixtures
+from test_keep_alive_tencent import provider  # noqa: F401 - fixtures
+from test_keep_alive_tencent import sleeps  # noqa: F401 - fixtures
 
 from gpudesk.services.cloud.providers.base import ProviderError
 from gpudesk.services.cloud.providers.tencent import TencentProvider
-from gpudesk.services.cloud.providers.user_data import decode_base64, encode_base64
+from gpudesk.services.cloud.providers.user_data import decode_base64
+from gpudesk.services.cloud.providers.user_data import encode_base64
 
 NEW = "#cloud-config\nruncmd:\n  - [echo, 'resume run r-7 from cos://b/runs/r-7/']\n"
 

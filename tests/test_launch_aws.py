@@ -10,13 +10,17 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from fixtures_aws import aws, moto_server  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 
 from gpudesk.services.cloud import credentials
-from gpudesk.services.cloud.launcher import Launcher, LaunchPlan, probe_ssh
+from gpudesk.services.cloud.launcher import Launcher
+from gpudesk.services.cloud.launcher import LaunchPlan
+from gpudesk.services.cloud.launcher import probe_ssh
 from gpudesk.services.cloud.machines import act
-from gpudesk.services.cloud.providers.base import TAG_LEDGER, TAG_MANAGED
+from gpudesk.services.cloud.providers.base import TAG_LEDGER
+from gpudesk.services.cloud.providers.base import TAG_MANAGED
 from gpudesk.services.cloud.reconcile import reconcile
 from gpudesk.services.money.ledger import Ledger
 

@@ -6,11 +6,16 @@ from __future__ import annotations
 import json
 
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import SECRET_ID, SECRET_KEY, tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import SECRET_ID  # noqa: F401
+from fixtures_tencent import SECRET_KEY  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 
 from gpudesk.cli.entry import main
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
-from gpudesk.services.money.ledger import Account, Ledger
+from gpudesk.services.money.ledger import Account
+from gpudesk.services.money.ledger import Ledger
 from gpudesk.ui.machines.accounts_page import AccountsPage
 
 

@@ -15,8 +15,13 @@ from pathlib import Path
 import launch_fault_harness as harness
 import pytest
 from fixtures_keyring import secret_service  # noqa: F401
-from fixtures_tencent import SECRET_ID, SECRET_KEY, tencent, tencent_creds, tencent_server  # noqa: F401
-from PySide6.QtCore import QCoreApplication, QEvent
+from fixtures_tencent import SECRET_ID  # noqa: F401
+from fixtures_tencent import SECRET_KEY  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QEvent
 
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV

@@ -12,13 +12,17 @@ from pathlib import Path
 
 import launch_fault_harness as harness
 import pytest
-from aliyun_standin import ACCESS_KEY_ID, ACCESS_KEY_SECRET
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
+from aliyun_standin import ACCESS_KEY_ID
+from aliyun_standin import ACCESS_KEY_SECRET
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
 from fixtures_keyring import secret_service  # noqa: F401
 
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import ALIYUN_ENDPOINT_ENV
-from gpudesk.services.money.ledger import Account, Ledger
+from gpudesk.services.money.ledger import Account
+from gpudesk.services.money.ledger import Ledger
 
 LAUNCH = harness.launch_args("aliyun", "ecs.gn7i-c8g1.2xlarge", "cn-hangzhou")
 

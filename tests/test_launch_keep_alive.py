@@ -12,10 +12,14 @@ from dataclasses import replace as replace_settings
 from typing import Any
 
 import pytest
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from keep_alive_capacity import no_capacity
-from test_launch_store import LAUNCH, _run, cloud  # noqa: F401 - the fixture
+from test_launch_store import LAUNCH  # noqa: F401 - the fixture
+from test_launch_store import _run  # noqa: F401 - the fixture
+from test_launch_store import cloud  # noqa: F401 - the fixture
 
 from gpudesk.services.cloud.keep_alive import group_name
 from gpudesk.services.money.ledger import Ledger
@@ -143,8 +147,10 @@ def test_a_group_that_could_not_be_capped_is_refused_before_anything(
 
 def test_a_group_that_finds_no_capacity_for_the_wait_is_ended_and_said(
         cloud: MotoAws) -> None:
-    from gpudesk.services.cloud.reconcile import ReconcileReport, reconcile_provider
-    from gpudesk.services.core.settings import load_settings, save_settings
+    from gpudesk.services.cloud.reconcile import ReconcileReport
+    from gpudesk.services.cloud.reconcile import reconcile_provider
+    from gpudesk.services.core.settings import load_settings
+    from gpudesk.services.core.settings import save_settings
 
     save_settings(replace_settings(load_settings(), keep_alive_wait_min=30))
     code, out, err = _run([*LAUNCH, "--spot", "--keep-alive", "--budget", "5", "--json"])
@@ -183,8 +189,11 @@ def test_the_desktop_ends_the_group_when_it_sees_the_run_end(cloud: MotoAws) -> 
     """What the Run page and ``gpudesk run`` do when the followed run exits on the machine:
     the group is ended as its agent would, so the cloud starts nothing again; a lost
     machine (a reclaim) is no end."""
-    from gpudesk.services.runs.detached import NodeRun, RunRecord, RunStatus
-    from gpudesk.services.runs.keep_alive_run import MSG_GROUP_ENDED, run_ended
+    from gpudesk.services.runs.detached import NodeRun
+    from gpudesk.services.runs.detached import RunRecord
+    from gpudesk.services.runs.detached import RunStatus
+    from gpudesk.services.runs.keep_alive_run import MSG_GROUP_ENDED
+    from gpudesk.services.runs.keep_alive_run import run_ended
 
     code, out, err = _run([*LAUNCH, "--spot", "--keep-alive", "--budget", "5", "--json"])
     assert code == 0, err

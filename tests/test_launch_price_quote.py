@@ -12,10 +12,16 @@ from typing import Any
 
 import pytest
 from aliyun_standin import AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from local_get import serve_get
 from tencent_standin import TencentStandin
 from tencent_standin import timer_at as _at
@@ -23,11 +29,15 @@ from tencent_standin import undo_timers as _timers
 from test_aws_price_list import _offer_file
 
 from gpudesk.cli.entry import main
-from gpudesk.services.cloud import aws_price_list, credentials, guard
+from gpudesk.services.cloud import aws_price_list
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud import guard
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
-from gpudesk.services.cloud.launcher import Launcher, LaunchPlan
+from gpudesk.services.cloud.launcher import Launcher
+from gpudesk.services.cloud.launcher import LaunchPlan
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
-from gpudesk.services.cloud.providers.base import Credentials, ProviderError
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import ProviderError
 from gpudesk.services.cloud.providers.tencent import TencentProvider
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.ledger import Ledger

@@ -13,7 +13,9 @@ import threading
 from typing import Any
 
 import pytest
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 
 from gpudesk.cli.entry import main

@@ -13,15 +13,23 @@ from collections.abc import Iterator
 
 import pytest
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
-from gpudesk.services.cloud.launcher import Launcher, LaunchPlan, LaunchRefused, Progress, probe_ssh
+from gpudesk.services.cloud.launcher import Launcher
+from gpudesk.services.cloud.launcher import LaunchPlan
+from gpudesk.services.cloud.launcher import LaunchRefused
+from gpudesk.services.cloud.launcher import Progress
+from gpudesk.services.cloud.launcher import probe_ssh
 from gpudesk.services.cloud.machines import act
-from gpudesk.services.cloud.providers.base import TAG_LEDGER, ProviderError
+from gpudesk.services.cloud.providers.base import TAG_LEDGER
+from gpudesk.services.cloud.providers.base import ProviderError
 from gpudesk.services.cloud.reconcile import reconcile
-from gpudesk.services.money.ledger import STATE_FAILED, Ledger
+from gpudesk.services.money.ledger import STATE_FAILED
+from gpudesk.services.money.ledger import Ledger
 
 ADDRESS = "203.0.113.7/32"
 PLAN = LaunchPlan(provider="tencent", instance_type="GN7.2XLARGE32", region="ap-guangzhou",

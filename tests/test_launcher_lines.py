@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QTranslator
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QTranslator
 
 from gpudesk.services.runs import run_launcher_script as script
 from gpudesk.services.runs.launcher_lines import said_in_log

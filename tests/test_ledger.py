@@ -7,14 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from gpudesk.services.money.ledger import (
-    STATE_FAILED,
-    STATE_INTENT,
-    Account,
-    Ledger,
-    Machine,
-    new_ledger_id,
-)
+from gpudesk.services.money.ledger import STATE_FAILED
+from gpudesk.services.money.ledger import STATE_INTENT
+from gpudesk.services.money.ledger import Account
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.money.ledger import new_ledger_id
 from gpudesk.services.money.spend import machine_spend
 
 

@@ -20,7 +20,10 @@ import sys
 import threading
 from pathlib import Path
 
-from gpudesk.services.money.ledger import Ledger, Machine, ledger_file, new_ledger_id
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.money.ledger import ledger_file
+from gpudesk.services.money.ledger import new_ledger_id
 
 WRITER = """
 import sys

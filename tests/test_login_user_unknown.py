@@ -18,13 +18,16 @@ from typing import Any
 
 import pytest
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 
 from gpudesk.cli.entry import main
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
 from gpudesk.services.cloud.providers.tencent import TencentProvider
 from gpudesk.services.money.ledger import Ledger
 from gpudesk.services.remote import targets
@@ -87,7 +90,8 @@ def test_unknown_login_user_is_said_refused_and_can_be_set(lost_image_machine: s
     assert refused.value.template == targets.MSG_NO_LOGIN_USER
 
     # nor do the first login and ~/.ssh/config: no guessed user anywhere
-    from gpudesk.services.remote import host_key_rotation, ssh_config
+    from gpudesk.services.remote import host_key_rotation
+    from gpudesk.services.remote import ssh_config
 
     with Ledger() as ledger:
         unknown = ledger.get(ledger_id)

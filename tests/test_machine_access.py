@@ -8,24 +8,37 @@ from __future__ import annotations
 
 import json
 import stat
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 
 import pytest
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
-from fixtures_keyring import MemoryKeyring, memory_keyring  # noqa: F401
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
+from fixtures_keyring import MemoryKeyring  # noqa: F401
+from fixtures_keyring import memory_keyring  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 from test_runs import PYTHON
 
 from gpudesk.services.cloud.credentials import save_credentials
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.core.said import Said
-from gpudesk.services.money.ledger import STATE_RUNNING, Ledger, Machine
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.remote.ssh import SshConnection, SshTarget
-from gpudesk.services.runs import machine_access, run_control, run_store
+from gpudesk.services.money.ledger import STATE_RUNNING
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshTarget
+from gpudesk.services.runs import machine_access
+from gpudesk.services.runs import run_control
+from gpudesk.services.runs import run_store
 from gpudesk.services.storage import sts
-from gpudesk.services.storage.buckets import BucketMemory, BucketTarget, default_name
+from gpudesk.services.storage.buckets import BucketMemory
+from gpudesk.services.storage.buckets import BucketTarget
+from gpudesk.services.storage.buckets import default_name
 from gpudesk.services.storage.errors import MSG_DENIED
 
 RUN = "proj-20260101-120000-ab12"

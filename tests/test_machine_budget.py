@@ -12,20 +12,31 @@ from typing import Any
 import aliyun_standin
 import pytest
 from aliyun_standin import AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 from tencent_standin import timer_at as _at
 from tencent_standin import undo_timers as _timers
 
-from gpudesk.services.cloud.launcher import Launcher, LaunchPlan
+from gpudesk.services.cloud.launcher import Launcher
+from gpudesk.services.cloud.launcher import LaunchPlan
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest, ProviderError
-from gpudesk.services.cloud.providers.tencent import STOP_CHARGING, TencentProvider
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.tencent import STOP_CHARGING
+from gpudesk.services.cloud.providers.tencent import TencentProvider
 from gpudesk.services.core.settings import Settings
-from gpudesk.services.money.budgets import BudgetChecker, BudgetConfig, FiredState
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.budgets import BudgetChecker
+from gpudesk.services.money.budgets import BudgetConfig
+from gpudesk.services.money.budgets import FiredState
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote.machine_budget import change_budget
 from gpudesk.services.remote.machine_rules import agent_rules
 

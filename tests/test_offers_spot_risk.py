@@ -10,23 +10,32 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
 import pytest
-from aliyun_standin import REGIONS, TYPES, AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
+from aliyun_standin import REGIONS
+from aliyun_standin import TYPES
+from aliyun_standin import AliyunStandin
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from local_get import serve_get
 
-from gpudesk.calc.sizing import Setup, Workload, preset
+from gpudesk.calc.sizing import Setup
+from gpudesk.calc.sizing import Workload
+from gpudesk.calc.sizing import preset
 from gpudesk.cli.entry import main
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import ALIYUN_ENDPOINT_ENV
 from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.cloud.providers.base import Credentials
-from gpudesk.services.cloud.spot_rates import ADVISOR_ENV, SpotRate
+from gpudesk.services.cloud.spot_rates import ADVISOR_ENV
+from gpudesk.services.cloud.spot_rates import SpotRate
 from gpudesk.services.plan.expected_cost import SpotAssumptions
-from gpudesk.services.plan.planner import Job, rank_catalog
+from gpudesk.services.plan.planner import Job
+from gpudesk.services.plan.planner import rank_catalog
 
 OFFERS = ["offers", "--model", "gpt2", "--batch", "1", "--seq", "512", "--precision",
           "amp-fp16", "--tokens", "2e10", "--all", "--spot"]

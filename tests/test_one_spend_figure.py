@@ -17,9 +17,12 @@ from typing import Any
 import pytest
 
 from gpudesk.cli.entry import main
-from gpudesk.services.core.settings import Settings, save_settings
-from gpudesk.services.money import budgets, spend
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.core.settings import save_settings
+from gpudesk.services.money import budgets
+from gpudesk.services.money import spend
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 
 T0 = datetime(2026, 11, 10, 9, 0).timestamp()  # November: 30 days
 NOW = T0 + 7200.0

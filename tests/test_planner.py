@@ -12,9 +12,12 @@ from datetime import date
 import pytest
 
 from gpudesk import sizing
-from gpudesk.services.cloud.catalog import GpuSpec, Offer, load_catalog
+from gpudesk.services.cloud.catalog import GpuSpec
+from gpudesk.services.cloud.catalog import Offer
+from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.plan import planner
-from gpudesk.sizing import GIB, Setup
+from gpudesk.sizing import GIB
+from gpudesk.sizing import Setup
 
 
 def gpu(name: str, mem_gib: float, fp16: float, bf16: float) -> GpuSpec:

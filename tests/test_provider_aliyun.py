@@ -10,20 +10,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aliyun_standin import ACCESS_KEY_ID, VERSION, VPC_VERSION, AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
+from aliyun_standin import ACCESS_KEY_ID
+from aliyun_standin import VERSION
+from aliyun_standin import VPC_VERSION
+from aliyun_standin import AliyunStandin
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
 
 from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.cloud.providers import aliyun_parse as ap
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
-from gpudesk.services.cloud.providers.aliyun_errors import CallContext, map_error
-from gpudesk.services.cloud.providers.base import (
-    TAG_MANAGED,
-    Credentials,
-    LaunchRequest,
-    ProviderError,
-)
+from gpudesk.services.cloud.providers.aliyun_errors import CallContext
+from gpudesk.services.cloud.providers.aliyun_errors import map_error
+from gpudesk.services.cloud.providers.base import TAG_MANAGED
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
+from gpudesk.services.cloud.providers.base import ProviderError
 
 REGION = "cn-hangzhou"
 ZONE = "cn-hangzhou-h"
@@ -455,11 +459,16 @@ def test_error_table(code: str, kind: str) -> None:
 def test_agent_reads_the_ecs_spot_termination_time() -> None:
     """On the machine, the agent dates a reclaim from ECS metadata (UTC), 404 = no notice."""
     import threading
-    from datetime import UTC, datetime
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from datetime import UTC
+    from datetime import datetime
+    from http.server import BaseHTTPRequestHandler
+    from http.server import ThreadingHTTPServer
 
     from gpudesk.agent.rules import SPOT_PROVIDERS
-    from gpudesk.agent.spot import ALIYUN_PATH, AliyunSpot, SpotConfig, make_source
+    from gpudesk.agent.spot import ALIYUN_PATH
+    from gpudesk.agent.spot import AliyunSpot
+    from gpudesk.agent.spot import SpotConfig
+    from gpudesk.agent.spot import make_source
 
     notice: list[str] = []
 
@@ -559,7 +568,8 @@ def test_a_launch_without_a_price_asks_the_cloud_in_its_currency_or_refuses(
         provider: AliyunProvider, cloud: AliyunStandin) -> None:
     """No bundled Aliyun price: the launcher quotes DescribePrice (CNY on the China site, USD
     on the international one); no usable answer means no machine, not one billing at $0."""
-    from gpudesk.services.cloud.launcher import LaunchPlan, quote
+    from gpudesk.services.cloud.launcher import LaunchPlan
+    from gpudesk.services.cloud.launcher import quote
 
     plan = LaunchPlan(provider="aliyun", region="cn-hangzhou",
                       instance_type="ecs.gn7i-c8g1.2xlarge", cny_per_usd=8.0)

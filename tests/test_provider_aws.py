@@ -12,28 +12,36 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError
+from botocore.exceptions import ClientError
+from botocore.exceptions import ConnectTimeoutError
+from botocore.exceptions import EndpointConnectionError
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from fixtures_aws import KEY_ID, SECRET, MotoAws, aws, moto_server  # noqa: F401
+from fixtures_aws import KEY_ID  # noqa: F401
+from fixtures_aws import SECRET  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 
-from gpudesk.services.cloud.providers import aws_errors, aws_offers
-from gpudesk.services.cloud.providers.aws import AwsProvider, group_name
-from gpudesk.services.cloud.providers.base import (
-    HOW_QUOTA_AWS,
-    MSG_NOT_FOUND,
-    MSG_OTHER,
-    TAG_LEDGER,
-    TAG_MANAGED,
-    Credentials,
-    LaunchRequest,
-    Provider,
-    ProviderError,
-)
+from gpudesk.services.cloud.providers import aws_errors
+from gpudesk.services.cloud.providers import aws_offers
+from gpudesk.services.cloud.providers.aws import AwsProvider
+from gpudesk.services.cloud.providers.aws import group_name
+from gpudesk.services.cloud.providers.base import HOW_QUOTA_AWS
+from gpudesk.services.cloud.providers.base import MSG_NOT_FOUND
+from gpudesk.services.cloud.providers.base import MSG_OTHER
+from gpudesk.services.cloud.providers.base import TAG_LEDGER
+from gpudesk.services.cloud.providers.base import TAG_MANAGED
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
+from gpudesk.services.cloud.providers.base import Provider
+from gpudesk.services.cloud.providers.base import ProviderError
 
 R = "us-east-1"
 ME = "203.0.113.7"

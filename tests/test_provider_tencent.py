@@ -6,15 +6,25 @@ import socket
 from typing import Any
 
 import pytest
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
-from tencent_standin import REGIONS, SECRET_ID, SECRET_KEY, TencentStandin, sdk_client
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
+from tencent_standin import REGIONS
+from tencent_standin import SECRET_ID
+from tencent_standin import SECRET_KEY
+from tencent_standin import TencentStandin
+from tencent_standin import sdk_client
 from tencentcloud.common.exception.tencent_cloud_sdk_exception import TencentCloudSDKException
 
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers import tencent_parse as tp
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest, ProviderError
-from gpudesk.services.cloud.providers.tencent import TencentProvider, client_token
-from gpudesk.services.cloud.providers.tencent_errors import CallContext, map_error
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.tencent import TencentProvider
+from gpudesk.services.cloud.providers.tencent import client_token
+from gpudesk.services.cloud.providers.tencent_errors import CallContext
+from gpudesk.services.cloud.providers.tencent_errors import map_error
 
 
 @pytest.fixture

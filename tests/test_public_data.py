@@ -15,12 +15,20 @@ import sys
 from pathlib import Path
 
 import pytest
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401 - fixtures
+from fixtures_aws import MotoAws  # noqa: F401 - fixtures
+from fixtures_aws import aws  # noqa: F401 - fixtures
+from fixtures_aws import moto_server  # noqa: F401 - fixtures
 from fixtures_keyring import memory_keyring  # noqa: F401 - fixture
-from fixtures_public_data import COMMIT, TOKEN, FileSite, HubSite, file_site, hub_site  # noqa: F401
+from fixtures_public_data import COMMIT  # noqa: F401
+from fixtures_public_data import TOKEN  # noqa: F401
+from fixtures_public_data import FileSite  # noqa: F401
+from fixtures_public_data import HubSite  # noqa: F401
+from fixtures_public_data import file_site  # noqa: F401
+from fixtures_public_data import hub_site  # noqa: F401
 
 from gpudesk.agent import public_data
-from gpudesk.services.runs import run_data, run_data_public
+from gpudesk.services.runs import run_data
+from gpudesk.services.runs import run_data_public
 from gpudesk.services.storage.errors import StorageError
 
 REPO = Path(__file__).resolve().parent.parent

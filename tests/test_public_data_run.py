@@ -13,13 +13,27 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: F401 - fixtures
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
 from fixtures_keyring import memory_keyring  # noqa: F401 - fixture
-from fixtures_public_data import COMMIT, TOKEN, FileSite, HubSite, file_site, hub_site  # noqa: F401
-from fixtures_sshd import SshdServer, sshd  # noqa: F401 - fixture
+from fixtures_public_data import COMMIT  # noqa: F401
+from fixtures_public_data import TOKEN  # noqa: F401
+from fixtures_public_data import FileSite  # noqa: F401
+from fixtures_public_data import HubSite  # noqa: F401
+from fixtures_public_data import file_site  # noqa: F401
+from fixtures_public_data import hub_site  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401 - fixture
+from fixtures_sshd import sshd  # noqa: F401 - fixture
 from test_run_data_resume import READS_DATA
-from test_run_store_resume import _kill_tree, machines  # noqa: F401 - fixture
-from test_runs import PYTHON, gpudesk, run_cmd, training_project, wait_for
+from test_run_store_resume import _kill_tree  # noqa: F401 - fixture
+from test_run_store_resume import machines  # noqa: F401 - fixture
+from test_runs import PYTHON
+from test_runs import gpudesk
+from test_runs import run_cmd
+from test_runs import training_project
+from test_runs import wait_for
 
 from gpudesk.agent.runs import read_pid
 from gpudesk.services.cloud.credentials import save_hf_token
@@ -122,9 +136,11 @@ def test_a_keep_alive_replacement_fetches_a_public_source_at_first_boot(
     from fixtures_agent_store import write_sts_file
 
     from gpudesk.agent import replacement
-    from gpudesk.agent.store import Store, StoreConfig
+    from gpudesk.agent.store import Store
+    from gpudesk.agent.store import StoreConfig
     from gpudesk.services.cloud.providers.base import Credentials
-    from gpudesk.services.runs import run_data_public, run_package
+    from gpudesk.services.runs import run_data_public
+    from gpudesk.services.runs import run_package
     from gpudesk.services.storage.access import StoreAccess
     from gpudesk.services.storage.clients import make_client
     from gpudesk.services.storage.uri import StoreUri

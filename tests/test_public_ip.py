@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gpudesk.services.cloud.providers.base import ProviderError, single_address
-from gpudesk.services.cloud.public_ip import ECHO_ENV, detect_public_address
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.base import single_address
+from gpudesk.services.cloud.public_ip import ECHO_ENV
+from gpudesk.services.cloud.public_ip import detect_public_address
 
 
 def test_detects_the_public_address_as_a_single_host(echo: list[str]) -> None:

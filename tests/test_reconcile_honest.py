@@ -11,15 +11,21 @@ from typing import Any
 import keyring
 import keyring.errors
 import pytest
-from fixtures_keyring import MemoryKeyring, memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_keyring import MemoryKeyring  # noqa: F401
+from fixtures_keyring import memory_keyring  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 
 from gpudesk.services.cloud.providers.aws import AwsProvider
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
 from gpudesk.services.cloud.providers.tencent import TencentProvider
 from gpudesk.services.cloud.reconcile import reconcile
-from gpudesk.services.money.ledger import Account, Ledger, Machine
+from gpudesk.services.money.ledger import Account
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.machines.instances_page import InstancesPage
 
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpudesk.services.core.redact import REDACTED, redact
+from gpudesk.services.core.redact import REDACTED
+from gpudesk.services.core.redact import redact
 
 AWS_ID = "AKIAIOSFODNN7EXAMPLE"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

@@ -12,19 +12,29 @@ from typing import Any
 
 import pytest
 from cloud_window import open_cloud_window
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QAbstractButton, QMessageBox, QPushButton
+from PySide6.QtWidgets import QAbstractButton
+from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QPushButton
 from tencent_standin import TencentStandin
 
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.forget import forget
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
 from gpudesk.services.cloud.providers.tencent import TencentProvider
-from gpudesk.services.cloud.reconcile import ReconcileReport, reconcile_provider
-from gpudesk.services.money.ledger import Account, Ledger, Machine
+from gpudesk.services.cloud.reconcile import ReconcileReport
+from gpudesk.services.cloud.reconcile import reconcile_provider
+from gpudesk.services.money.ledger import Account
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.machines.instances_page import InstancesPage
 from gpudesk.ui.shell.main_window import MainWindow
 

@@ -11,7 +11,8 @@ answer ECS gave gpudesk in the field (``PageSize=100`` on DescribeSecurityGroups
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 import botocore.handlers
@@ -19,18 +20,28 @@ import cloud_limits
 import pytest
 from alibabacloud_ecs20140526 import models as ecs_models
 from alibabacloud_vpc20160428 import models as vpc_models
-from aliyun_standin import AliyunStandin, sdk_client, vpc_sdk_client
+from aliyun_standin import AliyunStandin
+from aliyun_standin import sdk_client
+from aliyun_standin import vpc_sdk_client
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from darabonba.runtime import RuntimeOptions
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest, ProviderError
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
+from gpudesk.services.cloud.providers.base import ProviderError
 
 PUBLIC_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQgpudeskTestKeyOnlyForTheStandinServer00 me@lap"
 ED25519_KEY = Ed25519PrivateKey.generate().public_key().public_bytes(  # moto parses the key

@@ -6,16 +6,14 @@ import math
 
 import numpy as np
 
-from gpudesk.ui.watch.ring_buffer import (
-    DAY_SAMPLES,
-    SERIES,
-    History,
-    bytes_for,
-    downsample,
-    downsample_pieces,
-    latest_values,
-    record_values,
-)
+from gpudesk.ui.watch.ring_buffer import DAY_SAMPLES
+from gpudesk.ui.watch.ring_buffer import SERIES
+from gpudesk.ui.watch.ring_buffer import History
+from gpudesk.ui.watch.ring_buffer import bytes_for
+from gpudesk.ui.watch.ring_buffer import downsample
+from gpudesk.ui.watch.ring_buffer import downsample_pieces
+from gpudesk.ui.watch.ring_buffer import latest_values
+from gpudesk.ui.watch.ring_buffer import record_values
 
 
 def sample(value: float, n_gpus: int = 1) -> np.ndarray:

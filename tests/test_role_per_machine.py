@@ -21,22 +21,30 @@ from typing import Any
 
 import pytest
 from alibabacloud_ecs20140526 import models
-from aliyun_standin import IMAGES, AliyunStandin
+from aliyun_standin import IMAGES
+from aliyun_standin import AliyunStandin
 from aliyun_standin import sdk_client as ecs_client
 from darabonba.runtime import RuntimeOptions
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from metadata_standin import MetadataStandin
 from tencent_standin import TencentStandin
 from tencent_standin import sdk_client as cvm_client
 
 from gpudesk.agent import cloud_stop
-from gpudesk.services.cloud import cleanup, instance_role
+from gpudesk.services.cloud import cleanup
+from gpudesk.services.cloud import instance_role
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.cloud.providers.tencent import TencentProvider
-from gpudesk.services.money.ledger import STATE_TERMINATED, Ledger, Machine
+from gpudesk.services.money.ledger import STATE_TERMINATED
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 
 A, B = "m-aaaa111111", "m-bbbb222222"
 TC_REGION, ALI_REGION = "ap-guangzhou", "cn-hangzhou"

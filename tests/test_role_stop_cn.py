@@ -19,25 +19,31 @@ from typing import Any
 
 import pytest
 from alibabacloud_ecs20140526 import models
-from aliyun_standin import IMAGES, AliyunStandin
+from aliyun_standin import IMAGES
+from aliyun_standin import AliyunStandin
 from aliyun_standin import sdk_client as ecs_client
 from cloud_bill import Bill
 from darabonba.runtime import RuntimeOptions
-from fixtures_aliyun import aliyun, aliyun_server  # noqa: F401
-from fixtures_tencent import tencent, tencent_server  # noqa: F401
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from metadata_standin import MetadataStandin
 from tencent_standin import TencentStandin
 from tencent_standin import sdk_client as cvm_client
 
 from gpudesk.agent.clock import SimClock
 from gpudesk.agent.events import EventLog
-from gpudesk.agent.guard import RETRY_S, Guard
+from gpudesk.agent.guard import RETRY_S
+from gpudesk.agent.guard import Guard
 from gpudesk.agent.rules import parse_rules
 from gpudesk.services.cloud import guard as guards
 from gpudesk.services.cloud import instance_role
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.ledger import Machine
-from gpudesk.services.remote.machine_rules import agent_rules, budget_action, idle_action
+from gpudesk.services.remote.machine_rules import agent_rules
+from gpudesk.services.remote.machine_rules import budget_action
+from gpudesk.services.remote.machine_rules import idle_action
 
 # each machine's own role (issue 29): the one its rules name, from its ledger id
 TC_ROLE = instance_role.role_name("tencent", "m-tencent-1")

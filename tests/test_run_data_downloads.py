@@ -7,17 +7,26 @@ a run's status read twice counts its download once."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 
 import pytest
-from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: F401 - fixtures
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
 from fixtures_keyring import memory_keyring  # noqa: F401 - fixture
-from fixtures_sshd import SshdServer, sshd  # noqa: F401 - fixtures
+from fixtures_sshd import SshdServer  # noqa: F401 - fixtures
+from fixtures_sshd import sshd  # noqa: F401 - fixtures
 from test_run_data_resume import DATASET
 from test_run_store_resume import machines  # noqa: F401 - fixture
-from test_runs import connect, gpudesk, run_cmd, training_project
-from test_storage_price_list import PriceList, price_list  # noqa: F401 - fixture
+from test_runs import connect
+from test_runs import gpudesk
+from test_runs import run_cmd
+from test_runs import training_project
+from test_storage_price_list import PriceList  # noqa: F401 - fixture
+from test_storage_price_list import price_list  # noqa: F401 - fixture
 
 from gpudesk.services.cloud.credentials import save_credentials
 from gpudesk.services.runs import detached as runs
@@ -104,7 +113,8 @@ def test_a_cloud_machines_download_in_the_buckets_region_is_free_and_a_public_on
         price_list: PriceList) -> None:
     """The machine's cloud and region come from the ledger: an AWS machine in the bucket's
     region fetches free (AWS's page); a public source is not the user's bucket."""
-    from gpudesk.services.money.ledger import Ledger, Machine
+    from gpudesk.services.money.ledger import Ledger
+    from gpudesk.services.money.ledger import Machine
     from gpudesk.services.runs import run_downloads
 
     with Ledger() as ledger:

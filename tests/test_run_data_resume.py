@@ -13,11 +13,25 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: F401 - fixtures
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
 from fixtures_keyring import memory_keyring  # noqa: F401 - fixture
-from fixtures_sshd import SshdServer, sshd, sshd_b  # noqa: F401 - fixtures
-from test_run_store_resume import STEPS, _latest, _same_weights, machines, reclaim  # noqa: F401
-from test_runs import PYTHON, gpudesk, result, run_cmd, training_project, wait_for
+from fixtures_sshd import SshdServer  # noqa: F401 - fixtures
+from fixtures_sshd import sshd  # noqa: F401 - fixtures
+from fixtures_sshd import sshd_b  # noqa: F401 - fixtures
+from test_run_store_resume import STEPS  # noqa: F401
+from test_run_store_resume import _latest  # noqa: F401
+from test_run_store_resume import _same_weights  # noqa: F401
+from test_run_store_resume import machines  # noqa: F401
+from test_run_store_resume import reclaim  # noqa: F401
+from test_runs import PYTHON
+from test_runs import gpudesk
+from test_runs import result
+from test_runs import run_cmd
+from test_runs import training_project
+from test_runs import wait_for
 
 from gpudesk.services.cloud.credentials import save_credentials
 from gpudesk.services.runs import detached as runs
@@ -138,12 +152,14 @@ def test_a_keep_alive_replacement_fetches_the_dataset_at_first_boot(
     from fixtures_agent_store import write_sts_file
 
     from gpudesk.agent import replacement
-    from gpudesk.agent.store import Store, StoreConfig
+    from gpudesk.agent.store import Store
+    from gpudesk.agent.store import StoreConfig
     from gpudesk.services.cloud.providers.base import Credentials
     from gpudesk.services.runs import run_package
     from gpudesk.services.storage import datasets
     from gpudesk.services.storage.access import StoreAccess
-    from gpudesk.services.storage.clients import account_client, make_client
+    from gpudesk.services.storage.clients import account_client
+    from gpudesk.services.storage.clients import make_client
     from gpudesk.services.storage.uri import StoreUri
 
     _, machine_b = machines

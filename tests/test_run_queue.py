@@ -16,15 +16,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_agent import FakeSmi, fake_smi, wait_for  # noqa: F401
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
+from fixtures_agent import FakeSmi  # noqa: F401
+from fixtures_agent import fake_smi  # noqa: F401
+from fixtures_agent import wait_for  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 
 from gpudesk.agent import queue as q
 from gpudesk.agent.runs import process_tree
 from gpudesk.agent.smi import gpu_count
 from gpudesk.cli import entry as cli
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.remote.ssh import SshConnection, SshTarget
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshTarget
 from gpudesk.services.runs import detached as runs
 from gpudesk.services.runs import run_queue
 

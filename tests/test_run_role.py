@@ -14,11 +14,20 @@ import json
 from typing import Any
 
 import pytest
-from aliyun_standin import ACCOUNT_ID, AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
-from fixtures_aws import ACCOUNT, MotoAws, aws, moto_server  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
-from tencent_standin import OWNER_UIN, TencentStandin
+from aliyun_standin import ACCOUNT_ID
+from aliyun_standin import AliyunStandin
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_aws import ACCOUNT  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
+from tencent_standin import OWNER_UIN
+from tencent_standin import TencentStandin
 
 from gpudesk.services.cloud import instance_role
 from gpudesk.services.cloud.keep_alive import group_name
@@ -28,7 +37,8 @@ from gpudesk.services.cloud.providers.aws import AwsProvider
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.cloud.providers.tencent import TencentProvider
 from gpudesk.services.storage import run_role
-from gpudesk.services.storage.errors import AccessDenied, StorageError
+from gpudesk.services.storage.errors import AccessDenied
+from gpudesk.services.storage.errors import StorageError
 from gpudesk.services.storage.uri import StoreUri
 
 LEDGER = "m-0a1b2c3d4e"

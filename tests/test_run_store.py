@@ -7,19 +7,30 @@ from __future__ import annotations
 
 import json
 import stat
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: F401 - fixtures
-from fixtures_sshd import SshdServer, sshd  # noqa: F401 - fixture
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
+from fixtures_sshd import SshdServer  # noqa: F401 - fixture
+from fixtures_sshd import sshd  # noqa: F401 - fixture
 from test_runs import PYTHON
 
-from gpudesk.agent.store import CredentialSource, Store, StoreConfig
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.remote.ssh import SshConnection, SshTarget
+from gpudesk.agent.store import CredentialSource
+from gpudesk.agent.store import Store
+from gpudesk.agent.store import StoreConfig
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshTarget
 from gpudesk.services.runs import run_store
-from gpudesk.services.storage.access import StoreAccess, TempCredentials
+from gpudesk.services.storage.access import StoreAccess
+from gpudesk.services.storage.access import TempCredentials
 from gpudesk.services.storage.uri import StoreUri
 
 KEY_ID = "ASIARUNSTORE00000001"

@@ -13,32 +13,44 @@ import shutil
 import signal
 import stat
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import torch
-from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: F401 - fixtures
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
 from fixtures_keyring import memory_keyring  # noqa: F401 - fixture
-from fixtures_sshd import SshdServer, sshd, sshd_b  # noqa: F401 - fixtures
+from fixtures_sshd import SshdServer  # noqa: F401 - fixtures
+from fixtures_sshd import sshd  # noqa: F401 - fixtures
+from fixtures_sshd import sshd_b  # noqa: F401 - fixtures
 from metadata_standin import MetadataStandin
-from test_run_store import KEY_ID, SECRET, TOKEN, recording, sts_access
-from test_runs import (
-    PYTHON,
-    connect,
-    gpudesk,
-    result,
-    run_cmd,
-    training_project,
-    wait_for,
-)
+from test_run_store import KEY_ID
+from test_run_store import SECRET
+from test_run_store import TOKEN
+from test_run_store import recording
+from test_run_store import sts_access
+from test_runs import PYTHON
+from test_runs import connect
+from test_runs import gpudesk
+from test_runs import result
+from test_runs import run_cmd
+from test_runs import training_project
+from test_runs import wait_for
 
-from gpudesk.agent.runs import pid_alive, process_tree, read_pid
+from gpudesk.agent.runs import pid_alive
+from gpudesk.agent.runs import process_tree
+from gpudesk.agent.runs import read_pid
 from gpudesk.services.cloud.credentials import save_credentials
 from gpudesk.services.remote.host_keys import HostKeyPolicy
 from gpudesk.services.runs import detached as runs
 from gpudesk.services.runs import spot_recovery
-from gpudesk.services.storage.access import StoreAccess, TempCredentials
+from gpudesk.services.storage.access import StoreAccess
+from gpudesk.services.storage.access import TempCredentials
 from gpudesk.services.storage.uri import StoreUri
 
 STEPS = ["--max-steps", "16", "--ckpt-steps", "4"]

@@ -11,14 +11,20 @@ import json
 from typing import Any
 
 import pytest
-from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: F401 - fixtures
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
 from fixtures_keyring import memory_keyring  # noqa: F401
 
 from gpudesk.cli.entry import main
 from gpudesk.services.cloud import credentials
-from gpudesk.services.cloud.keep_alive_launch import STEP_RECLAIMED, STEP_REPLACED
-from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.services.runs.detached import NodeRun, RunRecord
+from gpudesk.services.cloud.keep_alive_launch import STEP_RECLAIMED
+from gpudesk.services.cloud.keep_alive_launch import STEP_REPLACED
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.runs.detached import NodeRun
+from gpudesk.services.runs.detached import RunRecord
 from gpudesk.services.runs.run_story import story
 from gpudesk.services.storage.clients import ENDPOINT_ENV
 

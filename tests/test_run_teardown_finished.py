@@ -20,13 +20,19 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from fixtures_sshd import SshdServer, sshd  # noqa: E402, F401
-from test_ui_run import WAIT_MS, ledger, page  # noqa: E402, F401
-from test_ui_run_truth import ended, script_project, start  # noqa: E402
+from fixtures_sshd import SshdServer  # noqa: E402, F401
+from fixtures_sshd import sshd  # noqa: E402, F401
+from test_ui_run import WAIT_MS  # noqa: E402, F401
+from test_ui_run import ledger  # noqa: E402, F401
+from test_ui_run import page  # noqa: E402, F401
+from test_ui_run_truth import ended  # noqa: E402
+from test_ui_run_truth import script_project  # noqa: E402
+from test_ui_run_truth import start  # noqa: E402
 
 from gpudesk.agent.runs import finished_before_exit  # noqa: E402
 from gpudesk.services.runs import run_launcher_script as launcher  # noqa: E402
-from gpudesk.services.runs.detached import RunStatus, state_word  # noqa: E402
+from gpudesk.services.runs.detached import RunStatus  # noqa: E402
+from gpudesk.services.runs.detached import state_word  # noqa: E402
 from gpudesk.ui.run.run_page import RunPage  # noqa: E402
 
 FINISHED = {"status": "finished", "step": 3, "all_ranks_finished": True}

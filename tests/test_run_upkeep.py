@@ -7,20 +7,35 @@ from __future__ import annotations
 
 import json
 import stat
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: F401 - fixtures
-from fixtures_sshd import SshdServer, sshd  # noqa: F401 - fixture
-from test_run_store import SECRET, recording, sts_access, to_moto  # noqa: F401 - fixture
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
+from fixtures_sshd import SshdServer  # noqa: F401 - fixture
+from fixtures_sshd import sshd  # noqa: F401 - fixture
+from test_run_store import SECRET  # noqa: F401 - fixture
+from test_run_store import recording  # noqa: F401 - fixture
+from test_run_store import sts_access  # noqa: F401 - fixture
+from test_run_store import to_moto  # noqa: F401 - fixture
 from test_runs import PYTHON
 
-from gpudesk.agent.store import CredentialSource, Store, StoreConfig
-from gpudesk.services.runs import run_store, run_upkeep
-from gpudesk.services.runs.detached import NodeRun, RunRecord, RunStatus
-from gpudesk.services.storage import buckets, sts
+from gpudesk.agent.store import CredentialSource
+from gpudesk.agent.store import Store
+from gpudesk.agent.store import StoreConfig
+from gpudesk.services.runs import run_store
+from gpudesk.services.runs import run_upkeep
+from gpudesk.services.runs.detached import NodeRun
+from gpudesk.services.runs.detached import RunRecord
+from gpudesk.services.runs.detached import RunStatus
+from gpudesk.services.storage import buckets
+from gpudesk.services.storage import sts
 from gpudesk.services.storage.access import StoreAccess
 from gpudesk.services.storage.uri import StoreUri
 

@@ -15,19 +15,24 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 from fixtures_training import REPO
 
-from gpudesk.agent.runs import pid_alive, process_tree
+from gpudesk.agent.runs import pid_alive
+from gpudesk.agent.runs import process_tree
 from gpudesk.cli import entry as cli
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.remote.ssh import SshConnection, SshTarget
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshTarget
 from gpudesk.services.runs import detached as runs
 
 PYTHON = sys.executable  # the test venv's python has torch (CPU)

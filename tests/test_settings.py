@@ -7,12 +7,10 @@ from pathlib import Path
 import pytest
 
 from gpudesk.services.core import paths
-from gpudesk.services.core.settings import (
-    SETTINGS_VERSION,
-    Settings,
-    load_settings,
-    save_settings,
-)
+from gpudesk.services.core.settings import SETTINGS_VERSION
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.core.settings import load_settings
+from gpudesk.services.core.settings import save_settings
 
 
 def test_paths_follow_gpudesk_home(gpudesk_home: Path) -> None:
@@ -220,7 +218,9 @@ def test_is_valid_matches_the_loader() -> None:
 
 
 def test_window_state_keeps_the_last_page() -> None:
-    from gpudesk.services.core.window_state import load_state, state_file, update_state
+    from gpudesk.services.core.window_state import load_state
+    from gpudesk.services.core.window_state import state_file
+    from gpudesk.services.core.window_state import update_state
 
     assert load_state().page == ""  # a first start opens on the first page
     update_state(page="instances")

@@ -12,7 +12,11 @@ from dataclasses import replace
 import pytest
 
 from gpudesk.calc import sizing
-from gpudesk.calc.sizing import GIB, MIB, Setup, estimate, preset
+from gpudesk.calc.sizing import GIB
+from gpudesk.calc.sizing import MIB
+from gpudesk.calc.sizing import Setup
+from gpudesk.calc.sizing import estimate
+from gpudesk.calc.sizing import preset
 
 GB = 1e9
 

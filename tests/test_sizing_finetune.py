@@ -12,8 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from gpudesk.calc import finetune, hf_config, sizing
-from gpudesk.calc.sizing import GIB, Setup, estimate, preset
+from gpudesk.calc import finetune
+from gpudesk.calc import hf_config
+from gpudesk.calc import sizing
+from gpudesk.calc.sizing import GIB
+from gpudesk.calc.sizing import Setup
+from gpudesk.calc.sizing import estimate
+from gpudesk.calc.sizing import preset
 from gpudesk.cli import entry as cli
 
 GB = 1e9

@@ -10,10 +10,15 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from gpudesk.services.money import spend
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.money.ledger import PriceChange as Price
 from gpudesk.services.money.ledger import Transfer as Sent
-from gpudesk.services.money.spend import Cost, History, Rates, Stretch, Window
+from gpudesk.services.money.spend import Cost
+from gpudesk.services.money.spend import History
+from gpudesk.services.money.spend import Rates
+from gpudesk.services.money.spend import Stretch
+from gpudesk.services.money.spend import Window
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")  # UTC+8 all year: month edges are easy to write down
 

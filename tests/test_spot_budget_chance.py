@@ -19,18 +19,27 @@ import math
 from typing import Any
 
 import pytest
-from cloud_window import fill_launch_dialog, offer_row, plan_gpt2
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from cloud_window import fill_launch_dialog
+from cloud_window import offer_row
+from cloud_window import plan_gpt2
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QLabel, QPushButton
+from PySide6.QtWidgets import QCheckBox
+from PySide6.QtWidgets import QDoubleSpinBox
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QPushButton
 from test_ui_launch_store import aws_window  # noqa: F401 - the fixture
 
 from gpudesk.calc import spot_risk
 from gpudesk.cli.entry import main
-from gpudesk.services.cloud import credentials, guard
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud import guard
 from gpudesk.services.cloud.catalog import load_catalog
-from gpudesk.services.cloud.spot_rates import SpotRate, save_rates
+from gpudesk.services.cloud.spot_rates import SpotRate
+from gpudesk.services.cloud.spot_rates import save_rates
 from gpudesk.services.core.paths import cache_dir
 from gpudesk.services.plan import budget_chance
 from gpudesk.services.plan.expected_cost import SpotAssumptions

@@ -5,20 +5,29 @@ stand-in, and a price history with changes mid-run against a hand-computed cost.
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 
 from gpudesk.services.cloud.providers import aws_offers
-from gpudesk.services.cloud.providers.base import Credentials, PricePoint, ProviderError
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import PricePoint
+from gpudesk.services.cloud.providers.base import ProviderError
 from gpudesk.services.cloud.providers.tencent import TencentProvider
 from gpudesk.services.cloud.spot_prices import record_spot_prices
 from gpudesk.services.money import spend
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 
 START = 1_780_000_000.0  # a fixed launch time; the clock is passed in
 
@@ -163,7 +172,8 @@ def test_the_window_records_spot_prices_in_the_background(qtbot, loop,  # type: 
         assert ledger.get(machine.id).price_per_hour == 0.5  # type: ignore[union-attr]
         assert window.spot_runner.last_box is None  # never a dialog
     finally:
-        from PySide6.QtCore import QCoreApplication, QEvent
+        from PySide6.QtCore import QCoreApplication
+        from PySide6.QtCore import QEvent
 
         window.close()
         # Delete the window before its ledger closes: its timers would otherwise query a

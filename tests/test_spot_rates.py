@@ -10,30 +10,36 @@ from __future__ import annotations
 import io
 import json
 import os
-from datetime import UTC, date, datetime
+from datetime import UTC
+from datetime import date
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from alibabacloud_ecs20140526 import models
-from aliyun_standin import AliyunStandin, sdk_client
+from aliyun_standin import AliyunStandin
+from aliyun_standin import sdk_client
 from darabonba.runtime import RuntimeOptions
-from ec2_placement_scores import placement_scores, violation
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from ec2_placement_scores import placement_scores
+from ec2_placement_scores import violation
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 
 from gpudesk.services.cloud import spot_rates
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.cloud.spot_history import price_history
-from gpudesk.services.cloud.spot_rates import (
-    advisor_rates,
-    aliyun_rates,
-    load_rates,
-    parse_band,
-    rate_for,
-    refresh_rates,
-)
+from gpudesk.services.cloud.spot_rates import advisor_rates
+from gpudesk.services.cloud.spot_rates import aliyun_rates
+from gpudesk.services.cloud.spot_rates import load_rates
+from gpudesk.services.cloud.spot_rates import parse_band
+from gpudesk.services.cloud.spot_rates import rate_for
+from gpudesk.services.cloud.spot_rates import refresh_rates
 from gpudesk.services.plan.expected_cost import per_hour
 
 T0 = datetime(2026, 3, 2, 0, 0, tzinfo=UTC).timestamp()  # a Monday, 00:00 UTC

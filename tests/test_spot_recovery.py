@@ -11,20 +11,20 @@ from typing import Any
 
 import pytest
 import torch
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
-from test_runs import (
-    PYTHON,
-    connect,
-    gpudesk,
-    kill_run,
-    result,
-    run_cmd,
-    run_id_from,
-    training_project,
-    wait_for,
-)
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
+from test_runs import PYTHON
+from test_runs import connect
+from test_runs import gpudesk
+from test_runs import kill_run
+from test_runs import result
+from test_runs import run_cmd
+from test_runs import run_id_from
+from test_runs import training_project
+from test_runs import wait_for
 
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote.host_keys import HostKeyPolicy
 from gpudesk.services.runs import detached as runs
 from gpudesk.services.runs import spot_recovery

@@ -6,16 +6,14 @@ import math
 
 import pytest
 
-from gpudesk.calc.spot_risk import (
-    SpotJob,
-    SpotRiskError,
-    best_checkpoint_interval,
-    chance_over_budget,
-    hourly_rate,
-    outlook,
-    poisson_cdf,
-    poisson_quantile,
-)
+from gpudesk.calc.spot_risk import SpotJob
+from gpudesk.calc.spot_risk import SpotRiskError
+from gpudesk.calc.spot_risk import best_checkpoint_interval
+from gpudesk.calc.spot_risk import chance_over_budget
+from gpudesk.calc.spot_risk import hourly_rate
+from gpudesk.calc.spot_risk import outlook
+from gpudesk.calc.spot_risk import poisson_cdf
+from gpudesk.calc.spot_risk import poisson_quantile
 
 # A 10-hour job at 10 % an hour, checkpoints every 30 minutes, 15 minutes to restart and
 # fetch, $2/h:

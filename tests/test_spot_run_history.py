@@ -20,16 +20,21 @@ import math
 from typing import Any
 
 import pytest
-from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: F401 - fixtures
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
 from fixtures_keyring import memory_keyring  # noqa: F401
 
 from gpudesk.calc import spot_risk
 from gpudesk.cli.entry import main
 from gpudesk.services.cloud import credentials
-from gpudesk.services.cloud.spot_rates import SpotRate, save_rates
+from gpudesk.services.cloud.spot_rates import SpotRate
+from gpudesk.services.cloud.spot_rates import save_rates
 from gpudesk.services.core.paths import cache_dir
 from gpudesk.services.plan import run_history
-from gpudesk.services.runs.detached import NodeRun, RunRecord
+from gpudesk.services.runs.detached import NodeRun
+from gpudesk.services.runs.detached import RunRecord
 from gpudesk.services.runs.run_story import Stint
 from gpudesk.services.runs.spot_recovery import mirror_dir
 from gpudesk.services.storage.clients import ENDPOINT_ENV

@@ -13,18 +13,20 @@ from pathlib import Path
 
 import paramiko
 import pytest
-from fixtures_sshd import SshdServer, _free_port, _write_ed25519, sshd  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import _free_port  # noqa: F401
+from fixtures_sshd import _write_ed25519  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.remote.ssh import (
-    CommandFailed,
-    SshAuthError,
-    SshConnection,
-    SshError,
-    SshPool,
-    SshTarget,
-    SshUnreachable,
-)
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.ssh import CommandFailed
+from gpudesk.services.remote.ssh import SshAuthError
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshError
+from gpudesk.services.remote.ssh import SshPool
+from gpudesk.services.remote.ssh import SshTarget
+from gpudesk.services.remote.ssh import SshUnreachable
 
 
 def make_conn(server: SshdServer, key: Path | None = None, **options: object) -> SshConnection:

@@ -18,12 +18,17 @@ from pathlib import Path
 import paramiko
 import pytest
 from fixtures_ssh_agent import agent  # noqa: F401
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 
-from gpudesk.services.cloud.providers.base import STATE_RUNNING, STATE_STOPPED, STATE_TERMINATED
-from gpudesk.services.money.ledger import STATE_READY, Machine
+from gpudesk.services.cloud.providers.base import STATE_RUNNING
+from gpudesk.services.cloud.providers.base import STATE_STOPPED
+from gpudesk.services.cloud.providers.base import STATE_TERMINATED
+from gpudesk.services.money.ledger import STATE_READY
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote import ssh_config
-from gpudesk.services.remote.host_keys import PinStore, known_hosts_file
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.host_keys import known_hosts_file
 from gpudesk.services.remote.ssh_config import SshConfigError
 
 USER_CONFIG = (b"# my own settings\r\nHost work\r\n    HostName work.example.org\r\n"

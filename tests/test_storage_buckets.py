@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
 import pytest
-from fixtures_aws import aws, moto_server  # noqa: F401
-from fixtures_storage import StoreEnv, cos_server, oss_server, store_env  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
+from fixtures_storage import StoreEnv  # noqa: F401
+from fixtures_storage import cos_server  # noqa: F401
+from fixtures_storage import oss_server  # noqa: F401
+from fixtures_storage import store_env  # noqa: F401
 
 from gpudesk.services.storage import buckets
 from gpudesk.services.storage.errors import AccessDenied

@@ -6,14 +6,20 @@ import json
 from pathlib import Path
 
 import pytest
-from fixtures_aws import aws, moto_server  # noqa: F401
-from fixtures_keyring import MemoryKeyring, memory_keyring  # noqa: F401
-from fixtures_storage import StoreEnv, cos_server, oss_server, store_env  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
+from fixtures_keyring import MemoryKeyring  # noqa: F401
+from fixtures_keyring import memory_keyring  # noqa: F401
+from fixtures_storage import StoreEnv  # noqa: F401
+from fixtures_storage import cos_server  # noqa: F401
+from fixtures_storage import oss_server  # noqa: F401
+from fixtures_storage import store_env  # noqa: F401
 from test_storage_outputs import seed_run
 
 from gpudesk.cli.entry import main
 from gpudesk.services.cloud.credentials import save_credentials
-from gpudesk.services.runs.detached import NodeRun, RunRecord
+from gpudesk.services.runs.detached import NodeRun
+from gpudesk.services.runs.detached import RunRecord
 from gpudesk.services.storage import buckets
 
 

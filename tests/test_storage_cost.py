@@ -11,20 +11,31 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import date, datetime
+from datetime import date
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from fixtures_agent_store import Bucket, bucket, write_fake_checkpoint  # noqa: F401
-from fixtures_aws import aws, moto_server  # noqa: F401
-from fixtures_storage import StoreEnv, cos_server, oss_server, store_env  # noqa: F401
+from fixtures_agent_store import Bucket  # noqa: F401
+from fixtures_agent_store import bucket  # noqa: F401
+from fixtures_agent_store import write_fake_checkpoint  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
+from fixtures_storage import StoreEnv  # noqa: F401
+from fixtures_storage import cos_server  # noqa: F401
+from fixtures_storage import oss_server  # noqa: F401
+from fixtures_storage import store_env  # noqa: F401
 
 from gpudesk.cli import spend as cli_spend
 from gpudesk.services.money import spend
-from gpudesk.services.storage import buckets, outputs, pricing, usage
-from gpudesk.services.storage.pricing import Price, PriceLookup
+from gpudesk.services.storage import buckets
+from gpudesk.services.storage import outputs
+from gpudesk.services.storage import pricing
+from gpudesk.services.storage import usage
+from gpudesk.services.storage.pricing import Price
+from gpudesk.services.storage.pricing import PriceLookup
 
 UTC = ZoneInfo("UTC")
 GIB = 1 << 30
@@ -214,7 +225,8 @@ def test_a_cancelled_download_still_counts_the_bytes_that_left(
 
 
 def test_the_agents_store_json_gives_a_sample() -> None:
-    from gpudesk.services.runs.detached import NodeRun, RunRecord
+    from gpudesk.services.runs.detached import NodeRun
+    from gpudesk.services.runs.detached import RunRecord
     from gpudesk.ui.watch import store_state
 
     record = RunRecord(id="run-i", project="/p", remote_project="/r", script="train.py",
@@ -242,7 +254,8 @@ def test_the_agents_store_json_gives_a_sample() -> None:
 
 
 def test_the_agent_reports_what_the_folder_holds(bucket: Bucket) -> None:
-    from gpudesk.agent.uploader import STATE_FILE, Uploader
+    from gpudesk.agent.uploader import STATE_FILE
+    from gpudesk.agent.uploader import Uploader
 
     run = bucket.run("r1", keep=2)
     up = Uploader.for_run(run)

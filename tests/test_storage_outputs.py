@@ -8,10 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_aws import aws, moto_server  # noqa: F401
-from fixtures_storage import StoreEnv, cos_server, oss_server, store_env  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
+from fixtures_storage import StoreEnv  # noqa: F401
+from fixtures_storage import cos_server  # noqa: F401
+from fixtures_storage import oss_server  # noqa: F401
+from fixtures_storage import store_env  # noqa: F401
 
-from gpudesk.services.storage import buckets, outputs
+from gpudesk.services.storage import buckets
+from gpudesk.services.storage import outputs
 from gpudesk.services.storage.errors import StorageError
 from gpudesk.services.storage.uri import StoreUri
 

@@ -17,14 +17,20 @@ import io
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import date
 from typing import Any
 
 import pytest
-from fixtures_aws import aws, moto_server  # noqa: F401
-from fixtures_keyring import MemoryKeyring, memory_keyring  # noqa: F401
-from fixtures_storage import StoreEnv, cos_server, oss_server, store_env  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
+from fixtures_keyring import MemoryKeyring  # noqa: F401
+from fixtures_keyring import memory_keyring  # noqa: F401
+from fixtures_storage import StoreEnv  # noqa: F401
+from fixtures_storage import cos_server  # noqa: F401
+from fixtures_storage import oss_server  # noqa: F401
+from fixtures_storage import store_env  # noqa: F401
 from local_get import serve_get
 from PySide6.QtWidgets import QLabel
 from test_storage_outputs import seed_run
@@ -35,8 +41,13 @@ from gpudesk.services.cloud import aws_price_list
 from gpudesk.services.cloud.credentials import save_credentials
 from gpudesk.services.money import spend
 from gpudesk.services.money.ledger import Ledger
-from gpudesk.services.runs.detached import NodeRun, RunRecord
-from gpudesk.services.storage import buckets, outputs, pricing, s3_price_list, usage
+from gpudesk.services.runs.detached import NodeRun
+from gpudesk.services.runs.detached import RunRecord
+from gpudesk.services.storage import buckets
+from gpudesk.services.storage import outputs
+from gpudesk.services.storage import pricing
+from gpudesk.services.storage import s3_price_list
+from gpudesk.services.storage import usage
 from gpudesk.ui.machines.instances_page import InstancesPage
 
 GIB = 1 << 30
@@ -353,7 +364,8 @@ def test_the_instances_storage_line_shows_the_cost_with_source_and_date(
 
 def test_refresh_prices_in_the_window_reads_the_buckets_s3_prices(
         qtbot: Any, loop: Any, price_list: PriceList) -> None:
-    from PySide6.QtCore import QCoreApplication, QEvent
+    from PySide6.QtCore import QCoreApplication
+    from PySide6.QtCore import QEvent
 
     from gpudesk.services.cloud.catalog import load_catalog
     from gpudesk.services.core.settings import Settings

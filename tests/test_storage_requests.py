@@ -23,35 +23,47 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import date, datetime
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import date
+from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import pytest
-from fixtures_agent_store import (  # noqa: F401 - fixtures
-    REPO,
-    Bucket,
-    agent_env,
-    aws,
-    bucket,
-    moto_server,
-    write_fake_checkpoint,
-    write_sts_file,
-)
-from fixtures_storage import StoreEnv, cos_server, oss_server, store_env  # noqa: F401
+from fixtures_agent_store import REPO  # noqa: F401 - fixtures
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import agent_env  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
+from fixtures_agent_store import write_fake_checkpoint  # noqa: F401 - fixtures
+from fixtures_agent_store import write_sts_file  # noqa: F401 - fixtures
+from fixtures_storage import StoreEnv  # noqa: F401
+from fixtures_storage import cos_server  # noqa: F401
+from fixtures_storage import oss_server  # noqa: F401
+from fixtures_storage import store_env  # noqa: F401
 from PySide6.QtWidgets import QLabel
-from test_storage_price_list import PriceList, offer_file, price_list  # noqa: F401
+from test_storage_price_list import PriceList  # noqa: F401
+from test_storage_price_list import offer_file  # noqa: F401
+from test_storage_price_list import price_list  # noqa: F401
 
-from gpudesk.agent.store import Store, StoreConfig
-from gpudesk.agent.uploader import STATE_FILE, Uploader
+from gpudesk.agent.store import Store
+from gpudesk.agent.store import StoreConfig
+from gpudesk.agent.uploader import STATE_FILE
+from gpudesk.agent.uploader import Uploader
 from gpudesk.cli import spend as cli_spend
 from gpudesk.services.money import spend
 from gpudesk.services.money.ledger import Ledger
-from gpudesk.services.runs.detached import NodeRun, RunRecord
-from gpudesk.services.storage import buckets, outputs, s3_price_list, usage
+from gpudesk.services.runs.detached import NodeRun
+from gpudesk.services.runs.detached import RunRecord
+from gpudesk.services.storage import buckets
+from gpudesk.services.storage import outputs
+from gpudesk.services.storage import s3_price_list
+from gpudesk.services.storage import usage
 from gpudesk.ui.machines.instances_page import InstancesPage
 from gpudesk.ui.watch import store_state
 

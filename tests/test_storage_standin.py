@@ -9,11 +9,15 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from fixtures_storage import StoreEnv, cos_server, oss_server, store_env  # noqa: F401
+from fixtures_storage import StoreEnv  # noqa: F401
+from fixtures_storage import cos_server  # noqa: F401
+from fixtures_storage import oss_server  # noqa: F401
+from fixtures_storage import store_env  # noqa: F401
 
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.storage import buckets
-from gpudesk.services.storage.clients import endpoint_for, make_client
+from gpudesk.services.storage.clients import endpoint_for
+from gpudesk.services.storage.clients import make_client
 
 STANDINS = pytest.mark.parametrize("store_env", ["tencent", "aliyun"], indirect=True)
 

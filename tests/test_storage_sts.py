@@ -10,20 +10,30 @@ documented limits of STS GetFederationToken and AssumeRole.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 from urllib.parse import unquote
 
 import pytest
-from aliyun_standin import ACCESS_KEY_ID, AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
-from tencent_standin import SECRET_ID, TencentStandin
+from aliyun_standin import ACCESS_KEY_ID
+from aliyun_standin import AliyunStandin
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
+from tencent_standin import SECRET_ID
+from tencent_standin import TencentStandin
 
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.storage import sts
-from gpudesk.services.storage.errors import AccessDenied, StorageError
+from gpudesk.services.storage.errors import AccessDenied
+from gpudesk.services.storage.errors import StorageError
 from gpudesk.services.storage.uri import StoreUri
 
 RUN = "mnist-20260101-120000-ab12"
@@ -58,7 +68,8 @@ def federation_log(aws: MotoAws, monkeypatch: pytest.MonkeyPatch) -> list[dict[s
 
 def test_aws_keys_are_limited_to_the_runs_prefix(aws: MotoAws,
                                                  federation_log: list[dict[str, Any]]) -> None:
-    from moto.iam.access_control import IAMPolicy, PermissionResult
+    from moto.iam.access_control import IAMPolicy
+    from moto.iam.access_control import PermissionResult
 
     keys = sts.run_credentials("aws", "eu-west-1", aws.credentials, S3, RUN, hours=2)
     assert keys.key_id and keys.secret and keys.token

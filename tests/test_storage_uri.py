@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC
+from datetime import date
+from datetime import datetime
 
 import pytest
 
 from gpudesk.services.storage import pricing
 from gpudesk.services.storage.buckets import expiry_date
 from gpudesk.services.storage.errors import StorageError
-from gpudesk.services.storage.uri import StoreUri, check_bucket, cos_appid, parse_uri
+from gpudesk.services.storage.uri import StoreUri
+from gpudesk.services.storage.uri import check_bucket
+from gpudesk.services.storage.uri import cos_appid
+from gpudesk.services.storage.uri import parse_uri
 
 
 def test_uris_round_trip_with_the_run_layout() -> None:

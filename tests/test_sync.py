@@ -13,22 +13,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 
 from gpudesk.services.remote import sync_manifest as wire
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.remote.ssh import SshConnection, SshTarget
-from gpudesk.services.remote.sync import (
-    SyncCancelled,
-    SyncError,
-    SyncIncomplete,
-    SyncProgress,
-    plan_push,
-    pull,
-    push,
-    scan,
-    walk_roots,
-)
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshTarget
+from gpudesk.services.remote.sync import SyncCancelled
+from gpudesk.services.remote.sync import SyncError
+from gpudesk.services.remote.sync import SyncIncomplete
+from gpudesk.services.remote.sync import SyncProgress
+from gpudesk.services.remote.sync import plan_push
+from gpudesk.services.remote.sync import pull
+from gpudesk.services.remote.sync import push
+from gpudesk.services.remote.sync import scan
+from gpudesk.services.remote.sync import walk_roots
 
 PROJECT: dict[str, bytes] = {
     ".gitignore": b"__pycache__/\n*.ckpt\n!keep.ckpt\ndata/\n!data/keep.txt\n/build\n*.log\n",

@@ -11,12 +11,21 @@ import threading
 from pathlib import Path
 
 import pytest
-from fixtures_sshd import SshdServer, sshd  # noqa: F401
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
 
-from gpudesk.services.remote.host_keys import HostKeyError, HostKeyPolicy, PinStore
-from gpudesk.services.remote.ssh import SshConnection, SshTarget
-from gpudesk.services.remote.sync import SyncCancelled, SyncError, SyncProgress, SyncResult
-from gpudesk.services.remote.sync_process import NICE, PushJob, push_in_child
+from gpudesk.services.remote.host_keys import HostKeyError
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshTarget
+from gpudesk.services.remote.sync import SyncCancelled
+from gpudesk.services.remote.sync import SyncError
+from gpudesk.services.remote.sync import SyncProgress
+from gpudesk.services.remote.sync import SyncResult
+from gpudesk.services.remote.sync_process import NICE
+from gpudesk.services.remote.sync_process import PushJob
+from gpudesk.services.remote.sync_process import push_in_child
 
 FILES = {"train.py": b"print('hi')\n", "pkg/model.py": b"class M: ...\n",
          "data/big.bin": os.urandom(1 << 16), ".gitignore": b"*.log\n", "out.log": b"no"}

@@ -14,20 +14,28 @@ import time
 from pathlib import Path
 
 import pytest
-from fixtures_agent import pid_gone, wait_for
-from fixtures_sshd import SshdServer, sshd, start_sshd  # noqa: F401
-from fixtures_telemetry import PYTHON, Roots, connect, roots, smi_wrapper  # noqa: F401
+from fixtures_agent import pid_gone
+from fixtures_agent import wait_for
+from fixtures_sshd import SshdServer  # noqa: F401
+from fixtures_sshd import sshd  # noqa: F401
+from fixtures_sshd import start_sshd  # noqa: F401
+from fixtures_telemetry import PYTHON  # noqa: F401
+from fixtures_telemetry import Roots  # noqa: F401
+from fixtures_telemetry import connect  # noqa: F401
+from fixtures_telemetry import roots  # noqa: F401
+from fixtures_telemetry import smi_wrapper  # noqa: F401
 
 from gpudesk.agent.metrics import read_since
 from gpudesk.services.remote import agent_deploy
-from gpudesk.services.remote.agent_deploy import AgentDeployError, AgentRules, BudgetStop, IdleStop
-from gpudesk.services.remote.telemetry import (
-    Hole,
-    TelemetrySample,
-    TelemetryStream,
-    parse_line,
-    parse_record,
-)
+from gpudesk.services.remote.agent_deploy import AgentDeployError
+from gpudesk.services.remote.agent_deploy import AgentRules
+from gpudesk.services.remote.agent_deploy import BudgetStop
+from gpudesk.services.remote.agent_deploy import IdleStop
+from gpudesk.services.remote.telemetry import Hole
+from gpudesk.services.remote.telemetry import TelemetrySample
+from gpudesk.services.remote.telemetry import TelemetryStream
+from gpudesk.services.remote.telemetry import parse_line
+from gpudesk.services.remote.telemetry import parse_record
 
 WAIT_S = 60.0
 

@@ -6,12 +6,18 @@ import hashlib
 import json
 import time
 import urllib.request
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 import pytest
-from fixtures_tencent import tencent, tencent_server  # noqa: F401
-from tencent_standin import SECRET_ID, SECRET_KEY, TencentStandin, sdk_client, tc3_signature
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
+from tencent_standin import SECRET_ID
+from tencent_standin import SECRET_KEY
+from tencent_standin import TencentStandin
+from tencent_standin import sdk_client
+from tencent_standin import tc3_signature
 from tencentcloud.common.exception.tencent_cloud_sdk_exception import TencentCloudSDKException
 from tencentcloud.cvm.v20170312 import models
 from tencentcloud.cvm.v20170312.cvm_client import CvmClient

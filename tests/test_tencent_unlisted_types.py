@@ -12,10 +12,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 
-from gpudesk.services.cloud.catalog import Catalog, load_catalog
+from gpudesk.services.cloud.catalog import Catalog
+from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.cloud.live_prices import refresh_prices
 from gpudesk.services.cloud.price_cache import apply_cache
 from gpudesk.services.cloud.providers.base import Credentials

@@ -19,18 +19,27 @@ from collections.abc import Iterator
 
 import pytest
 from aliyun_standin import AliyunStandin
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from tencent_standin import TencentStandin
 from tencent_standin import timer_at as _at
 from tencent_standin import undo_timers as _timers
 
-from gpudesk.services.cloud import guard, machines
+from gpudesk.services.cloud import guard
+from gpudesk.services.cloud import machines
 from gpudesk.services.cloud.providers import aliyun_parse as ap
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest, ProviderError
-from gpudesk.services.cloud.providers.tencent import STOP_CHARGING, TencentProvider
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.tencent import STOP_CHARGING
+from gpudesk.services.cloud.providers.tencent import TencentProvider
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.money.spend import machine_spend
 
 HOUR = 3600.0

@@ -15,8 +15,14 @@ torch = pytest.importorskip("torch")
 
 import fixtures_models as fm  # noqa: E402
 
-from gpudesk.calc.sizing import ModelSpec, Setup, estimate, preset  # noqa: E402
-from gpudesk.calc.tracing import TraceError, parse_input_spec, torch_available, trace_model  # noqa: E402
+from gpudesk.calc.sizing import ModelSpec  # noqa: E402
+from gpudesk.calc.sizing import Setup  # noqa: E402
+from gpudesk.calc.sizing import estimate  # noqa: E402
+from gpudesk.calc.sizing import preset  # noqa: E402
+from gpudesk.calc.tracing import TraceError  # noqa: E402
+from gpudesk.calc.tracing import parse_input_spec  # noqa: E402
+from gpudesk.calc.tracing import torch_available  # noqa: E402
+from gpudesk.calc.tracing import trace_model  # noqa: E402
 
 FIXTURES = Path(__file__).with_name("fixtures_models.py")
 GPT_SPEC = ModelSpec(name="tiny-gpt", kind="decoder", kv_heads=fm.GPT_CONFIG["heads"],

@@ -19,35 +19,35 @@ from typing import Any
 
 import pytest
 import torch
-from fixtures_training import (
-    REPO,
-    child_env,
-    children,
-    finish,
-    free_port,
-    kill_tree,
-    parse,
-    start,
-    torchrun_cmd,
-    train,
-    wait_until,
-)
+from fixtures_training import REPO
+from fixtures_training import child_env
+from fixtures_training import children
+from fixtures_training import finish
+from fixtures_training import free_port
+from fixtures_training import kill_tree
+from fixtures_training import parse
+from fixtures_training import start
+from fixtures_training import torchrun_cmd
+from fixtures_training import train
+from fixtures_training import wait_until
 from torch import nn
 from torch.utils.data import TensorDataset
 
-from gpudesk.training import Session, TrainingWarning
+from gpudesk.training import Session
+from gpudesk.training import TrainingWarning
 from gpudesk.training.amp import plan_amp
-from gpudesk.training.checkpoint import (
-    CheckpointError,
-    list_checkpoints,
-    load_checkpoint,
-    newest_valid,
-    prune,
-    write_checkpoint,
-)
+from gpudesk.training.checkpoint import CheckpointError
+from gpudesk.training.checkpoint import list_checkpoints
+from gpudesk.training.checkpoint import load_checkpoint
+from gpudesk.training.checkpoint import newest_valid
+from gpudesk.training.checkpoint import prune
+from gpudesk.training.checkpoint import write_checkpoint
 from gpudesk.training.data import ResumableSampler
-from gpudesk.training.env import DistEnv, resolve_interval, resolve_run_dir
-from gpudesk.training.spot import SPOT_NOTICE_FILE, SpotWatcher
+from gpudesk.training.env import DistEnv
+from gpudesk.training.env import resolve_interval
+from gpudesk.training.env import resolve_run_dir
+from gpudesk.training.spot import SPOT_NOTICE_FILE
+from gpudesk.training.spot import SpotWatcher
 
 SCRIPT = REPO / "tests" / "fixtures_training.py"
 EXAMPLE = REPO / "examples" / "quickstart" / "train.py"

@@ -19,7 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fixtures_training import REPO, WAIT_S
+from fixtures_training import REPO
+from fixtures_training import WAIT_S
 
 CYCLES = 8  # teardowns per process; two jobs of two ranks each
 JOBS = 2

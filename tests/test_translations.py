@@ -13,12 +13,14 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import QCoreApplication, Qt  # noqa: E402
+from PySide6.QtCore import QCoreApplication  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
 
 from gpudesk.services.cloud.catalog import load_catalog  # noqa: E402
 from gpudesk.services.core.settings import Settings  # noqa: E402
 from gpudesk.ui.plan.offers_model import COL  # noqa: E402
-from gpudesk.ui.shell.i18n import current_language, install_translator  # noqa: E402
+from gpudesk.ui.shell.i18n import current_language  # noqa: E402
+from gpudesk.ui.shell.i18n import install_translator  # noqa: E402
 from gpudesk.ui.shell.main_window import MainWindow  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

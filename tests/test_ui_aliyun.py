@@ -4,15 +4,16 @@ against the ECS stand-in (real SDK, real signature)."""
 from __future__ import annotations
 
 import pytest
-from aliyun_standin import ACCESS_KEY_ID, ACCESS_KEY_SECRET
-from cloud_window import (
-    confirm_terminate,
-    fill_launch_dialog,
-    offer_row,
-    open_cloud_window,
-    select_offer,
-)
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
+from aliyun_standin import ACCESS_KEY_ID
+from aliyun_standin import ACCESS_KEY_SECRET
+from cloud_window import confirm_terminate
+from cloud_window import fill_launch_dialog
+from cloud_window import offer_row
+from cloud_window import open_cloud_window
+from cloud_window import select_offer
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 
 from gpudesk.services.cloud import credentials

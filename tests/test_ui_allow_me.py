@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import pytest
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 
 from gpudesk.services.cloud import credentials
-from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV, provider_from_keyring
+from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
+from gpudesk.services.cloud.accounts import provider_from_keyring
 from gpudesk.services.cloud.providers.base import LaunchRequest
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.machines.instances_page import InstancesPage
 
 OLD = "203.0.113.7/32"
@@ -68,7 +72,8 @@ def test_allow_my_new_address_button(qtbot, loop, tencent, machine, echo) -> Non
 
 def test_a_failed_ssh_offers_the_new_address_once(qtbot, loop, tencent, machine, echo) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     """What the Watch page does when its feed to a cloud machine fails."""
-    from PySide6.QtWidgets import QMessageBox, QWidget
+    from PySide6.QtWidgets import QMessageBox
+    from PySide6.QtWidgets import QWidget
 
     from gpudesk.ui.widgets.allow_me_offer import AllowMeOffer
 

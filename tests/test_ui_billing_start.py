@@ -13,16 +13,21 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fixtures_aws import aws, moto_server  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from PySide6.QtCore import QCoreApplication, QEvent
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication
 
 from gpudesk import app as gpudesk_app
 from gpudesk.services.cloud import credentials
-from gpudesk.services.cloud.providers.base import TAG_LEDGER, TAG_MANAGED
+from gpudesk.services.cloud.providers.base import TAG_LEDGER
+from gpudesk.services.cloud.providers.base import TAG_MANAGED
 from gpudesk.services.core.settings import Settings
-from gpudesk.services.money.ledger import Account, Ledger, Machine
+from gpudesk.services.money.ledger import Account
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.shell import crash_dialog
 from gpudesk.ui.shell.main_window import MainWindow
 

@@ -11,18 +11,20 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from PySide6.QtWidgets import QMessageBox
 from tencent_standin import TencentStandin
 
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
-from gpudesk.services.cloud.providers.tencent import (
-    STOP_CHARGING,
-    STOP_KEEP_CHARGING,
-    TencentProvider,
-)
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
+from gpudesk.services.cloud.providers.tencent import STOP_CHARGING
+from gpudesk.services.cloud.providers.tencent import STOP_KEEP_CHARGING
+from gpudesk.services.cloud.providers.tencent import TencentProvider
 from gpudesk.services.core.settings import Settings
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.machines.instances_model import COL
 from gpudesk.ui.machines.instances_page import InstancesPage
 from gpudesk.ui.watch.budget_alerts import BudgetAlerts

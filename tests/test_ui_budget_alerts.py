@@ -10,8 +10,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QIcon
 
 from gpudesk.services.core.settings import Settings
-from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.ui.watch.budget_alerts import BudgetAlerts, BudgetBanner
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.ui.watch.budget_alerts import BudgetAlerts
+from gpudesk.ui.watch.budget_alerts import BudgetBanner
 from gpudesk.ui.widgets.tray import BillingTray
 
 

@@ -8,26 +8,37 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 import pytest
 from cloud_window import open_cloud_window
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QPushButton
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QPushButton
 from tencent_standin import TencentStandin
 from tencent_standin import timer_at as _at
 from tencent_standin import undo_timers as _timers
 
-from gpudesk.services.cloud import credentials, guard
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud import guard
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
 from gpudesk.services.cloud.providers.tencent import TencentProvider
-from gpudesk.services.money.ledger import Account, Machine
+from gpudesk.services.money.ledger import Account
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.money.spend import machine_spend
 from gpudesk.ui.machines.budget_dialog import BudgetDialog
 from gpudesk.ui.machines.instances_model import COL
@@ -231,7 +242,8 @@ def test_the_launch_dialog_says_why_when_the_cloud_gives_no_price(  # type: igno
         tencent_window, qtbot, tencent) -> None:
     """Issue 21, item 3, clicked: CVM's InquiryPriceRunInstances fails, so nothing is made and
     the dialog says why, with no step marked as started."""
-    from cloud_window import fill_launch_dialog, select_offer
+    from cloud_window import fill_launch_dialog
+    from cloud_window import select_offer
 
     from gpudesk.ui.machines.launch_dialog import LaunchDialog
 

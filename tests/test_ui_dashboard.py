@@ -11,18 +11,19 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from PySide6.QtCore import QPoint, QPointF, Qt  # noqa: E402
+from PySide6.QtCore import QPoint  # noqa: E402
+from PySide6.QtCore import QPointF  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QPalette  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 
 from gpudesk.ui.shell.theme import apply_theme  # noqa: E402
-from gpudesk.ui.watch.dashboard_page import (  # noqa: E402
-    DASH,
-    DashboardPage,
-    OverviewPage,
-    forecast,
-)
-from gpudesk.ui.watch.ring_buffer import DAY_SAMPLES, bytes_for  # noqa: E402
+from gpudesk.ui.watch.dashboard_page import DASH  # noqa: E402
+from gpudesk.ui.watch.dashboard_page import DashboardPage  # noqa: E402
+from gpudesk.ui.watch.dashboard_page import OverviewPage  # noqa: E402
+from gpudesk.ui.watch.dashboard_page import forecast  # noqa: E402
+from gpudesk.ui.watch.ring_buffer import DAY_SAMPLES  # noqa: E402
+from gpudesk.ui.watch.ring_buffer import bytes_for  # noqa: E402
 
 T0 = 1_767_000_000.0  # a fixed start: the pages get a fake clock
 NAME = "NVIDIA A100-SXM4-40GB"

@@ -21,20 +21,28 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: E402, F401
-from fixtures_keyring import memory_keyring, secret_service  # noqa: E402, F401
+from fixtures_agent_store import Bucket  # noqa: E402, F401
+from fixtures_agent_store import aws  # noqa: E402, F401
+from fixtures_agent_store import bucket  # noqa: E402, F401
+from fixtures_agent_store import moto_server  # noqa: E402, F401
+from fixtures_keyring import memory_keyring  # noqa: E402, F401
+from fixtures_keyring import secret_service  # noqa: E402, F401
 from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtWidgets import (  # noqa: E402
-    QAbstractButton,
-    QLabel,
-    QLineEdit,
-    QMessageBox,
-    QPushButton,
-    QWidget,
-)
+from PySide6.QtWidgets import QAbstractButton  # noqa: E402
+from PySide6.QtWidgets import QLabel  # noqa: E402
+from PySide6.QtWidgets import QLineEdit  # noqa: E402
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
+from PySide6.QtWidgets import QPushButton  # noqa: E402
+from PySide6.QtWidgets import QWidget  # noqa: E402
 from test_data_push import FILES  # noqa: E402
-from test_dataset_copy import ROWS, WEST, keys, push, two_regions  # noqa: E402, F401
-from test_storage_price_list import PriceList, offer_file, price_list  # noqa: E402, F401
+from test_dataset_copy import ROWS  # noqa: E402, F401
+from test_dataset_copy import WEST  # noqa: E402, F401
+from test_dataset_copy import keys  # noqa: E402, F401
+from test_dataset_copy import push  # noqa: E402, F401
+from test_dataset_copy import two_regions  # noqa: E402, F401
+from test_storage_price_list import PriceList  # noqa: E402, F401
+from test_storage_price_list import offer_file  # noqa: E402, F401
+from test_storage_price_list import price_list  # noqa: E402, F401
 
 from gpudesk.cli.entry import main  # noqa: E402
 from gpudesk.services.core.paths import cache_dir  # noqa: E402

@@ -16,9 +16,13 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: E402, F401
+from fixtures_agent_store import Bucket  # noqa: E402, F401
+from fixtures_agent_store import aws  # noqa: E402, F401
+from fixtures_agent_store import bucket  # noqa: E402, F401
+from fixtures_agent_store import moto_server  # noqa: E402, F401
 from fixtures_keyring import memory_keyring  # noqa: E402, F401
-from PySide6.QtWidgets import QMessageBox, QPushButton  # noqa: E402
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
+from PySide6.QtWidgets import QPushButton  # noqa: E402
 
 from gpudesk.cli.entry import main  # noqa: E402
 from gpudesk.services.cloud.credentials import save_credentials  # noqa: E402
@@ -27,10 +31,12 @@ from gpudesk.services.core.sizes import size_text  # noqa: E402
 from gpudesk.services.core.window_state import update_state  # noqa: E402
 from gpudesk.services.money.ledger import Ledger  # noqa: E402
 from gpudesk.services.runs import detached as runs  # noqa: E402
-from gpudesk.services.storage import datasets, s3_price_list  # noqa: E402
+from gpudesk.services.storage import datasets  # noqa: E402
+from gpudesk.services.storage import s3_price_list  # noqa: E402
 from gpudesk.services.storage.clients import account_client  # noqa: E402
 from gpudesk.services.storage.uri import parse_uri  # noqa: E402
-from gpudesk.ui.data.data_page import COST_COLUMN, DataPage  # noqa: E402
+from gpudesk.ui.data.data_page import COST_COLUMN  # noqa: E402
+from gpudesk.ui.data.data_page import DataPage  # noqa: E402
 from gpudesk.ui.data.push_box import BAR_STEPS  # noqa: E402
 from gpudesk.ui.run.run_page import RunPage  # noqa: E402
 

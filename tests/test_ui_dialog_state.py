@@ -8,12 +8,14 @@ import threading
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.cloud import keep_alive_launch
 from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.cloud.providers.base import ProviderError
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.machines.budget_dialog import BudgetDialog
 from gpudesk.ui.machines.launch_dialog import LaunchDialog
 from gpudesk.ui.widgets.money import DISPLAY

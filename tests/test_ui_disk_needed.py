@@ -13,11 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cloud_window import fill_launch_dialog, open_cloud_window, select_offer
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from cloud_window import fill_launch_dialog
+from cloud_window import open_cloud_window
+from cloud_window import select_offer
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QSpinBox
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QSpinBox
 
 from gpudesk.calc import sizing
 from gpudesk.cli.entry import main

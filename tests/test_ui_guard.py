@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLabel
+from PySide6.QtWidgets import QCheckBox
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QDoubleSpinBox
+from PySide6.QtWidgets import QLabel
 
 from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.core.settings import Settings

@@ -4,10 +4,14 @@ compute, and a Tencent spot "stop" (which becomes terminate) says the cloud's ti
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
-from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSpinBox
+from PySide6.QtWidgets import QCheckBox
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QSpinBox
 
 from gpudesk.services.cloud import guard
 from gpudesk.services.cloud.catalog import load_catalog

@@ -17,20 +17,19 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from fixtures_sshd import SshdServer, sshd  # noqa: E402, F401
+from fixtures_sshd import SshdServer  # noqa: E402, F401
+from fixtures_sshd import sshd  # noqa: E402, F401
 from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtWidgets import (  # noqa: E402
-    QAbstractButton,
-    QComboBox,
-    QDialog,
-    QLabel,
-    QLineEdit,
-    QListWidget,
-    QMessageBox,
-    QPlainTextEdit,
-    QSpinBox,
-    QWidget,
-)
+from PySide6.QtWidgets import QAbstractButton  # noqa: E402
+from PySide6.QtWidgets import QComboBox  # noqa: E402
+from PySide6.QtWidgets import QDialog  # noqa: E402
+from PySide6.QtWidgets import QLabel  # noqa: E402
+from PySide6.QtWidgets import QLineEdit  # noqa: E402
+from PySide6.QtWidgets import QListWidget  # noqa: E402
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
+from PySide6.QtWidgets import QPlainTextEdit  # noqa: E402
+from PySide6.QtWidgets import QSpinBox  # noqa: E402
+from PySide6.QtWidgets import QWidget  # noqa: E402
 
 from gpudesk.services.cloud.catalog import load_catalog  # noqa: E402
 from gpudesk.services.core.settings import Settings  # noqa: E402

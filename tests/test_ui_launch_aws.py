@@ -4,12 +4,16 @@ launched as the CLI's --image is; a stopped machine no longer shows its released
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 import pytest
-from cloud_window import fill_launch_dialog, open_cloud_window, select_offer
-from fixtures_aws import aws, moto_server  # noqa: F401
+from cloud_window import fill_launch_dialog
+from cloud_window import open_cloud_window
+from cloud_window import select_offer
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from PySide6.QtWidgets import QMessageBox
 

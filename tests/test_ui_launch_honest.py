@@ -11,17 +11,27 @@ from typing import Any
 
 import pytest
 import shiboken6
-from cloud_window import fill_launch_dialog, open_cloud_window, select_offer
+from cloud_window import fill_launch_dialog
+from cloud_window import open_cloud_window
+from cloud_window import select_offer
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QAbstractButton, QMessageBox, QWidget
+from PySide6.QtWidgets import QAbstractButton
+from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV
 from gpudesk.services.cloud.launcher import probe_ssh
-from gpudesk.services.money.ledger import Account, Ledger, Machine
-from gpudesk.ui.machines.instances_model import COL, COLUMNS, header_text
+from gpudesk.services.money.ledger import Account
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.ui.machines.instances_model import COL
+from gpudesk.ui.machines.instances_model import COLUMNS
+from gpudesk.ui.machines.instances_model import header_text
 from gpudesk.ui.machines.instances_page import InstancesPage
 from gpudesk.ui.machines.launch_dialog import LaunchDialog
 from gpudesk.ui.shell.main_window import MainWindow

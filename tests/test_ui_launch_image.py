@@ -18,20 +18,29 @@ from typing import Any
 
 import pytest
 from aliyun_standin import AliyunStandin
-from cloud_window import fill_launch_dialog, open_cloud_window, select_offer
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from cloud_window import fill_launch_dialog
+from cloud_window import open_cloud_window
+from cloud_window import select_offer
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from PySide6.QtWidgets import QMessageBox
 
 from gpudesk.cli.entry import main as cli_main
-from gpudesk.services.cloud import credentials, image_choice
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud import image_choice
 from gpudesk.services.cloud.accounts import ALIYUN_ENDPOINT_ENV
 from gpudesk.services.cloud.catalog import load_catalog
-from gpudesk.services.cloud.launcher import Launcher, LaunchPlan
+from gpudesk.services.cloud.launcher import Launcher
+from gpudesk.services.cloud.launcher import LaunchPlan
 from gpudesk.services.cloud.providers.aliyun import AliyunProvider
 from gpudesk.services.cloud.providers.base import Credentials
-from gpudesk.services.money.ledger import Account, Ledger
+from gpudesk.services.money.ledger import Account
+from gpudesk.services.money.ledger import Ledger
 from gpudesk.ui.machines.launch_dialog import LaunchDialog
 from gpudesk.ui.shell.main_window import MainWindow
 

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from cloud_window import confirm_terminate, fill_launch_dialog, select_offer
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from cloud_window import confirm_terminate
+from cloud_window import fill_launch_dialog
+from cloud_window import select_offer
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from keep_alive_capacity import no_capacity
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox
+from PySide6.QtWidgets import QCheckBox
+from PySide6.QtWidgets import QDoubleSpinBox
 from test_ui_launch_store import aws_window  # noqa: F401 - the fixture
 
 from gpudesk.ui.machines.launch_dialog import LaunchDialog

@@ -16,19 +16,28 @@ from typing import Any
 
 import pytest
 from aliyun_standin import AliyunStandin
-from cloud_window import fill_launch_dialog, open_cloud_window, select_offer
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: F401
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: F401
+from cloud_window import fill_launch_dialog
+from cloud_window import open_cloud_window
+from cloud_window import select_offer
+from fixtures_aliyun import aliyun  # noqa: F401
+from fixtures_aliyun import aliyun_creds  # noqa: F401
+from fixtures_aliyun import aliyun_server  # noqa: F401
+from fixtures_aws import MotoAws  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 from fixtures_storage import oss_server  # noqa: F401
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLineEdit
 
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.accounts import ALIYUN_ENDPOINT_ENV
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.money.ledger import Account
-from gpudesk.services.storage.clients import PROXY_ENV, make_client
+from gpudesk.services.storage.clients import PROXY_ENV
+from gpudesk.services.storage.clients import make_client
 from gpudesk.ui.machines.instances_model import COL
 from gpudesk.ui.machines.launch_dialog import LaunchDialog
 from gpudesk.ui.shell.main_window import MainWindow

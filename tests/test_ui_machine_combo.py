@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.widgets.machine_combo import MachineCombo
 
 

@@ -11,15 +11,22 @@ from typing import Any
 
 import pytest
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QMessageBox
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QMessageBox
 from tencent_standin import TencentStandin
-from test_ui_launch_honest import Gate, open_launch, shown_box, window  # noqa: F401
+from test_ui_launch_honest import Gate  # noqa: F401
+from test_ui_launch_honest import open_launch  # noqa: F401
+from test_ui_launch_honest import shown_box  # noqa: F401
+from test_ui_launch_honest import window  # noqa: F401
 
 from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.cloud.launcher import Progress
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.machines.instances_model import COL
 from gpudesk.ui.machines.instances_page import InstancesPage
 from gpudesk.ui.machines.launch_dialog import LaunchDialog

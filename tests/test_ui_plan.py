@@ -16,13 +16,19 @@ qasync = pytest.importorskip("qasync")
 
 from fixtures_hf_hub import hub  # noqa: E402, F401
 from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QMessageBox, QTableView  # noqa: E402
+from PySide6.QtWidgets import QComboBox  # noqa: E402
+from PySide6.QtWidgets import QLabel  # noqa: E402
+from PySide6.QtWidgets import QLineEdit  # noqa: E402
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
+from PySide6.QtWidgets import QTableView  # noqa: E402
 
 from gpudesk import sizing  # noqa: E402
 from gpudesk.services.cloud.catalog import load_catalog  # noqa: E402
 from gpudesk.services.core.settings import Settings  # noqa: E402
 from gpudesk.services.plan import planner  # noqa: E402
-from gpudesk.ui.plan.offers_model import format_hours, format_money, sort_key  # noqa: E402
+from gpudesk.ui.plan.offers_model import format_hours  # noqa: E402
+from gpudesk.ui.plan.offers_model import format_money  # noqa: E402
+from gpudesk.ui.plan.offers_model import sort_key  # noqa: E402
 from gpudesk.ui.plan.plan_form import is_invalid  # noqa: E402
 from gpudesk.ui.plan.plan_page import PlanPage  # noqa: E402
 from gpudesk.ui.shell.main_window import MainWindow  # noqa: E402
@@ -463,7 +469,9 @@ def test_attention_and_fsdp_choices(qtbot, page: PlanPage) -> None:  # type: ign
 
 def test_load_config_json_button(qtbot, loop, page: PlanPage) -> None:  # type: ignore[no-untyped-def]
     from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QFileDialog, QLineEdit, QPushButton
+    from PySide6.QtWidgets import QFileDialog
+    from PySide6.QtWidgets import QLineEdit
+    from PySide6.QtWidgets import QPushButton
 
     button = widget(page, QPushButton, "loadConfig")
     pick(page, "field_source", "config")
@@ -523,7 +531,8 @@ def test_a_hugging_face_model_id_is_fetched_and_sized(qtbot, loop, page: PlanPag
     """Typed like a person: the model id, Fetch; the config.json comes from the (stand-in) Hub
     once, off the GUI thread, and the shape fills the form; a bad id is refused in place."""
     from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QLineEdit, QPushButton
+    from PySide6.QtWidgets import QLineEdit
+    from PySide6.QtWidgets import QPushButton
 
     pick(page, "field_source", "config")
     page.show()

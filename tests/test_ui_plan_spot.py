@@ -12,7 +12,9 @@ qasync = pytest.importorskip("qasync")
 
 import pyqtgraph as pg  # noqa: E402
 from aliyun_standin import AliyunStandin  # noqa: E402
-from fixtures_aliyun import aliyun, aliyun_creds, aliyun_server  # noqa: E402, F401
+from fixtures_aliyun import aliyun  # noqa: E402, F401
+from fixtures_aliyun import aliyun_creds  # noqa: E402, F401
+from fixtures_aliyun import aliyun_server  # noqa: E402, F401
 from fixtures_keyring import memory_keyring  # noqa: E402, F401
 from PySide6.QtCore import Qt  # noqa: E402
 
@@ -22,7 +24,8 @@ from gpudesk.services.cloud.catalog import load_catalog  # noqa: E402
 from gpudesk.services.cloud.providers.base import Credentials  # noqa: E402
 from gpudesk.services.cloud.spot_rates import SpotRate  # noqa: E402
 from gpudesk.services.core.settings import Settings  # noqa: E402
-from gpudesk.ui.plan.offers_model import COL, format_money  # noqa: E402
+from gpudesk.ui.plan.offers_model import COL  # noqa: E402
+from gpudesk.ui.plan.offers_model import format_money  # noqa: E402
 from gpudesk.ui.plan.plan_form import combo_key  # noqa: E402
 from gpudesk.ui.plan.plan_page import PlanPage  # noqa: E402
 

@@ -13,14 +13,22 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from fixtures_sshd import SshdServer, sshd  # noqa: E402, F401
-from fixtures_telemetry import Roots, agent_pid, roots  # noqa: E402, F401
+from fixtures_sshd import SshdServer  # noqa: E402, F401
+from fixtures_sshd import sshd  # noqa: E402, F401
+from fixtures_telemetry import Roots  # noqa: E402, F401
+from fixtures_telemetry import agent_pid  # noqa: E402, F401
+from fixtures_telemetry import roots  # noqa: E402, F401
 from PySide6.QtCore import Qt  # noqa: E402
-from test_ui_run_queue import click_entry, fill, ledger, page, states  # noqa: E402, F401
+from test_ui_run_queue import click_entry  # noqa: E402, F401
+from test_ui_run_queue import fill  # noqa: E402, F401
+from test_ui_run_queue import ledger  # noqa: E402, F401
+from test_ui_run_queue import page  # noqa: E402, F401
+from test_ui_run_queue import states  # noqa: E402, F401
 
 from gpudesk.agent import queue as q  # noqa: E402
 from gpudesk.services.cloud.machines import add_own_machine  # noqa: E402
-from gpudesk.services.money.ledger import Ledger, Machine  # noqa: E402
+from gpudesk.services.money.ledger import Ledger  # noqa: E402
+from gpudesk.services.money.ledger import Machine  # noqa: E402
 from gpudesk.services.remote.host_keys import PinStore  # noqa: E402
 from gpudesk.services.runs import run_queue  # noqa: E402
 from gpudesk.services.runs.detached import RunRecord  # noqa: E402

@@ -6,9 +6,16 @@ import threading
 
 import keyring
 import pytest
-from cloud_window import confirm_terminate, fill_launch_dialog, open_cloud_window, select_offer
+from cloud_window import confirm_terminate
+from cloud_window import fill_launch_dialog
+from cloud_window import open_cloud_window
+from cloud_window import select_offer
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import SECRET_ID, SECRET_KEY, tencent, tencent_creds, tencent_server  # noqa: F401
+from fixtures_tencent import SECRET_ID  # noqa: F401
+from fixtures_tencent import SECRET_KEY  # noqa: F401
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
 from PySide6.QtCore import Qt
 
 from gpudesk.services.cloud import credentials

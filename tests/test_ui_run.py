@@ -17,9 +17,12 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: E402, F401
+from fixtures_aws import MotoAws  # noqa: E402, F401
+from fixtures_aws import aws  # noqa: E402, F401
+from fixtures_aws import moto_server  # noqa: E402, F401
 from fixtures_keyring import memory_keyring  # noqa: E402, F401
-from fixtures_sshd import SshdServer, sshd  # noqa: E402, F401
+from fixtures_sshd import SshdServer  # noqa: E402, F401
+from fixtures_sshd import sshd  # noqa: E402, F401
 from fixtures_training import REPO  # noqa: E402
 from PySide6.QtGui import QDesktopServices  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402

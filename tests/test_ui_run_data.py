@@ -10,11 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_agent_store import Bucket, aws, bucket, moto_server  # noqa: F401 - fixtures
+from fixtures_agent_store import Bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import aws  # noqa: F401 - fixtures
+from fixtures_agent_store import bucket  # noqa: F401 - fixtures
+from fixtures_agent_store import moto_server  # noqa: F401 - fixtures
 from fixtures_keyring import memory_keyring  # noqa: F401 - fixture
-from fixtures_sshd import SshdServer, sshd  # noqa: F401 - fixtures
+from fixtures_sshd import SshdServer  # noqa: F401 - fixtures
+from fixtures_sshd import sshd  # noqa: F401 - fixtures
 from test_run_data_resume import READS_DATA
-from test_ui_run import WAIT_MS, fill_pinned, ledger, page  # noqa: F401 - fixtures
+from test_ui_run import WAIT_MS  # noqa: F401 - fixtures
+from test_ui_run import fill_pinned  # noqa: F401 - fixtures
+from test_ui_run import ledger  # noqa: F401 - fixtures
+from test_ui_run import page  # noqa: F401 - fixtures
 
 from gpudesk.services.cloud.credentials import save_credentials
 from gpudesk.services.runs import detached as runs

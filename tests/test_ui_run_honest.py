@@ -14,9 +14,13 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from fixtures_sshd import SshdServer, sshd  # noqa: E402, F401
+from fixtures_sshd import SshdServer  # noqa: E402, F401
+from fixtures_sshd import sshd  # noqa: E402, F401
 from PySide6.QtCore import Qt  # noqa: E402
-from test_ui_run import WAIT_MS, _host_key, ledger, page  # noqa: E402, F401
+from test_ui_run import WAIT_MS  # noqa: E402, F401
+from test_ui_run import _host_key  # noqa: E402, F401
+from test_ui_run import ledger  # noqa: E402, F401
+from test_ui_run import page  # noqa: E402, F401
 
 from gpudesk.services.remote.host_keys import PinStore  # noqa: E402
 from gpudesk.services.runs import detached as runs  # noqa: E402

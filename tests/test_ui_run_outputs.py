@@ -18,11 +18,18 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from fixtures_aws import aws, moto_server  # noqa: E402, F401
+from fixtures_aws import aws  # noqa: E402, F401
+from fixtures_aws import moto_server  # noqa: E402, F401
 from fixtures_keyring import memory_keyring  # noqa: E402, F401
-from fixtures_storage import StoreEnv, cos_server, oss_server, store_env  # noqa: E402, F401
+from fixtures_storage import StoreEnv  # noqa: E402, F401
+from fixtures_storage import cos_server  # noqa: E402, F401
+from fixtures_storage import oss_server  # noqa: E402, F401
+from fixtures_storage import store_env  # noqa: E402, F401
 from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QPushButton, QTreeWidgetItem  # noqa: E402
+from PySide6.QtWidgets import QFileDialog  # noqa: E402
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
+from PySide6.QtWidgets import QPushButton  # noqa: E402
+from PySide6.QtWidgets import QTreeWidgetItem  # noqa: E402
 
 from gpudesk.services.cloud.credentials import save_credentials  # noqa: E402
 from gpudesk.services.core.window_state import update_state  # noqa: E402

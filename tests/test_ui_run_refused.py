@@ -18,7 +18,8 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from fixtures_sshd import SshdServer, sshd  # noqa: E402, F401
+from fixtures_sshd import SshdServer  # noqa: E402, F401
+from fixtures_sshd import sshd  # noqa: E402, F401
 from PySide6.QtCore import Qt  # noqa: E402
 
 from gpudesk.agent.runs import process_tree  # noqa: E402

@@ -14,9 +14,16 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from fixtures_sshd import SshdServer, sshd  # noqa: E402, F401
-from PySide6.QtWidgets import QMessageBox, QPushButton  # noqa: E402
-from test_ui_run import WAIT_MS, _host_key, fill, ledger, page, project  # noqa: E402, F401
+from fixtures_sshd import SshdServer  # noqa: E402, F401
+from fixtures_sshd import sshd  # noqa: E402, F401
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
+from PySide6.QtWidgets import QPushButton  # noqa: E402
+from test_ui_run import WAIT_MS  # noqa: E402, F401
+from test_ui_run import _host_key  # noqa: E402, F401
+from test_ui_run import fill  # noqa: E402, F401
+from test_ui_run import ledger  # noqa: E402, F401
+from test_ui_run import page  # noqa: E402, F401
+from test_ui_run import project  # noqa: E402, F401
 
 from gpudesk.services.remote.host_keys import PinStore  # noqa: E402
 from gpudesk.services.runs import run_control  # noqa: E402

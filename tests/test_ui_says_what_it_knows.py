@@ -14,29 +14,39 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from fixtures_aws import MotoAws, aws, moto_server  # noqa: E402, F401
+from fixtures_aws import MotoAws  # noqa: E402, F401
+from fixtures_aws import aws  # noqa: E402, F401
+from fixtures_aws import moto_server  # noqa: E402, F401
 from fixtures_keyring import memory_keyring  # noqa: E402, F401
-from fixtures_sshd import SshdServer, _write_ed25519, sshd  # noqa: E402, F401
-from fixtures_tencent import SECRET_ID, SECRET_KEY, tencent, tencent_server  # noqa: E402, F401
-from PySide6.QtCore import QCoreApplication, QEvent, QPoint, Qt  # noqa: E402
-from PySide6.QtWidgets import (  # noqa: E402
-    QAbstractButton,
-    QComboBox,
-    QDialog,
-    QDialogButtonBox,
-    QLabel,
-    QLineEdit,
-    QListWidget,
-    QMessageBox,
-    QScrollArea,
-    QSpinBox,
-    QWidget,
-)
+from fixtures_sshd import SshdServer  # noqa: E402, F401
+from fixtures_sshd import _write_ed25519  # noqa: E402, F401
+from fixtures_sshd import sshd  # noqa: E402, F401
+from fixtures_tencent import SECRET_ID  # noqa: E402, F401
+from fixtures_tencent import SECRET_KEY  # noqa: E402, F401
+from fixtures_tencent import tencent  # noqa: E402, F401
+from fixtures_tencent import tencent_server  # noqa: E402, F401
+from PySide6.QtCore import QCoreApplication  # noqa: E402
+from PySide6.QtCore import QEvent  # noqa: E402
+from PySide6.QtCore import QPoint  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtWidgets import QAbstractButton  # noqa: E402
+from PySide6.QtWidgets import QComboBox  # noqa: E402
+from PySide6.QtWidgets import QDialog  # noqa: E402
+from PySide6.QtWidgets import QDialogButtonBox  # noqa: E402
+from PySide6.QtWidgets import QLabel  # noqa: E402
+from PySide6.QtWidgets import QLineEdit  # noqa: E402
+from PySide6.QtWidgets import QListWidget  # noqa: E402
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
+from PySide6.QtWidgets import QScrollArea  # noqa: E402
+from PySide6.QtWidgets import QSpinBox  # noqa: E402
+from PySide6.QtWidgets import QWidget  # noqa: E402
 
 from gpudesk.services.cloud.accounts import TENCENT_ENDPOINT_ENV  # noqa: E402
 from gpudesk.services.cloud.catalog import load_catalog  # noqa: E402
 from gpudesk.services.cloud.credentials import save_credentials  # noqa: E402
-from gpudesk.services.core.settings import Settings, load_settings, save_settings  # noqa: E402
+from gpudesk.services.core.settings import Settings  # noqa: E402
+from gpudesk.services.core.settings import load_settings  # noqa: E402
+from gpudesk.services.core.settings import save_settings  # noqa: E402
 from gpudesk.services.money.ledger import Ledger  # noqa: E402
 from gpudesk.services.remote.host_keys import PinStore  # noqa: E402
 from gpudesk.ui.shell.main_window import MainWindow  # noqa: E402

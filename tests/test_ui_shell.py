@@ -8,13 +8,17 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import Qt, QTimer  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtCore import QTimer  # noqa: E402
 from PySide6.QtGui import QPalette  # noqa: E402
-from PySide6.QtWidgets import QApplication, QDialogButtonBox  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+from PySide6.QtWidgets import QDialogButtonBox  # noqa: E402
 
 from gpudesk import app as app_module  # noqa: E402
 from gpudesk.services.cloud.catalog import load_catalog  # noqa: E402
-from gpudesk.services.core.settings import Settings, load_settings, save_settings  # noqa: E402
+from gpudesk.services.core.settings import Settings  # noqa: E402
+from gpudesk.services.core.settings import load_settings  # noqa: E402
+from gpudesk.services.core.settings import save_settings  # noqa: E402
 from gpudesk.ui.shell import crash_dialog  # noqa: E402
 from gpudesk.ui.shell.i18n import install_translator  # noqa: E402
 from gpudesk.ui.shell.main_window import MainWindow  # noqa: E402
@@ -204,7 +208,9 @@ def test_shortcuts(window) -> None:  # type: ignore[no-untyped-def]
 
 def test_frame_paints_before_its_pages_and_is_whole_after(qtbot, qapp) -> None:  # type: ignore[no-untyped-def]
     """The app shows a frame first (fast start) and makes the pages after its first paint."""
-    from PySide6.QtWidgets import QLabel, QListWidget, QWidget
+    from PySide6.QtWidgets import QLabel
+    from PySide6.QtWidgets import QListWidget
+    from PySide6.QtWidgets import QWidget
 
     w = MainWindow(Settings(language="en", welcomed=True), load_catalog(), deferred=True)
     qtbot.addWidget(w)
@@ -283,8 +289,10 @@ def test_an_unexpected_error_is_in_the_log_file_with_its_traceback_redacted(  # 
 
 def test_open_log_folder_names_the_folder_when_no_file_manager_opens_it(  # type: ignore[no-untyped-def]
         window, qtbot, monkeypatch) -> None:
-    from PySide6.QtGui import QDesktopServices, QGuiApplication
-    from PySide6.QtWidgets import QMessageBox, QPushButton
+    from PySide6.QtGui import QDesktopServices
+    from PySide6.QtGui import QGuiApplication
+    from PySide6.QtWidgets import QMessageBox
+    from PySide6.QtWidgets import QPushButton
 
     from gpudesk.services.core import paths
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QLabel
+from PySide6.QtWidgets import QCheckBox
+from PySide6.QtWidgets import QLabel
 
 from gpudesk.services.money import spend
 from gpudesk.services.money.ledger import Ledger

@@ -10,10 +10,15 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QDialog, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QDialog
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.cloud.catalog import load_catalog
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.machines.budget_dialog import BudgetDialog
 from gpudesk.ui.machines.launch_dialog import LaunchDialog
 from gpudesk.ui.shell.i18n import install_translator

@@ -12,12 +12,17 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from fixtures_sshd import SshdServer, sshd  # noqa: E402, F401
-from fixtures_telemetry import PYTHON, Roots, roots, smi_wrapper  # noqa: E402, F401
+from fixtures_sshd import SshdServer  # noqa: E402, F401
+from fixtures_sshd import sshd  # noqa: E402, F401
+from fixtures_telemetry import PYTHON  # noqa: E402, F401
+from fixtures_telemetry import Roots  # noqa: E402, F401
+from fixtures_telemetry import roots  # noqa: E402, F401
+from fixtures_telemetry import smi_wrapper  # noqa: E402, F401
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
 from gpudesk.services.core.settings import Settings  # noqa: E402
-from gpudesk.services.money.ledger import Ledger, Machine  # noqa: E402
+from gpudesk.services.money.ledger import Ledger  # noqa: E402
+from gpudesk.services.money.ledger import Machine  # noqa: E402
 from gpudesk.services.remote.machine_rules import agent_rules  # noqa: E402
 from gpudesk.ui.watch.watch_page import WatchPage  # noqa: E402
 

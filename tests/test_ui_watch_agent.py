@@ -12,12 +12,18 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from fixtures_sshd import SshdServer, sshd  # noqa: E402, F401
-from fixtures_telemetry import PYTHON, Roots, agent_pid, roots, smi_wrapper  # noqa: E402, F401
+from fixtures_sshd import SshdServer  # noqa: E402, F401
+from fixtures_sshd import sshd  # noqa: E402, F401
+from fixtures_telemetry import PYTHON  # noqa: E402, F401
+from fixtures_telemetry import Roots  # noqa: E402, F401
+from fixtures_telemetry import agent_pid  # noqa: E402, F401
+from fixtures_telemetry import roots  # noqa: E402, F401
+from fixtures_telemetry import smi_wrapper  # noqa: E402, F401
 from test_ui_run import _host_key  # noqa: E402
 
 from gpudesk.agent.runs import pid_alive  # noqa: E402
-from gpudesk.services.cloud.machines import add_own_machine, ssh_command  # noqa: E402
+from gpudesk.services.cloud.machines import add_own_machine  # noqa: E402
+from gpudesk.services.cloud.machines import ssh_command  # noqa: E402
 from gpudesk.services.core.settings import Settings  # noqa: E402
 from gpudesk.services.money.ledger import Ledger  # noqa: E402
 from gpudesk.services.remote.host_keys import PinStore  # noqa: E402

@@ -9,7 +9,8 @@ import pytest
 pytest.importorskip("PySide6")
 
 from gpudesk.ui.shell.i18n import install_translator  # noqa: E402
-from gpudesk.ui.watch.gpu_plots import GpuPlots, SpendPlot  # noqa: E402
+from gpudesk.ui.watch.gpu_plots import GpuPlots  # noqa: E402
+from gpudesk.ui.watch.gpu_plots import SpendPlot  # noqa: E402
 
 START = 1_796_515_200.0  # 2026-12-06 00:00 UTC, a Sunday; no test reads the clock
 ENGLISH_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")

@@ -12,13 +12,19 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from fixtures_sshd import SshdServer, sshd  # noqa: E402, F401
-from fixtures_telemetry import PYTHON, Roots, agent_pid, roots  # noqa: E402, F401
+from fixtures_sshd import SshdServer  # noqa: E402, F401
+from fixtures_sshd import sshd  # noqa: E402, F401
+from fixtures_telemetry import PYTHON  # noqa: E402, F401
+from fixtures_telemetry import Roots  # noqa: E402, F401
+from fixtures_telemetry import agent_pid  # noqa: E402, F401
+from fixtures_telemetry import roots  # noqa: E402, F401
 from PySide6.QtCore import Qt  # noqa: E402
-from test_ui_watch_agent import ledger, own  # noqa: E402, F401
+from test_ui_watch_agent import ledger  # noqa: E402, F401
+from test_ui_watch_agent import own  # noqa: E402, F401
 
 from gpudesk.services.core.settings import Settings  # noqa: E402
-from gpudesk.services.money.ledger import Ledger, Machine  # noqa: E402
+from gpudesk.services.money.ledger import Ledger  # noqa: E402
+from gpudesk.services.money.ledger import Machine  # noqa: E402
 from gpudesk.ui.watch.dashboard_page import DashboardPage  # noqa: E402
 from gpudesk.ui.watch.watch_page import WatchPage  # noqa: E402
 

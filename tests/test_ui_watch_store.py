@@ -14,10 +14,18 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from fixtures_agent_store import Bucket, aws, bucket, moto_server, write_fake_checkpoint  # noqa: E402, F401
-from fixtures_sshd import SshdServer, sshd  # noqa: E402, F401
-from fixtures_telemetry import Roots, roots  # noqa: E402, F401
-from test_ui_watch_agent import ledger, own, watch  # noqa: E402, F401
+from fixtures_agent_store import Bucket  # noqa: E402, F401
+from fixtures_agent_store import aws  # noqa: E402, F401
+from fixtures_agent_store import bucket  # noqa: E402, F401
+from fixtures_agent_store import moto_server  # noqa: E402, F401
+from fixtures_agent_store import write_fake_checkpoint  # noqa: E402, F401
+from fixtures_sshd import SshdServer  # noqa: E402, F401
+from fixtures_sshd import sshd  # noqa: E402, F401
+from fixtures_telemetry import Roots  # noqa: E402, F401
+from fixtures_telemetry import roots  # noqa: E402, F401
+from test_ui_watch_agent import ledger  # noqa: E402, F401
+from test_ui_watch_agent import own  # noqa: E402, F401
+from test_ui_watch_agent import watch  # noqa: E402, F401
 
 from gpudesk.agent.uploader import Uploader  # noqa: E402
 from gpudesk.services.money.ledger import Ledger  # noqa: E402

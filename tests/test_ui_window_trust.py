@@ -11,12 +11,21 @@ import time
 from typing import Any
 
 from fixtures_keyring import memory_keyring  # noqa: F401
-from fixtures_tencent import tencent, tencent_creds, tencent_server  # noqa: F401
-from PySide6.QtWidgets import QLabel, QMessageBox
+from fixtures_tencent import tencent  # noqa: F401
+from fixtures_tencent import tencent_creds  # noqa: F401
+from fixtures_tencent import tencent_server  # noqa: F401
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QMessageBox
 from tencent_standin import TencentStandin
-from test_ui_launch_honest import Gate, button, gone, open_launch, shown_box, window  # noqa: F401
+from test_ui_launch_honest import Gate  # noqa: F401
+from test_ui_launch_honest import button  # noqa: F401
+from test_ui_launch_honest import gone  # noqa: F401
+from test_ui_launch_honest import open_launch  # noqa: F401
+from test_ui_launch_honest import shown_box  # noqa: F401
+from test_ui_launch_honest import window  # noqa: F401
 
-from gpudesk.services.cloud.providers.base import Credentials, LaunchRequest
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import LaunchRequest
 from gpudesk.services.cloud.providers.tencent import TencentProvider
 from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.shell.main_window import MainWindow

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QPushButton
+from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QPushButton
 
 from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.core.settings import Settings

@@ -21,38 +21,36 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import (  # noqa: E402
-    QAbstractItemModel,
-    QAbstractListModel,
-    QCoreApplication,
-    QEvent,
-    QModelIndex,
-    Qt,
-)
+from PySide6.QtCore import QAbstractItemModel  # noqa: E402
+from PySide6.QtCore import QAbstractListModel  # noqa: E402
+from PySide6.QtCore import QCoreApplication  # noqa: E402
+from PySide6.QtCore import QEvent  # noqa: E402
+from PySide6.QtCore import QModelIndex  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QAction  # noqa: E402
-from PySide6.QtWidgets import (  # noqa: E402
-    QAbstractButton,
-    QAbstractItemView,
-    QAbstractSpinBox,
-    QApplication,
-    QComboBox,
-    QDoubleSpinBox,
-    QGroupBox,
-    QHeaderView,
-    QLabel,
-    QLineEdit,
-    QMenu,
-    QMessageBox,
-    QPlainTextEdit,
-    QSpinBox,
-    QTabBar,
-    QTextEdit,
-    QWidget,
-)
+from PySide6.QtWidgets import QAbstractButton  # noqa: E402
+from PySide6.QtWidgets import QAbstractItemView  # noqa: E402
+from PySide6.QtWidgets import QAbstractSpinBox  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+from PySide6.QtWidgets import QComboBox  # noqa: E402
+from PySide6.QtWidgets import QDoubleSpinBox  # noqa: E402
+from PySide6.QtWidgets import QGroupBox  # noqa: E402
+from PySide6.QtWidgets import QHeaderView  # noqa: E402
+from PySide6.QtWidgets import QLabel  # noqa: E402
+from PySide6.QtWidgets import QLineEdit  # noqa: E402
+from PySide6.QtWidgets import QMenu  # noqa: E402
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
+from PySide6.QtWidgets import QPlainTextEdit  # noqa: E402
+from PySide6.QtWidgets import QSpinBox  # noqa: E402
+from PySide6.QtWidgets import QTabBar  # noqa: E402
+from PySide6.QtWidgets import QTextEdit  # noqa: E402
+from PySide6.QtWidgets import QWidget  # noqa: E402
 
 from gpudesk.services.cloud.catalog import load_catalog  # noqa: E402
 from gpudesk.services.core.settings import Settings  # noqa: E402
-from gpudesk.services.money.ledger import Account, Ledger, Machine  # noqa: E402
+from gpudesk.services.money.ledger import Account  # noqa: E402
+from gpudesk.services.money.ledger import Ledger  # noqa: E402
+from gpudesk.services.money.ledger import Machine  # noqa: E402
 from gpudesk.ui.shell.i18n import install_translator  # noqa: E402
 from gpudesk.ui.shell.main_window import MainWindow  # noqa: E402
 
@@ -358,7 +356,8 @@ def window(qtbot, qapp, loop, tmp_path: Path, echo) -> Iterator[MainWindow]:  # 
 
 def open_every_page(window: MainWindow, qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Visit each page with something on it."""
-    from cloud_window import offer_row, plan_gpt2
+    from cloud_window import offer_row
+    from cloud_window import plan_gpt2
 
     from gpudesk.services.runs import detached as runs
     from gpudesk.services.runs.spot_recovery import MirrorState
@@ -447,7 +446,9 @@ def filled(template: str) -> dict[str, Any]:
 def gpudesk_log_lines() -> list[str]:
     """The ``gpudesk:`` lines the services report while preflighting, syncing, starting and
     recovering a run: every such message they mark, with values filled in."""
-    from gpudesk.services.runs import detached, run_control, spot_recovery
+    from gpudesk.services.runs import detached
+    from gpudesk.services.runs import run_control
+    from gpudesk.services.runs import spot_recovery
 
     said = getattr(detached, "Said", None)
     if said is None:
@@ -573,7 +574,8 @@ def test_a_preflight_refusal_is_translated_with_its_finding(qapp) -> None:  # ty
     English sentence: the window shows it whole in Chinese."""
     from gpudesk.services.core.said import Said
     from gpudesk.services.remote import bootstrap
-    from gpudesk.services.runs.run_control import MSG_NO_GPU_HERE, RunControlError
+    from gpudesk.services.runs.run_control import MSG_NO_GPU_HERE
+    from gpudesk.services.runs.run_control import RunControlError
     from gpudesk.ui.widgets.task_runner import error_text
 
     error = RunControlError(MSG_NO_GPU_HERE, problem=Said(

@@ -9,15 +9,19 @@ client, so everything else goes over HTTP to moto as usual.
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 import pytest
-from fixtures_aws import aws, moto_server  # noqa: F401
+from fixtures_aws import aws  # noqa: F401
+from fixtures_aws import moto_server  # noqa: F401
 from fixtures_keyring import memory_keyring  # noqa: F401
 
 from gpudesk.services.cloud import credentials
-from gpudesk.services.cloud.launcher import Launcher, LaunchPlan, probe_ssh
+from gpudesk.services.cloud.launcher import Launcher
+from gpudesk.services.cloud.launcher import LaunchPlan
+from gpudesk.services.cloud.launcher import probe_ssh
 from gpudesk.services.cloud.providers import aws_offers
 from gpudesk.services.cloud.providers.aws import AwsProvider
 from gpudesk.services.cloud.providers.base import ZoneChoice

@@ -40,31 +40,46 @@ import signal  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple  # noqa: E402
+from typing import Any  # noqa: E402
+from typing import Callable  # noqa: E402
+from typing import Dict  # noqa: E402
+from typing import List  # noqa: E402
+from typing import Optional  # noqa: E402
+from typing import Sequence  # noqa: E402
+from typing import Tuple  # noqa: E402
 
 from . import AGENT_VERSION  # noqa: E402
-from .boot import LOCK_FILE, _lock  # noqa: E402,F401 - one lock for the boot and full agent
-from .bucket_spend import Finder, GroupGuard  # noqa: E402
-from .clock import SYSTEM_CLOCK, Clock  # noqa: E402
+from .boot import LOCK_FILE  # noqa: E402,F401 - one lock for the boot and full agent
+from .boot import _lock  # noqa: E402,F401 - one lock for the boot and full agent
+from .bucket_spend import Finder  # noqa: E402
+from .bucket_spend import GroupGuard  # noqa: E402
+from .clock import SYSTEM_CLOCK  # noqa: E402
+from .clock import Clock  # noqa: E402
 from .events import EventLog  # noqa: E402
 from .guard import mark_running  # noqa: E402
-from .metrics import Follower, MetricsWriter, read_since  # noqa: E402
-from .queue import RunQueue, busy, queue_dir_for  # noqa: E402
-from .rules import Rules, RulesError, load_rules  # noqa: E402
-from .runs import ActiveRun, active_runs  # noqa: E402
-from .smi import (  # noqa: E402
-    NO_GPU_SRC,
-    GpuSample,
-    NvmlSampler,
-    ProcSample,
-    SmiStream,
-    gpu_count,
-    load_nvml,
-    poll_procs,
-    sample_once,
-    smi_missing,
-)
-from .spot import SpotWatcher, make_source  # noqa: E402
+from .metrics import Follower  # noqa: E402
+from .metrics import MetricsWriter  # noqa: E402
+from .metrics import read_since  # noqa: E402
+from .queue import RunQueue  # noqa: E402
+from .queue import busy  # noqa: E402
+from .queue import queue_dir_for  # noqa: E402
+from .rules import Rules  # noqa: E402
+from .rules import RulesError  # noqa: E402
+from .rules import load_rules  # noqa: E402
+from .runs import ActiveRun  # noqa: E402
+from .runs import active_runs  # noqa: E402
+from .smi import NO_GPU_SRC  # noqa: E402
+from .smi import GpuSample  # noqa: E402
+from .smi import NvmlSampler  # noqa: E402
+from .smi import ProcSample  # noqa: E402
+from .smi import SmiStream  # noqa: E402
+from .smi import gpu_count  # noqa: E402
+from .smi import load_nvml  # noqa: E402
+from .smi import poll_procs  # noqa: E402
+from .smi import sample_once  # noqa: E402
+from .smi import smi_missing  # noqa: E402
+from .spot import SpotWatcher  # noqa: E402
+from .spot import make_source  # noqa: E402
 from .uploader import Uploads  # noqa: E402
 
 log = logging.getLogger("gpudesk.agent")
@@ -292,7 +307,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         return data_fetch.main(words[1:])
     if words and words[0] in ("upload", "fetch-resume"):
-        from . import resume_fetch, uploader
+        from . import resume_fetch
+        from . import uploader
 
         return (uploader.main if words[0] == "upload" else resume_fetch.main)(words[1:])
     args = parse_args(argv)

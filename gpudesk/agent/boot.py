@@ -25,13 +25,22 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any
+from typing import List
+from typing import Optional
+from typing import Sequence
+from typing import Tuple
 
-from .clock import SYSTEM_CLOCK, Clock
+from .clock import SYSTEM_CLOCK
+from .clock import Clock
 from .events import EventLog
-from .guard import Guard, mark_running
-from .rules import Rules, RulesError, load_rules
-from .smi import GpuSample, sample_once
+from .guard import Guard
+from .guard import mark_running
+from .rules import Rules
+from .rules import RulesError
+from .rules import load_rules
+from .smi import GpuSample
+from .smi import sample_once
 
 log = logging.getLogger("gpudesk.agent.boot")
 LOCK_FILE = "agent.lock"

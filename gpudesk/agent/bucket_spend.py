@@ -33,17 +33,37 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any
+from typing import Callable
+from typing import Dict
+from typing import List
+from typing import Optional
+from typing import Sequence
+from typing import Set
+from typing import Tuple
 
-from .clock import SYSTEM_CLOCK, Clock
-from .cloud_stop import CloudStopError, Metadata
-from .events import Event, EventLog
-from .group_end import GroupEnder, GroupRef
-from .guard import POWER_ACTIONS, Guard
-from .runs import PID_FILE, pid_alive, read_pid
+from .clock import SYSTEM_CLOCK
+from .clock import Clock
+from .cloud_stop import CloudStopError
+from .cloud_stop import Metadata
+from .events import Event
+from .events import EventLog
+from .group_end import GroupEnder
+from .group_end import GroupRef
+from .guard import POWER_ACTIONS
+from .guard import Guard
+from .runs import PID_FILE
+from .runs import pid_alive
+from .runs import read_pid
 from .spot import SPOT_NOTICE_FILE
-from .store import Store, StoreError
-from .uploader import CONFIG_FILE, EXIT_FILE, STATE_FILE, _mtime, _read_json, load_config
+from .store import Store
+from .store import StoreError
+from .uploader import CONFIG_FILE
+from .uploader import EXIT_FILE
+from .uploader import STATE_FILE
+from .uploader import _mtime
+from .uploader import _read_json
+from .uploader import load_config
 
 log = logging.getLogger("gpudesk.agent")
 

@@ -42,7 +42,13 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable
+from typing import Dict
+from typing import List
+from typing import Mapping
+from typing import Optional
+from typing import Sequence
+from typing import Tuple
 
 PROVIDERS = ("aws", "tencent", "aliyun")
 ACTIONS = ("stop", "terminate")

@@ -39,13 +39,21 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any
+from typing import Dict
+from typing import List
+from typing import Optional
+from typing import Sequence
+from typing import Tuple
 
 from . import public_data
-from .file_parts import At, sha256_file
-from .store import Store, StoreError
+from .file_parts import At
+from .file_parts import sha256_file
+from .store import Store
+from .store import StoreError
 from .uploader import load_config
-from .wrap_command import exec_command, split_command
+from .wrap_command import exec_command
+from .wrap_command import split_command
 
 DATA_ENV = "GPUDESK_DATA_DIR"  # what the training script reads
 CACHE = "data-cache"

@@ -19,9 +19,13 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any, Dict, List, Set
+from typing import Any
+from typing import Dict
+from typing import List
+from typing import Set
 
-from .clock import SYSTEM_CLOCK, Clock
+from .clock import SYSTEM_CLOCK
+from .clock import Clock
 
 EVENTS_FILE = "events.jsonl"
 

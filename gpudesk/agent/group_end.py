@@ -33,21 +33,25 @@ import re
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any
+from typing import Callable
+from typing import Dict
+from typing import List
+from typing import Mapping
+from typing import Optional
 
-from .clock import SYSTEM_CLOCK, Clock
+from .clock import SYSTEM_CLOCK
+from .clock import Clock
 from .cloud_stop import PROVIDERS as CLOUDS
-from .cloud_stop import (
-    CloudStopError,
-    Creds,
-    Metadata,
-    _post,
-    _rfc3986,
-    acs3_headers,
-    aws_domain,
-    aws_sigv4,
-    tc3_headers,
-)
+from .cloud_stop import CloudStopError
+from .cloud_stop import Creds
+from .cloud_stop import Metadata
+from .cloud_stop import _post
+from .cloud_stop import _rfc3986
+from .cloud_stop import acs3_headers
+from .cloud_stop import aws_domain
+from .cloud_stop import aws_sigv4
+from .cloud_stop import tc3_headers
 from .events import EventLog
 from .i18n_marks import QT_TRANSLATE_NOOP
 

@@ -39,15 +39,25 @@ import logging
 import os
 import subprocess
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any
+from typing import Callable
+from typing import Dict
+from typing import List
+from typing import Optional
+from typing import Sequence
 
-from .clock import SYSTEM_CLOCK, Clock
+from .clock import SYSTEM_CLOCK
+from .clock import Clock
 
 # gpudesk-cloud-stop → cloud_stop.py run by this python (the first-boot bundle carries it)
 from .cloud_stop import expand as expand_command
-from .events import Event, EventLog
-from .rules import BudgetRule, Rules, boot_id
-from .runs import ActiveRun, active_runs
+from .events import Event
+from .events import EventLog
+from .rules import BudgetRule
+from .rules import Rules
+from .rules import boot_id
+from .runs import ActiveRun
+from .runs import active_runs
 from .smi import GpuSample
 
 log = logging.getLogger("gpudesk.agent")

@@ -29,10 +29,16 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any
+from typing import Dict
+from typing import Iterable
+from typing import List
+from typing import Optional
 
-from .clock import SYSTEM_CLOCK, Clock
-from .smi import GpuSample, ProcSample
+from .clock import SYSTEM_CLOCK
+from .clock import Clock
+from .smi import GpuSample
+from .smi import ProcSample
 
 METRICS_FILE = "metrics.jsonl"
 # An 8-GPU record with 8 processes is ~2.6 kB: 32 MiB ≈ 3.5 h at 1 Hz, all 9 files ≈ 31 h.

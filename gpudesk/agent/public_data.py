@@ -45,9 +45,14 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
+from typing import Dict
+from typing import List
+from typing import Optional
+from typing import Tuple
 
-from .file_parts import At, sha256_file
+from .file_parts import At
+from .file_parts import sha256_file
 
 KINDS = ("url", "bucket", "hf")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")

@@ -43,16 +43,31 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any
+from typing import Callable
+from typing import Dict
+from typing import List
+from typing import Mapping
+from typing import Optional
+from typing import Sequence
 
-from .cloud_stop import CloudStopError, Metadata
+from .cloud_stop import CloudStopError
+from .cloud_stop import Metadata
 from .events import EventLog
 from .file_parts import sha256_file
 from .i18n_marks import QT_TRANSLATE_NOOP
-from .resume_fetch import RESUME_ENV, fetch_latest
-from .runs import pid_alive, read_pid
-from .store import Store, StoreConfig, StoreError
-from .uploader import CONFIG_FILE, END_FILE, FINAL_STATES, _step, _write_json
+from .resume_fetch import RESUME_ENV
+from .resume_fetch import fetch_latest
+from .runs import pid_alive
+from .runs import read_pid
+from .store import Store
+from .store import StoreConfig
+from .store import StoreError
+from .uploader import CONFIG_FILE
+from .uploader import END_FILE
+from .uploader import FINAL_STATES
+from .uploader import _step
+from .uploader import _write_json
 
 log = logging.getLogger("gpudesk.agent.replacement")
 
@@ -285,8 +300,11 @@ def resume(root: Path, *, environ: Mapping[str, str] = os.environ,
     data = run.get("data")
     if isinstance(data, dict) and data.get("key") and data.get("manifest_sha256"):
         # the run's dataset, from the bucket, before the script starts (issue 32)
-        from .data_fetch import CACHE, DATA_ENV, link, note_fetch
+        from .data_fetch import CACHE
+        from .data_fetch import DATA_ENV
         from .data_fetch import fetch as fetch_data
+        from .data_fetch import link
+        from .data_fetch import note_fetch
 
         folder, count, size = fetch_data(store, str(data["key"]),
                                          str(data["manifest_sha256"]), root / CACHE)
@@ -297,7 +315,9 @@ def resume(root: Path, *, environ: Mapping[str, str] = os.environ,
     elif isinstance(data, dict) and data.get("kind") in ("url", "bucket", "hf"):
         # a public source: fetched here without a token (the laptop that holds one is shut)
         from . import public_data
-        from .data_fetch import CACHE, DATA_ENV, link
+        from .data_fetch import CACHE
+        from .data_fetch import DATA_ENV
+        from .data_fetch import link
 
         try:
             found = public_data.listing(str(data["kind"]), str(data["source_url"]),

@@ -20,11 +20,20 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence
+from typing import Any
+from typing import Dict
+from typing import Optional
+from typing import Sequence
 
-from .store import Store, StoreError
-from .uploader import MANIFEST, _step, _write_json, finished_checkpoints, load_config
-from .wrap_command import exec_command, split_command
+from .store import Store
+from .store import StoreError
+from .uploader import MANIFEST
+from .uploader import _step
+from .uploader import _write_json
+from .uploader import finished_checkpoints
+from .uploader import load_config
+from .wrap_command import exec_command
+from .wrap_command import split_command
 
 log = logging.getLogger("gpudesk.agent")
 RESUME_ENV = "GPUDESK_RESUME_FROM"  # what gpudesk.training reads (training/env.py)

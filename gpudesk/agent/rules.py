@@ -29,11 +29,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any
+from typing import Dict
+from typing import Mapping
+from typing import Optional
+from typing import Tuple
 
-from .metrics import DEFAULT_KEEP, DEFAULT_MAX_BYTES
+from .metrics import DEFAULT_KEEP
+from .metrics import DEFAULT_MAX_BYTES
 
 ACTIONS = ("stop", "terminate", "warn")
 # Without a configured command, stop and terminate power the machine off: on EC2 that

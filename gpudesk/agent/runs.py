@@ -14,7 +14,9 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict
+from typing import List
+from typing import Optional
 
 PID_FILE = "pid"
 RUN_DIR_ENV = "GPUDESK_RUN_DIR"  # what gpudesk.training reads (gpudesk/training/env.py)

@@ -24,10 +24,17 @@ import select
 import subprocess
 import threading
 import time
-from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from dataclasses import asdict
+from dataclasses import dataclass
+from typing import Any
+from typing import Callable
+from typing import Dict
+from typing import List
+from typing import Optional
+from typing import Sequence
 
-from .clock import SYSTEM_CLOCK, Clock
+from .clock import SYSTEM_CLOCK
+from .clock import Clock
 
 log = logging.getLogger("gpudesk.agent")
 

@@ -37,15 +37,27 @@ import os
 import signal
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta, timezone
+from dataclasses import asdict
+from dataclasses import dataclass
+from datetime import datetime
+from datetime import timedelta
+from datetime import timezone
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set
+from typing import Any
+from typing import Dict
+from typing import List
+from typing import Optional
+from typing import Set
 
-from .clock import SYSTEM_CLOCK, Clock
-from .events import Event, EventLog
+from .clock import SYSTEM_CLOCK
+from .clock import Clock
+from .events import Event
+from .events import EventLog
 from .rules import SpotConfig
-from .runs import active_runs, catches_signal, process_tree, run_dir_of
+from .runs import active_runs
+from .runs import catches_signal
+from .runs import process_tree
+from .runs import run_dir_of
 
 log = logging.getLogger("gpudesk.agent")
 

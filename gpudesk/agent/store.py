@@ -35,10 +35,21 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import IO
+from typing import Any
+from typing import Callable
+from typing import Dict
+from typing import Iterator
+from typing import List
+from typing import Mapping
+from typing import Optional
+from typing import Tuple
 
 from .cloud_stop import PROVIDERS as CLOUDS
-from .cloud_stop import CloudStopError, Creds, Metadata, aws_domain
+from .cloud_stop import CloudStopError
+from .cloud_stop import Creds
+from .cloud_stop import Metadata
+from .cloud_stop import aws_domain
 from .file_parts import sha256_file
 
 MULTIPART_THRESHOLD = 64 * 1024 * 1024

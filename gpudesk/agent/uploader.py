@@ -48,15 +48,33 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import datetime
+from datetime import timezone
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any
+from typing import Callable
+from typing import Dict
+from typing import List
+from typing import Optional
+from typing import Sequence
+from typing import Set
+from typing import Tuple
 
-from .clock import SYSTEM_CLOCK, Clock
-from .runs import PID_FILE, finished_before_exit, pid_alive, read_pid
+from .clock import SYSTEM_CLOCK
+from .clock import Clock
+from .runs import PID_FILE
+from .runs import finished_before_exit
+from .runs import pid_alive
+from .runs import read_pid
 from .spot import SPOT_NOTICE_FILE
-from .store import MULTIPART_THRESHOLD, PART_SIZE, Store, StoreConfig, StoreError, hook
+from .store import MULTIPART_THRESHOLD
+from .store import PART_SIZE
+from .store import Store
+from .store import StoreConfig
+from .store import StoreError
+from .store import hook
 
 log = logging.getLogger("gpudesk.agent")
 

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import List
+from typing import Mapping
+from typing import Optional
+from typing import Sequence
+from typing import Tuple
 
 
 def split_command(argv: Optional[Sequence[str]]) -> Tuple[List[str], List[str]]:

@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from gpudesk.calc.model import ModelSpec, SizingError
+from gpudesk.calc.model import ModelSpec
+from gpudesk.calc.model import SizingError
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 
 Method = Literal["full", "lora", "qlora", "head"]

@@ -17,7 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpudesk.calc.model import ModelSpec, SizingError
+from gpudesk.calc.model import ModelSpec
+from gpudesk.calc.model import SizingError
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 
 __all__ = ["KNOWN_TYPES", "load_config", "model_from_config"]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpudesk.calc.model import ModelSpec, SizingError
+from gpudesk.calc.model import ModelSpec
+from gpudesk.calc.model import SizingError
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 
 ENDPOINT_ENV = "GPUDESK_HF_ENDPOINT"

@@ -9,7 +9,8 @@ so that those two import downward only (sizing uses finetune, both use this).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 ModelKind = Literal["decoder", "encoder", "vit", "cnn", "params"]
 

@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
+from typing import Any
+from typing import Literal
 
 from gpudesk.calc import finetune as ft
 from gpudesk.calc.model import ModelKind as ModelKind

@@ -29,8 +29,12 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 

@@ -17,7 +17,8 @@ import argparse
 import json
 import math
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 if TYPE_CHECKING:
     from gpudesk.services.remote.machine_budget import BudgetChange

@@ -21,10 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import accounts, credentials
+from gpudesk.services.cloud import accounts
+from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.catalog import load_catalog
-from gpudesk.services.cloud.providers.base import Credentials, ProviderError, ProviderName
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.base import ProviderName
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 
 MSG_BAD_BUDGET = QT_TRANSLATE_NOOP(
     "ProviderError", "A budget must be more than 0 (got {amount}).")
@@ -204,7 +208,8 @@ def _launch_budget(a: argparse.Namespace, price: float) -> _Budget:
 def _guard_says(ledger: Ledger, m: Machine) -> list[str]:
     """Who enforces ``m``'s budget, in the Launch dialog's own sentences (guard.sentences):
     ``launch`` and ``show`` print these."""
-    from gpudesk.services.cloud import guard, instance_role
+    from gpudesk.services.cloud import guard
+    from gpudesk.services.cloud import instance_role
 
     says = guard.english(m, guard.of(m), instance_role.why_not(ledger, m))
     if m.group_live and m.budget:  # the group's own end is the cap (keep_alive_launch)
@@ -248,8 +253,10 @@ def _spot_chance(a: argparse.Namespace, offer: Any, price: float, budget: _Budge
     if a.job_hours is None or not a.spot or price <= 0 or a.no_budget:
         return None
     from gpudesk.services.cloud import guard
-    from gpudesk.services.cloud.spot_rates import load_rates, rate_for
-    from gpudesk.services.plan import budget_chance, run_history
+    from gpudesk.services.cloud.spot_rates import load_rates
+    from gpudesk.services.cloud.spot_rates import rate_for
+    from gpudesk.services.plan import budget_chance
+    from gpudesk.services.plan import run_history
 
     usd = budget.usd if budget.usd is not None else budget.hours * price
     if usd <= 0:
@@ -294,7 +301,10 @@ def _size_disk(a: argparse.Namespace) -> int | None:
 
 
 def _cmd_launch(a: argparse.Namespace) -> int:
-    from gpudesk.services.cloud.launcher import STEP_TITLES, Launcher, LaunchPlan, Progress
+    from gpudesk.services.cloud.launcher import STEP_TITLES
+    from gpudesk.services.cloud.launcher import Launcher
+    from gpudesk.services.cloud.launcher import LaunchPlan
+    from gpudesk.services.cloud.launcher import Progress
     from gpudesk.services.storage.errors import StorageError
 
     if a.max_price is not None and not a.spot:
@@ -396,7 +406,8 @@ def _print_guard(m: Machine, says: list[str]) -> None:
 
 def _login_unknown(m: Machine, why: str) -> str:
     """"login user unknown (why). Set it with: …" for a machine whose user nobody said."""
-    from gpudesk.services.remote.targets import MSG_LOGIN_HOW, MSG_LOGIN_UNKNOWN
+    from gpudesk.services.remote.targets import MSG_LOGIN_HOW
+    from gpudesk.services.remote.targets import MSG_LOGIN_UNKNOWN
 
     return MSG_LOGIN_UNKNOWN + (f" ({why})" if why else "") + ". " + MSG_LOGIN_HOW.format(
         machine=m.name or m.id)
@@ -485,7 +496,8 @@ def _cmd_ls(a: argparse.Namespace) -> int:
 
 def _run_record(ref: str) -> Any:
     """The run ``ref`` names when no machine does (a ledger id or name wins)."""
-    from gpudesk.services.runs.detached import RunError, RunRecord
+    from gpudesk.services.runs.detached import RunError
+    from gpudesk.services.runs.detached import RunRecord
 
     with Ledger() as ledger:
         if ledger.get(ref) is not None or any(m.name == ref for m in ledger.machines(
@@ -526,7 +538,9 @@ RED, RESET = "\033[31m", "\033[0m"
 def _no_price_words(ledger: Ledger, m: Machine) -> str:
     """"no price: no budget can be counted. …why" for a cloud machine without a price
     (reconcile.no_price_why); "" for one that has a price."""
-    from gpudesk.services.cloud.reconcile import MSG_NO_PRICE, MSG_NO_PRICE_WHY, no_price_why
+    from gpudesk.services.cloud.reconcile import MSG_NO_PRICE
+    from gpudesk.services.cloud.reconcile import MSG_NO_PRICE_WHY
+    from gpudesk.services.cloud.reconcile import no_price_why
 
     why = no_price_why(ledger, m)
     if why is None:
@@ -535,7 +549,8 @@ def _no_price_words(ledger: Ledger, m: Machine) -> str:
 
 
 def _cmd_show(a: argparse.Namespace) -> int:
-    from gpudesk.services.cloud import cleanup, guard
+    from gpudesk.services.cloud import cleanup
+    from gpudesk.services.cloud import guard
     from gpudesk.services.cloud.machines import resolve
     from gpudesk.services.remote import host_key_rotation as first_login
 
@@ -559,7 +574,8 @@ def _cmd_show(a: argparse.Namespace) -> int:
     data["store"] = _store_json(m)
     if m.group_id:
         from gpudesk.services.cloud.keep_alive_launch import members
-        from gpudesk.services.runs.keep_alive_run import role_name, why_no_role
+        from gpudesk.services.runs.keep_alive_run import role_name
+        from gpudesk.services.runs.keep_alive_run import why_no_role
 
         with Ledger() as ledger:
             data["group"] = {"id": m.group_id, "state": m.group_state or "live",
@@ -629,7 +645,9 @@ def _cmd_login_user(a: argparse.Namespace) -> int:
 
 
 def _cmd_action(a: argparse.Namespace) -> int:
-    from gpudesk.services.cloud.machines import act, resolve, stop_warning
+    from gpudesk.services.cloud.machines import act
+    from gpudesk.services.cloud.machines import resolve
+    from gpudesk.services.cloud.machines import stop_warning
 
     with Ledger() as ledger:
         machine = resolve(ledger, a.id)

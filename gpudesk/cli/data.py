@@ -97,7 +97,8 @@ def _cmd_push(a: argparse.Namespace) -> int:
 
 
 def _cmd_ls(a: argparse.Namespace) -> int:
-    from gpudesk.services.storage import data_costs, datasets
+    from gpudesk.services.storage import data_costs
+    from gpudesk.services.storage import datasets
     from gpudesk.services.storage.clients import account_client
     from gpudesk.services.storage.uri import parse_uri
 
@@ -155,7 +156,8 @@ def _cmd_copy(a: argparse.Namespace) -> int:
     """Copy a dataset bucket-to-bucket into another region: the bytes and their data-out
     price said first, then asked (``--yes`` answers), the manifest last."""
     from gpudesk.services.core.said import Said
-    from gpudesk.services.storage import dataset_copy, datasets
+    from gpudesk.services.storage import dataset_copy
+    from gpudesk.services.storage import datasets
     from gpudesk.services.storage.clients import account_client
 
     client, store, region = _client_for(a, a.name)

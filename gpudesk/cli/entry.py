@@ -12,7 +12,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from gpudesk.calc import finetune, hf_config, hf_hub, sizing
+from gpudesk.calc import finetune
+from gpudesk.calc import hf_config
+from gpudesk.calc import hf_hub
+from gpudesk.calc import sizing
 from gpudesk.cli import budget as cli_budget
 from gpudesk.cli import cloud as cli_cloud
 from gpudesk.cli import data as cli_data
@@ -23,15 +26,13 @@ from gpudesk.cli import remote as cli_remote
 from gpudesk.cli import runs as cli_runs
 from gpudesk.cli import spend as cli_spend
 from gpudesk.cli import watch as cli_watch
-from gpudesk.services.plan.planner import (
-    Job,
-    RankedOffer,
-    format_bytes,
-    implausible_size,
-    rank_catalog,
-    what_would_fit,
-    what_would_fit_lines,
-)
+from gpudesk.services.plan.planner import Job
+from gpudesk.services.plan.planner import RankedOffer
+from gpudesk.services.plan.planner import format_bytes
+from gpudesk.services.plan.planner import implausible_size
+from gpudesk.services.plan.planner import rank_catalog
+from gpudesk.services.plan.planner import what_would_fit
+from gpudesk.services.plan.planner import what_would_fit_lines
 
 # Verb modules: each has VERBS, add_parsers(sub) and handle_error(err) -> exit code | None.
 VERB_MODULES = (cli_cloud, cli_remote, cli_runs, cli_watch, cli_spend, cli_machine,
@@ -149,7 +150,8 @@ def _job(a: argparse.Namespace) -> Job:
 def _cmd_size(a: argparse.Namespace) -> int:
     job = _job(a)
     est = sizing.estimate(job.model, job.setup)
-    from gpudesk.services.plan.disk_plan import checkpoint_bytes, gb_text
+    from gpudesk.services.plan.disk_plan import checkpoint_bytes
+    from gpudesk.services.plan.disk_plan import gb_text
 
     checkpoint = checkpoint_bytes(job.model, job.setup)  # on disk (issue 32)
     if a.json:
@@ -257,7 +259,8 @@ def _cmd_offers(a: argparse.Namespace) -> int:
     from gpudesk.services.cloud.live_prices import prices_for_ranking
     from gpudesk.services.cloud.spot_rates import rates_for_ranking
     from gpudesk.services.plan import run_history
-    from gpudesk.services.runs.detached import RunError, RunRecord
+    from gpudesk.services.runs.detached import RunError
+    from gpudesk.services.runs.detached import RunRecord
 
     if a.history:
         return _cmd_history(a)

@@ -19,14 +19,16 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from gpudesk.cli import remote as cli_remote
 from gpudesk.cli.args import number_of
 from gpudesk.cli.errors import said_error
 
 if TYPE_CHECKING:
-    from gpudesk.services.remote.bootstrap import BootstrapReport, Note
+    from gpudesk.services.remote.bootstrap import BootstrapReport
+    from gpudesk.services.remote.bootstrap import Note
 
 VERBS = frozenset({"bootstrap", "ssh-config", "cancel"})
 CANCEL_WAIT_S = 30.0

@@ -40,7 +40,9 @@ def _store(a: argparse.Namespace) -> tuple[str, str]:
 
 def _cmd_outputs(a: argparse.Namespace) -> int:
     from gpudesk.services.cloud.credentials import load_credentials
-    from gpudesk.services.storage import outputs, pricing, s3_price_list
+    from gpudesk.services.storage import outputs
+    from gpudesk.services.storage import pricing
+    from gpudesk.services.storage import s3_price_list
     from gpudesk.services.storage.clients import make_client
     from gpudesk.services.storage.uri import parse_uri
 
@@ -78,7 +80,8 @@ def _cmd_outputs(a: argparse.Namespace) -> int:
 
 def _dataset_line(run: str) -> str:
     """Which dataset at which version the run used, from its record; "" without one."""
-    from gpudesk.services.runs.detached import RunError, RunRecord
+    from gpudesk.services.runs.detached import RunError
+    from gpudesk.services.runs.detached import RunRecord
     from gpudesk.services.runs.run_data import dataset_line
 
     try:
@@ -106,7 +109,8 @@ def _print_listing(listing: Any, monthly: float | None, price: Any) -> None:
 
 def _download(a: argparse.Namespace, client: Any, store: Any, listing: Any,
               region: str) -> int:
-    from gpudesk.services.storage import outputs, pricing
+    from gpudesk.services.storage import outputs
+    from gpudesk.services.storage import pricing
 
     out_price = pricing.data_out_price(store.cloud, region)
     cost = pricing.data_out_cost(listing.outputs_bytes, out_price.price)

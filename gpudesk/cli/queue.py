@@ -14,7 +14,8 @@ import argparse
 import json
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from gpudesk.cli import remote as cli_remote
 from gpudesk.cli.errors import said_error

@@ -11,13 +11,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from gpudesk.cli.errors import said_error
 
 if TYPE_CHECKING:  # paramiko loads only for the verbs that use it (gpudesk size stays quick)
     from gpudesk.services.remote.host_keys import HostKeyPolicy
-    from gpudesk.services.remote.ssh import SshConnection, SshTarget
+    from gpudesk.services.remote.ssh import SshConnection
+    from gpudesk.services.remote.ssh import SshTarget
     from gpudesk.services.remote.sync import SyncProgress
 
 VERBS = frozenset({"sync"})

@@ -24,7 +24,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from gpudesk.cli import remote as cli_remote
 from gpudesk.cli.args import number_of
@@ -74,7 +75,8 @@ def _record_conns(a: argparse.Namespace, record: RunRecord, *, main_only: bool =
 
 def _finish(conns: list[SshConnection], record: RunRecord, offset: int) -> int:
     from gpudesk.services.runs import detached as runs
-    from gpudesk.services.runs import run_upkeep, spot_recovery
+    from gpudesk.services.runs import run_upkeep
+    from gpudesk.services.runs import spot_recovery
 
     # A spot machine can vanish: keep copies of the checkpoints here while following.
     mirror = spot_recovery.CheckpointMirror(record, conns[0].policy).start()
@@ -111,7 +113,8 @@ def _finish(conns: list[SshConnection], record: RunRecord, offset: int) -> int:
 
 def _connect_all_quiet(record: RunRecord, policy: Any) -> SshConnection:
     """A connection of its own for the key renewer (the follower holds the first)."""
-    from gpudesk.services.runs.run_control import connect_all, record_refs
+    from gpudesk.services.runs.run_control import connect_all
+    from gpudesk.services.runs.run_control import record_refs
 
     return connect_all(record_refs(record)[:1], policy)[0]
 

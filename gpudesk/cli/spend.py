@@ -18,13 +18,15 @@ import re
 import sys
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from gpudesk.services.core.sizes import size_text
 
 if TYPE_CHECKING:
     from gpudesk.services.money.budgets import Status
-    from gpudesk.services.money.spend import Cost, MonthRow
+    from gpudesk.services.money.spend import Cost
+    from gpudesk.services.money.spend import MonthRow
 
 VERBS = frozenset({"spend"})
 
@@ -49,9 +51,12 @@ def _when(t: float | None) -> str | None:
 def report(month: str | None, now: float) -> dict[str, Any]:
     """The spend of ``month`` (default: this one) as JSON-ready data, budgets included."""
     from gpudesk.services.core.settings import load_settings
-    from gpudesk.services.money import budgets, spend
+    from gpudesk.services.money import budgets
+    from gpudesk.services.money import spend
     from gpudesk.services.money.ledger import Ledger
-    from gpudesk.services.storage import data_costs, s3_price_list, usage
+    from gpudesk.services.storage import data_costs
+    from gpudesk.services.storage import s3_price_list
+    from gpudesk.services.storage import usage
 
     settings = load_settings()
     with Ledger() as ledger:

@@ -20,7 +20,8 @@ import json
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from gpudesk.cli import remote as cli_remote
 from gpudesk.cli.args import number_of
@@ -28,7 +29,8 @@ from gpudesk.cli.errors import said_error
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 
 if TYPE_CHECKING:
-    from gpudesk.services.remote.telemetry import Hole, TelemetrySample
+    from gpudesk.services.remote.telemetry import Hole
+    from gpudesk.services.remote.telemetry import TelemetrySample
 
 VERBS = frozenset({"watch"})
 
@@ -51,8 +53,11 @@ def table_line(g: dict[str, Any]) -> str:
 
 
 def _cmd_watch(a: argparse.Namespace) -> int:
-    from gpudesk.services.remote import agent_deploy, target_agent
-    from gpudesk.services.remote.telemetry import FAILED, TelemetryError, TelemetryStream
+    from gpudesk.services.remote import agent_deploy
+    from gpudesk.services.remote import target_agent
+    from gpudesk.services.remote.telemetry import FAILED
+    from gpudesk.services.remote.telemetry import TelemetryError
+    from gpudesk.services.remote.telemetry import TelemetryStream
 
     cli_remote.fill_profile_folders(a)  # the machine's profile where not given
 

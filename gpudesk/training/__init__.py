@@ -21,12 +21,16 @@ lazily: ``import gpudesk.training.env`` does not import torch.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 if TYPE_CHECKING:
-    from gpudesk.training.checkpoint import CheckpointError, CheckpointInfo
+    from gpudesk.training.checkpoint import CheckpointError
+    from gpudesk.training.checkpoint import CheckpointInfo
     from gpudesk.training.data import ResumableSampler
-    from gpudesk.training.env import DistEnv, TrainingWarning, output_dir
+    from gpudesk.training.env import DistEnv
+    from gpudesk.training.env import TrainingWarning
+    from gpudesk.training.env import output_dir
     from gpudesk.training.rng import seed_everything
     from gpudesk.training.session import Session
     from gpudesk.training.spot import SPOT_NOTICE_FILE

@@ -19,7 +19,9 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO
+from typing import Any
+from typing import cast
 
 import torch
 

@@ -8,9 +8,13 @@ without loading them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import Any
+from typing import TypeVar
 
-from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
+from torch.utils.data import DataLoader
+from torch.utils.data import Dataset
+from torch.utils.data import DistributedSampler
+from torch.utils.data import Sampler
 
 T_co = TypeVar("T_co", covariant=True)
 

@@ -14,7 +14,9 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -23,30 +25,33 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
+from torch.utils.data import Dataset
 
-from gpudesk.training.amp import AmpPlan, plan_amp
-from gpudesk.training.checkpoint import (
-    CheckpointError,
-    CheckpointInfo,
-    atomic_write_json,
-    checkpoint_at,
-    load_checkpoint,
-    newest_valid,
-    prune,
-    write_checkpoint,
-)
-from gpudesk.training.data import ResumableSampler, find_sampler, steps_per_epoch
-from gpudesk.training.env import (
-    AMP_ENV,
-    DistEnv,
-    TrainingWarning,
-    resolve_interval,
-    resolve_resume_from,
-    resolve_run_dir,
-)
-from gpudesk.training.rng import capture_rng, restore_rng, seed_everything
-from gpudesk.training.spot import SPOT_NOTICE_FILE, SpotWatcher
+from gpudesk.training.amp import AmpPlan
+from gpudesk.training.amp import plan_amp
+from gpudesk.training.checkpoint import CheckpointError
+from gpudesk.training.checkpoint import CheckpointInfo
+from gpudesk.training.checkpoint import atomic_write_json
+from gpudesk.training.checkpoint import checkpoint_at
+from gpudesk.training.checkpoint import load_checkpoint
+from gpudesk.training.checkpoint import newest_valid
+from gpudesk.training.checkpoint import prune
+from gpudesk.training.checkpoint import write_checkpoint
+from gpudesk.training.data import ResumableSampler
+from gpudesk.training.data import find_sampler
+from gpudesk.training.data import steps_per_epoch
+from gpudesk.training.env import AMP_ENV
+from gpudesk.training.env import DistEnv
+from gpudesk.training.env import TrainingWarning
+from gpudesk.training.env import resolve_interval
+from gpudesk.training.env import resolve_resume_from
+from gpudesk.training.env import resolve_run_dir
+from gpudesk.training.rng import capture_rng
+from gpudesk.training.rng import restore_rng
+from gpudesk.training.rng import seed_everything
+from gpudesk.training.spot import SPOT_NOTICE_FILE
+from gpudesk.training.spot import SpotWatcher
 
 log = logging.getLogger("gpudesk.training")
 PROGRESS_FILE = "progress.json"

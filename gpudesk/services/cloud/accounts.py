@@ -12,16 +12,16 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import catalog, credentials
-from gpudesk.services.cloud.providers.base import (
-    Credentials,
-    Identity,
-    Provider,
-    ProviderError,
-    ProviderName,
-    mask,
-)
-from gpudesk.services.money.ledger import Account, Ledger
+from gpudesk.services.cloud import catalog
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import Identity
+from gpudesk.services.cloud.providers.base import Provider
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.base import ProviderName
+from gpudesk.services.cloud.providers.base import mask
+from gpudesk.services.money.ledger import Account
+from gpudesk.services.money.ledger import Ledger
 
 # Tests (and private clouds) point the Tencent SDK elsewhere: "http://127.0.0.1:PORT".
 TENCENT_ENDPOINT_ENV = "GPUDESK_TENCENT_ENDPOINT"
@@ -52,7 +52,8 @@ def build_provider(creds: Credentials) -> Provider:
 
         return AwsProvider(creds)  # boto3 itself honours AWS_ENDPOINT_URL
     if creds.provider == "tencent":
-        from gpudesk.services.cloud.providers.tencent import STOP_CHARGING, TencentProvider  # noqa: PLC0415
+        from gpudesk.services.cloud.providers.tencent import STOP_CHARGING  # noqa: PLC0415
+        from gpudesk.services.cloud.providers.tencent import TencentProvider  # noqa: PLC0415
 
         # Stopping releases the CPU/GPU and stops the bill (the ledger counts a stopped
         # machine as free); the price is that a restart may find no GPU free.

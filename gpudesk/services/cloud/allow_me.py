@@ -16,11 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring, title
+from gpudesk.services.cloud.accounts import ProviderFactory
+from gpudesk.services.cloud.accounts import provider_from_keyring
+from gpudesk.services.cloud.accounts import title
 from gpudesk.services.cloud.machines import resolve
-from gpudesk.services.cloud.providers.base import Provider, ProviderError, single_address
+from gpudesk.services.cloud.providers.base import Provider
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.base import single_address
 from gpudesk.services.cloud.public_ip import detect_public_address
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 
 MSG_NO_GROUP = QT_TRANSLATE_NOOP(
     "ProviderError", "{name} has no gpudesk security group to change (it is your own machine, "

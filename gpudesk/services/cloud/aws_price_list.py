@@ -26,11 +26,17 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
-from datetime import date, datetime
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import date
+from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
+from typing import Any
 
 log = logging.getLogger(__name__)
 

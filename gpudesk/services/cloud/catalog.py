@@ -15,7 +15,8 @@ from __future__ import annotations
 import csv
 import functools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path

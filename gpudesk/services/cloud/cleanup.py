@@ -24,11 +24,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 from gpudesk.services.cloud import instance_role
-from gpudesk.services.cloud.providers.base import Provider, ProviderError, ProviderName
-from gpudesk.services.money.ledger import STATE_INTENT, Event, Ledger, Machine
+from gpudesk.services.cloud.providers.base import Provider
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.base import ProviderName
+from gpudesk.services.money.ledger import STATE_INTENT
+from gpudesk.services.money.ledger import Event
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 
 log = logging.getLogger(__name__)
 

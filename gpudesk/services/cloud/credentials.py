@@ -15,7 +15,8 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 if TYPE_CHECKING:  # imported on first use (ensure_backend): 0.1 s of every window start
     import keyring
@@ -23,7 +24,8 @@ if TYPE_CHECKING:  # imported on first use (ensure_backend): 0.1 s of every wind
     import keyring.errors
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud.providers.base import Credentials, ProviderName
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import ProviderName
 from gpudesk.services.core.errors import TemplatedError
 
 SERVICE = "gpudesk"
@@ -232,7 +234,8 @@ def private_key_from_pem(pem: str) -> Any:
 
 def _generate(kind: str) -> tuple[str, Any]:
     from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
-    from cryptography.hazmat.primitives.asymmetric import ed25519, rsa  # noqa: PLC0415
+    from cryptography.hazmat.primitives.asymmetric import ed25519  # noqa: PLC0415
+    from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: PLC0415
 
     private: Any = (rsa.generate_private_key(public_exponent=65537, key_size=3072)
                     if kind == "rsa" else ed25519.Ed25519PrivateKey.generate())

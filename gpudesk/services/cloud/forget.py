@@ -17,11 +17,14 @@ zone) comes from the cloud; the cloud timer from reading it back.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict
+from dataclasses import fields
+from dataclasses import replace
 from typing import Any
 
 from gpudesk.services.cloud.providers.base import CloudInstance
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 
 KEPT_STEP = "removed-row"  # the event holding a removed row's last state (JSON)
 # what only the cloud can say about a machine found again: never taken from the kept row

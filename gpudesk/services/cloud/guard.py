@@ -24,16 +24,21 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
+from datetime import UTC
+from datetime import datetime
+from typing import Protocol
+from typing import runtime_checkable
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud import instance_role
 from gpudesk.services.cloud.catalog import provider_title
-from gpudesk.services.cloud.instance_role import MSG_NO_ROLE, MSG_ROLE
+from gpudesk.services.cloud.instance_role import MSG_NO_ROLE
+from gpudesk.services.cloud.instance_role import MSG_ROLE
 from gpudesk.services.cloud.providers import aliyun_parse as ap
-from gpudesk.services.core.said import Sentence, in_english
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.core.said import Sentence
+from gpudesk.services.core.said import in_english
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.money.spend import machine_spend
 
 ENFORCERS = ("agent", "shutdown-behavior", "cloud-timer", "instance-role")

@@ -47,7 +47,8 @@ from typing import Any
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.core.said import Sentence
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 
 log = logging.getLogger(__name__)
 
@@ -324,7 +325,8 @@ def _cam_call(provider: Any) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
     from tencentcloud.common.profile.client_profile import ClientProfile
     from tencentcloud.common.profile.http_profile import HttpProfile
 
-    from gpudesk.services.cloud.providers.tencent_errors import CallContext, sdk_answer
+    from gpudesk.services.cloud.providers.tencent_errors import CallContext
+    from gpudesk.services.cloud.providers.tencent_errors import sdk_answer
 
     creds, endpoint, protocol = _sdk_keys(provider)
     http = HttpProfile(protocol=protocol, reqTimeout=30, endpoint=endpoint or CAM_ENDPOINT)

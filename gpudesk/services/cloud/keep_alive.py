@@ -15,10 +15,13 @@ group) and every resource carries the usual gpudesk tags.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Protocol
+from typing import runtime_checkable
 
-from gpudesk.services.cloud.providers.base import RESOURCE_PREFIX, LaunchRequest
+from gpudesk.services.cloud.providers.base import RESOURCE_PREFIX
+from gpudesk.services.cloud.providers.base import LaunchRequest
 
 GROUP_PREFIX = RESOURCE_PREFIX + "run-"  # + ledger id: launch template and group names
 # A scheduled action must lie in the future when it is written; the clouds differ in how

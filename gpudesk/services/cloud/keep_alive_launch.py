@@ -16,25 +16,23 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
+from typing import Protocol
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud import guard as guards
 from gpudesk.services.cloud.catalog import provider_title
-from gpudesk.services.cloud.keep_alive import (
-    SCHEDULE_MIN_AHEAD_S,
-    GroupState,
-    KeepAliveGroups,
-    end_time,
-    group_name,
-)
-from gpudesk.services.cloud.providers.base import (
-    STATE_TERMINATED,
-    CloudInstance,
-    LaunchRequest,
-    ProviderError,
-)
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.cloud.keep_alive import SCHEDULE_MIN_AHEAD_S
+from gpudesk.services.cloud.keep_alive import GroupState
+from gpudesk.services.cloud.keep_alive import KeepAliveGroups
+from gpudesk.services.cloud.keep_alive import end_time
+from gpudesk.services.cloud.keep_alive import group_name
+from gpudesk.services.cloud.providers.base import STATE_TERMINATED
+from gpudesk.services.cloud.providers.base import CloudInstance
+from gpudesk.services.cloud.providers.base import LaunchRequest
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.money.spend import machine_spend
 
 if TYPE_CHECKING:

@@ -18,39 +18,44 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
 from typing import Literal
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import (
-    aws_price_list,
-    cleanup,
-    credentials,
-    instance_role,
-    keep_alive_launch,
-    spot_sanity,
-)
+from gpudesk.services.cloud import aws_price_list
+from gpudesk.services.cloud import cleanup
+from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud import guard as guards
-from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring, title
+from gpudesk.services.cloud import instance_role
+from gpudesk.services.cloud import keep_alive_launch
+from gpudesk.services.cloud import spot_sanity
+from gpudesk.services.cloud.accounts import ProviderFactory
+from gpudesk.services.cloud.accounts import provider_from_keyring
+from gpudesk.services.cloud.accounts import title
 from gpudesk.services.cloud.catalog import load_catalog
-from gpudesk.services.cloud.providers.base import (
-    STATE_RUNNING,
-    STATE_TERMINATED,
-    CloudInstance,
-    LaunchRequest,
-    Market,
-    PricePoint,
-    Provider,
-    ProviderError,
-    ProviderName,
-    ZoneChoice,
-    login_user_of,
-    validate_request,
-)
+from gpudesk.services.cloud.providers.base import STATE_RUNNING
+from gpudesk.services.cloud.providers.base import STATE_TERMINATED
+from gpudesk.services.cloud.providers.base import CloudInstance
+from gpudesk.services.cloud.providers.base import LaunchRequest
+from gpudesk.services.cloud.providers.base import Market
+from gpudesk.services.cloud.providers.base import PricePoint
+from gpudesk.services.cloud.providers.base import Provider
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.base import ProviderName
+from gpudesk.services.cloud.providers.base import ZoneChoice
+from gpudesk.services.cloud.providers.base import login_user_of
+from gpudesk.services.cloud.providers.base import validate_request
 from gpudesk.services.cloud.public_ip import detect_public_address
 from gpudesk.services.core.paths import cache_dir
-from gpudesk.services.money.ledger import STATE_FAILED, STATE_INTENT, Ledger, Machine, new_ledger_id
+from gpudesk.services.money.ledger import STATE_FAILED
+from gpudesk.services.money.ledger import STATE_INTENT
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.money.ledger import new_ledger_id
 
 log = logging.getLogger(__name__)
 

@@ -27,17 +27,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime, time
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
+from datetime import UTC
+from datetime import date
+from datetime import datetime
+from datetime import time
 from pathlib import Path
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import aws_price_list, spot_sanity
-from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
-from gpudesk.services.cloud.catalog import Catalog, Offer
+from gpudesk.services.cloud import aws_price_list
+from gpudesk.services.cloud import spot_sanity
+from gpudesk.services.cloud.accounts import ProviderFactory
+from gpudesk.services.cloud.accounts import provider_from_keyring
+from gpudesk.services.cloud.catalog import Catalog
+from gpudesk.services.cloud.catalog import Offer
 from gpudesk.services.cloud.credentials import configured_providers
-from gpudesk.services.cloud.price_cache import apply_cache, not_sold_rows, save_cache
-from gpudesk.services.cloud.providers.base import LiveOffer, ProviderError, ProviderName
+from gpudesk.services.cloud.price_cache import apply_cache
+from gpudesk.services.cloud.price_cache import not_sold_rows
+from gpudesk.services.cloud.price_cache import save_cache
+from gpudesk.services.cloud.providers.base import LiveOffer
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.base import ProviderName
 from gpudesk.services.core.paths import cache_dir
 
 MSG_PRICE_LIST = QT_TRANSLATE_NOOP(

@@ -12,18 +12,21 @@ from collections.abc import Callable
 from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import guard, keep_alive_launch
-from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
-from gpudesk.services.cloud.providers.base import (
-    STATE_PENDING,
-    STATE_STOPPED,
-    STATE_STOPPING,
-    STATE_TERMINATED,
-    CloudInstance,
-    ProviderError,
-    ProviderName,
-)
-from gpudesk.services.money.ledger import STATE_READY, Ledger, Machine, new_ledger_id
+from gpudesk.services.cloud import guard
+from gpudesk.services.cloud import keep_alive_launch
+from gpudesk.services.cloud.accounts import ProviderFactory
+from gpudesk.services.cloud.accounts import provider_from_keyring
+from gpudesk.services.cloud.providers.base import STATE_PENDING
+from gpudesk.services.cloud.providers.base import STATE_STOPPED
+from gpudesk.services.cloud.providers.base import STATE_STOPPING
+from gpudesk.services.cloud.providers.base import STATE_TERMINATED
+from gpudesk.services.cloud.providers.base import CloudInstance
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.base import ProviderName
+from gpudesk.services.money.ledger import STATE_READY
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.money.ledger import new_ledger_id
 
 MSG_UNKNOWN_MACHINE = QT_TRANSLATE_NOOP(
     "ProviderError", "No machine '{ref}' in the ledger; `gpudesk ls` lists them.")

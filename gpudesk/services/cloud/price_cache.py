@@ -12,8 +12,11 @@ from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
-from gpudesk.services.cloud.catalog import Catalog, Offer, load_catalog
-from gpudesk.services.core.files import atomic_write_text, read_json_object
+from gpudesk.services.cloud.catalog import Catalog
+from gpudesk.services.cloud.catalog import Offer
+from gpudesk.services.cloud.catalog import load_catalog
+from gpudesk.services.core.files import atomic_write_text
+from gpudesk.services.core.files import read_json_object
 
 CACHE_FILE = "live-prices.json"
 

@@ -9,7 +9,8 @@ for both, so the two mappings cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 

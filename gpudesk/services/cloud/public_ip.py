@@ -6,7 +6,8 @@ import ipaddress
 import os
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud.providers.base import ProviderError, single_address
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.base import single_address
 
 # Echo services that answer with the caller's address as plain text. Tests point
 # GPUDESK_IP_ECHO_URL at a local server.

@@ -15,38 +15,43 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import forget, guard, keep_alive_launch
-from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring, title
+from gpudesk.services.cloud import forget
+from gpudesk.services.cloud import guard
+from gpudesk.services.cloud import keep_alive_launch
+from gpudesk.services.cloud.accounts import ProviderFactory
+from gpudesk.services.cloud.accounts import provider_from_keyring
+from gpudesk.services.cloud.accounts import title
 from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.cloud.cleanup import CleanupReport
 from gpudesk.services.cloud.cleanup import run as cleanup_run
-from gpudesk.services.cloud.credentials import CLOUD_PROVIDERS, CredentialError, load_credentials
-from gpudesk.services.cloud.machines import TIMER_CLOUDS, timer_follows
-from gpudesk.services.cloud.providers.base import (
-    STATE_PENDING,
-    STATE_RUNNING,
-    STATE_STOPPED,
-    STATE_STOPPING,
-    TAG_LEDGER,
-    CloudInstance,
-    Provider,
-    ProviderError,
-    ProviderName,
-    login_user_of,
-)
+from gpudesk.services.cloud.credentials import CLOUD_PROVIDERS
+from gpudesk.services.cloud.credentials import CredentialError
+from gpudesk.services.cloud.credentials import load_credentials
+from gpudesk.services.cloud.machines import TIMER_CLOUDS
+from gpudesk.services.cloud.machines import timer_follows
+from gpudesk.services.cloud.providers.base import STATE_PENDING
+from gpudesk.services.cloud.providers.base import STATE_RUNNING
+from gpudesk.services.cloud.providers.base import STATE_STOPPED
+from gpudesk.services.cloud.providers.base import STATE_STOPPING
+from gpudesk.services.cloud.providers.base import TAG_LEDGER
+from gpudesk.services.cloud.providers.base import CloudInstance
+from gpudesk.services.cloud.providers.base import Provider
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.base import ProviderName
+from gpudesk.services.cloud.providers.base import login_user_of
 from gpudesk.services.core.machine_states import bills_compute
-from gpudesk.services.money.ledger import (
-    INTENT_GRACE_S,
-    STATE_FAILED,
-    STATE_GONE,
-    STATE_INTENT,
-    Ledger,
-    Machine,
-    new_ledger_id,
-)
+from gpudesk.services.money.ledger import INTENT_GRACE_S
+from gpudesk.services.money.ledger import STATE_FAILED
+from gpudesk.services.money.ledger import STATE_GONE
+from gpudesk.services.money.ledger import STATE_INTENT
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.money.ledger import new_ledger_id
 
 log = logging.getLogger(__name__)
 
@@ -338,7 +343,8 @@ def _cloud_price(provider: object, name: ProviderName, inst: CloudInstance
     DescribePrice or spot history, EC2's spot history, the AWS price list as already here:
     a reconcile in the background fetches no region's whole file); (None, why) when it
     gives none."""
-    from gpudesk.services.cloud.launcher import LaunchPlan, cloud_quote  # noqa: PLC0415
+    from gpudesk.services.cloud.launcher import LaunchPlan  # noqa: PLC0415
+    from gpudesk.services.cloud.launcher import cloud_quote  # noqa: PLC0415
     from gpudesk.services.core.settings import load_settings  # noqa: PLC0415
 
     if provider is None or not inst.instance_type:

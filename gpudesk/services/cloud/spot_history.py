@@ -9,11 +9,14 @@ one that held for one), in UTC, to answer "is it cheaper at night?".
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
-from gpudesk.services.cloud.providers.base import PricePoint, Provider
+from gpudesk.services.cloud.providers.base import PricePoint
+from gpudesk.services.cloud.providers.base import Provider
 
 HISTORY_DAYS = {"aws": 90, "aliyun": 30, "tencent": 0}
 MARGIN_S = 3600.0

@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 from gpudesk.services.cloud import spot_sanity
 from gpudesk.services.cloud.accounts import ProviderFactory
 from gpudesk.services.cloud.catalog import load_catalog
-from gpudesk.services.cloud.providers.base import PricePoint, Provider, ProviderError
-from gpudesk.services.money.ledger import Ledger, Machine, PriceChange
+from gpudesk.services.cloud.providers.base import PricePoint
+from gpudesk.services.cloud.providers.base import Provider
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.money.ledger import PriceChange
 from gpudesk.services.money.spend import price_in_force
 
 log = logging.getLogger(__name__)

@@ -22,14 +22,19 @@ import logging
 import math
 import os
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable
+from collections.abc import Iterable
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
+from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.core.files import atomic_write_text, read_json_object
+from gpudesk.services.core.files import atomic_write_text
+from gpudesk.services.core.files import read_json_object
 
 log = logging.getLogger(__name__)
 
@@ -295,10 +300,8 @@ def rates_for_ranking(catalog: Any, *, refresh: bool, today: date | None = None,
     errors: dict[str, str] = {}
     if refresh:
         from gpudesk.services.cloud.accounts import provider_from_keyring  # noqa: PLC0415
-        from gpudesk.services.cloud.credentials import (  # noqa: PLC0415
-            CredentialError,
-            load_credentials,
-        )
+        from gpudesk.services.cloud.credentials import CredentialError  # noqa: PLC0415
+        from gpudesk.services.cloud.credentials import load_credentials  # noqa: PLC0415
 
         made: dict[str, Any] = {}
         for name in ("aws", "aliyun"):

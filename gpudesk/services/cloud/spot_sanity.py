@@ -22,7 +22,8 @@ SpotAsPriceGo pays). That errs toward stopping a machine early, never late.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
 SPOT_FLOOR = 0.05  # a spot price below this fraction of on-demand is not believed
 HISTORY_KEPT_DAYS = {"aws": 90, "aliyun": 30}  # how far back each cloud's spot history goes

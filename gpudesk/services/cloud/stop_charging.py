@@ -17,19 +17,21 @@ charged in full until someone notices.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud import machines
-from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
-from gpudesk.services.cloud.providers.base import ProviderError, ProviderName
-from gpudesk.services.core.machine_states import (
-    KEEP_CHARGING_WORDS,
-    STATE_RUNNING,
-    STATE_STOPPED,
-    STATE_TERMINATED,
-)
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.cloud.accounts import ProviderFactory
+from gpudesk.services.cloud.accounts import provider_from_keyring
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.base import ProviderName
+from gpudesk.services.core.machine_states import KEEP_CHARGING_WORDS
+from gpudesk.services.core.machine_states import STATE_RUNNING
+from gpudesk.services.core.machine_states import STATE_STOPPED
+from gpudesk.services.core.machine_states import STATE_TERMINATED
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 
 STEP = "stop-charging"  # the ledger's word for each step of the restart-and-stop
 MSG_NOT_STARTED = QT_TRANSLATE_NOOP(

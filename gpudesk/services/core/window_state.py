@@ -11,7 +11,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 

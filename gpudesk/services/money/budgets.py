@@ -26,20 +26,26 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from gpudesk.services.core import paths
 from gpudesk.services.core.files import atomic_write_text
-from gpudesk.services.core.machine_states import STATE_PENDING, STATE_RUNNING
+from gpudesk.services.core.machine_states import STATE_PENDING
+from gpudesk.services.core.machine_states import STATE_RUNNING
 from gpudesk.services.money import spend
 
 if TYPE_CHECKING:
     from gpudesk.services.core.settings import Settings
-    from gpudesk.services.money.ledger import Ledger, Machine
+    from gpudesk.services.money.ledger import Ledger
+    from gpudesk.services.money.ledger import Machine
 
 log = logging.getLogger(__name__)
 

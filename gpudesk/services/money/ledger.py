@@ -17,18 +17,18 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
+from dataclasses import fields
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from gpudesk.services.core import paths
-from gpudesk.services.core.machine_states import (
-    STATE_RUNNING,
-    STATE_TERMINATED,
-    billing_label,
-    bills_compute,
-    is_billing,
-)
+from gpudesk.services.core.machine_states import STATE_RUNNING
+from gpudesk.services.core.machine_states import STATE_TERMINATED
+from gpudesk.services.core.machine_states import billing_label
+from gpudesk.services.core.machine_states import bills_compute
+from gpudesk.services.core.machine_states import is_billing
 from gpudesk.services.money.billing import rule_for
 
 SCHEMA_VERSION = 1

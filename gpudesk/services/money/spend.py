@@ -34,16 +34,22 @@ import csv
 import io
 import math
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime, tzinfo
+from collections.abc import Iterable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import replace
+from datetime import datetime
+from datetime import tzinfo
 from typing import TextIO
 
 from gpudesk.services.money import region_rates
 from gpudesk.services.money.billing import RULES as RULES
 from gpudesk.services.money.billing import BillingRule as BillingRule
 from gpudesk.services.money.billing import rule_for as rule_for
-from gpudesk.services.money.ledger import Ledger, Machine, PriceChange, Transfer
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.money.ledger import PriceChange
+from gpudesk.services.money.ledger import Transfer
 
 GIB = 1 << 30
 

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from dataclasses import replace
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.spot_rates import SpotRate
-from gpudesk.services.core.said import Sentence, in_english
-from gpudesk.services.plan.expected_cost import SpotAssumptions, SpotRisk, spot_outlook
+from gpudesk.services.core.said import Sentence
+from gpudesk.services.core.said import in_english
+from gpudesk.services.plan.expected_cost import SpotAssumptions
+from gpudesk.services.plan.expected_cost import SpotRisk
+from gpudesk.services.plan.expected_cost import spot_outlook
 
 MSG_CHANCE = QT_TRANSLATE_NOOP(
     "SpotRates", "This job on spot: expected {expected} ({low} to {high}) and {hours} h to "

@@ -26,7 +26,8 @@ disk smaller than the bytes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from gpudesk.calc import sizing

@@ -12,17 +12,23 @@ import io
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Literal
 
 from gpudesk.calc import sizing
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud.catalog import Catalog, GpuSpec, Offer
+from gpudesk.services.cloud.catalog import Catalog
+from gpudesk.services.cloud.catalog import GpuSpec
+from gpudesk.services.cloud.catalog import Offer
 
 if TYPE_CHECKING:  # spot judgement is imported when offers are ranked as spot, not at start
     from gpudesk.services.cloud.spot_rates import SpotRate
-    from gpudesk.services.plan.expected_cost import SpotAssumptions, SpotRisk
+    from gpudesk.services.plan.expected_cost import SpotAssumptions
+    from gpudesk.services.plan.expected_cost import SpotRisk
 
 SortKey = Literal["cost", "price", "headroom", "hours"]
 

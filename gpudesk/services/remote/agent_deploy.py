@@ -46,7 +46,8 @@ import os
 import shlex
 import tarfile
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
@@ -189,7 +190,8 @@ class AgentRules:
 
     def validate(self) -> None:
         """The agent's own parser, here, so bad rules fail before anything is uploaded."""
-        from gpudesk.agent.rules import RulesError, parse_rules
+        from gpudesk.agent.rules import RulesError
+        from gpudesk.agent.rules import parse_rules
 
         data = self.to_json()
         data.setdefault("runs_dir", "/")

@@ -31,10 +31,13 @@ import select
 import shlex
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError

@@ -54,7 +54,8 @@ import json
 import keyword
 import lzma
 import string
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import paramiko
@@ -63,14 +64,15 @@ from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.providers import user_data as sent_user_data
 from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.settings import Settings
-from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.services.remote.agent_deploy import UNIT, AgentRules, unit_template
-from gpudesk.services.remote.host_key_rotation import (
-    GUARD_STATUS_NAME,
-    STATE_DIR,
-    RotationConfig,
-    first_login,
-)
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.remote.agent_deploy import UNIT
+from gpudesk.services.remote.agent_deploy import AgentRules
+from gpudesk.services.remote.agent_deploy import unit_template
+from gpudesk.services.remote.host_key_rotation import GUARD_STATUS_NAME
+from gpudesk.services.remote.host_key_rotation import STATE_DIR
+from gpudesk.services.remote.host_key_rotation import RotationConfig
+from gpudesk.services.remote.host_key_rotation import first_login
 from gpudesk.services.remote.host_key_rotation import host_key_entry as host_key_entry
 
 # Each cloud's documented limit, for the launch templates of keep-alive groups too:
@@ -344,7 +346,8 @@ def boot_bundle(cloud: str = "") -> bytes:
     (``gpudesk-cloud-stop``: ``guard.expand_command`` makes it this file, run by the
     guard's own python): for ``cloud`` alone, or for every cloud when ``cloud`` is none
     of them."""
-    from gpudesk.agent.metrics import DEFAULT_KEEP, DEFAULT_MAX_BYTES
+    from gpudesk.agent.metrics import DEFAULT_KEEP
+    from gpudesk.agent.metrics import DEFAULT_MAX_BYTES
 
     files: dict[str, str] = {}
     package = importlib.resources.files("gpudesk.agent")

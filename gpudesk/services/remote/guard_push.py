@@ -32,15 +32,19 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 from gpudesk.services.cloud import guard
-from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
+from gpudesk.services.cloud.accounts import ProviderFactory
+from gpudesk.services.cloud.accounts import provider_from_keyring
 from gpudesk.services.cloud.providers.base import ProviderError
 from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.settings import Settings
-from gpudesk.services.money.budgets import BudgetConfig, machine_budget
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.budgets import BudgetConfig
+from gpudesk.services.money.budgets import machine_budget
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote import agent_deploy
 from gpudesk.services.remote.host_key_rotation import RotationConfig
 from gpudesk.services.remote.host_keys import HostKeyPolicy

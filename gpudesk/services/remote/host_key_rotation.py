@@ -38,9 +38,13 @@ import paramiko
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError
-from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore, fingerprint
-from gpudesk.services.remote.ssh import SshConnection, SshTarget
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.host_keys import fingerprint
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshTarget
 
 log = logging.getLogger(__name__)
 
@@ -267,7 +271,8 @@ GUARD_WORDS = {True: "installed", False: "not installed (the machine's agent doe
 def machine_target(machine: Machine) -> SshTarget:
     """How gpudesk logs in to a machine it launched: the keyring's key, the machine's user."""
     from gpudesk.services.cloud import credentials
-    from gpudesk.services.remote.ssh import MSG_NO_LOGIN_USER, SshError
+    from gpudesk.services.remote.ssh import MSG_NO_LOGIN_USER
+    from gpudesk.services.remote.ssh import SshError
     from gpudesk.services.remote.ssh_config import host_alias
 
     if not machine.ssh_user.strip():  # the image did not say who logs in: never a guess

@@ -22,21 +22,30 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import guard, keep_alive_launch
-from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
+from gpudesk.services.cloud import guard
+from gpudesk.services.cloud import keep_alive_launch
+from gpudesk.services.cloud.accounts import ProviderFactory
+from gpudesk.services.cloud.accounts import provider_from_keyring
 from gpudesk.services.cloud.catalog import provider_title
 from gpudesk.services.cloud.machines import resolve
 from gpudesk.services.cloud.providers.base import ProviderError
 from gpudesk.services.core.errors import TemplatedError
-from gpudesk.services.core.said import Sentence, in_english, said_of
-from gpudesk.services.core.settings import Settings, load_settings
-from gpudesk.services.money import budgets, spend
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.core.said import Sentence
+from gpudesk.services.core.said import in_english
+from gpudesk.services.core.said import said_of
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.core.settings import load_settings
+from gpudesk.services.money import budgets
+from gpudesk.services.money import spend
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote import guard_push
 from gpudesk.services.remote.machine_rules import agent_rules
 from gpudesk.services.remote.ssh import SshConnection

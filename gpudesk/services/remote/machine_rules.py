@@ -19,12 +19,17 @@ from __future__ import annotations
 
 import time
 
-from gpudesk.services.cloud import guard, instance_role
+from gpudesk.services.cloud import guard
+from gpudesk.services.cloud import instance_role
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money import spend
-from gpudesk.services.money.budgets import BudgetConfig, machine_budget
-from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.services.remote.agent_deploy import AgentRules, BudgetStop, IdleStop
+from gpudesk.services.money.budgets import BudgetConfig
+from gpudesk.services.money.budgets import machine_budget
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.remote.agent_deploy import AgentRules
+from gpudesk.services.remote.agent_deploy import BudgetStop
+from gpudesk.services.remote.agent_deploy import IdleStop
 
 CLOUDS = ("aws", "tencent", "aliyun")
 

@@ -18,26 +18,26 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
+from urllib.parse import urlsplit
 
 import paramiko
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError
-from gpudesk.services.remote.host_keys import (
-    HostKeyChanged,
-    HostKeyError,
-    HostKeyMismatch,
-    HostKeyPolicy,
-    PinningPolicy,
-    PinStore,
-    fingerprint,
-    host_pattern,
-    matches,
-)
+from gpudesk.services.remote.host_keys import HostKeyChanged
+from gpudesk.services.remote.host_keys import HostKeyError
+from gpudesk.services.remote.host_keys import HostKeyMismatch
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinningPolicy
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.host_keys import fingerprint
+from gpudesk.services.remote.host_keys import host_pattern
+from gpudesk.services.remote.host_keys import matches
 
 # Our receive window and packet size per channel (pulls and command output).
 # paramiko's 2 MiB default stalls a fast stream on every window adjustment.

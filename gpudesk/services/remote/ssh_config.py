@@ -31,7 +31,9 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -41,7 +43,8 @@ from gpudesk.services.cloud.providers.base import STATE_RUNNING
 from gpudesk.services.core import paths
 from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.files import atomic_write_bytes
-from gpudesk.services.money.ledger import STATE_READY, Machine
+from gpudesk.services.money.ledger import STATE_READY
+from gpudesk.services.money.ledger import Machine
 
 HOST_PREFIX = "gpudesk-"
 MANAGED_NAME = "config"
@@ -141,7 +144,8 @@ def remember_identity(machine_id: str, key_file: Path) -> None:
 
 def cloud_key_name(machine: Machine) -> str:
     """The keyring entry of the key gpudesk launched this machine with (as cli_remote uses)."""
-    from gpudesk.services.cloud.credentials import KEY_KINDS, key_kind_for
+    from gpudesk.services.cloud.credentials import KEY_KINDS
+    from gpudesk.services.cloud.credentials import key_kind_for
 
     return KEY_KINDS[key_kind_for(machine.provider)]
 

@@ -30,8 +30,11 @@ import threading
 import time
 import weakref
 import zlib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from collections.abc import Iterable
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +45,9 @@ from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core import paths
 from gpudesk.services.core.files import atomic_write_text
 from gpudesk.services.remote import sync_manifest as wire
-from gpudesk.services.remote.ssh import MSG_DROPPED, SshConnection, SshDisconnected
+from gpudesk.services.remote.ssh import MSG_DROPPED
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshDisconnected
 from gpudesk.services.remote.sync_scan import MEASURE_LIMIT as MEASURE_LIMIT
 from gpudesk.services.remote.sync_scan import MSG_NOT_FOLDER as MSG_NOT_FOLDER
 from gpudesk.services.remote.sync_scan import IgnoreRules as IgnoreRules

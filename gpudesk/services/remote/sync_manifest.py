@@ -31,7 +31,14 @@ import os
 import stat
 import struct
 import sys
-from typing import IO, Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import IO
+from typing import Any
+from typing import Callable
+from typing import Dict
+from typing import Iterable
+from typing import List
+from typing import Optional
+from typing import Tuple
 
 PROTOCOL = 1
 STATE_DIR = ("gpudesk", "sync")  # under $XDG_STATE_HOME (or ~/.local/state) on the machine

@@ -29,10 +29,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.remote.sync import ProgressFn, SyncError, SyncProgress, SyncResult
+from gpudesk.services.remote.sync import ProgressFn
+from gpudesk.services.remote.sync import SyncError
+from gpudesk.services.remote.sync import SyncProgress
+from gpudesk.services.remote.sync import SyncResult
 
 MSG_CHILD_DIED = QT_TRANSLATE_NOOP(
     "Sync", "The sync process for {target} ended unexpectedly (exit status {code}). "

@@ -12,7 +12,8 @@ import contextlib
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
 from pathspec import GitIgnoreSpec

@@ -20,20 +20,27 @@ Blocking (paramiko).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud import guard, instance_role
+from gpudesk.services.cloud import guard
+from gpudesk.services.cloud import instance_role
 from gpudesk.services.cloud.catalog import provider_title
 from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.said import Said
-from gpudesk.services.core.settings import Settings, load_settings
-from gpudesk.services.money.budgets import BudgetConfig, machine_budget
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.core.settings import load_settings
+from gpudesk.services.money.budgets import BudgetConfig
+from gpudesk.services.money.budgets import machine_budget
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote import agent_deploy
-from gpudesk.services.remote.machine_budget import MSG_AGENT_LATER, MSG_AGENT_PUSHED
-from gpudesk.services.remote.machine_rules import launched, target_rules
+from gpudesk.services.remote.machine_budget import MSG_AGENT_LATER
+from gpudesk.services.remote.machine_budget import MSG_AGENT_PUSHED
+from gpudesk.services.remote.machine_rules import launched
+from gpudesk.services.remote.machine_rules import target_rules
 from gpudesk.services.remote.ssh import SshConnection
 
 # rules.json fields rewritten at every connect (the spend so far, from when): not a change

@@ -18,13 +18,12 @@ from pathlib import Path
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote.host_key_rotation import RotationConfig
-from gpudesk.services.remote.host_keys import HostKeyPolicy, PinStore
-from gpudesk.services.remote.ssh import (
-    MSG_NO_LOGIN_USER,
-    SshConnection,
-    SshError,
-    SshTarget,
-)
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
+from gpudesk.services.remote.ssh import MSG_NO_LOGIN_USER
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshError
+from gpudesk.services.remote.ssh import SshTarget
 
 MSG_NO_KEY_FILE = QT_TRANSLATE_NOOP("Ssh", "The SSH key file {target} does not exist.")
 # A launched or adopted machine whose login user neither the ledger nor its image says: never
@@ -98,7 +97,8 @@ def open_connection(ref: str, identity: Path | None, policy: HostKeyPolicy, *,
 def _finish_first_login(conn: SshConnection, machine: Machine,
                         rotation: RotationConfig | None) -> None:
     from gpudesk.services.money.ledger import Ledger
-    from gpudesk.services.remote.host_key_rotation import CLOUDS, rotate_if_due
+    from gpudesk.services.remote.host_key_rotation import CLOUDS
+    from gpudesk.services.remote.host_key_rotation import rotate_if_due
 
     if machine.provider not in CLOUDS:
         return

@@ -21,7 +21,8 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,9 @@ from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.gil_pace import GilPace
 from gpudesk.services.remote.host_keys import HostKeyError
-from gpudesk.services.remote.ssh import SshAuthError, SshConnection, SshError
+from gpudesk.services.remote.ssh import SshAuthError
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshError
 
 MSG_HOLE = QT_TRANSLATE_NOOP(
     "Telemetry", "{count} samples from {target} are missing (after sample {after}): the "

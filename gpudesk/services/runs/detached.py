@@ -42,10 +42,15 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import BinaryIO
 
 import paramiko
 
@@ -55,10 +60,15 @@ from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.files import atomic_write_text
 from gpudesk.services.core.said import Said
 from gpudesk.services.remote import sync as sync_service
-from gpudesk.services.remote.ssh import MSG_DROPPED, SshConnection, SshDisconnected
+from gpudesk.services.remote.ssh import MSG_DROPPED
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshDisconnected
 from gpudesk.services.runs import run_downloads
 from gpudesk.services.runs.run_downloads import DataFetch
-from gpudesk.training.env import AMP_ENV, CHECKPOINT_EVERY_ENV, OUTPUT_DIR_ENV, RUN_DIR_ENV
+from gpudesk.training.env import AMP_ENV
+from gpudesk.training.env import CHECKPOINT_EVERY_ENV
+from gpudesk.training.env import OUTPUT_DIR_ENV
+from gpudesk.training.env import RUN_DIR_ENV
 
 if TYPE_CHECKING:
     from gpudesk.services.storage.access import StoreAccess
@@ -509,7 +519,8 @@ def _attach_store(conn: SshConnection, record: RunRecord, store: StoreAccess | N
             report(Said("Runs", MSG_RESUME_NO_STORE, run=record.id, uri=record.store_uri,
                         why=why))
         if public:  # the agent fetches it from its source before the script starts
-            from gpudesk.services.runs import run_data, run_store
+            from gpudesk.services.runs import run_data
+            from gpudesk.services.runs import run_store
 
             site = run_store.ensure_agent(conn, record.main.run_dir.rsplit("/runs/", 1)[0],
                                           record.python)
@@ -648,7 +659,8 @@ def _bucket_latest(store: StoreAccess) -> str:
     account's for a role run); "" on any failure (blocking, one GET)."""
     try:
         from gpudesk.services.cloud.providers.base import Credentials
-        from gpudesk.services.storage.clients import account_client, make_client
+        from gpudesk.services.storage.clients import account_client
+        from gpudesk.services.storage.clients import make_client
 
         cloud = store.store.cloud
         client = (make_client(cloud, store.region, Credentials(

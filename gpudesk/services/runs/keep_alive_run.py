@@ -37,7 +37,8 @@ from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud import keep_alive_launch
 from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.said import Said
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.storage.uri import StoreUri
 
 if TYPE_CHECKING:
@@ -390,7 +391,8 @@ def expect_member_key(ledger: Ledger, m: Machine) -> Machine | None:
     import paramiko
 
     from gpudesk.services.cloud import credentials
-    from gpudesk.services.remote.host_key_rotation import STEP_MEMBER_KEY, host_key_entry
+    from gpudesk.services.remote.host_key_rotation import STEP_MEMBER_KEY
+    from gpudesk.services.remote.host_key_rotation import host_key_entry
     from gpudesk.services.remote.host_keys import PinStore
     from gpudesk.services.remote.ssh_config import host_alias
 

@@ -17,19 +17,18 @@ Blocking (boto3 and the cloud SDKs): call it from a worker thread.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.said import Said
 from gpudesk.services.storage.access import StoreAccess
-from gpudesk.services.storage.uri import (
-    CLOUD_SCHEMES,
-    StoreUri,
-    check_bucket,
-    check_run_id,
-    parse_uri,
-)
+from gpudesk.services.storage.uri import CLOUD_SCHEMES
+from gpudesk.services.storage.uri import StoreUri
+from gpudesk.services.storage.uri import check_bucket
+from gpudesk.services.storage.uri import check_run_id
+from gpudesk.services.storage.uri import parse_uri
 
 if TYPE_CHECKING:
     from gpudesk.services.cloud.providers.base import Credentials
@@ -243,7 +242,9 @@ def _keyring(cloud: str) -> Credentials | None:
 
 def _ensure(cloud: str, region: str, creds: Credentials, caller: Any,
             memory: BucketMemory | None) -> StoreUri:
-    from gpudesk.services.storage.buckets import BucketMemory, BucketTarget, ensure_bucket
+    from gpudesk.services.storage.buckets import BucketMemory
+    from gpudesk.services.storage.buckets import BucketTarget
+    from gpudesk.services.storage.buckets import ensure_bucket
     from gpudesk.services.storage.clients import make_client
 
     target = BucketTarget(cloud, region, caller.account_id, caller.appid)

@@ -17,8 +17,10 @@ import secrets
 import shlex
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
 import paramiko
@@ -27,13 +29,24 @@ from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.said import Said
 from gpudesk.services.core.worker import StoppableWorker
-from gpudesk.services.remote import bootstrap, sync_process, targets
-from gpudesk.services.remote.host_keys import HostKeyPolicy, known_hosts_file
-from gpudesk.services.remote.ssh import LocalForward, SshConnection, SshError, SshTarget
+from gpudesk.services.remote import bootstrap
+from gpudesk.services.remote import sync_process
+from gpudesk.services.remote import targets
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import known_hosts_file
+from gpudesk.services.remote.ssh import LocalForward
+from gpudesk.services.remote.ssh import SshConnection
+from gpudesk.services.remote.ssh import SshError
+from gpudesk.services.remote.ssh import SshTarget
 from gpudesk.services.remote.sync import SyncResult
 from gpudesk.services.runs import detached as runs
-from gpudesk.services.runs import keep_alive_run, machine_access, run_upkeep
-from gpudesk.services.runs.detached import NodeRun, RunRecord, RunRequest, RunStatus
+from gpudesk.services.runs import keep_alive_run
+from gpudesk.services.runs import machine_access
+from gpudesk.services.runs import run_upkeep
+from gpudesk.services.runs.detached import NodeRun
+from gpudesk.services.runs.detached import RunRecord
+from gpudesk.services.runs.detached import RunRequest
+from gpudesk.services.runs.detached import RunStatus
 
 MSG_NO_TARGET = QT_TRANSLATE_NOOP(
     "RunControl", "Choose a machine to run on.")

@@ -27,7 +27,8 @@ import os
 import re
 import shlex
 import urllib.parse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from gpudesk.agent import public_data
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
@@ -138,7 +139,8 @@ def _hf_repo(text: str) -> tuple[str, str]:
 
 
 def _token() -> str:
-    from gpudesk.services.cloud.credentials import CredentialError, load_hf_token
+    from gpudesk.services.cloud.credentials import CredentialError
+    from gpudesk.services.cloud.credentials import load_hf_token
 
     try:
         return load_hf_token()
@@ -149,7 +151,8 @@ def _token() -> str:
 def resolve(spec: str, region: str = "", *, token: str | None = None) -> dict[str, str]:
     """The record's ``data`` for a public source: its listing read (blocking), the version
     pinned. Raises StorageError (nothing started, nothing written anywhere)."""
-    from gpudesk.services.storage.uri import SCHEMES, parse_uri
+    from gpudesk.services.storage.uri import SCHEMES
+    from gpudesk.services.storage.uri import parse_uri
 
     text, path = split_path(spec)
     scheme = text.split(":", 1)[0].lower()

@@ -31,20 +31,21 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
+from typing import Any
 
 from gpudesk.agent.bucket_spend import RunBudget
 from gpudesk.agent.group_end import GroupRef
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.remote import sync_scan
-from gpudesk.services.remote.agent_deploy import UNIT, unit_template
-from gpudesk.services.remote.first_boot import KEEP_ALIVE_AGENT, KeepAlive
-from gpudesk.services.runs.detached import (
-    DEFAULT_PYTHON,
-    RunRequest,
-    project_folder_name,
-    script_in_project,
-)
+from gpudesk.services.remote.agent_deploy import UNIT
+from gpudesk.services.remote.agent_deploy import unit_template
+from gpudesk.services.remote.first_boot import KEEP_ALIVE_AGENT
+from gpudesk.services.remote.first_boot import KeepAlive
+from gpudesk.services.runs.detached import DEFAULT_PYTHON
+from gpudesk.services.runs.detached import RunRequest
+from gpudesk.services.runs.detached import project_folder_name
+from gpudesk.services.runs.detached import script_in_project
 from gpudesk.services.storage.access import StoreAccess
 from gpudesk.services.storage.clients import make_client
 

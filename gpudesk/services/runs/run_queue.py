@@ -28,7 +28,8 @@ import json
 import shlex
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,9 @@ from gpudesk.services.remote.host_keys import HostKeyPolicy
 from gpudesk.services.remote.ssh import SshConnection
 from gpudesk.services.runs import detached as runs
 from gpudesk.services.runs import run_control
-from gpudesk.services.runs.detached import NodeRun, RunRecord, RunRequest
+from gpudesk.services.runs.detached import NodeRun
+from gpudesk.services.runs.detached import RunRecord
+from gpudesk.services.runs.detached import RunRequest
 
 MSG_QUEUED = QT_TRANSLATE_NOOP(
     "RunQueue", "queued run {run} on {target} ({device}); it starts when the GPUs it asks "

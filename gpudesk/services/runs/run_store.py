@@ -29,13 +29,15 @@ import os
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 from gpudesk.services.core.settings import load_settings
 from gpudesk.services.remote import agent_deploy
 from gpudesk.services.remote.ssh import SshConnection
-from gpudesk.services.storage.access import StoreAccess, TempCredentials
+from gpudesk.services.storage.access import StoreAccess
+from gpudesk.services.storage.access import TempCredentials
 from gpudesk.services.storage.uri import parse_uri
 
 CONFIG_FILE = "store-config.json"  # the agent's uploader.CONFIG_FILE

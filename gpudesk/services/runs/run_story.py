@@ -15,11 +15,13 @@ Blocking (boto3): call it from a worker thread.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
+from dataclasses import dataclass
 from typing import Any
 
 from gpudesk.services.storage.clients import account_client
-from gpudesk.services.storage.uri import StoreUri, parse_uri
+from gpudesk.services.storage.uri import StoreUri
+from gpudesk.services.storage.uri import parse_uri
 
 SPEND_FILE = "spend.json"  # gpudesk/agent/bucket_spend.py SPEND_FILE
 MACHINES = "machines/"  # gpudesk/agent/replacement.py MACHINES

@@ -19,14 +19,16 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.errors import TemplatedError
 from gpudesk.services.core.said import Said
 from gpudesk.services.core.worker import StoppableWorker
-from gpudesk.services.runs.detached import RunRecord, RunStatus
+from gpudesk.services.runs.detached import RunRecord
+from gpudesk.services.runs.detached import RunStatus
 from gpudesk.services.storage.clients import account_client
 
 log = logging.getLogger(__name__)
@@ -85,7 +87,8 @@ def renew_keys(conn: Any, record: RunRecord, *, now: float | None = None,
                access_for: Callable[..., Any] | None = None) -> Said:
     """New keys for ``record`` written on the machine (only the mode-600 credentials file:
     the agent picks them up without restarting). The record keeps their end."""
-    from gpudesk.services.runs import machine_access, run_store
+    from gpudesk.services.runs import machine_access
+    from gpudesk.services.runs import run_store
 
     ask = access_for or functools.partial(  # the run's bucket, where it is (issue 30)
         machine_access.access_for_target, region=record.store_region)

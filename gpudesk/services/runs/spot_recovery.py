@@ -33,7 +33,8 @@ import contextlib
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,14 +44,17 @@ from gpudesk.services.core.said import Said
 from gpudesk.services.core.settings import load_settings
 from gpudesk.services.core.worker import StoppableWorker
 from gpudesk.services.money import spend
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote import sync as sync_service
 from gpudesk.services.remote import targets
 from gpudesk.services.remote.host_keys import HostKeyPolicy
 from gpudesk.services.remote.ssh import SshConnection
 from gpudesk.services.runs import detached as runs
-from gpudesk.services.runs import run_store, run_upkeep
-from gpudesk.services.runs.detached import NodeRun, RunRecord
+from gpudesk.services.runs import run_store
+from gpudesk.services.runs import run_upkeep
+from gpudesk.services.runs.detached import NodeRun
+from gpudesk.services.runs.detached import RunRecord
 
 if TYPE_CHECKING:
     from gpudesk.services.cloud.launcher import Launcher

@@ -16,15 +16,21 @@ import hashlib
 import json
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.files import atomic_write_text
 from gpudesk.services.core.said import Said
-from gpudesk.services.storage.errors import StorageError, from_client_error
-from gpudesk.services.storage.uri import COS_DOMAIN_MAX, RUNS, StoreUri, check_bucket
+from gpudesk.services.storage.errors import StorageError
+from gpudesk.services.storage.errors import from_client_error
+from gpudesk.services.storage.uri import COS_DOMAIN_MAX
+from gpudesk.services.storage.uri import RUNS
+from gpudesk.services.storage.uri import StoreUri
+from gpudesk.services.storage.uri import check_bucket
 
 TAG_KEY, TAG_VALUE = "gpudesk", "1"
 MEMORY_FILE = "store_buckets.json"

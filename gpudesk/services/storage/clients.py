@@ -69,7 +69,8 @@ def make_client(cloud: str, region: str, credentials: Credentials, *,
 def account_client(cloud: str, region: str) -> Any:
     """A client with the account's own keys from the keyring (the desktop's side only: they
     never reach a machine). Raises ProviderError "auth" when the keyring has none."""
-    from gpudesk.services.cloud.accounts import MSG_NO_ACCOUNT, title
+    from gpudesk.services.cloud.accounts import MSG_NO_ACCOUNT
+    from gpudesk.services.cloud.accounts import title
     from gpudesk.services.cloud.credentials import load_credentials
     from gpudesk.services.cloud.providers.base import ProviderError
 

@@ -33,13 +33,17 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from datetime import date, tzinfo
+from datetime import date
+from datetime import tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Protocol
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.said import Said
-from gpudesk.services.storage import pricing, s3_price_list
+from gpudesk.services.storage import pricing
+from gpudesk.services.storage import s3_price_list
 from gpudesk.services.storage.pricing import GB
 
 if TYPE_CHECKING:

@@ -31,11 +31,16 @@ from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.files import read_json_object
 from gpudesk.services.core.said import Said
 from gpudesk.services.core.sizes import size_text
-from gpudesk.services.storage import data_costs, datasets
-from gpudesk.services.storage.datasets import BLOBS, DataFile, Dataset
-from gpudesk.services.storage.errors import StorageError, from_client_error
+from gpudesk.services.storage import data_costs
+from gpudesk.services.storage import datasets
+from gpudesk.services.storage.datasets import BLOBS
+from gpudesk.services.storage.datasets import DataFile
+from gpudesk.services.storage.datasets import Dataset
+from gpudesk.services.storage.errors import StorageError
+from gpudesk.services.storage.errors import from_client_error
 from gpudesk.services.storage.pricing import GB
-from gpudesk.services.storage.uri import StoreUri, parse_uri
+from gpudesk.services.storage.uri import StoreUri
+from gpudesk.services.storage.uri import parse_uri
 
 ONE_COPY_MAX = 5 * 1024**3  # S3 CopyObject copies at most 5 GB in one request
 PART = 512 * 1024**2  # UploadPartCopy part above that (at most 10,000 parts: 5 TB)
@@ -223,7 +228,8 @@ def copy(source_client: Any, target_client: Any, copy_plan: CopyPlan, *,
     source), then the manifest, byte for byte; remember the copy here and note its bytes
     in the month's spend. ``confirmed`` is the user's yes to :meth:`CopyPlan.words`:
     without it nothing moves. ``progress(bytes done, bytes in all)`` after each blob."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import BotoCoreError
+    from botocore.exceptions import ClientError
 
     dataset, target, region = copy_plan.dataset, copy_plan.target, copy_plan.target_region
     if not confirmed:

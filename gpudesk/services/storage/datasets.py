@@ -23,15 +23,19 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.files import read_json_object
-from gpudesk.services.storage.errors import StorageError, from_client_error
+from gpudesk.services.storage.errors import StorageError
+from gpudesk.services.storage.errors import from_client_error
 from gpudesk.services.storage.uri import StoreUri
 
 DATA = "data/"
@@ -343,7 +347,8 @@ def push(client: Any, store: StoreUri, region: str, folder: Path, name: str, *,
     parallel, multipart above 64 MiB, then the manifest. Raises StorageError for a name
     taken by another source, a refusal, or a cancel (no manifest is written then)."""
     from boto3.s3.transfer import TransferConfig
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import BotoCoreError
+    from botocore.exceptions import ClientError
 
     check_name(name)
     cancel = cancel or threading.Event()

@@ -12,27 +12,26 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.said import Said
-from gpudesk.services.storage.errors import (
-    MSG_CLOUD,
-    MSG_UNREACHABLE,
-    StorageError,
-    from_client_error,
-)
-from gpudesk.services.storage.uri import RunPaths, StoreUri
-from gpudesk.services.storage.usage import (
-    SOURCE_DELETED,
-    record_download,
-    record_requests,
-    record_sample,
-)
+from gpudesk.services.storage.errors import MSG_CLOUD
+from gpudesk.services.storage.errors import MSG_UNREACHABLE
+from gpudesk.services.storage.errors import StorageError
+from gpudesk.services.storage.errors import from_client_error
+from gpudesk.services.storage.uri import RunPaths
+from gpudesk.services.storage.uri import StoreUri
+from gpudesk.services.storage.usage import SOURCE_DELETED
+from gpudesk.services.storage.usage import record_download
+from gpudesk.services.storage.usage import record_requests
+from gpudesk.services.storage.usage import record_sample
 
 GB = 1024**3  # the clouds bill storage and traffic in GiB ("GB" on their pages)
 LIST_PAGE = 1000
@@ -117,7 +116,8 @@ class Sent:
 def _run_folder_calls(client: Any, store: StoreUri, run_id: str, sent: Sent) -> Iterator[None]:
     """botocore's errors in the block as StorageError naming the run's folder; the requests
     ``sent`` noted either way (the bucket bills an error answer too)."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import BotoCoreError
+    from botocore.exceptions import ClientError
 
     try:
         yield
@@ -229,7 +229,8 @@ def download_outputs(client: Any, store: StoreUri, listing: RunListing, dest: Pa
 
 def _download_one(client: Any, store: StoreUri, key: str, out: OutputFile, target: Path,
                   step: Callable[[int], None], requests: Sent) -> None:
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import BotoCoreError
+    from botocore.exceptions import ClientError
 
     target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(target.name + PART_SUFFIX)

@@ -11,7 +11,8 @@ says why and the cost is None: a guessed price is worse than an honest "unknown"
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
+from datetime import datetime
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.said import Said

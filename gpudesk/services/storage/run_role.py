@@ -48,7 +48,9 @@ from gpudesk.services.cloud.catalog import provider_title
 from gpudesk.services.cloud.keep_alive import group_name
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.storage import sts
-from gpudesk.services.storage.errors import MSG_CLOUD, AccessDenied, StorageError
+from gpudesk.services.storage.errors import MSG_CLOUD
+from gpudesk.services.storage.errors import AccessDenied
+from gpudesk.services.storage.errors import StorageError
 from gpudesk.services.storage.uri import StoreUri
 
 AWS_POLICY = "gpudesk-run"  # the role's one inline policy
@@ -197,7 +199,8 @@ def _denied(action: str, target: str) -> RunRoleDenied:
 def _aws(fn: Callable[[], Any], action: str, target: str, *, gone_ok: bool = False) -> Any:
     """One IAM call; a refusal names ``iam:<action>``; "no such entity" is None when
     ``gone_ok``."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import BotoCoreError
+    from botocore.exceptions import ClientError
 
     try:
         return fn()

@@ -37,11 +37,16 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
-from datetime import date, datetime
+from collections.abc import Callable
+from collections.abc import Iterable
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import date
+from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
+from typing import Any
 
 from gpudesk.services.cloud import aws_price_list
 from gpudesk.services.core.paths import cache_dir

@@ -11,11 +11,15 @@ Blocking (boto3): call it from a worker thread.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.storage.errors import StorageError
-from gpudesk.services.storage.uri import CLOUD_SCHEMES, StoreUri, check_bucket, parse_uri
+from gpudesk.services.storage.uri import CLOUD_SCHEMES
+from gpudesk.services.storage.uri import StoreUri
+from gpudesk.services.storage.uri import check_bucket
+from gpudesk.services.storage.uri import parse_uri
 
 if TYPE_CHECKING:
     from gpudesk.services.cloud.providers.base import Credentials
@@ -67,9 +71,11 @@ def check_store(store: StoreUri, region: str = "", credentials: Credentials | No
     """The bucket's region once one HeadBucket with the account's keys answered; raises
     StoreRefused naming the bucket and the fix otherwise. ``region``: where the bucket is
     (needed for COS and OSS, whose addresses name it; AWS's answer says it)."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import BotoCoreError
+    from botocore.exceptions import ClientError
 
-    from gpudesk.services.storage.clients import endpoint_for, make_client
+    from gpudesk.services.storage.clients import endpoint_for
+    from gpudesk.services.storage.clients import make_client
 
     cloud, bucket = store.cloud, store.bucket
     if cloud != "aws" and not region:

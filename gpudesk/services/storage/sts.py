@@ -29,15 +29,22 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
+from urllib.parse import urlsplit
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.providers.base import Credentials
 from gpudesk.services.storage.access import TempCredentials
-from gpudesk.services.storage.errors import MSG_CLOUD, MSG_DENIED, AccessDenied, StorageError
-from gpudesk.services.storage.uri import StoreUri, cos_appid
+from gpudesk.services.storage.errors import MSG_CLOUD
+from gpudesk.services.storage.errors import MSG_DENIED
+from gpudesk.services.storage.errors import AccessDenied
+from gpudesk.services.storage.errors import StorageError
+from gpudesk.services.storage.uri import StoreUri
+from gpudesk.services.storage.uri import cos_appid
 
 TENCENT_ENDPOINT_ENV = "GPUDESK_TENCENT_ENDPOINT"  # = cloud.accounts.TENCENT_ENDPOINT_ENV
 ALIYUN_ENDPOINT_ENV = "GPUDESK_ALIYUN_ENDPOINT"  # = cloud.accounts.ALIYUN_ENDPOINT_ENV
@@ -215,7 +222,8 @@ def _aws_client(service: str, region: str, creds: Credentials) -> Any:
 
 
 def _aws_call(fn: Callable[[], Any], action: str, target: str) -> Any:
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import BotoCoreError
+    from botocore.exceptions import ClientError
 
     try:
         return fn()
@@ -268,9 +276,7 @@ def _tencent_call(creds: Credentials, service: str, version: str, region: str, a
     """One signed (TC3) call through the SDK's common client; errors as StorageError."""
     from tencentcloud.common import credential
     from tencentcloud.common.common_client import CommonClient
-    from tencentcloud.common.exception.tencent_cloud_sdk_exception import (
-        TencentCloudSDKException,
-    )
+    from tencentcloud.common.exception.tencent_cloud_sdk_exception import TencentCloudSDKException
     from tencentcloud.common.profile.client_profile import ClientProfile
     from tencentcloud.common.profile.http_profile import HttpProfile
 

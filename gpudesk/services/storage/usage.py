@@ -25,7 +25,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,9 @@ from gpudesk.services.core import paths
 from gpudesk.services.core.files import atomic_write_text
 from gpudesk.services.money import spend
 from gpudesk.services.storage import pricing
-from gpudesk.services.storage.pricing import Price, PriceLookup, RequestPrices
+from gpudesk.services.storage.pricing import Price
+from gpudesk.services.storage.pricing import PriceLookup
+from gpudesk.services.storage.pricing import RequestPrices
 
 log = logging.getLogger(__name__)
 

@@ -13,31 +13,34 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
-from PySide6.QtWidgets import (
-    QDialog,
-    QDialogButtonBox,
-    QFormLayout,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QMessageBox,
-    QProgressBar,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QObject
+from PySide6.QtCore import Qt
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QDialog
+from PySide6.QtWidgets import QDialogButtonBox
+from PySide6.QtWidgets import QFormLayout
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QProgressBar
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.core.said import Said
 from gpudesk.services.core.sizes import size_text
-from gpudesk.services.storage import dataset_copy, datasets
+from gpudesk.services.storage import dataset_copy
+from gpudesk.services.storage import datasets
 from gpudesk.services.storage.dataset_copy import CopyPlan
 from gpudesk.services.storage.errors import StorageError
 from gpudesk.ui.data.data_work import ClientFor
 from gpudesk.ui.widgets.copy_question import ask_copy
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.said_text import said_text
-from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
+from gpudesk.ui.widgets.task_runner import TaskRunner
+from gpudesk.ui.widgets.task_runner import error_text
 
 translate = QCoreApplication.translate  # the name lupdate looks for
 BAR_STEPS = 1000  # per mille: a dataset's bytes overflow a QProgressBar's int

@@ -11,28 +11,31 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
-from PySide6.QtWidgets import (
-    QComboBox,
-    QFileDialog,
-    QFormLayout,
-    QGroupBox,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QProgressBar,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QObject
+from PySide6.QtCore import Qt
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFormLayout
+from PySide6.QtWidgets import QGroupBox
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QProgressBar
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.core.sizes import size_text
 from gpudesk.services.storage import datasets
 from gpudesk.services.storage.errors import StorageError
 from gpudesk.ui.data import data_work
-from gpudesk.ui.data.data_work import ClientFor, Shown
+from gpudesk.ui.data.data_work import ClientFor
+from gpudesk.ui.data.data_work import Shown
 from gpudesk.ui.widgets.retranslate import Retranslating
-from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
+from gpudesk.ui.widgets.task_runner import TaskRunner
+from gpudesk.ui.widgets.task_runner import error_text
 
 translate = QCoreApplication.translate  # the name lupdate looks for
 BAR_STEPS = 1000  # per mille: a QProgressBar holds 32-bit ints, a dataset's bytes not

@@ -11,33 +11,38 @@ import functools
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (
-    QComboBox,
-    QFormLayout,
-    QGroupBox,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QListWidget,
-    QListWidgetItem,
-    QMessageBox,
-    QProgressBar,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import Qt
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QFormLayout
+from PySide6.QtWidgets import QGroupBox
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QListWidget
+from PySide6.QtWidgets import QListWidgetItem
+from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QProgressBar
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
-from gpudesk.services.cloud import accounts, credentials
-from gpudesk.services.cloud.providers.base import Credentials, Provider, ProviderName
-from gpudesk.services.money.ledger import Account, Ledger, Machine
+from gpudesk.services.cloud import accounts
+from gpudesk.services.cloud import credentials
+from gpudesk.services.cloud.providers.base import Credentials
+from gpudesk.services.cloud.providers.base import Provider
+from gpudesk.services.cloud.providers.base import ProviderName
+from gpudesk.services.money.ledger import Account
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote.host_keys import PinStore
 from gpudesk.services.remote.ssh_config import host_alias
 from gpudesk.ui.machines.own_machine_dialog import OwnMachineDialog
 from gpudesk.ui.widgets.confirm import confirm
 from gpudesk.ui.widgets.host_key_question import ask_forget
 from gpudesk.ui.widgets.retranslate import Retranslating
-from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
+from gpudesk.ui.widgets.task_runner import TaskRunner
+from gpudesk.ui.widgets.task_runner import error_text
 
 
 class CloudAccountBox(Retranslating, QGroupBox):

@@ -14,30 +14,33 @@ import functools
 import math
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (
-    QComboBox,
-    QDialog,
-    QFormLayout,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QProgressBar,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import Qt
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QDialog
+from PySide6.QtWidgets import QFormLayout
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QProgressBar
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.cloud.accounts import ProviderFactory
 from gpudesk.services.core.settings import Settings
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote import guard_push
-from gpudesk.services.remote.machine_budget import MSG_BAD_BUDGET, BudgetChange, change_budget
+from gpudesk.services.remote.machine_budget import MSG_BAD_BUDGET
+from gpudesk.services.remote.machine_budget import BudgetChange
+from gpudesk.services.remote.machine_budget import change_budget
 from gpudesk.services.remote.ssh import SshConnection
 from gpudesk.ui.widgets.fitting_body import FittingBody
 from gpudesk.ui.widgets.money import Money
 from gpudesk.ui.widgets.retranslate import Retranslating
-from gpudesk.ui.widgets.task_runner import TaskRunner, format_template
+from gpudesk.ui.widgets.task_runner import TaskRunner
+from gpudesk.ui.widgets.task_runner import format_template
 
 ACTIONS = ("stop", "terminate")
 CURRENCIES = ("USD", "CNY")

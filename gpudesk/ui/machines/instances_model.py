@@ -5,16 +5,22 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, Qt
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush
+from PySide6.QtGui import QColor
 
-from gpudesk.services.cloud import accounts, guard
-from gpudesk.services.cloud.reconcile import MSG_NO_PRICE, MSG_NO_PRICE_WHY
+from gpudesk.services.cloud import accounts
+from gpudesk.services.cloud import guard
+from gpudesk.services.cloud.reconcile import MSG_NO_PRICE
+from gpudesk.services.cloud.reconcile import MSG_NO_PRICE_WHY
 from gpudesk.services.money import spend
 from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.widgets.guard_words import guard_said
-from gpudesk.ui.widgets.models import Index, NamedColumnsModel
-from gpudesk.ui.widgets.money import DISPLAY, Money
+from gpudesk.ui.widgets.models import Index
+from gpudesk.ui.widgets.models import NamedColumnsModel
+from gpudesk.ui.widgets.money import DISPLAY
+from gpudesk.ui.widgets.money import Money
 
 translate = QCoreApplication.translate  # the name lupdate looks for
 

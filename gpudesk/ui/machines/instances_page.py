@@ -12,48 +12,56 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QGuiApplication
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QCheckBox,
-    QHBoxLayout,
-    QHeaderView,
-    QLabel,
-    QMessageBox,
-    QProgressBar,
-    QPushButton,
-    QTableView,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import Qt
+from PySide6.QtCore import QTimer
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QAction
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QAbstractItemView
+from PySide6.QtWidgets import QCheckBox
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QHeaderView
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QProgressBar
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QTableView
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
-from gpudesk.services.cloud import accounts, instance_role
+from gpudesk.services.cloud import accounts
+from gpudesk.services.cloud import instance_role
 from gpudesk.services.cloud.accounts import ProviderFactory
-from gpudesk.services.cloud.allow_me import AllowResult, allow_me_if_moved
+from gpudesk.services.cloud.allow_me import AllowResult
+from gpudesk.services.cloud.allow_me import allow_me_if_moved
 from gpudesk.services.cloud.forget import forget
-from gpudesk.services.cloud.machines import act, settle, stop_warning
+from gpudesk.services.cloud.machines import act
+from gpudesk.services.cloud.machines import settle
+from gpudesk.services.cloud.machines import stop_warning
 from gpudesk.services.cloud.providers.base import ProviderError
-from gpudesk.services.cloud.reconcile import (
-    MSG_KEYRING_LOCKED,
-    MSG_KEYS_MISSING,
-    MSG_NO_ANSWER,
-    ReconcileReport,
-    no_price_why,
-    reconcile,
-)
+from gpudesk.services.cloud.reconcile import MSG_KEYRING_LOCKED
+from gpudesk.services.cloud.reconcile import MSG_KEYS_MISSING
+from gpudesk.services.cloud.reconcile import MSG_NO_ANSWER
+from gpudesk.services.cloud.reconcile import ReconcileReport
+from gpudesk.services.cloud.reconcile import no_price_why
+from gpudesk.services.cloud.reconcile import reconcile
 from gpudesk.services.core.machine_states import STOPPED_STILL_BILLING
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.core.sizes import size_text
-from gpudesk.services.money import budgets, spend
-from gpudesk.services.money.ledger import Ledger, Machine
-from gpudesk.services.storage import data_costs, usage
-from gpudesk.ui.machines.instances_model import InstancesModel, state_text
+from gpudesk.services.money import budgets
+from gpudesk.services.money import spend
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
+from gpudesk.services.storage import data_costs
+from gpudesk.services.storage import usage
+from gpudesk.ui.machines.instances_model import InstancesModel
+from gpudesk.ui.machines.instances_model import state_text
 from gpudesk.ui.widgets.confirm import confirm
 from gpudesk.ui.widgets.money import Money
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.said_text import said_text
-from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
+from gpudesk.ui.widgets.task_runner import TaskRunner
+from gpudesk.ui.widgets.task_runner import error_text
 
 if TYPE_CHECKING:
     from gpudesk.services.remote.ssh import SshConnection

@@ -12,62 +12,74 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 
-from PySide6.QtCore import QCoreApplication, Qt, Signal
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import Qt
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import (
-    QAbstractButton,
-    QCheckBox,
-    QComboBox,
-    QDialog,
-    QDoubleSpinBox,
-    QFormLayout,
-    QGridLayout,
-    QGroupBox,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QListWidget,
-    QListWidgetItem,
-    QMessageBox,
-    QPushButton,
-    QSpinBox,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QAbstractButton
+from PySide6.QtWidgets import QCheckBox
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QDialog
+from PySide6.QtWidgets import QDoubleSpinBox
+from PySide6.QtWidgets import QFormLayout
+from PySide6.QtWidgets import QGridLayout
+from PySide6.QtWidgets import QGroupBox
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QListWidget
+from PySide6.QtWidgets import QListWidgetItem
+from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QSpinBox
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
-from gpudesk.services.cloud import accounts, image_choice, instance_role, keep_alive_launch
+from gpudesk.services.cloud import accounts
 from gpudesk.services.cloud import guard as guards
-from gpudesk.services.cloud.catalog import Catalog, Offer, provider_title
-from gpudesk.services.cloud.launcher import (
-    MSG_NO_SSH,
-    MSG_NOT_RUNNING,
-    MSG_QUOTE_DIFFERS,
-    MSG_QUOTE_NEW,
-    STEP_TITLES,
-    STEPS,
-    LaunchPlan,
-    LaunchResult,
-    Progress,
-    quote_differs,
-)
-from gpudesk.services.cloud.providers.base import MSG_BAD_CIDR, ProviderError, single_address
+from gpudesk.services.cloud import image_choice
+from gpudesk.services.cloud import instance_role
+from gpudesk.services.cloud import keep_alive_launch
+from gpudesk.services.cloud.catalog import Catalog
+from gpudesk.services.cloud.catalog import Offer
+from gpudesk.services.cloud.catalog import provider_title
+from gpudesk.services.cloud.launcher import MSG_NO_SSH
+from gpudesk.services.cloud.launcher import MSG_NOT_RUNNING
+from gpudesk.services.cloud.launcher import MSG_QUOTE_DIFFERS
+from gpudesk.services.cloud.launcher import MSG_QUOTE_NEW
+from gpudesk.services.cloud.launcher import STEP_TITLES
+from gpudesk.services.cloud.launcher import STEPS
+from gpudesk.services.cloud.launcher import LaunchPlan
+from gpudesk.services.cloud.launcher import LaunchResult
+from gpudesk.services.cloud.launcher import Progress
+from gpudesk.services.cloud.launcher import quote_differs
+from gpudesk.services.cloud.providers.base import MSG_BAD_CIDR
+from gpudesk.services.cloud.providers.base import ProviderError
+from gpudesk.services.cloud.providers.base import single_address
 from gpudesk.services.cloud.public_ip import detect_public_address
 from gpudesk.services.money import default_budget
 from gpudesk.services.money.ledger import Machine
-from gpudesk.services.plan import budget_chance, disk_plan
+from gpudesk.services.plan import budget_chance
+from gpudesk.services.plan import disk_plan
 from gpudesk.services.runs.machine_access import MSG_OTHER_CLOUD
 from gpudesk.services.storage.errors import StorageError
 from gpudesk.services.storage.store_check import StoreRefused
-from gpudesk.services.storage.uri import CLOUD_SCHEMES, parse_uri
+from gpudesk.services.storage.uri import CLOUD_SCHEMES
+from gpudesk.services.storage.uri import parse_uri
 from gpudesk.ui.widgets.confirm import open_question
 from gpudesk.ui.widgets.fitting_body import FittingBody
 from gpudesk.ui.widgets.guard_words import guard_said
-from gpudesk.ui.widgets.money import DISPLAY, Money
+from gpudesk.ui.widgets.money import DISPLAY
+from gpudesk.ui.widgets.money import Money
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.said_text import said_text
-from gpudesk.ui.widgets.task_runner import TaskRunner, error_text, format_template, show_error
+from gpudesk.ui.widgets.task_runner import TaskRunner
+from gpudesk.ui.widgets.task_runner import error_text
+from gpudesk.ui.widgets.task_runner import format_template
+from gpudesk.ui.widgets.task_runner import show_error
 
 LaunchFn = Callable[[LaunchPlan, Callable[[Progress], None]], Awaitable[LaunchResult]]
 # wait longer for a launched machine that is not ready yet (ledger id): Launcher.wait_ready

@@ -12,7 +12,8 @@ import re
 from PySide6.QtCore import QCoreApplication
 
 from gpudesk.services.cloud import accounts
-from gpudesk.services.cloud.providers import aliyun_errors, tencent_errors
+from gpudesk.services.cloud.providers import aliyun_errors
+from gpudesk.services.cloud.providers import tencent_errors
 from gpudesk.services.money.ledger import Machine
 
 translate = QCoreApplication.translate  # the name lupdate looks for (literal contexts)

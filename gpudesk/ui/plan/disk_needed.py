@@ -12,15 +12,13 @@ from __future__ import annotations
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QShowEvent
-from PySide6.QtWidgets import (
-    QComboBox,
-    QFormLayout,
-    QGroupBox,
-    QLabel,
-    QLineEdit,
-    QSpinBox,
-    QWidget,
-)
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QFormLayout
+from PySide6.QtWidgets import QGroupBox
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QSpinBox
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.plan import disk_plan
 from gpudesk.services.plan.planner import Job
@@ -28,7 +26,8 @@ from gpudesk.services.storage import datasets
 from gpudesk.ui.plan.plan_form import set_invalid
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.said_text import said_text
-from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
+from gpudesk.ui.widgets.task_runner import TaskRunner
+from gpudesk.ui.widgets.task_runner import error_text
 
 NONE, TYPED = "", "\ttyped"  # the combo's data for "none" and "a size typed in"
 DEFAULT_KEPT = 2

@@ -13,12 +13,18 @@ import functools
 import math
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QSortFilterProxyModel, Qt
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QSortFilterProxyModel
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush
+from PySide6.QtGui import QColor
 
-from gpudesk.services.cloud.catalog import Offer, provider_title
-from gpudesk.services.plan.planner import RankedOffer, format_bytes
-from gpudesk.ui.widgets.models import Index, NamedColumnsModel
+from gpudesk.services.cloud.catalog import Offer
+from gpudesk.services.cloud.catalog import provider_title
+from gpudesk.services.plan.planner import RankedOffer
+from gpudesk.services.plan.planner import format_bytes
+from gpudesk.ui.widgets.models import Index
+from gpudesk.ui.widgets.models import NamedColumnsModel
 from gpudesk.ui.widgets.money import DISPLAY
 
 # Cost to finish sits right after $/h so it stays in view in a 1280-px window.

@@ -10,24 +10,29 @@ silently clamped, and the other inputs are never touched. ``inputs()`` and
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict
+from dataclasses import fields
+from dataclasses import replace
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, Qt, Signal
-from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QFormLayout,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QPushButton,
-    QSizePolicy,
-    QWidget,
-)
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import Qt
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QColor
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QCheckBox
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QFormLayout
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QSizePolicy
+from PySide6.QtWidgets import QWidget
 
-from gpudesk.calc import finetune, hf_hub, sizing
+from gpudesk.calc import finetune
+from gpudesk.calc import hf_hub
+from gpudesk.calc import sizing
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.plan.planner import Job
 from gpudesk.ui.widgets.retranslate import Retranslating

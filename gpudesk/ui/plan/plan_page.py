@@ -15,53 +15,54 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QItemSelectionModel, Qt, Signal
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QCheckBox,
-    QComboBox,
-    QFileDialog,
-    QFormLayout,
-    QGroupBox,
-    QHBoxLayout,
-    QHeaderView,
-    QLabel,
-    QLineEdit,
-    QProgressBar,
-    QPushButton,
-    QScrollArea,
-    QSplitter,
-    QTableView,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QItemSelectionModel
+from PySide6.QtCore import Qt
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QAbstractItemView
+from PySide6.QtWidgets import QCheckBox
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFormLayout
+from PySide6.QtWidgets import QGroupBox
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QHeaderView
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QProgressBar
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QScrollArea
+from PySide6.QtWidgets import QSplitter
+from PySide6.QtWidgets import QTableView
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
-from gpudesk.calc import hf_config, sizing
+from gpudesk.calc import hf_config
+from gpudesk.calc import sizing
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud.catalog import Catalog, provider_title
+from gpudesk.services.cloud.catalog import Catalog
+from gpudesk.services.cloud.catalog import provider_title
 from gpudesk.services.cloud.price_cache import load_catalog_with_cache
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.plan import planner
-from gpudesk.services.plan.planner import Job, RankedOffer, format_bytes
+from gpudesk.services.plan.planner import Job
+from gpudesk.services.plan.planner import RankedOffer
+from gpudesk.services.plan.planner import format_bytes
 from gpudesk.ui.plan.disk_needed import DiskNeeded
 from gpudesk.ui.plan.memory_bar import MemoryBar
-from gpudesk.ui.plan.offers_model import (
-    COL,
-    OffersModel,
-    OffersProxy,
-    format_hours,
-    format_money,
-    gpus_text,
-    market_text,
-    reason_text,
-)
-from gpudesk.ui.plan.plan_form import (
-    PlanForm,
-    combo_key,
-    paint_error,
-    parse_amount,
-    set_invalid,
-)
+from gpudesk.ui.plan.offers_model import COL
+from gpudesk.ui.plan.offers_model import OffersModel
+from gpudesk.ui.plan.offers_model import OffersProxy
+from gpudesk.ui.plan.offers_model import format_hours
+from gpudesk.ui.plan.offers_model import format_money
+from gpudesk.ui.plan.offers_model import gpus_text
+from gpudesk.ui.plan.offers_model import market_text
+from gpudesk.ui.plan.offers_model import reason_text
+from gpudesk.ui.plan.plan_form import PlanForm
+from gpudesk.ui.plan.plan_form import combo_key
+from gpudesk.ui.plan.plan_form import paint_error
+from gpudesk.ui.plan.plan_form import parse_amount
+from gpudesk.ui.plan.plan_form import set_invalid
 from gpudesk.ui.plan.spot_panel import SpotPanel
 from gpudesk.ui.widgets.answers import answers_for
 from gpudesk.ui.widgets.money import DISPLAY

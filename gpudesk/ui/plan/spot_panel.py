@@ -12,19 +12,21 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QCoreApplication, QEvent, Qt, Signal
-from PySide6.QtWidgets import (
-    QComboBox,
-    QGroupBox,
-    QHBoxLayout,
-    QLabel,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QEvent
+from PySide6.QtCore import Qt
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QGroupBox
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.plan.planner import RankedOffer
-from gpudesk.ui.plan.offers_model import format_hours, format_money
+from gpudesk.ui.plan.offers_model import format_hours
+from gpudesk.ui.plan.offers_model import format_money
 from gpudesk.ui.widgets.retranslate import Retranslating
 
 if TYPE_CHECKING:  # pyqtgraph (~0.3 s) loads when a history is first drawn, not at start-up

@@ -13,23 +13,31 @@ import functools
 import shlex
 import shutil
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QUrl
-from PySide6.QtGui import QDesktopServices, QGuiApplication
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMessageBox
 
 from gpudesk.services.cloud.launcher import Launcher
 from gpudesk.services.core.said import Said
 from gpudesk.services.remote import targets
-from gpudesk.services.runs import run_control, run_queue, spot_recovery
-from gpudesk.services.runs.detached import RunRecord, RunStatus
-from gpudesk.services.runs.run_control import Tunnel, TunnelSpec
+from gpudesk.services.runs import run_control
+from gpudesk.services.runs import run_queue
+from gpudesk.services.runs import spot_recovery
+from gpudesk.services.runs.detached import RunRecord
+from gpudesk.services.runs.detached import RunStatus
+from gpudesk.services.runs.run_control import Tunnel
+from gpudesk.services.runs.run_control import TunnelSpec
 from gpudesk.ui.widgets.confirm import confirm
 from gpudesk.ui.widgets.task_runner import show_error
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import QLabel, QWidget
+    from PySide6.QtWidgets import QLabel
+    from PySide6.QtWidgets import QWidget
 
     from gpudesk.services.money.ledger import Ledger
     from gpudesk.ui.run.run_queue_view import RunQueueView

@@ -9,11 +9,16 @@ its place, so the list and the log pane never disagree. Texts are in the
 from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.runs import detached as runs
 from gpudesk.services.runs import run_control
-from gpudesk.services.runs.detached import RunRecord, RunStatus
+from gpudesk.services.runs.detached import RunRecord
+from gpudesk.services.runs.detached import RunStatus
 from gpudesk.ui.widgets.eliding_button import ElidingButton
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.said_text import said_text

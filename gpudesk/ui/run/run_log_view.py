@@ -13,25 +13,22 @@ import codecs
 import re
 
 from PySide6.QtCore import QCoreApplication
-from PySide6.QtGui import (
-    QGuiApplication,
-    QTextBlock,
-    QTextCursor,
-    QTextDocument,
-    QTextOption,
-)
-from PySide6.QtWidgets import (
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QPlainTextEdit,
-    QPushButton,
-    QTextEdit,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QTextBlock
+from PySide6.QtGui import QTextCursor
+from PySide6.QtGui import QTextDocument
+from PySide6.QtGui import QTextOption
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QPlainTextEdit
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QTextEdit
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
-from gpudesk.services.runs.launcher_lines import PREFIX, said_in_log
+from gpudesk.services.runs.launcher_lines import PREFIX
+from gpudesk.services.runs.launcher_lines import said_in_log
 from gpudesk.ui.widgets.eliding_button import ElidingButton
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.said_text import said_text

@@ -17,32 +17,37 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QObject
+from PySide6.QtCore import Qt
+from PySide6.QtCore import QTimer
+from PySide6.QtCore import QUrl
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import (
-    QFileDialog,
-    QGroupBox,
-    QHBoxLayout,
-    QLabel,
-    QMessageBox,
-    QProgressBar,
-    QPushButton,
-    QTreeWidget,
-    QTreeWidgetItem,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QGroupBox
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QProgressBar
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QTreeWidget
+from PySide6.QtWidgets import QTreeWidgetItem
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.cloud.accounts import title as cloud_title
 from gpudesk.services.core.sizes import size_text
 from gpudesk.services.runs.detached import RunRecord
-from gpudesk.services.storage import outputs, pricing
+from gpudesk.services.storage import outputs
+from gpudesk.services.storage import pricing
 from gpudesk.services.storage.outputs import RunListing
-from gpudesk.services.storage.uri import StoreUri, parse_uri
+from gpudesk.services.storage.uri import StoreUri
+from gpudesk.services.storage.uri import parse_uri
 from gpudesk.ui.widgets.confirm import confirm
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.said_text import said_text
-from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
+from gpudesk.ui.widgets.task_runner import TaskRunner
+from gpudesk.ui.widgets.task_runner import error_text
 
 BAR_STEPS = 1000  # the bar counts per mille: a QProgressBar holds 32-bit ints, files not
 

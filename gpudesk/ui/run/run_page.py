@@ -20,37 +20,49 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QObject, QProcess, Qt, Signal
-from PySide6.QtWidgets import (
-    QGroupBox,
-    QHBoxLayout,
-    QLabel,
-    QProgressBar,
-    QSplitter,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QObject
+from PySide6.QtCore import QProcess
+from PySide6.QtCore import Qt
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QGroupBox
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QProgressBar
+from PySide6.QtWidgets import QSplitter
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.cloud.launcher import Launcher
-from gpudesk.services.core.window_state import load_state, update_state
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.core.window_state import load_state
+from gpudesk.services.core.window_state import update_state
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote import bootstrap
 from gpudesk.services.remote.sync import SyncCancelled
 from gpudesk.services.runs import detached as runs
-from gpudesk.services.runs import run_control, spot_recovery
-from gpudesk.services.runs.detached import RunRecord, RunStatus
-from gpudesk.services.runs.run_control import FollowResult, LogFollower, RunForm
+from gpudesk.services.runs import run_control
+from gpudesk.services.runs import spot_recovery
+from gpudesk.services.runs.detached import RunRecord
+from gpudesk.services.runs.detached import RunStatus
+from gpudesk.services.runs.run_control import FollowResult
+from gpudesk.services.runs.run_control import LogFollower
+from gpudesk.services.runs.run_control import RunForm
 from gpudesk.services.storage.errors import StorageError
-from gpudesk.ui.run.run_actions import TERMINALS, RunActions, terminal_command
+from gpudesk.ui.run.run_actions import TERMINALS
+from gpudesk.ui.run.run_actions import RunActions
+from gpudesk.ui.run.run_actions import terminal_command
 from gpudesk.ui.run.run_form import RunFormBox
 from gpudesk.ui.run.run_list import RunList
-from gpudesk.ui.run.run_log_view import LOG_MAX_LINES, RunLogView
+from gpudesk.ui.run.run_log_view import LOG_MAX_LINES
+from gpudesk.ui.run.run_log_view import RunLogView
 from gpudesk.ui.run.run_machines import RunMachines
 from gpudesk.ui.run.run_outputs import RunOutputs
 from gpudesk.ui.widgets.host_key_question import HostKeyQuestion
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.said_text import said_text
-from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
+from gpudesk.ui.widgets.task_runner import TaskRunner
+from gpudesk.ui.widgets.task_runner import error_text
 
 # A refused form's message -> the field it is about (marked, and focused)
 FIELD_OF: dict[str, str] = {

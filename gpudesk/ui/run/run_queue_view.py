@@ -12,24 +12,24 @@ import functools
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (
-    QGroupBox,
-    QHBoxLayout,
-    QLabel,
-    QListWidget,
-    QListWidgetItem,
-    QMessageBox,
-    QPushButton,
-    QSizePolicy,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import Qt
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QGroupBox
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QListWidget
+from PySide6.QtWidgets import QListWidgetItem
+from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QSizePolicy
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.remote.host_keys import HostKeyPolicy
 from gpudesk.services.runs import run_queue
 from gpudesk.services.runs.run_control import RunForm
-from gpudesk.services.runs.run_queue import QueueEntry, QueueView
+from gpudesk.services.runs.run_queue import QueueEntry
+from gpudesk.services.runs.run_queue import QueueView
 from gpudesk.ui.widgets.confirm import confirm
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.said_text import said_text

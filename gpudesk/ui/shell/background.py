@@ -73,7 +73,8 @@ class BackgroundWork(WindowParts):
 
     def refresh_prices(self) -> None:
         """Live prices for the providers with keys; the bundled catalog stays the fallback."""
-        from gpudesk.services.cloud.live_prices import RefreshReport, refresh_prices
+        from gpudesk.services.cloud.live_prices import RefreshReport
+        from gpudesk.services.cloud.live_prices import refresh_prices
 
         catalog = self.plan.catalog
         names = [a.provider for a in self.ledger.accounts()
@@ -99,7 +100,8 @@ class BackgroundWork(WindowParts):
         self.statusBar().showMessage(
             QCoreApplication.translate("MainWindow", "Asking the clouds for prices…"))
         from gpudesk.services.core.paths import cache_dir
-        from gpudesk.services.storage import s3_price_list, usage
+        from gpudesk.services.storage import s3_price_list
+        from gpudesk.services.storage import usage
 
         def bucket_prices() -> None:
             """S3 storage/request prices for the regions of the user's AWS buckets, from
@@ -142,7 +144,8 @@ class BackgroundWork(WindowParts):
     def push_guards(self, budget_from_settings: bool = False) -> None:
         """Every running machine's guard follows a new budget, action or price: its cloud
         guard and its agent's rules (in the background; one push at a time, never lost)."""
-        from gpudesk.services.remote.guard_push import PushReport, push_all
+        from gpudesk.services.remote.guard_push import PushReport
+        from gpudesk.services.remote.guard_push import push_all
 
         if not any(m.provider != "own" and m.state == "running"
                    for m in self.ledger.machines(include_ended=False)):

@@ -7,7 +7,10 @@ to every widget, so widgets only need a ``changeEvent`` that calls their
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QLibraryInfo
+from PySide6.QtCore import QLocale
+from PySide6.QtCore import QTranslator
 
 from gpudesk import i18n_marks
 from gpudesk.resources import resource_path

@@ -21,24 +21,29 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QSize, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (
-    QDialog,
-    QHBoxLayout,
-    QLabel,
-    QListWidget,
-    QMainWindow,
-    QMessageBox,
-    QStackedWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QSize
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QAction
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QDialog
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QListWidget
+from PySide6.QtWidgets import QMainWindow
+from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QStackedWidget
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
-from gpudesk.services.core.settings import Settings, save_settings
-from gpudesk.ui.shell.background import SPOT_PRICES_EVERY_MS, BackgroundWork
-from gpudesk.ui.shell.menus import LANGUAGE_NAMES, WindowMenus
-from gpudesk.ui.shell.navigation import PAGE_KEY_ROLE, PageNavigation
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.core.settings import save_settings
+from gpudesk.ui.shell.background import SPOT_PRICES_EVERY_MS
+from gpudesk.ui.shell.background import BackgroundWork
+from gpudesk.ui.shell.menus import LANGUAGE_NAMES
+from gpudesk.ui.shell.menus import WindowMenus
+from gpudesk.ui.shell.navigation import PAGE_KEY_ROLE
+from gpudesk.ui.shell.navigation import PageNavigation
 from gpudesk.ui.shell.quit_question import QuitQuestion
 from gpudesk.ui.widgets.retranslate import Retranslating
 
@@ -46,10 +51,13 @@ if TYPE_CHECKING:  # imported after the first paint (fast start), or when a page
     from gpudesk.services.cloud.accounts import ProviderFactory
     from gpudesk.services.cloud.catalog import Catalog
     from gpudesk.services.cloud.launcher import Launcher
-    from gpudesk.services.cloud.providers.base import Provider, ProviderName
-    from gpudesk.services.money.ledger import Ledger, Machine
+    from gpudesk.services.cloud.providers.base import Provider
+    from gpudesk.services.cloud.providers.base import ProviderName
+    from gpudesk.services.money.ledger import Ledger
+    from gpudesk.services.money.ledger import Machine
     from gpudesk.services.plan.budget_chance import SpotJobInputs
-    from gpudesk.ui.watch.budget_alerts import BudgetAlerts, BudgetBanner
+    from gpudesk.ui.watch.budget_alerts import BudgetAlerts
+    from gpudesk.ui.watch.budget_alerts import BudgetBanner
     from gpudesk.ui.widgets.money import Money
     from gpudesk.ui.widgets.task_runner import TaskRunner
     from gpudesk.ui.widgets.tray import BillingTray
@@ -209,7 +217,8 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
             self.finish_start(background_later=True)
         self.background_started = True
         from gpudesk.services.core.window_state import load_state
-        from gpudesk.ui.watch.budget_alerts import BudgetAlerts, BudgetBanner
+        from gpudesk.ui.watch.budget_alerts import BudgetAlerts
+        from gpudesk.ui.watch.budget_alerts import BudgetBanner
         from gpudesk.ui.widgets.task_runner import TaskRunner
         from gpudesk.ui.widgets.tray import BillingTray
 

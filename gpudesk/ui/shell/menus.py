@@ -11,8 +11,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication
-from PySide6.QtGui import QAction, QActionGroup, QKeySequence
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtGui import QAction
+from PySide6.QtGui import QActionGroup
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QMessageBox
 
 from gpudesk.ui.shell.i18n import install_translator
 from gpudesk.ui.shell.window_parts import WindowParts

@@ -8,11 +8,17 @@ Mixed into ``MainWindow`` (before ``QMainWindow``); ``add_page``, ``page`` and
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
+from typing import cast
 
 from PySide6.QtCore import QSize
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QListWidget, QListWidgetItem, QMenu, QStackedWidget, QWidget
+from PySide6.QtGui import QAction
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QListWidget
+from PySide6.QtWidgets import QListWidgetItem
+from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QStackedWidget
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.ui.shell.window_parts import WindowParts
 

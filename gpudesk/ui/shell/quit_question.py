@@ -16,7 +16,8 @@ from PySide6.QtCore import QCoreApplication
 from gpudesk.ui.shell.window_parts import WindowParts
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import QDialog, QLabel
+    from PySide6.QtWidgets import QDialog
+    from PySide6.QtWidgets import QLabel
 
     from gpudesk.services.money.ledger import Machine
     from gpudesk.ui.machines.instances_page import InstancesPage
@@ -57,9 +58,11 @@ class QuitQuestion(WindowParts):
     def ask_quit(self, billing: list[Machine]) -> QDialog:
         """Quitting with machines billing: say what bills, its rate and its guard, and offer
         to stop them, terminate them, or keep them running."""
-        from PySide6.QtWidgets import QAbstractButton, QMessageBox
+        from PySide6.QtWidgets import QAbstractButton
+        from PySide6.QtWidgets import QMessageBox
 
-        from gpudesk.services.cloud import accounts, guard
+        from gpudesk.services.cloud import accounts
+        from gpudesk.services.cloud import guard
         from gpudesk.ui.widgets.confirm import open_question
         from gpudesk.ui.widgets.guard_words import guard_said
         from gpudesk.ui.widgets.tray import state_word
@@ -130,7 +133,8 @@ class QuitQuestion(WindowParts):
         others running: each is asked, and those that failed are named with the cloud's
         reason while the window stays open (issue 31)."""
         from gpudesk.services.cloud.machines import act
-        from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
+        from gpudesk.ui.widgets.task_runner import TaskRunner
+        from gpudesk.ui.widgets.task_runner import error_text
 
         async def each() -> list[tuple[Machine, str]]:
             failed: list[tuple[Machine, str]] = []
@@ -203,7 +207,8 @@ class QuitQuestion(WindowParts):
         """Where no tray shows the start-up alert, a box in the window says it, with the way
         to the machines; it asks nothing and blocks nothing."""
         from PySide6.QtCore import Qt
-        from PySide6.QtWidgets import QAbstractButton, QMessageBox
+        from PySide6.QtWidgets import QAbstractButton
+        from PySide6.QtWidgets import QMessageBox
 
         box = QMessageBox(QMessageBox.Icon.Warning, heading, QCoreApplication.translate(
             "MainWindow", "{n} machine(s) from before are still billing: they ran on while "

@@ -19,33 +19,31 @@ import dataclasses
 import logging
 import re
 
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QSize
+from PySide6.QtCore import Qt
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QShowEvent
-from PySide6.QtWidgets import (
-    QComboBox,
-    QCompleter,
-    QDialog,
-    QDialogButtonBox,
-    QFormLayout,
-    QFrame,
-    QGroupBox,
-    QLabel,
-    QLineEdit,
-    QScrollArea,
-    QSizePolicy,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QCompleter
+from PySide6.QtWidgets import QDialog
+from PySide6.QtWidgets import QDialogButtonBox
+from PySide6.QtWidgets import QFormLayout
+from PySide6.QtWidgets import QFrame
+from PySide6.QtWidgets import QGroupBox
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QScrollArea
+from PySide6.QtWidgets import QSizePolicy
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
-from gpudesk.services.core.settings import (
-    CURRENCIES,
-    IDLE_ACTIONS,
-    LANGUAGES,
-    THEMES,
-    Settings,
-    is_valid,
-    save_settings,
-)
+from gpudesk.services.core.settings import CURRENCIES
+from gpudesk.services.core.settings import IDLE_ACTIONS
+from gpudesk.services.core.settings import LANGUAGES
+from gpudesk.services.core.settings import THEMES
+from gpudesk.services.core.settings import Settings
+from gpudesk.services.core.settings import is_valid
+from gpudesk.services.core.settings import save_settings
 from gpudesk.ui.widgets.retranslate import Retranslating
 
 log = logging.getLogger(__name__)

@@ -9,8 +9,11 @@ while the app runs.
 from __future__ import annotations
 
 import shiboken6
-from PySide6.QtGui import QColor, QGuiApplication, QPalette
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtGui import QColor
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QWidget
 
 THEMES: tuple[str, ...] = ("system", "light", "dark")
 

@@ -15,17 +15,28 @@ from __future__ import annotations
 import asyncio
 import html
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
+from PySide6.QtCore import QObject
+from PySide6.QtCore import Qt
+from PySide6.QtCore import QTimer
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QFrame
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QToolButton
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.cloud import stop_charging
 from gpudesk.services.cloud.accounts import ProviderFactory
 from gpudesk.services.core.settings import Settings
-from gpudesk.services.money.budgets import SCOPE_MONTH, BudgetChecker, BudgetConfig, Crossing
+from gpudesk.services.money.budgets import SCOPE_MONTH
+from gpudesk.services.money.budgets import BudgetChecker
+from gpudesk.services.money.budgets import BudgetConfig
+from gpudesk.services.money.budgets import Crossing
 from gpudesk.services.money.ledger import Ledger
 from gpudesk.ui.widgets.money import DISPLAY
 from gpudesk.ui.widgets.task_runner import error_text

@@ -12,32 +12,43 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QDateTime, Qt, QTimer, Signal
-from PySide6.QtGui import QFont, QPixmap
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QComboBox,
-    QGridLayout,
-    QGroupBox,
-    QHBoxLayout,
-    QHeaderView,
-    QLabel,
-    QPushButton,
-    QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QDateTime
+from PySide6.QtCore import Qt
+from PySide6.QtCore import QTimer
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QFont
+from PySide6.QtGui import QPixmap
+from PySide6.QtWidgets import QAbstractItemView
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QGridLayout
+from PySide6.QtWidgets import QGroupBox
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QHeaderView
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QSplitter
+from PySide6.QtWidgets import QTableWidget
+from PySide6.QtWidgets import QTableWidgetItem
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.remote.telemetry import NO_GPU_SRC
-from gpudesk.ui.watch.gpu_plots import MIB_PER_GIB, GpuPlots, SpendPlot, gpu_colour
-from gpudesk.ui.watch.ring_buffer import SERIES, History, Values, as_samples, record_values
+from gpudesk.ui.watch.gpu_plots import MIB_PER_GIB
+from gpudesk.ui.watch.gpu_plots import GpuPlots
+from gpudesk.ui.watch.gpu_plots import SpendPlot
+from gpudesk.ui.watch.gpu_plots import gpu_colour
+from gpudesk.ui.watch.ring_buffer import SERIES
+from gpudesk.ui.watch.ring_buffer import History
+from gpudesk.ui.watch.ring_buffer import Values
+from gpudesk.ui.watch.ring_buffer import as_samples
+from gpudesk.ui.watch.ring_buffer import record_values
 from gpudesk.ui.widgets.retranslate import Retranslating
 
 BACKFILL_CHUNK = 256  # records parsed per event-loop turn during a backfill

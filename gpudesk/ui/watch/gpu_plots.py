@@ -20,12 +20,22 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, Qt, Signal
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtCore import QEvent
+from PySide6.QtCore import QPointF
+from PySide6.QtCore import Qt
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QColor
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QWidget
 
-from gpudesk.ui.watch.ring_buffer import SERIES, Downsampled, History, bin_edges, count_in, span
-from gpudesk.ui.widgets.local_date_axis import LocalDateAxis, relabel_all
+from gpudesk.ui.watch.ring_buffer import SERIES
+from gpudesk.ui.watch.ring_buffer import Downsampled
+from gpudesk.ui.watch.ring_buffer import History
+from gpudesk.ui.watch.ring_buffer import bin_edges
+from gpudesk.ui.watch.ring_buffer import count_in
+from gpudesk.ui.watch.ring_buffer import span
+from gpudesk.ui.widgets.local_date_axis import LocalDateAxis
+from gpudesk.ui.widgets.local_date_axis import relabel_all
 
 PANELS: tuple[str, ...] = SERIES  # util, mem_used_mib, temp_c, power_w: one plot each
 MIB_PER_GIB = 1024.0

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication

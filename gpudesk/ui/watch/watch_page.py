@@ -16,33 +16,43 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer, Signal
-from PySide6.QtWidgets import (
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QPushButton,
-    QSplitter,
-    QStackedWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QObject
+from PySide6.QtCore import Qt
+from PySide6.QtCore import QTimer
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QHBoxLayout
+from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QSplitter
+from PySide6.QtWidgets import QStackedWidget
+from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.core.settings import Settings
-from gpudesk.services.core.window_state import load_state, update_state
+from gpudesk.services.core.window_state import load_state
+from gpudesk.services.core.window_state import update_state
 from gpudesk.services.money import spend
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.services.remote import targets
 from gpudesk.services.remote.host_keys import HostKeyPolicy
-from gpudesk.services.remote.telemetry import NO_GPU_SRC, TelemetrySample
-from gpudesk.ui.watch.dashboard_page import DashboardPage, OverviewPage
+from gpudesk.services.remote.telemetry import NO_GPU_SRC
+from gpudesk.services.remote.telemetry import TelemetrySample
+from gpudesk.ui.watch.dashboard_page import DashboardPage
+from gpudesk.ui.watch.dashboard_page import OverviewPage
 from gpudesk.ui.watch.record_batcher import RecordBatcher
-from gpudesk.ui.watch.store_state import StoreState, read_state, run_with_store, state_text
+from gpudesk.ui.watch.store_state import StoreState
+from gpudesk.ui.watch.store_state import read_state
+from gpudesk.ui.watch.store_state import run_with_store
+from gpudesk.ui.watch.store_state import state_text
 from gpudesk.ui.widgets.allow_me_offer import AllowMeOffer
 from gpudesk.ui.widgets.host_key_question import HostKeyQuestion
 from gpudesk.ui.widgets.machine_combo import MachineCombo
 from gpudesk.ui.widgets.retranslate import Retranslating
-from gpudesk.ui.widgets.task_runner import TaskRunner, error_text
+from gpudesk.ui.widgets.task_runner import TaskRunner
+from gpudesk.ui.widgets.task_runner import error_text
 
 SPEND_EVERY_MS = 30_000
 SPEND_POINTS = 120

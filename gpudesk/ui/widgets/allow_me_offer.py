@@ -9,11 +9,16 @@ to move the rule (once per machine per session; a "No" is remembered).
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtCore import QObject
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QWidget
 
-from gpudesk.services.cloud.accounts import ProviderFactory, provider_from_keyring
-from gpudesk.services.cloud.allow_me import AllowResult, address_mismatch, allow_me
+from gpudesk.services.cloud.accounts import ProviderFactory
+from gpudesk.services.cloud.accounts import provider_from_keyring
+from gpudesk.services.cloud.allow_me import AllowResult
+from gpudesk.services.cloud.allow_me import address_mismatch
+from gpudesk.services.cloud.allow_me import allow_me
 from gpudesk.services.money.ledger import Ledger
 from gpudesk.ui.widgets.task_runner import TaskRunner
 

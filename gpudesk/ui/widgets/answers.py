@@ -10,8 +10,11 @@ from __future__ import annotations
 from PySide6.QtCore import QCoreApplication
 
 from gpudesk.calc import sizing
-from gpudesk.services.cloud.catalog import GpuSpec, provider_title
-from gpudesk.services.plan.planner import Job, MethodSuggestion, format_bytes
+from gpudesk.services.cloud.catalog import GpuSpec
+from gpudesk.services.cloud.catalog import provider_title
+from gpudesk.services.plan.planner import Job
+from gpudesk.services.plan.planner import MethodSuggestion
+from gpudesk.services.plan.planner import format_bytes
 
 translate = QCoreApplication.translate  # the name lupdate looks for
 

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QAbstractButton, QMessageBox, QWidget
+from PySide6.QtWidgets import QAbstractButton
+from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QWidget
 
 
 def confirm(parent: QWidget, icon: QMessageBox.Icon, title: str, text: str, name: str,

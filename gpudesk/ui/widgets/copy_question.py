@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.storage.dataset_copy import CopyPlan
 from gpudesk.ui.widgets.confirm import confirm

@@ -9,9 +9,14 @@ accepts less.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QSize
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import QPushButton, QSizePolicy, QStyle, QStyleOptionButton, QWidget
+from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QSizePolicy
+from PySide6.QtWidgets import QStyle
+from PySide6.QtWidgets import QStyleOptionButton
+from PySide6.QtWidgets import QWidget
 
 MIN_CHARS = "Xxxxx…"  # at least this much of the text stays readable
 

@@ -10,9 +10,16 @@ free height; what does not fit then scrolls instead of being clipped.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer
+from PySide6.QtCore import QEvent
+from PySide6.QtCore import QObject
+from PySide6.QtCore import QSize
+from PySide6.QtCore import Qt
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QShowEvent
-from PySide6.QtWidgets import QFrame, QLayout, QScrollArea, QWidget
+from PySide6.QtWidgets import QFrame
+from PySide6.QtWidgets import QLayout
+from PySide6.QtWidgets import QScrollArea
+from PySide6.QtWidgets import QWidget
 
 SCREEN_MARGIN = 48  # px left free under the dialog: the window's title bar and a panel
 

@@ -12,12 +12,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QObject
+from PySide6.QtCore import Qt
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QWidget
 
-from gpudesk.services.remote.host_keys import HostKeyChanged, HostKeyPolicy, PinStore
+from gpudesk.services.remote.host_keys import HostKeyChanged
+from gpudesk.services.remote.host_keys import HostKeyPolicy
+from gpudesk.services.remote.host_keys import PinStore
 from gpudesk.ui.widgets.confirm import confirm
 
 

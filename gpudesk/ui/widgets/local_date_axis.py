@@ -13,7 +13,9 @@ from typing import Any
 
 import pyqtgraph as pg
 from pyqtgraph.graphicsItems import DateAxisItem as _date_axis
-from PySide6.QtCore import QCoreApplication, QDate, QLocale
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QDate
+from PySide6.QtCore import QLocale
 
 # strftime formats that name something, and the same as Qt date formats
 _NAMED = {"%a %d": "ddd d", "%b": "MMM", "%a": "ddd"}

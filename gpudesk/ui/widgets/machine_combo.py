@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QComboBox, QWidget
+from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.cloud.accounts import title
-from gpudesk.services.money.ledger import Ledger, Machine
+from gpudesk.services.money.ledger import Ledger
+from gpudesk.services.money.ledger import Machine
 from gpudesk.ui.widgets.retranslate import Retranslating
 
 

@@ -18,14 +18,22 @@ import asyncio
 import inspect
 import logging
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
+from typing import TypeVar
 
 import shiboken6
-from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QObject
+from PySide6.QtCore import Qt
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QAbstractButton, QMessageBox, QProgressBar, QWidget
+from PySide6.QtWidgets import QAbstractButton
+from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QProgressBar
+from PySide6.QtWidgets import QWidget
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QCoreApplication, QObject
-from PySide6.QtGui import QAction, QIcon
-from PySide6.QtWidgets import QMenu, QSystemTrayIcon, QWidget
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QAction
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QSystemTrayIcon
+from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.cloud.accounts import title
 from gpudesk.services.money.ledger import Machine

@@ -57,27 +57,28 @@ from alibabacloud_tea_openapi.utils_models import Config
 from darabonba.runtime import RuntimeOptions
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud.providers import aliyun_gpu_driver, base
+from gpudesk.services.cloud.providers import aliyun_gpu_driver
 from gpudesk.services.cloud.providers import aliyun_parse as ap
-from gpudesk.services.cloud.providers.aliyun_errors import (
-    MSG_ALREADY_STOPPED_CHARGING,
-    MSG_NEED_GROUP,
-    MSG_STOP_CANNOT_STOP_CHARGING,
-    MSG_STOPPED_KEEP_CHARGING,
-    MSG_STOPPED_STOP_CHARGING,
-    MSG_VPC_NOT_READY,
-    PROVIDER_LABEL,
-    WHY_KEEP_ASKED,
-    WHY_KEEP_CLASSIC,
-    WHY_KEEP_SUBSCRIPTION,
-    WHY_KEEP_TYPE,
-    CallContext,
-    is_throttle,
-    map_error,
-)
+from gpudesk.services.cloud.providers import base
+from gpudesk.services.cloud.providers.aliyun_errors import MSG_ALREADY_STOPPED_CHARGING
+from gpudesk.services.cloud.providers.aliyun_errors import MSG_NEED_GROUP
+from gpudesk.services.cloud.providers.aliyun_errors import MSG_STOP_CANNOT_STOP_CHARGING
+from gpudesk.services.cloud.providers.aliyun_errors import MSG_STOPPED_KEEP_CHARGING
+from gpudesk.services.cloud.providers.aliyun_errors import MSG_STOPPED_STOP_CHARGING
+from gpudesk.services.cloud.providers.aliyun_errors import MSG_VPC_NOT_READY
+from gpudesk.services.cloud.providers.aliyun_errors import PROVIDER_LABEL
+from gpudesk.services.cloud.providers.aliyun_errors import WHY_KEEP_ASKED
+from gpudesk.services.cloud.providers.aliyun_errors import WHY_KEEP_CLASSIC
+from gpudesk.services.cloud.providers.aliyun_errors import WHY_KEEP_SUBSCRIPTION
+from gpudesk.services.cloud.providers.aliyun_errors import WHY_KEEP_TYPE
+from gpudesk.services.cloud.providers.aliyun_errors import CallContext
+from gpudesk.services.cloud.providers.aliyun_errors import is_throttle
+from gpudesk.services.cloud.providers.aliyun_errors import map_error
 from gpudesk.services.cloud.providers.aliyun_groups import MachineGroups
 from gpudesk.services.cloud.providers.aliyun_keep_alive import KeepAliveAliyun
-from gpudesk.services.cloud.providers.sdk_provider import Refused, SdkProvider, ssh_group_name
+from gpudesk.services.cloud.providers.sdk_provider import Refused
+from gpudesk.services.cloud.providers.sdk_provider import SdkProvider
+from gpudesk.services.cloud.providers.sdk_provider import ssh_group_name
 
 REQ_TIMEOUT_MS = 30_000
 # Paging, as each action's SDK model documents it (ECS refuses a larger page with

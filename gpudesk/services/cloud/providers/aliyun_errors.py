@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud.provider_codes import CodeTable, ZoneOrRegion, refusal
+from gpudesk.services.cloud.provider_codes import CodeTable
+from gpudesk.services.cloud.provider_codes import ZoneOrRegion
+from gpudesk.services.cloud.provider_codes import refusal
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.base import MSG_NEED_GROUP as MSG_NEED_GROUP
 from gpudesk.services.cloud.providers.base import detail_of as detail_of

@@ -34,23 +34,25 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 from alibabacloud_tea_openapi.utils_models import Config
 from darabonba.runtime import RuntimeOptions
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud.keep_alive import (
-    SCHEDULE_MAX_AHEAD_S,
-    SCHEDULE_MIN_AHEAD_S,
-    GroupMember,
-    GroupState,
-    group_name,
-)
-from gpudesk.services.cloud.providers import aliyun_gpu_driver, base
+from gpudesk.services.cloud.keep_alive import SCHEDULE_MAX_AHEAD_S
+from gpudesk.services.cloud.keep_alive import SCHEDULE_MIN_AHEAD_S
+from gpudesk.services.cloud.keep_alive import GroupMember
+from gpudesk.services.cloud.keep_alive import GroupState
+from gpudesk.services.cloud.keep_alive import group_name
+from gpudesk.services.cloud.providers import aliyun_gpu_driver
 from gpudesk.services.cloud.providers import aliyun_parse as ap
-from gpudesk.services.cloud.providers.aliyun_errors import CallContext, is_throttle, map_error
+from gpudesk.services.cloud.providers import base
+from gpudesk.services.cloud.providers.aliyun_errors import CallContext
+from gpudesk.services.cloud.providers.aliyun_errors import is_throttle
+from gpudesk.services.cloud.providers.aliyun_errors import map_error
 from gpudesk.services.cloud.providers.sdk_provider import Refused
 
 ESS_PAGE = 50  # DescribeScalingGroups/-Instances/-ScheduledTasks: "Maximum value: 50"

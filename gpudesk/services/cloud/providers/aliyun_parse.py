@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 from gpudesk.services.cloud.providers import base

@@ -23,27 +23,30 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
-from typing import Any, TypeVar
+from collections.abc import Callable
+from collections.abc import Iterator
+from datetime import UTC
+from datetime import datetime
+from typing import Any
+from typing import TypeVar
 
 import boto3
 import botocore.session
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError
+from botocore.exceptions import ClientError
 from botocore.parsers import ResponseParserError
 
 from gpudesk.services.cloud.providers import aws_offers as offers
 from gpudesk.services.cloud.providers import base
-from gpudesk.services.cloud.providers.aws_errors import (
-    MSG_DISK_BELOW_IMAGE,
-    MSG_NEED_GROUP,
-    PROVIDER_LABEL,
-    CallContext,
-    error_code,
-    from_exception,
-)
-from gpudesk.services.cloud.providers.aws_groups import SSH_RULE_DESCRIPTION, MachineGroups
+from gpudesk.services.cloud.providers.aws_errors import MSG_DISK_BELOW_IMAGE
+from gpudesk.services.cloud.providers.aws_errors import MSG_NEED_GROUP
+from gpudesk.services.cloud.providers.aws_errors import PROVIDER_LABEL
+from gpudesk.services.cloud.providers.aws_errors import CallContext
+from gpudesk.services.cloud.providers.aws_errors import error_code
+from gpudesk.services.cloud.providers.aws_errors import from_exception
+from gpudesk.services.cloud.providers.aws_groups import SSH_RULE_DESCRIPTION
+from gpudesk.services.cloud.providers.aws_groups import MachineGroups
 from gpudesk.services.cloud.providers.aws_keep_alive import AwsKeepAlive
 from gpudesk.services.cloud.providers.aws_machine import machine_params
 

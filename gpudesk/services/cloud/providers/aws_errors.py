@@ -17,15 +17,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    ConnectionError,
-    ConnectTimeoutError,
-    EndpointConnectionError,
-    HTTPClientError,
-    ReadTimeoutError,
-)
+from botocore.exceptions import BotoCoreError
+from botocore.exceptions import ClientError
+from botocore.exceptions import ConnectionError
+from botocore.exceptions import ConnectTimeoutError
+from botocore.exceptions import EndpointConnectionError
+from botocore.exceptions import HTTPClientError
+from botocore.exceptions import ReadTimeoutError
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.providers import base

@@ -10,7 +10,8 @@ deletes the group with the machine.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
+from typing import TypeVar
 
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.aws_errors import CallContext

@@ -24,21 +24,23 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from datetime import UTC
+from datetime import datetime
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import TypeVar
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud.keep_alive import (
-    GROUP_PREFIX,
-    SCHEDULE_MIN_AHEAD_S,
-    GroupMember,
-    GroupState,
-    group_name,
-)
+from gpudesk.services.cloud.keep_alive import GROUP_PREFIX
+from gpudesk.services.cloud.keep_alive import SCHEDULE_MIN_AHEAD_S
+from gpudesk.services.cloud.keep_alive import GroupMember
+from gpudesk.services.cloud.keep_alive import GroupState
+from gpudesk.services.cloud.keep_alive import group_name
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers import user_data as sent_user_data
 from gpudesk.services.cloud.providers.aws_errors import CallContext
-from gpudesk.services.cloud.providers.aws_machine import machine_params, tag_list
+from gpudesk.services.cloud.providers.aws_machine import machine_params
+from gpudesk.services.cloud.providers.aws_machine import tag_list
 
 _T = TypeVar("_T")
 

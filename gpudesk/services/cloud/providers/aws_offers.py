@@ -8,8 +8,11 @@ here (newest image, latest price per zone) would go untested against it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from datetime import UTC, datetime
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 from gpudesk.services.cloud.providers import base

@@ -14,8 +14,13 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import Literal
+from typing import NamedTuple
+from typing import Protocol
+from typing import runtime_checkable
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 

@@ -17,7 +17,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any
+from typing import Generic
+from typing import NamedTuple
+from typing import TypeVar
 
 from gpudesk.services.cloud.providers import base
 

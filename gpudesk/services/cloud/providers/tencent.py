@@ -33,7 +33,8 @@ import hashlib
 import math
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 from tencentcloud.common import credential
@@ -44,21 +45,20 @@ from tencentcloud.vpc.v20170312.vpc_client import VpcClient
 
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers import tencent_parse as tp
-from gpudesk.services.cloud.providers.sdk_provider import SdkProvider, ssh_group_name
-from gpudesk.services.cloud.providers.tencent_errors import (
-    MSG_ALREADY_STOPPED_CHARGING,
-    MSG_NEED_GROUP,
-    MSG_NEED_SPOT_PRICE,
-    MSG_STOP_CANNOT_STOP_CHARGING,
-    MSG_STOPPED_KEEPS_CHARGING,
-    MSG_STOPPED_NO_CHARGE,
-    PROVIDER_LABEL,
-    CallContext,
-    error,
-    is_throttle,
-    map_error,
-    sdk_answer,
-)
+from gpudesk.services.cloud.providers.sdk_provider import SdkProvider
+from gpudesk.services.cloud.providers.sdk_provider import ssh_group_name
+from gpudesk.services.cloud.providers.tencent_errors import MSG_ALREADY_STOPPED_CHARGING
+from gpudesk.services.cloud.providers.tencent_errors import MSG_NEED_GROUP
+from gpudesk.services.cloud.providers.tencent_errors import MSG_NEED_SPOT_PRICE
+from gpudesk.services.cloud.providers.tencent_errors import MSG_STOP_CANNOT_STOP_CHARGING
+from gpudesk.services.cloud.providers.tencent_errors import MSG_STOPPED_KEEPS_CHARGING
+from gpudesk.services.cloud.providers.tencent_errors import MSG_STOPPED_NO_CHARGE
+from gpudesk.services.cloud.providers.tencent_errors import PROVIDER_LABEL
+from gpudesk.services.cloud.providers.tencent_errors import CallContext
+from gpudesk.services.cloud.providers.tencent_errors import error
+from gpudesk.services.cloud.providers.tencent_errors import is_throttle
+from gpudesk.services.cloud.providers.tencent_errors import map_error
+from gpudesk.services.cloud.providers.tencent_errors import sdk_answer
 from gpudesk.services.cloud.providers.tencent_groups import MachineGroups
 from gpudesk.services.cloud.providers.tencent_keep_alive import TencentKeepAlive
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud.provider_codes import CodeTable, ZoneOrRegion, refusal
+from gpudesk.services.cloud.provider_codes import CodeTable
+from gpudesk.services.cloud.provider_codes import ZoneOrRegion
+from gpudesk.services.cloud.provider_codes import refusal
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers.base import MSG_NEED_GROUP as MSG_NEED_GROUP
 from gpudesk.services.cloud.providers.base import detail_of as detail_of
@@ -118,9 +120,7 @@ def sdk_answer(send: Callable[[], Any]) -> dict[str, Any] | Refused:
     """The ``Response`` of one SDK call (``send``: ``client.call_json(action, params)``), or
     what refused it: the SDK's error code, a transport failure (``ClientNetworkError``) or an
     answer without a Response (``ServerNetworkError``), for ``SdkProvider._retrying``."""
-    from tencentcloud.common.exception.tencent_cloud_sdk_exception import (
-        TencentCloudSDKException,
-    )
+    from tencentcloud.common.exception.tencent_cloud_sdk_exception import TencentCloudSDKException
 
     try:
         data = send()

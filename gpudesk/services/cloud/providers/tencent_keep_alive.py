@@ -37,25 +37,25 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
+from datetime import timezone
+from typing import TYPE_CHECKING
+from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.cloud.keep_alive import (
-    SCHEDULE_MIN_AHEAD_S,
-    GroupMember,
-    GroupState,
-    group_name,
-)
+from gpudesk.services.cloud.keep_alive import SCHEDULE_MIN_AHEAD_S
+from gpudesk.services.cloud.keep_alive import GroupMember
+from gpudesk.services.cloud.keep_alive import GroupState
+from gpudesk.services.cloud.keep_alive import group_name
 from gpudesk.services.cloud.providers import base
 from gpudesk.services.cloud.providers import tencent_parse as tp
 from gpudesk.services.cloud.providers import user_data as sent_user_data
 from gpudesk.services.cloud.providers.sdk_provider import Refused
-from gpudesk.services.cloud.providers.tencent_errors import (
-    PROVIDER_LABEL,
-    CallContext,
-    sdk_answer,
-)
+from gpudesk.services.cloud.providers.tencent_errors import PROVIDER_LABEL
+from gpudesk.services.cloud.providers.tencent_errors import CallContext
+from gpudesk.services.cloud.providers.tencent_errors import sdk_answer
 
 AS_SERVICE = "as"
 AS_VERSION = "2018-04-19"
