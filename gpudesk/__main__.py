@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def main_gui() -> int:
     """Always start the window (the ``gpudesk-gui`` script)."""
+    import gc
+
+    gc.disable()  # from the first import on: see app.pause_collection_for_start
     from gpudesk.app import run_gui
 
     return run_gui()

@@ -25,6 +25,7 @@ from gpudesk.services.plan.disk_plan import GIB
 from gpudesk.services.plan.disk_plan import DiskPlanError
 from gpudesk.services.plan.disk_plan import DiskTooSmall
 from gpudesk.services.plan.disk_plan import disk_need
+from gpudesk.services.storage import dataset_registry
 from gpudesk.services.storage import datasets
 
 LLAMA = sizing.preset("llama-2-7b")
@@ -122,18 +123,18 @@ def test_a_push_keeps_the_size_and_one_pushed_elsewhere_is_read_from_its_manifes
     (folder / "b.bin").write_bytes(b"b" * 3000)
     assert main(["data", "push", str(folder), "mini", "--store",
                  f"s3://{account.name}/lab"]) == 0
-    assert datasets.known_bytes() == {"mini": 8000}
+    assert dataset_registry.known_bytes() == {"mini": 8000}
     assert datasets.size_of("mini") == 8000
     # this computer forgets the size (a registry from before sizes were kept): the
     # manifest in the bucket says it, and it is kept from then on
-    path = datasets._registry_path()
+    path = dataset_registry.registry_path()
     registry = read_json_object(path)
     del registry["mini"]["bytes"]
-    datasets._write(path, registry)
-    assert datasets.known_bytes() == {}
-    assert datasets.known()["mini"][0].endswith("/lab/")
+    dataset_registry.write_json(path, registry)
+    assert dataset_registry.known_bytes() == {}
+    assert dataset_registry.known()["mini"][0].endswith("/lab/")
     assert datasets.size_of("mini") == 8000
-    assert datasets.known_bytes() == {"mini": 8000}
+    assert dataset_registry.known_bytes() == {"mini": 8000}
 
 
 def test_gpudesk_size_says_one_checkpoints_size_for_launch(

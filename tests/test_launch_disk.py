@@ -21,7 +21,7 @@ from gpudesk.cli.entry import main
 from gpudesk.services.cloud import credentials
 from gpudesk.services.money.ledger import Ledger
 from gpudesk.services.plan.disk_plan import GIB
-from gpudesk.services.storage import datasets
+from gpudesk.services.storage import dataset_registry
 from gpudesk.services.storage.uri import parse_uri
 
 LAUNCH = ["launch", "--provider", "aws", "--type", "g4dn.xlarge", "--region", "us-east-1",
@@ -36,7 +36,7 @@ def cloud(aws: MotoAws, memory_keyring: Any) -> MotoAws:
     computer pushed (its size kept at push time)."""
     credentials.save_credentials(aws.credentials)
     aws.publish_dlami("us-east-1")
-    datasets.remember("imagenet-mini", parse_uri("s3://my-lab-data/lab"), "us-east-1",
+    dataset_registry.remember("imagenet-mini", parse_uri("s3://my-lab-data/lab"), "us-east-1",
                       150 * GIB)
     return aws
 

@@ -31,6 +31,7 @@ from gpudesk.services.core.sizes import size_text  # noqa: E402
 from gpudesk.services.core.window_state import update_state  # noqa: E402
 from gpudesk.services.money.ledger import Ledger  # noqa: E402
 from gpudesk.services.runs import detached as runs  # noqa: E402
+from gpudesk.services.storage import dataset_registry  # noqa: E402
 from gpudesk.services.storage import datasets  # noqa: E402
 from gpudesk.services.storage import s3_price_list  # noqa: E402
 from gpudesk.services.storage.clients import account_client  # noqa: E402
@@ -168,7 +169,7 @@ def test_cancel_midway_leaves_nothing_listed(  # type: ignore[no-untyped-def]
     assert f"No dataset in s3://{account.name}/lab/ yet" in page.state.text()
     assert account.keys("lab/data/sets/") == []
     assert 1 <= len(account.keys("lab/data/blobs/")) < 40
-    assert "held" not in datasets.known()
+    assert "held" not in dataset_registry.known()
 
 
 def test_remove_asks_first_and_cancel_keeps_it(  # type: ignore[no-untyped-def]

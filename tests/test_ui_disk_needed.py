@@ -35,7 +35,7 @@ from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.ledger import Account
 from gpudesk.services.plan import disk_plan
 from gpudesk.services.plan.disk_plan import GIB
-from gpudesk.services.storage import datasets
+from gpudesk.services.storage import dataset_registry
 from gpudesk.services.storage.uri import parse_uri
 from gpudesk.ui.machines.launch_dialog import LaunchDialog
 from gpudesk.ui.plan.disk_needed import DiskNeeded
@@ -73,7 +73,7 @@ def _llama(page: PlanPage) -> None:
 
 @pytest.fixture
 def page(qtbot: Any) -> PlanPage:
-    datasets.remember("imagenet-mini", parse_uri("s3://my-lab-data/lab"), "us-east-1",
+    dataset_registry.remember("imagenet-mini", parse_uri("s3://my-lab-data/lab"), "us-east-1",
                       42 * GIB)
     p = PlanPage(Settings(), load_catalog())
     qtbot.addWidget(p)
@@ -141,7 +141,7 @@ def aws_window(qtbot: Any, loop: Any, aws: MotoAws, memory_keyring: Any,
                monkeypatch: pytest.MonkeyPatch, banner_port: int) -> Iterator[MainWindow]:
     credentials.save_credentials(aws.credentials)
     aws.publish_dlami("us-east-1")
-    datasets.remember("imagenet-mini", parse_uri("s3://my-lab-data/lab"), "us-east-1",
+    dataset_registry.remember("imagenet-mini", parse_uri("s3://my-lab-data/lab"), "us-east-1",
                       150 * GIB)
     with open_cloud_window(qtbot, monkeypatch, banner_port, "AWS_ENDPOINT_URL",
                            aws.endpoint.removeprefix("http://")) as w:
@@ -196,9 +196,9 @@ def test_a_dataset_without_a_kept_size_is_read_from_its_bucket(
     (folder / "a.bin").write_bytes(b"a" * 7000)
     assert main(["data", "push", str(folder), "pushed-elsewhere", "--store",
                  "s3://lab-data/p", "--region", "us-east-1"]) == 0
-    registry = read_json_object(datasets._registry_path())
+    registry = read_json_object(dataset_registry.registry_path())
     del registry["pushed-elsewhere"]["bytes"]  # as a registry from before sizes were kept
-    datasets._write(datasets._registry_path(), registry)
+    dataset_registry.write_json(dataset_registry.registry_path(), registry)
     box = DiskNeeded()
     qtbot.addWidget(box)
     _retype(qtbot, box.kept, "0")
@@ -209,4 +209,4 @@ def test_a_dataset_without_a_kept_size_is_read_from_its_bucket(
     need = box.for_launch()
     assert need is not None and need.data_bytes == 7000
     assert box.line.text().startswith("Disk needed: data 0.0 GB + environment 30.0 GB")
-    assert datasets.known_bytes()["pushed-elsewhere"] == 7000
+    assert dataset_registry.known_bytes()["pushed-elsewhere"] == 7000

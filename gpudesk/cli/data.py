@@ -31,6 +31,7 @@ def _say(message: str) -> None:
 
 def _client_for(a: argparse.Namespace, name: str = "") -> tuple[Any, Any, str]:
     """(client, store, region): --store, else where ``name`` was pushed from here."""
+    from gpudesk.services.storage import dataset_registry
     from gpudesk.services.storage import datasets
     from gpudesk.services.storage.clients import account_client
     from gpudesk.services.storage.store_check import check_store
@@ -41,13 +42,13 @@ def _client_for(a: argparse.Namespace, name: str = "") -> tuple[Any, Any, str]:
     elif name:
         store, region = datasets.find(name)
     else:
-        stores = {s for s, _ in datasets.known().values()}
+        stores = {s for s, _ in dataset_registry.known().values()}
         if len(stores) != 1:
             from gpudesk.services.storage.errors import StorageError
 
             raise StorageError(datasets.MSG_NO_STORE)
         store, region = parse_uri(stores.pop()), ""
-        region = next(r for s, r in datasets.known().values() if s == str(store))
+        region = next(r for s, r in dataset_registry.known().values() if s == str(store))
     # a missing bucket, or one that refuses the keys: said before anything is sent
     region = check_store(store, region)
     return account_client(store.cloud, region), store, region
@@ -70,6 +71,7 @@ def _progress_printer() -> Any:
 
 
 def _cmd_push(a: argparse.Namespace) -> int:
+    from gpudesk.services.storage import dataset_registry
     from gpudesk.services.storage import datasets
 
     folder = Path(a.dir)
@@ -78,7 +80,7 @@ def _cmd_push(a: argparse.Namespace) -> int:
         from gpudesk.services.storage.errors import StorageError
 
         raise StorageError(datasets.MSG_NO_FOLDER, path=str(folder))
-    client, store, region = _client_for(a, a.name if a.name in datasets.known() else "")
+    client, store, region = _client_for(a, a.name if a.name in dataset_registry.known() else "")
     cancel = threading.Event()
     try:
         dataset = datasets.push(client, store, region, folder, a.name,
@@ -98,6 +100,7 @@ def _cmd_push(a: argparse.Namespace) -> int:
 
 def _cmd_ls(a: argparse.Namespace) -> int:
     from gpudesk.services.storage import data_costs
+    from gpudesk.services.storage import dataset_registry
     from gpudesk.services.storage import datasets
     from gpudesk.services.storage.clients import account_client
     from gpudesk.services.storage.uri import parse_uri
@@ -110,7 +113,7 @@ def _cmd_ls(a: argparse.Namespace) -> int:
         seen: set[str] = set()
         from gpudesk.services.storage.dataset_copy import copy_stores
 
-        for uri, region in sorted(set(datasets.known().values())) + copy_stores():
+        for uri, region in sorted(set(dataset_registry.known().values())) + copy_stores():
             if uri in seen:
                 continue
             seen.add(uri)

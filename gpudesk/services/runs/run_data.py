@@ -57,6 +57,7 @@ def resolve(spec: str, store_text: str = "", region: str = "", *,
     dataset reads its copy there, or is refused with the copy's cost
     (``dataset_copy.for_machine``). Reads the manifest with the account's keys
     (blocking); raises StorageError."""
+    from gpudesk.services.storage import dataset_registry
     from gpudesk.services.storage import datasets
     from gpudesk.services.storage.clients import account_client
     from gpudesk.services.storage.store_check import check_store
@@ -66,7 +67,7 @@ def resolve(spec: str, store_text: str = "", region: str = "", *,
         return run_data_public.resolve(spec, region), store_text, region
     name, path = parse_spec(spec)
     datasets.check_name(name)
-    if name in datasets.known() or not store_text:
+    if name in dataset_registry.known() or not store_text:
         store, known_region = datasets.find(name)
     else:  # pushed from another computer: the bucket given for the run holds it
         store, known_region = datasets.find(name, store_text, region)

@@ -33,6 +33,7 @@ from gpudesk.services.core.said import Said
 from gpudesk.services.core.sizes import size_text
 from gpudesk.services.storage import data_costs
 from gpudesk.services.storage import datasets
+from gpudesk.services.storage.dataset_registry import write_json
 from gpudesk.services.storage.datasets import BLOBS
 from gpudesk.services.storage.datasets import DataFile
 from gpudesk.services.storage.datasets import Dataset
@@ -299,7 +300,7 @@ def remember_copy(name: str, store: StoreUri, region: str, manifest_sha256: str)
     entry: dict[str, Any] = found if isinstance(found, dict) else {}
     entry[region] = {"store": str(store), "manifest_sha256": manifest_sha256}
     data[name] = entry
-    datasets._write(path, data)
+    write_json(path, data)
 
 
 def copies_of(name: str) -> dict[str, KnownCopy]:

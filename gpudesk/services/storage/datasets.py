@@ -34,6 +34,11 @@ from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.files import read_json_object
+from gpudesk.services.storage.dataset_registry import forget
+from gpudesk.services.storage.dataset_registry import known
+from gpudesk.services.storage.dataset_registry import known_bytes
+from gpudesk.services.storage.dataset_registry import remember
+from gpudesk.services.storage.dataset_registry import write_json
 from gpudesk.services.storage.errors import StorageError
 from gpudesk.services.storage.errors import from_client_error
 from gpudesk.services.storage.uri import StoreUri
@@ -141,54 +146,12 @@ def blob_key(store: StoreUri, sha256: str) -> str:
 
 
 # ------------------------------------------------------------------ this computer's memory
-
-def _registry_path() -> Path:
-    from gpudesk.services.core import paths
-
-    return paths.data_dir() / "datasets.json"
-
+# (which datasets and where: dataset_registry; the hashes of files pushed: here)
 
 def _hash_cache_path() -> Path:
     from gpudesk.services.core import paths
 
     return paths.data_dir() / "dataset-hashes.json"
-
-
-def _write(path: Path, data: dict[str, Any]) -> None:
-    from gpudesk.services.core.files import atomic_write_text
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
-
-
-def known() -> dict[str, tuple[str, str]]:
-    """Dataset name -> (store URI, region) for the datasets pushed or used here."""
-    out: dict[str, tuple[str, str]] = {}
-    for name, entry in read_json_object(_registry_path()).items():
-        if isinstance(entry, dict):
-            out[name] = (str(entry.get("store", "")), str(entry.get("region", "")))
-    return out
-
-
-def remember(name: str, store: StoreUri, region: str, size: int | None = None) -> None:
-    """Keep where ``name`` lives, and its size in bytes where known (the Plan page and
-    ``gpudesk launch --data`` size a machine's disk from it without asking the bucket)."""
-    data = read_json_object(_registry_path())
-    entry: dict[str, Any] = {"store": str(store), "region": region}
-    if size is not None:
-        entry["bytes"] = int(size)
-    data[name] = entry
-    _write(_registry_path(), data)
-
-
-def known_bytes() -> dict[str, int]:
-    """Dataset name -> its size in bytes, for the datasets whose size this computer keeps."""
-    out: dict[str, int] = {}
-    for name, entry in read_json_object(_registry_path()).items():
-        size = entry.get("bytes") if isinstance(entry, dict) else None
-        if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
-            out[name] = size
-    return out
 
 
 def size_of(name: str) -> int:
@@ -206,12 +169,6 @@ def size_of(name: str) -> int:
     dataset = load(account_client(store.cloud, region), store, region, name)
     remember(name, store, region, dataset.bytes)
     return dataset.bytes
-
-
-def forget(name: str) -> None:
-    data = read_json_object(_registry_path())
-    if data.pop(name, None) is not None:
-        _write(_registry_path(), data)
 
 
 # ------------------------------------------------------------------ the folder
@@ -253,7 +210,7 @@ def scan(folder: Path) -> list[tuple[DataFile, Path]]:
         files = list(pool.map(one, found))
     for (df, path), (_, _, st) in zip(files, found, strict=True):
         cache[str(path)] = {"stamp": f"{st.st_size}:{st.st_mtime_ns}", "sha256": df.sha256}
-    _write(_hash_cache_path(), cache)
+    write_json(_hash_cache_path(), cache)
     return files
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
+from gpudesk.services.storage import dataset_registry
 from gpudesk.services.storage import datasets
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def known_stores(ledger: Ledger | None) -> list[tuple[str, str]]:
     from gpudesk.services.storage.dataset_copy import copy_stores
 
     seen: dict[str, str] = {}
-    for uri, region in sorted(set(datasets.known().values())) + copy_stores():
+    for uri, region in sorted(set(dataset_registry.known().values())) + copy_stores():
         seen.setdefault(uri, region)
     if ledger is not None:
         from gpudesk.services.storage.uri import parse_uri

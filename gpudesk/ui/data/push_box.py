@@ -28,6 +28,7 @@ from PySide6.QtWidgets import QVBoxLayout
 from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.core.sizes import size_text
+from gpudesk.services.storage import dataset_registry
 from gpudesk.services.storage import datasets
 from gpudesk.services.storage.errors import StorageError
 from gpudesk.ui.data import data_work
@@ -236,8 +237,8 @@ class PushBox(Retranslating, QGroupBox):
             self._say(self.folder_error, error_text(StorageError(
                 datasets.MSG_NO_FOLDER, path=folder_text))[0])
             good = False
-        if not uri and name in datasets.known():
-            uri, region = datasets.known()[name]
+        if not uri and name in dataset_registry.known():
+            uri, region = dataset_registry.known()[name]
         if not uri:
             self._say(self.store_error, translate(
                 "DataPage", "No bucket to push to: type one here (s3://bucket/prefix; "

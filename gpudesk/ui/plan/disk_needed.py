@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QWidget
 
 from gpudesk.services.plan import disk_plan
 from gpudesk.services.plan.planner import Job
-from gpudesk.services.storage import datasets
+from gpudesk.services.storage import dataset_registry
 from gpudesk.ui.plan.plan_form import set_invalid
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.said_text import said_text
@@ -89,8 +89,8 @@ class DiskNeeded(Retranslating, QGroupBox):
         """The datasets this computer knows, between "none" and "a size typed in"; the
         choice stays where it still exists."""
         chosen = self.dataset.currentData()
-        self._sizes.update(datasets.known_bytes())
-        names = sorted(datasets.known())
+        self._sizes.update(dataset_registry.known_bytes())
+        names = sorted(dataset_registry.known())
         self.dataset.blockSignals(True)
         self.dataset.clear()
         self.dataset.addItem("", NONE)
@@ -119,7 +119,9 @@ class DiskNeeded(Retranslating, QGroupBox):
             def read(size: int, name: str = name) -> None:
                 self._size_read(name, size)
 
-            self.runner.run_blocking(datasets.size_of, name, on_success=read)
+            from gpudesk.services.storage.datasets import size_of  # its bucket reads
+
+            self.runner.run_blocking(size_of, name, on_success=read)
         self._update()
 
     def _size_read(self, name: str, size: int) -> None:
