@@ -28,7 +28,7 @@ from gpudesk.agent import queue as q
 from gpudesk.agent.__main__ import Agent
 from gpudesk.agent.clock import SimClock
 from gpudesk.agent.rules import parse_rules
-from gpudesk.agent.runs import pid_alive
+from gpudesk.agent.run_folder import pid_alive
 from gpudesk.agent.runs import process_tree
 from gpudesk.agent.smi import GpuSample
 from gpudesk.agent.smi import gpu_count

@@ -141,6 +141,7 @@ def test_a_keep_alive_replacement_fetches_a_public_source_at_first_boot(
     from gpudesk.services.cloud.providers.base import Credentials
     from gpudesk.services.runs import run_data_public
     from gpudesk.services.runs import run_package
+    from gpudesk.services.runs.shipped_source import launcher_source
     from gpudesk.services.storage.access import StoreAccess
     from gpudesk.services.storage.clients import make_client
     from gpudesk.services.storage.uri import StoreUri
@@ -168,7 +169,8 @@ def test_a_keep_alive_replacement_fetches_a_public_source_at_first_boot(
     machine = Store(StoreConfig("aws", "us-east-1", bucket.name, f"runs/{run_id}/",
                                 endpoint=bucket.moto.endpoint, addressing="path",
                                 credentials_file=str(keys)))
-    launcher = Path(runs.__file__).with_name("run_launcher_script.py")  # (the bundle's)
+    launcher = tmp_path / run_package.LAUNCHER  # the bundle's: run_folder.py inlined
+    launcher.write_text(launcher_source(), encoding="utf-8")
     monkeypatch.setattr(replacement, "launcher_path", lambda: launcher)
     outcome = replacement.resume(machine_b, store=machine, cloud_id="i-0b")
     assert outcome.state == "started", outcome

@@ -42,7 +42,7 @@ from test_runs import run_cmd
 from test_runs import training_project
 from test_runs import wait_for
 
-from gpudesk.agent.runs import pid_alive
+from gpudesk.agent.run_folder import pid_alive
 from gpudesk.agent.runs import process_tree
 from gpudesk.agent.runs import read_pid
 from gpudesk.services.cloud.credentials import save_credentials

@@ -2,17 +2,20 @@
 aborts in its teardown (gloo: "terminate called without an active exception", SIGABRT).
 
 ``Session.finish()`` writes ``all_ranks_finished`` to progress.json past its final barrier;
-the run launcher's ``status`` (and the agent's ``finished_before_exit``) read a non-zero
-exit after it, by a signal or with a ``terminate called`` line, as a teardown: the run
-finished. A Python error after ``finish()`` stays a failure, and so does a mark left by an
-earlier attempt. On the Run page (real sshd, real launcher, a real Session that then
-aborts) the run says finished, why, and folds the teardown's lines.
+``agent/run_folder.finished_before_exit`` (one source for the agent, its queue and the run
+launcher, which are sent with it inlined) reads a non-zero exit after it, by a signal or
+with a ``terminate called`` line, as a teardown: the run finished. The launcher's
+``status`` is asked here as the desktop asks it, ``python3 -I -S -c <source>``. A Python
+error after ``finish()`` stays a failure, and so does a mark left by an earlier attempt.
+On the Run page (real sshd, real launcher, a real Session that then aborts) the run says
+finished, why, and folds the teardown's lines.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -29,9 +32,9 @@ from test_ui_run_truth import ended  # noqa: E402
 from test_ui_run_truth import script_project  # noqa: E402
 from test_ui_run_truth import start  # noqa: E402
 
-from gpudesk.agent.runs import finished_before_exit  # noqa: E402
-from gpudesk.services.runs import run_launcher_script as launcher  # noqa: E402
+from gpudesk.agent.run_folder import finished_before_exit  # noqa: E402
 from gpudesk.services.runs.detached import RunStatus  # noqa: E402
+from gpudesk.services.runs.detached import launcher_command  # noqa: E402
 from gpudesk.services.runs.detached import state_word  # noqa: E402
 from gpudesk.ui.run.run_page import RunPage  # noqa: E402
 
@@ -56,6 +59,17 @@ def _run_folder(root: Path, code: int, progress: dict[str, object] | None, log: 
     return root
 
 
+def _shipped_status(run_dir: Path) -> dict[str, object]:
+    """``status`` from the launcher as sent to a machine (its shared part inlined), run as
+    the desktop runs it over SSH: a shell, ``python -I -S -c``, no gpudesk importable."""
+    done = subprocess.run(["/bin/sh", "-c", launcher_command(sys.executable, "status",
+                                                             str(run_dir))],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    answer: dict[str, object] = json.loads(done.stdout)
+    return answer
+
+
 @pytest.mark.parametrize(("code", "progress", "log", "earlier", "teardown"), [
     (134, FINISHED, "[rank1]: terminate called without an active exception\n", False, True),
     (134, FINISHED, "", False, True),  # SIGABRT (128 + 6) alone says teardown
@@ -72,10 +86,10 @@ def test_a_nonzero_exit_after_every_rank_finished_is_a_finished_run(
         tmp_path: Path, code: int, progress: dict[str, object] | None, log: str,
         earlier: bool, teardown: bool) -> None:
     run_dir = _run_folder(tmp_path / "run", code, progress, log, progress_first=earlier)
-    answer = launcher.status(str(run_dir))
+    answer = _shipped_status(run_dir)
     assert answer["state"] == "exited" and answer["code"] == code
     assert bool(answer.get("teardown")) is teardown
-    assert finished_before_exit(run_dir, code) is teardown  # the agent agrees
+    assert finished_before_exit(run_dir, code) is teardown  # the agent's uploader's
     shown = RunStatus("exited", code, teardown=bool(answer.get("teardown")))
     assert state_word(shown) == ("finished" if code == 0 or teardown else "failed")
     assert shown.finished is (code == 0 or teardown)
@@ -84,7 +98,7 @@ def test_a_nonzero_exit_after_every_rank_finished_is_a_finished_run(
 def test_a_stopped_run_is_never_a_teardown(tmp_path: Path) -> None:
     run_dir = _run_folder(tmp_path / "run", 134, FINISHED)
     (run_dir / "cancelled").write_text("1\n")
-    answer = launcher.status(str(run_dir))
+    answer = _shipped_status(run_dir)
     assert answer["cancelled"] and not answer.get("teardown")
 
 

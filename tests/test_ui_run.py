@@ -27,7 +27,7 @@ from fixtures_training import REPO  # noqa: E402
 from PySide6.QtGui import QDesktopServices  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
-from gpudesk.agent.runs import pid_alive  # noqa: E402
+from gpudesk.agent.run_folder import pid_alive  # noqa: E402
 from gpudesk.services.cloud.credentials import save_credentials  # noqa: E402
 from gpudesk.services.money.ledger import Ledger  # noqa: E402
 from gpudesk.services.remote.host_keys import PinStore  # noqa: E402

@@ -52,8 +52,8 @@ from .group_end import GroupEnder
 from .group_end import GroupRef
 from .guard import POWER_ACTIONS
 from .guard import Guard
-from .runs import PID_FILE
-from .runs import pid_alive
+from .run_folder import PID_FILE
+from .run_folder import pid_alive
 from .runs import read_pid
 from .spot import SPOT_NOTICE_FILE
 from .store import Store

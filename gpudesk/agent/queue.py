@@ -1,4 +1,4 @@
-"""A queue of runs on this machine, kept by the agent (stdlib only, no relative imports).
+"""A queue of runs on this machine, kept by the agent (stdlib only).
 
 The queue is a folder beside the run folders, ``<root>/queue/`` (the agent's
 ``runs_dir``'s parent): ``entries/<run-id>.json`` holds one run each, ``lock``
@@ -44,7 +44,9 @@ Rules, and why:
   launcher, which passes it on to torchrun) and becomes cancelled when it ends.
 
 The desktop runs this file as ``python3 -c <source> add|list|cancel ROOT ...``
-over SSH; the agent imports it and calls :meth:`RunQueue.tick` from its loop.
+over SSH, its ``run_folder`` imports (shared with the launcher) replaced by that file's
+source (``services/runs/shipped_source.py``); the agent imports it and calls
+:meth:`RunQueue.tick` from its loop.
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ from typing import Iterator
 from typing import List
 from typing import Optional
 from typing import Set
+
+from .run_folder import finished_before_exit
+from .run_folder import launcher_alive
 
 QUEUE_DIR = "queue"
 ENTRIES = "entries"
@@ -187,25 +192,6 @@ def _read_int(path: Path) -> Optional[int]:
         return None
 
 
-def _alive(pid: int, run_dir: str) -> bool:
-    """The pid lives, is no zombie and (where /proc tells) is that run's launcher."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    if not os.path.isdir("/proc/self"):
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
-            if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-                return False
-        return os.path.realpath(os.readlink(f"/proc/{pid}/cwd")) == os.path.realpath(run_dir)
-    except (OSError, IndexError):
-        return False
-
-
 def outside_runs(runs_dir: Path, queued: Set[str]) -> List[str]:
     """The runs started outside the queue whose launcher still runs (no exit status)."""
     alive = []
@@ -214,7 +200,7 @@ def outside_runs(runs_dir: Path, queued: Set[str]) -> List[str]:
         if run_dir.name in queued or (run_dir / "exit_status").exists():
             continue
         pid = _read_int(pid_file)
-        if pid and _alive(pid, str(run_dir)):
+        if pid and launcher_alive(pid, str(run_dir)):
             alive.append(run_dir.name)
     return alive
 
@@ -225,7 +211,7 @@ def _follow(entry: Dict[str, Any], now: float) -> bool:
     code = _read_int(run_dir / "exit_status")
     if code is None:
         pid = entry.get("pid") or _read_int(run_dir / "pid")
-        if pid and _alive(int(pid), str(run_dir)):
+        if pid and launcher_alive(int(pid), str(run_dir)):
             return False
         code = _read_int(run_dir / "exit_status")  # it may have ended just now
     if code is None:
@@ -237,27 +223,17 @@ def _follow(entry: Dict[str, Any], now: float) -> bool:
     except OSError:
         ended = now
     cancelled = bool(entry.get("cancel")) or (run_dir / "cancelled").exists()
-    finished = code == 0 or _finished_before_exit(run_dir, code)
+    finished = code == 0 or finished_before_exit(run_dir, code)
     entry.update(state="cancelled" if cancelled else "succeeded" if finished else "failed",
                  exit_code=code, ended_at=round(ended, 3))
     return True
-
-
-def _finished_before_exit(run_dir: Path, code: int) -> bool:
-    """Every rank finished, then a process's teardown aborted (agent/runs.py); the bare
-    source (``python3 -c``) cannot import it and leaves such an exit failed."""
-    try:
-        from .runs import finished_before_exit
-    except ImportError:
-        return False
-    return finished_before_exit(run_dir, code)
 
 
 def _stop(entry: Dict[str, Any]) -> None:
     """As the launcher's ``stop``: the marker first, then SIGTERM to the launcher."""
     run_dir = Path(os.path.expanduser(entry["spec"]["run_dir"]))
     pid = entry.get("pid") or _read_int(run_dir / "pid")
-    if pid and _alive(int(pid), str(run_dir)):
+    if pid and launcher_alive(int(pid), str(run_dir)):
         with contextlib.suppress(OSError):
             _write_atomic(run_dir / "cancelled", f"{time.time():.3f}\n")
         with contextlib.suppress(ProcessLookupError):

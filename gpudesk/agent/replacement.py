@@ -58,7 +58,7 @@ from .file_parts import sha256_file
 from .i18n_marks import QT_TRANSLATE_NOOP
 from .resume_fetch import RESUME_ENV
 from .resume_fetch import fetch_latest
-from .runs import pid_alive
+from .run_folder import pid_alive
 from .runs import read_pid
 from .store import Store
 from .store import StoreConfig

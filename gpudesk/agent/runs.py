@@ -9,7 +9,6 @@ signal; without ``/proc`` only the pid itself is known.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -18,7 +17,9 @@ from typing import Dict
 from typing import List
 from typing import Optional
 
-PID_FILE = "pid"
+from .run_folder import PID_FILE
+from .run_folder import pid_alive
+
 RUN_DIR_ENV = "GPUDESK_RUN_DIR"  # what gpudesk.training reads (gpudesk/training/env.py)
 _PROC = Path("/proc")
 
@@ -45,17 +46,6 @@ def _stat_fields(pid: int) -> List[str] | None:
     except OSError:
         return None
     return text[text.rfind(")") + 2:].split()
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, belongs to someone else
-    fields = _stat_fields(pid)
-    return not (fields and fields[0] in ("Z", "X"))
 
 
 def active_runs(runs_dir: Path) -> List[ActiveRun]:
@@ -126,45 +116,3 @@ def run_dir_of(pid: int) -> Optional[Path]:
                     return None
             return path
     return None
-
-
-# --------------------------------------------------------------------------- a finished run
-
-LOG_FILE = "log"
-EXIT_FILE = "exit_status"
-CHECKPOINTS_DIR = "checkpoints"  # GPUDESK_RUN_DIR, where gpudesk.training writes progress.json
-PROGRESS_FILE = "progress.json"
-ALL_RANKS_FINISHED = "all_ranks_finished"  # gpudesk.training.session, past finish()'s barrier
-# What a process's teardown prints when it aborts (std::terminate, e.g. in gloo's threads)
-TEARDOWN_SIGNS = ("terminate called",)
-_TAIL_BYTES = 64 * 1024
-
-
-def finished_before_exit(run_dir: Path, code: Optional[int]) -> bool:
-    """True when a non-zero exit status came after the run had finished: this attempt's
-    progress.json says every rank got past the final barrier of ``Session.finish()`` (the
-    final checkpoint written), and the exit is a teardown's, a signal (status over 128, as
-    SIGABRT's 134) or a ``terminate called …`` line in the log. A Python error after
-    ``finish()`` (status 1 with a traceback) is still a failure. The run launcher
-    (services/runs/run_launcher_script.py, stdlib only) decides the same way."""
-    if not code:
-        return False
-    progress = Path(run_dir) / CHECKPOINTS_DIR / PROGRESS_FILE
-    try:
-        if progress.stat().st_mtime < (Path(run_dir) / PID_FILE).stat().st_mtime:
-            return False  # an earlier attempt's
-        data = json.loads(progress.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    if not (isinstance(data, dict) and data.get("status") == "finished"
-            and data.get(ALL_RANKS_FINISHED) is True):
-        return False
-    if code > 128:
-        return True
-    try:
-        with open(Path(run_dir) / LOG_FILE, "rb") as fh:
-            fh.seek(max(0, os.path.getsize(fh.name) - _TAIL_BYTES))
-            tail = fh.read().decode("utf-8", "replace")
-    except OSError:
-        return False
-    return any(sign in tail for sign in TEARDOWN_SIGNS)

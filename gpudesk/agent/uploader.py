@@ -64,9 +64,9 @@ from typing import Tuple
 
 from .clock import SYSTEM_CLOCK
 from .clock import Clock
-from .runs import PID_FILE
-from .runs import finished_before_exit
-from .runs import pid_alive
+from .run_folder import PID_FILE
+from .run_folder import finished_before_exit
+from .run_folder import pid_alive
 from .runs import read_pid
 from .spot import SPOT_NOTICE_FILE
 from .store import MULTIPART_THRESHOLD

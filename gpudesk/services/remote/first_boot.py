@@ -88,8 +88,8 @@ USER_DATA_LIMITS: dict[str, tuple[int, str]] = {
     "aws": (16 * 1024, "raw"), "tencent": (16 * 1024, "base64"),
     "aliyun": (32 * 1024, "raw")}
 KEEP_ALIVE_AGENT = "boot/agent.tar.gz"  # in the run's folder, runs/<id>/
-BOOT_MODULES = ("__init__.py", "clock.py", "events.py", "rules.py", "runs.py", "guard.py",
-                "boot.py", "cloud_stop.py")
+BOOT_MODULES = ("__init__.py", "clock.py", "events.py", "rules.py", "run_folder.py", "runs.py",
+                "guard.py", "boot.py", "cloud_stop.py")
 MSG_TOO_BIG = QT_TRANSLATE_NOOP(
     "Agent", "The first-boot script is {size} bytes; clouds take at most {limit}.")
 

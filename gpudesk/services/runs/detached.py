@@ -30,17 +30,14 @@ Everything blocks (paramiko does); the window calls it with ``asyncio.to_thread`
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import importlib.resources
 import json
 import re
 import secrets
-import shlex
 import threading
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import asdict
 from dataclasses import dataclass
@@ -65,6 +62,8 @@ from gpudesk.services.remote.ssh import SshConnection
 from gpudesk.services.remote.ssh import SshDisconnected
 from gpudesk.services.runs import run_downloads
 from gpudesk.services.runs.run_downloads import DataFetch
+from gpudesk.services.runs.shipped_source import launcher_source
+from gpudesk.services.runs.shipped_source import python_c_command
 from gpudesk.training.env import AMP_ENV
 from gpudesk.training.env import CHECKPOINT_EVERY_ENV
 from gpudesk.training.env import OUTPUT_DIR_ENV
@@ -274,12 +273,7 @@ class RunStatus:
 
 def launcher_command(python: str, *args: str) -> str:
     """``python -c <launcher source> ARGS``, the source compressed into one shell word."""
-    source = importlib.resources.files("gpudesk.services.runs").joinpath("run_launcher_script.py")
-    blob = base64.b64encode(zlib.compress(source.read_bytes(), 9)).decode("ascii")
-    code = ("import base64,sys,zlib;exec(compile(zlib.decompress(base64.b64decode('" + blob
-            + "')),'gpudesk_run_launcher','exec'),{'__name__':'__main__'})")
-    words = " ".join(shlex.quote(a) for a in args)
-    return f'exec {shlex.quote(python)} -I -S -c "{code}" {words}'
+    return python_c_command(python, launcher_source(), "gpudesk_run_launcher", *args)
 
 
 def _call(conn: SshConnection, python: str, what: str, *args: str,

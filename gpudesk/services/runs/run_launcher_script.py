@@ -9,10 +9,13 @@ The desktop runs it as ``python3 -c <source> OP ...`` (see ``runs.launcher_comma
 ``status``    prints ``{"state": "running"|"exited"|"lost", "code", "pid", "log_size",
               "cancelled", "teardown"}`` (cancelled: ``stop`` asked for the exit;
               teardown: a non-zero exit after every rank finished, see
-              ``_finished_before_exit``).
+              ``gpudesk/agent/run_folder.py``).
 ``follow``    streams the log from a byte offset until the run has ended and the
               log is drained, then exits 0 (a dropped connection simply ends it).
 ``freeport``  prints a free TCP port (the rendezvous port of a multi-node run).
+
+Sent as one source (``shipped_source.launcher_source``): the ``run_folder`` import lines
+below are replaced by ``gpudesk/agent/run_folder.py`` itself, which the agent shares.
 
 Run folder (the agent's contract, ``gpudesk/agent/runs.py``): ``pid`` (this
 launcher's supervising process, parent of torchrun), ``log`` (stdout and
@@ -36,6 +39,14 @@ import sys
 import time
 from typing import Any
 
+from gpudesk.agent.run_folder import CHECKPOINTS
+from gpudesk.agent.run_folder import EXIT_FILE
+from gpudesk.agent.run_folder import LOG_FILE
+from gpudesk.agent.run_folder import PID_FILE
+from gpudesk.agent.run_folder import finished_before_exit
+from gpudesk.agent.run_folder import launcher_alive
+from gpudesk.agent.run_folder import log_tail
+
 
 def QT_TRANSLATE_NOOP(context: str, text: str) -> str:  # noqa: N802 - the name lupdate finds
     """Marks this script's own log lines for Qt's tools (the machine has no Qt)."""
@@ -51,20 +62,11 @@ SAID_RESUMING = QT_TRANSLATE_NOOP(
     "Runs", "resuming run (attempt {attempt})")
 SAID_LINES = (SAID_CANNOT_START, SAID_RESUMING)
 
-PID_FILE = "pid"
-LOG_FILE = "log"
 FETCH_NOTE = "data-fetch.json"  # agent/data_fetch.py: what was fetched from the bucket
-EXIT_FILE = "exit_status"
 CANCEL_FILE = "cancelled"  # written by ``stop`` before its SIGTERM: the exit was asked for
 SPEC_FILE = "run.json"
 COMMAND_FILE = "command"
-CHECKPOINTS = "checkpoints"
 START_TIMEOUT_S = 30.0
-# gpudesk.training's progress file (in CHECKPOINTS) and its mark that every rank got past
-# Session.finish()'s final barrier; gpudesk/agent/runs.py ``finished_before_exit`` agrees
-PROGRESS_FILE = "progress.json"
-ALL_RANKS_FINISHED = "all_ranks_finished"
-TEARDOWN_SIGNS = ("terminate called",)
 POLL_S = 0.2  # how often ``follow`` looks for new log bytes and the end of the run
 
 _ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):.*?exitcode\s*:\s*(-?\d+)",
@@ -92,27 +94,6 @@ def _read_int(path: str) -> int | None:
         return None
 
 
-def _alive(pid: int, run_dir: str) -> bool:
-    """The pid is live, not a zombie, and (where /proc tells) it is this run's launcher."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    proc = f"/proc/{pid}"
-    if not os.path.isdir("/proc/self"):
-        return True
-    try:
-        with open(proc + "/stat", encoding="utf-8", errors="replace") as fh:
-            state = fh.read().rsplit(")", 1)[1].split()[0]
-        if state in ("Z", "X"):
-            return False
-        return os.path.realpath(os.readlink(proc + "/cwd")) == os.path.realpath(run_dir)
-    except (OSError, IndexError):
-        return False
-
-
 def status(run_dir: str) -> dict[str, Any]:
     run_dir = os.path.expanduser(run_dir)
     try:
@@ -128,7 +109,7 @@ def status(run_dir: str) -> dict[str, Any]:
     out["cancelled"] = os.path.exists(os.path.join(run_dir, CANCEL_FILE))
     if code is not None:
         out.update(state="exited", code=code)
-    elif pid is not None and _alive(pid, run_dir):
+    elif pid is not None and launcher_alive(pid, run_dir):
         out["state"] = "running"
     else:
         code = _read_int(os.path.join(run_dir, EXIT_FILE))  # it may have just finished
@@ -139,7 +120,7 @@ def status(run_dir: str) -> dict[str, Any]:
                               - os.path.getmtime(os.path.join(run_dir, PID_FILE)))
     if out["state"] == "exited" and not out["cancelled"]:
         # finished, then a rank's teardown aborted: the run finished (the window folds it)
-        out["teardown"] = _finished_before_exit(run_dir, out["code"])
+        out["teardown"] = finished_before_exit(run_dir, out["code"])
     with contextlib.suppress(OSError):  # what Resume would carry on from
         names = sorted(n for n in os.listdir(os.path.join(run_dir, CHECKPOINTS))
                        if n.startswith("ckpt-") and n.endswith(".pt"))
@@ -151,45 +132,13 @@ def status(run_dir: str) -> dict[str, Any]:
     return out
 
 
-def _finished_before_exit(run_dir: str, code: int | None) -> bool:
-    """A non-zero exit after this attempt's progress.json said every rank finished, by a
-    signal (over 128, SIGABRT's 134) or with ``terminate called`` in the log's tail."""
-    if not code:
-        return False
-    progress = os.path.join(run_dir, CHECKPOINTS, PROGRESS_FILE)
-    try:
-        if os.path.getmtime(progress) < os.path.getmtime(os.path.join(run_dir, PID_FILE)):
-            return False  # an earlier attempt's
-        with open(progress, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return False
-    if not (isinstance(data, dict) and data.get("status") == "finished"
-            and data.get(ALL_RANKS_FINISHED) is True):
-        return False
-    if code > 128:
-        return True
-    tail = _log_tail(os.path.join(run_dir, LOG_FILE))
-    return tail is not None and any(sign in tail for sign in TEARDOWN_SIGNS)
-
-
-def _log_tail(log_path: str) -> str | None:
-    """The log's last 64 KiB as text (where torchrun and a teardown say how it ended)."""
-    try:
-        with open(log_path, "rb") as fh:
-            fh.seek(max(0, os.path.getsize(log_path) - 64 * 1024))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-
-
 def _exit_code(returncode: int, log_path: str) -> int:
     """The worker's own exit status when torchrun reports one (torchrun itself exits 1)."""
     if returncode < 0:
         return 128 - returncode
     if returncode == 0:
         return 0
-    tail = _log_tail(log_path)
+    tail = log_tail(log_path)
     if tail is None:
         return returncode
     found = _ROOT_CAUSE.findall(tail)

@@ -46,6 +46,7 @@ from gpudesk.services.runs.detached import DEFAULT_PYTHON
 from gpudesk.services.runs.detached import RunRequest
 from gpudesk.services.runs.detached import project_folder_name
 from gpudesk.services.runs.detached import script_in_project
+from gpudesk.services.runs.shipped_source import launcher_source
 from gpudesk.services.storage.access import StoreAccess
 from gpudesk.services.storage.clients import make_client
 
@@ -128,8 +129,7 @@ def agent_archive() -> bytes:
                 if item.name.endswith(".py"):
                     _add_bytes(tar, f"gpudesk/{package}/{item.name}", item.read_bytes())
         _add_bytes(tar, f"gpudesk/agent/{UNIT}.in", unit_template().encode())
-        launcher = importlib.resources.files("gpudesk.services.runs").joinpath(LAUNCHER)
-        _add_bytes(tar, LAUNCHER, launcher.read_bytes())
+        _add_bytes(tar, LAUNCHER, launcher_source().encode("utf-8"))
     return raw.getvalue()
 
 

@@ -22,12 +22,8 @@ Blocking (paramiko); the window calls it from a worker thread.
 
 from __future__ import annotations
 
-import base64
-import importlib.resources
 import json
-import shlex
 import time
-import zlib
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -44,6 +40,9 @@ from gpudesk.services.runs import run_control
 from gpudesk.services.runs.detached import NodeRun
 from gpudesk.services.runs.detached import RunRecord
 from gpudesk.services.runs.detached import RunRequest
+from gpudesk.services.runs.shipped_source import launcher_source
+from gpudesk.services.runs.shipped_source import python_c_command
+from gpudesk.services.runs.shipped_source import queue_source
 
 MSG_QUEUED = QT_TRANSLATE_NOOP(
     "RunQueue", "queued run {run} on {target} ({device}); it starts when the GPUs it asks "
@@ -137,18 +136,7 @@ class QueueView:
 
 def helper_command(python: str, *args: str) -> str:
     """``python -c <agent/queue.py> ARGS``, the source compressed into one shell word."""
-    source = importlib.resources.files("gpudesk.agent").joinpath("queue.py").read_bytes()
-    blob = base64.b64encode(zlib.compress(source, 9)).decode("ascii")
-    code = ("import base64,sys,zlib;exec(compile(zlib.decompress(base64.b64decode('" + blob
-            + "')),'gpudesk_run_queue','exec'),{'__name__':'__main__'})")
-    words = " ".join(shlex.quote(a) for a in args)
-    return f'exec {shlex.quote(python)} -I -S -c "{code}" {words}'
-
-
-def launcher_source() -> str:
-    """The run launcher the agent starts queued runs with (the one ``detached`` uses)."""
-    return importlib.resources.files("gpudesk.services.runs").joinpath(
-        "run_launcher_script.py").read_text(encoding="utf-8")
+    return python_c_command(python, queue_source(), "gpudesk_run_queue", *args)
 
 
 def _call(conn: SshConnection, python: str, what: str, *args: str,

@@ -252,6 +252,11 @@ _ROLE_SERVICES: dict[str, tuple[Callable[[Any], Call], str, frozenset[str]]] = {
     "tencent": (ir._cam_call, "cam", CAM_GONE), "aliyun": (ir._ram_call, "ram", RAM_GONE)}
 
 
+# GetRole's answer and the trust document's field in it, in CAM's and RAM's spelling
+_ROLE_FIELDS = {"tencent": ("RoleInfo", "PolicyDocument"),
+                "aliyun": ("Role", "AssumeRolePolicyDocument")}
+
+
 def _role_service(provider: Any, cloud: str, ledger_id: str
                   ) -> tuple[Callable[..., dict[str, Any] | None], str, str]:
     """CAM's or RAM's calls with the provider's keys, the group's role name, and the role
@@ -261,6 +266,38 @@ def _role_service(provider: Any, cloud: str, ledger_id: str
     client, service, gone = _ROLE_SERVICES[cloud]
     name = role_name(ledger_id)
     return _sdk(client(provider), service, gone), name, f"{service.upper()} role {name}"
+
+
+def _sdk_role(call: Callable[..., dict[str, Any] | None], cloud: str, name: str, target: str,
+              trust: dict[str, Any], create: dict[str, Any]) -> dict[str, Any]:
+    """The group's CAM or RAM role as GetRole answers it. A missing one is made, trusted as
+    ``trust`` says, with ``create`` (the cloud's own fields); one that exists must be
+    trusted by the cloud's compute service (:func:`_refuse_untrusted`)."""
+    key, trust_field = _ROLE_FIELDS[cloud]
+    info = (call("GetRole", {"RoleName": name}, target, gone_ok=True) or {}).get(key)
+    if info is not None:
+        _refuse_untrusted(cloud, name, info.get(trust_field))
+        return dict(info)
+    made = call("CreateRole", {"RoleName": name, trust_field: json.dumps(trust),
+                               "Description": DESCRIPTION, **create}, target)
+    # RAM answers with the role, CAM with its id only
+    return dict((made or {}).get(key) or (call("GetRole", {"RoleName": name}, target)
+                                          or {}).get(key) or {})
+
+
+_GROUP_STATEMENTS = {"tencent": tencent_group_statements, "aliyun": aliyun_group_statements}
+
+
+def _sdk_document(cloud: str, current: Any, account: str, ledger_id: str, region: str,
+                  store: StoreUri, group_id: str, run_id: str | None) -> str:
+    """The CAM or RAM policy's next document (``current`` is its present one, None when
+    there is no policy yet): the group part kept once it names a group (:func:`_keep_group`),
+    else written for ``group_id`` or the ledger tag; the bucket part for ``run_id``, or
+    kept when None."""
+    group = None if _keep_group(current, group_id) else _GROUP_STATEMENTS[cloud](
+        ledger_id, region, account, group_id)
+    bucket = None if run_id is None else bucket_statements(store, run_id, region)
+    return json.dumps(merged(cloud, current, group, bucket))
 
 
 # ------------------------------------------------------------------ AWS
@@ -356,15 +393,8 @@ def _tencent_ensure(provider: Any, ledger_id: str, region: str, store: StoreUri,
                     group_id: str, run_id: str | None) -> str:
     cam, name, target = _role_service(provider, "tencent", ledger_id)
     tags = ir.role_tags(ledger_id)
-    info = (cam("GetRole", {"RoleName": name}, target, gone_ok=True) or {}).get("RoleInfo")
-    if info is None:
-        trust = ir.tencent_documents()[0]
-        cam("CreateRole", {"RoleName": name, "PolicyDocument": json.dumps(trust),
-                           "Description": DESCRIPTION, "ConsoleLogin": 0,
-                           "SessionDuration": 3600, "Tags": tags}, target)
-        info = (cam("GetRole", {"RoleName": name}, target) or {}).get("RoleInfo") or {}
-    else:
-        _refuse_untrusted("tencent", name, info.get("PolicyDocument"))
+    info = _sdk_role(cam, "tencent", name, target, ir.tencent_documents()[0],
+                     {"ConsoleLogin": 0, "SessionDuration": 3600, "Tags": tags})
     arn = str(info.get("RoleArn") or "")  # qcs::cam::uin/<owner uin>:roleName/<name>
     uin = arn.split("uin/", 1)[1].split(":", 1)[0] if "uin/" in arn else ""
     if not uin:
@@ -374,10 +404,8 @@ def _tencent_ensure(provider: Any, ledger_id: str, region: str, store: StoreUri,
     if pid is not None:
         current = (cam("GetPolicy", {"PolicyId": pid}, f"CAM policy {name}") or {}).get(
             "PolicyDocument")
-    group = None if _keep_group(current, group_id) else tencent_group_statements(
-        ledger_id, region, uin, group_id)
-    document = json.dumps(merged("tencent", current, group, None if run_id is None
-                                 else bucket_statements(store, run_id, region)))
+    document = _sdk_document("tencent", current, uin, ledger_id, region, store, group_id,
+                             run_id)
     if pid is None:
         pid = int((cam("CreatePolicy", {"PolicyName": name, "PolicyDocument": document,
                                         "Description": DESCRIPTION, "Tags": tags},
@@ -405,14 +433,8 @@ def _aliyun_ensure(provider: Any, ledger_id: str, region: str, store: StoreUri,
                    group_id: str, run_id: str | None) -> str:
     ram, name, target = _role_service(provider, "aliyun", ledger_id)
     tags = ir.role_tags(ledger_id)
-    role = (ram("GetRole", {"RoleName": name}, target, gone_ok=True) or {}).get("Role")
-    if role is None:
-        role = (ram("CreateRole", {
-            "RoleName": name, "AssumeRolePolicyDocument": json.dumps(ir.aliyun_documents()[0]),
-            "Description": DESCRIPTION, "MaxSessionDuration": 3600, "Tag": tags}, target)
-            or {}).get("Role") or {}
-    else:
-        _refuse_untrusted("aliyun", name, role.get("AssumeRolePolicyDocument"))
+    role = _sdk_role(ram, "aliyun", name, target, ir.aliyun_documents()[0],
+                     {"MaxSessionDuration": 3600, "Tag": tags})
     arn = str(role.get("Arn") or "")  # acs:ram::<account>:role/<name>
     account = arn.split(":")[3] if arn.count(":") >= 4 and arn.split(":")[3] else "*"
     policy_target = f"RAM policy {name}"
@@ -420,10 +442,8 @@ def _aliyun_ensure(provider: Any, ledger_id: str, region: str, store: StoreUri,
               gone_ok=True)
     default = (got or {}).get("DefaultPolicyVersion") or {}
     current = default.get("PolicyDocument") if got is not None else None
-    group = None if _keep_group(current, group_id) else aliyun_group_statements(
-        ledger_id, region, account, group_id)
-    document = json.dumps(merged("aliyun", current, group, None if run_id is None
-                                 else bucket_statements(store, run_id, region)))
+    document = _sdk_document("aliyun", current, account, ledger_id, region, store, group_id,
+                             run_id)
     if got is None:
         ram("CreatePolicy", {"PolicyName": name, "PolicyDocument": document,
                              "Description": DESCRIPTION, "Tag": tags}, policy_target)

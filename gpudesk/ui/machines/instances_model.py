@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush
 from PySide6.QtGui import QColor
 
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud import accounts
 from gpudesk.services.cloud import guard
 from gpudesk.services.cloud.reconcile import MSG_NO_PRICE
@@ -30,35 +31,41 @@ COL = {name: i for i, name in enumerate(COLUMNS)}
 TICKING = (COL["uptime"], COL["spend"])
 
 
+# The column headers and the ledger states' words, marked for lupdate, translated when shown
+HEADERS = {
+    "name": QT_TRANSLATE_NOOP("InstancesModel", "Machine"),
+    "provider": QT_TRANSLATE_NOOP("InstancesModel", "Provider"),
+    "type": QT_TRANSLATE_NOOP("InstancesModel", "Type"),
+    "gpus": QT_TRANSLATE_NOOP("InstancesModel", "GPUs"),
+    "market": QT_TRANSLATE_NOOP("InstancesModel", "Market"),
+    "state": QT_TRANSLATE_NOOP("InstancesModel", "State"),
+    "uptime": QT_TRANSLATE_NOOP("InstancesModel", "Uptime"),
+    "price": QT_TRANSLATE_NOOP("InstancesModel", "Price/h"),
+    "spend": QT_TRANSLATE_NOOP("InstancesModel", "Spent"),
+    "budget": QT_TRANSLATE_NOOP("InstancesModel", "Budget"),
+    "address": QT_TRANSLATE_NOOP("InstancesModel", "Address"),
+}
+STATES = {
+    "intent": QT_TRANSLATE_NOOP("InstancesModel", "requesting"),
+    "pending": QT_TRANSLATE_NOOP("InstancesModel", "starting"),
+    "running": QT_TRANSLATE_NOOP("InstancesModel", "running"),
+    "stopping": QT_TRANSLATE_NOOP("InstancesModel", "stopping"),
+    "stopped": QT_TRANSLATE_NOOP("InstancesModel", "stopped"),
+    "stopped (still billing)": QT_TRANSLATE_NOOP("InstancesModel", "stopped (still billing)"),
+    "terminated": QT_TRANSLATE_NOOP("InstancesModel", "terminated"),
+    "failed": QT_TRANSLATE_NOOP("InstancesModel", "not created"),
+    "gone": QT_TRANSLATE_NOOP("InstancesModel", "gone"),
+    "ready": QT_TRANSLATE_NOOP("InstancesModel", "ready"),
+}
+
+
 def header_text(column: str) -> str:
-    return {
-        "name": translate("InstancesModel", "Machine"),
-        "provider": translate("InstancesModel", "Provider"),
-        "type": translate("InstancesModel", "Type"),
-        "gpus": translate("InstancesModel", "GPUs"),
-        "market": translate("InstancesModel", "Market"),
-        "state": translate("InstancesModel", "State"),
-        "uptime": translate("InstancesModel", "Uptime"),
-        "price": translate("InstancesModel", "Price/h"),
-        "spend": translate("InstancesModel", "Spent"),
-        "budget": translate("InstancesModel", "Budget"),
-        "address": translate("InstancesModel", "Address"),
-    }[column]
+    return translate("InstancesModel", HEADERS[column])
 
 
 def state_text(state: str) -> str:
-    return {
-        "intent": translate("InstancesModel", "requesting"),
-        "pending": translate("InstancesModel", "starting"),
-        "running": translate("InstancesModel", "running"),
-        "stopping": translate("InstancesModel", "stopping"),
-        "stopped": translate("InstancesModel", "stopped"),
-        "stopped (still billing)": translate("InstancesModel", "stopped (still billing)"),
-        "terminated": translate("InstancesModel", "terminated"),
-        "failed": translate("InstancesModel", "not created"),
-        "gone": translate("InstancesModel", "gone"),
-        "ready": translate("InstancesModel", "ready"),
-    }.get(state, state)
+    """The state in the window's language; a state the table does not know, as it is."""
+    return translate("InstancesModel", STATES[state]) if state in STATES else state
 
 
 def duration_text(seconds: float) -> str:

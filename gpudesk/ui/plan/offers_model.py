@@ -19,6 +19,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush
 from PySide6.QtGui import QColor
 
+from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.cloud.catalog import Offer
 from gpudesk.services.cloud.catalog import provider_title
 from gpudesk.services.plan.planner import RankedOffer
@@ -78,19 +79,25 @@ def sort_key(r: RankedOffer, key: str) -> tuple[Any, ...]:
     return (not r.fits, primary, r.cost, r.price_per_hour, r.offer.instance_type)
 
 
+# The column headers, marked for lupdate, translated when shown; the price's names the
+# currency chosen in Preferences
+HEADERS = {
+    "provider": QT_TRANSLATE_NOOP("OffersModel", "Provider"),
+    "instance": QT_TRANSLATE_NOOP("OffersModel", "Instance"),
+    "region": QT_TRANSLATE_NOOP("OffersModel", "Region"),
+    "gpus": QT_TRANSLATE_NOOP("OffersModel", "GPUs"),
+    "market": QT_TRANSLATE_NOOP("OffersModel", "Market"),
+    "price": QT_TRANSLATE_NOOP("OffersModel", "{symbol}/h"),
+    "hours": QT_TRANSLATE_NOOP("OffersModel", "Est. hours"),
+    "cost": QT_TRANSLATE_NOOP("OffersModel", "Cost to finish"),
+    "headroom": QT_TRANSLATE_NOOP("OffersModel", "Headroom"),
+    "why": QT_TRANSLATE_NOOP("OffersModel", "Why"),
+}
+
+
 def header_text(column: str) -> str:
-    return {
-        "provider": translate("OffersModel", "Provider"),
-        "instance": translate("OffersModel", "Instance"),
-        "region": translate("OffersModel", "Region"),
-        "gpus": translate("OffersModel", "GPUs"),
-        "market": translate("OffersModel", "Market"),
-        "price": translate("OffersModel", "{symbol}/h").format(symbol=DISPLAY.symbol),
-        "hours": translate("OffersModel", "Est. hours"),
-        "cost": translate("OffersModel", "Cost to finish"),
-        "headroom": translate("OffersModel", "Headroom"),
-        "why": translate("OffersModel", "Why"),
-    }[column]
+    text = translate("OffersModel", HEADERS[column])
+    return text.format(symbol=DISPLAY.symbol) if column == "price" else text
 
 
 @functools.cache
