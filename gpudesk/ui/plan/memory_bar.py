@@ -14,7 +14,6 @@ from PySide6.QtCore import QCoreApplication
 from PySide6.QtCore import QEvent
 from PySide6.QtCore import QRectF
 from PySide6.QtCore import QSize
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtGui import QPainter
@@ -174,6 +173,8 @@ class MemoryBar(QWidget):
 
     def elided_lines(self) -> list[str]:
         """The legend as painted at the current width: the lines a reader sees."""
+        from PySide6.QtCore import Qt  # made with the Plan page: see qt_early
+
         cols = self._legend_columns()
         fm = self.fontMetrics()
         lines = self.legend_lines()
@@ -200,6 +201,8 @@ class MemoryBar(QWidget):
         super().changeEvent(event)
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt API
+        from PySide6.QtCore import Qt  # made with the Plan page: see qt_early
+
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         if self._stale:

@@ -15,7 +15,6 @@ from typing import Any
 
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtCore import QSortFilterProxyModel
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush
 from PySide6.QtGui import QColor
 
@@ -27,6 +26,12 @@ from gpudesk.services.plan.planner import format_bytes
 from gpudesk.ui.widgets.models import Index
 from gpudesk.ui.widgets.models import NamedColumnsModel
 from gpudesk.ui.widgets.money import DISPLAY
+from gpudesk.ui.widgets.qt_early import ALIGN_RIGHT_VCENTER
+from gpudesk.ui.widgets.qt_early import DISPLAY_ROLE
+from gpudesk.ui.widgets.qt_early import FOREGROUND_ROLE
+from gpudesk.ui.widgets.qt_early import TEXT_ALIGNMENT_ROLE
+from gpudesk.ui.widgets.qt_early import TOOLTIP_ROLE
+from gpudesk.ui.widgets.qt_early import USER_ROLE
 
 # Cost to finish sits right after $/h so it stays in view in a 1280-px window.
 COLUMNS: tuple[str, ...] = ("provider", "instance", "region", "gpus", "market", "price",
@@ -35,12 +40,9 @@ COL = {name: i for i, name in enumerate(COLUMNS)}
 # Column -> planner sort key for the columns whose order means something.
 SORT_KEYS = {"price": "price", "hours": "hours", "cost": "cost", "headroom": "headroom"}
 
-RankedRole = Qt.ItemDataRole.UserRole + 1
-_ROLES = frozenset({Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole,
-                    Qt.ItemDataRole.ForegroundRole, Qt.ItemDataRole.TextAlignmentRole,
-                    RankedRole})
+RankedRole = USER_ROLE + 1  # Qt's roles by number: see qt_early
+_ROLES = frozenset({DISPLAY_ROLE, TOOLTIP_ROLE, FOREGROUND_ROLE, TEXT_ALIGNMENT_ROLE, RankedRole})
 _NUMERIC = frozenset({"price", "hours", "cost", "headroom"})
-_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
 
 translate = QCoreApplication.translate  # the name lupdate looks for
@@ -160,7 +162,7 @@ class OffersModel(NamedColumnsModel):
     def retranslate(self) -> None:
         """Texts depend on the language; tell views to re-read them."""
         self._build_texts()
-        self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, len(COLUMNS) - 1)
+        self.refresh_header()
         self.refresh_all()
 
     def row_total(self) -> int:
@@ -169,17 +171,17 @@ class OffersModel(NamedColumnsModel):
     def header_text(self, column: str) -> str:
         return header_text(column)
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: Index, role: int = DISPLAY_ROLE) -> Any:
         if role not in _ROLES:
             return None
         row, column = index.row(), index.column()
-        if role == Qt.ItemDataRole.DisplayRole:
+        if role == DISPLAY_ROLE:
             return self._texts[row][column]
         r = self._ranked[row]
         if role == RankedRole:
             return r
         name = COLUMNS[column]
-        if role == Qt.ItemDataRole.ToolTipRole:
+        if role == TOOLTIP_ROLE:
             if name == "price" and not r.priced:
                 return f"{no_price_text(r)}\n\n{r.offer.price_source}"
             if name == "price":  # the kind's date and where the number comes from
@@ -187,10 +189,10 @@ class OffersModel(NamedColumnsModel):
             if name in ("gpus", "why"):
                 return gpus_text(r) if name == "gpus" else reason_text(r)
             return self._texts[row][column]  # a cell its column cuts short is read whole here
-        if role == Qt.ItemDataRole.ForegroundRole:
+        if role == FOREGROUND_ROLE:
             return None if r.fits else _grey()
         if name in _NUMERIC:  # TextAlignmentRole
-            return _RIGHT
+            return ALIGN_RIGHT_VCENTER
         return None
 
     @staticmethod

@@ -16,7 +16,6 @@ from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication
-from PySide6.QtCore import Qt
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QColor
 from PySide6.QtGui import QPalette
@@ -35,6 +34,7 @@ from gpudesk.calc import hf_hub
 from gpudesk.calc import sizing
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.plan.planner import Job
+from gpudesk.ui.widgets.qt_early import set_keys
 from gpudesk.ui.widgets.retranslate import Retranslating
 
 ERR_WHOLE = QT_TRANSLATE_NOOP(
@@ -220,7 +220,7 @@ class PlanForm(Retranslating, QWidget):
             # a wrapped label asks for its height at its narrowest width: keep that near
             # the field's own width, and the text right under the field
             error.setMinimumWidth(160)
-            error.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+            set_keys(error, alignment="AlignLeft|AlignTop")  # see qt_early
             self.error_labels[name] = error
             self.form.addRow("", error)
             self.form.setRowVisible(error, False)

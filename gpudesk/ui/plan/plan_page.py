@@ -9,7 +9,6 @@ dimmed, so nothing jumps around while typing.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +16,6 @@ from typing import Any
 
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtCore import QItemSelectionModel
-from PySide6.QtCore import Qt
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QAbstractItemView
 from PySide6.QtWidgets import QCheckBox
@@ -66,6 +64,7 @@ from gpudesk.ui.plan.plan_form import set_invalid
 from gpudesk.ui.plan.spot_panel import SpotPanel
 from gpudesk.ui.widgets.answers import answers_for
 from gpudesk.ui.widgets.money import DISPLAY
+from gpudesk.ui.widgets.qt_early import set_keys
 from gpudesk.ui.widgets.retranslate import Retranslating
 from gpudesk.ui.widgets.task_runner import TaskRunner
 
@@ -119,7 +118,7 @@ class PlanPage(Retranslating, QWidget):
         scroll.setWidget(left)
         scroll.setWidgetResizable(True)
         scroll.setMinimumWidth(330)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        set_keys(scroll, horizontalScrollBarPolicy="ScrollBarAlwaysOff")  # see qt_early
 
         self.memory_box = QGroupBox(self)
         # nothing fits: said first, with what would (issue 31 item 20); an impossible size too
@@ -127,15 +126,15 @@ class PlanPage(Retranslating, QWidget):
         self.nothing_fits.setObjectName("nothingFits")
         self.nothing_fits.setStyleSheet(NOTHING_FITS_STYLE)  # its own: one widget polished
         self.nothing_fits.setWordWrap(True)
-        self.nothing_fits.setTextFormat(Qt.TextFormat.PlainText)
-        self.nothing_fits.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        set_keys(self.nothing_fits, textFormat="PlainText",
+                 textInteractionFlags="TextSelectableByMouse")
         self.nothing_fits.setVisible(False)
         self._would_fit: tuple[Any, planner.WhatWouldFit | None] | None = None
         self.bar = MemoryBar(self.memory_box)
         self.answers = QLabel(self.memory_box)
         self.answers.setObjectName("answers")
         self.answers.setWordWrap(True)
-        self.answers.setTextFormat(Qt.TextFormat.PlainText)
+        set_keys(self.answers, textFormat="PlainText")
         self.notes = QLabel(self.memory_box)
         self.notes.setWordWrap(True)
         self.notes.setStyleSheet("color: palette(placeholder-text);")
@@ -155,7 +154,7 @@ class PlanPage(Retranslating, QWidget):
             label, value = QLabel(self.summary_box), QLabel(self.summary_box)
             value.setObjectName(f"summary_{name}")
             value.setWordWrap(True)
-            value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            set_keys(value, textInteractionFlags="TextSelectableByMouse")
             self.summary_labels[name], self.summary_values[name] = label, value
             sf.addRow(label, value)
         self.launch_button = QPushButton(self.summary_box)
@@ -200,9 +199,11 @@ class PlanPage(Retranslating, QWidget):
         self.proxy.setSourceModel(self.model)
         self.table = QTableView(self.offers_box)
         self.table.setObjectName("offersTable")
-        self.table.setModel(self.proxy)
-        self.table.setSortingEnabled(True)
-        self.table.sortByColumn(COL["cost"], Qt.SortOrder.AscendingOrder)
+        # Given its model, shown and sorted with the first catalog (_show_offers): the
+        # model's header is read at once, which names Qt's enums (see qt_early), and
+        # there is nothing to list before.
+        self.table.setVisible(False)
+        self._offers_shown = False
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setVisible(False)
@@ -223,7 +224,9 @@ class PlanPage(Retranslating, QWidget):
         self.spot_panel.history_requested.connect(self._load_history)
         self.spot_panel.run_chosen.connect(self._use_run_times)
         self.spot_assumptions: Any = None  # a chosen run's checkpoint and restart times
-        right = QSplitter(Qt.Orientation.Vertical, self)
+        right = QSplitter()  # given a parent by the layout: QSplitter(self) is told from
+        # QSplitter(orientation) by naming Qt's enums (see qt_early)
+        set_keys(right, orientation="Vertical")
         right.addWidget(top)
         right.addWidget(self.spot_panel)
         right.addWidget(self.offers_box)
@@ -243,7 +246,6 @@ class PlanPage(Retranslating, QWidget):
         self.region.currentIndexChanged.connect(self._apply_filters)
         self.max_price.textChanged.connect(self._apply_filters)
         self.sort.currentIndexChanged.connect(self._sort_changed)
-        self.table.selectionModel().selectionChanged.connect(self._selection_changed)
         self.retranslate()
         if settings.last_plan:
             self.restore_inputs(settings.last_plan)
@@ -341,6 +343,7 @@ class PlanPage(Retranslating, QWidget):
 
     def set_catalog(self, catalog: Catalog) -> None:
         self.catalog = catalog
+        self._show_offers()
         self._fill_filters()
         self.catalog_changed.emit(catalog)
         self.recompute()
@@ -402,9 +405,26 @@ class PlanPage(Retranslating, QWidget):
         self._restore_selection()
         self._save_inputs()
 
+    def _show_offers(self) -> None:
+        """The table, from the first catalog on."""
+        if self._offers_shown:
+            return
+        self._offers_shown = True
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.selectionModel().selectionChanged.connect(self._selection_changed)
+        self._apply_sort()
+        self.table.setVisible(True)
+
+    def _apply_sort(self) -> None:
+        from PySide6.QtCore import Qt  # noqa: PLC0415 - see qt_early
+
+        self.table.sortByColumn(COL[combo_key(self.sort)], Qt.SortOrder.AscendingOrder)
+
     def _sort_changed(self) -> None:
-        key = combo_key(self.sort)
-        self.table.sortByColumn(COL[key], Qt.SortOrder.AscendingOrder)
+        if not self._offers_shown:  # sorted when the first catalog shows the table
+            return
+        self._apply_sort()
         rows = self.table.selectionModel().selectedRows()
         if rows:  # the chosen offer moved with the sort: keep it in view (issue 31)
             self.table.scrollTo(rows[0], QAbstractItemView.ScrollHint.EnsureVisible)
@@ -478,6 +498,9 @@ class PlanPage(Retranslating, QWidget):
                 if _key(self.proxy.ranked_at(i)) == self._selected_key:
                     row = i
                     break
+        if not self._offers_shown:  # no catalog yet: no table
+            self._show_results()
+            return
         sm = self.table.selectionModel()
         self._selecting = True
         try:
@@ -514,7 +537,7 @@ class PlanPage(Retranslating, QWidget):
         self._show_results()
 
     def selected_offer(self) -> RankedOffer | None:
-        rows = self.table.selectionModel().selectedRows()
+        rows = self.table.selectionModel().selectedRows() if self._offers_shown else []
         return self.proxy.ranked_at(rows[0].row()) if rows else None
 
     def select_row(self, row: int) -> None:
@@ -690,12 +713,16 @@ class PlanPage(Retranslating, QWidget):
                              else QFileDialog.AcceptMode.AcceptOpen)
         if save:
             dialog.setDefaultSuffix(pattern.rsplit("*.", 1)[-1].rstrip(")"))
+        from PySide6.QtCore import Qt  # noqa: PLC0415 - see qt_early
+
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.fileSelected.connect(done)
         dialog.open()  # window-modal, no nested event loop
         return dialog
 
     def _write_later(self, path: str, make_text: Callable[[], str], title: str) -> None:
+        import asyncio  # noqa: PLC0415 - not before the first screen
+
         async def work() -> None:
             text = make_text()  # on the GUI thread: it reads widgets; may raise
             await asyncio.to_thread(Path(path).write_text, text, encoding="utf-8")

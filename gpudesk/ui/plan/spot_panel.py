@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtCore import QEvent
-from PySide6.QtCore import Qt
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox
 from PySide6.QtWidgets import QGroupBox
@@ -27,6 +26,7 @@ from PySide6.QtWidgets import QWidget
 from gpudesk.services.plan.planner import RankedOffer
 from gpudesk.ui.plan.offers_model import format_hours
 from gpudesk.ui.plan.offers_model import format_money
+from gpudesk.ui.widgets.qt_early import set_keys
 from gpudesk.ui.widgets.retranslate import Retranslating
 
 if TYPE_CHECKING:  # pyqtgraph (~0.3 s) loads when a history is first drawn, not at start-up
@@ -58,7 +58,7 @@ class SpotPanel(Retranslating, QGroupBox):
         self.history_note.setObjectName("spotHistoryNote")
         for label in (self.rate, self.expected, self.checkpoint, self.history_note):
             label.setWordWrap(True)
-            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            set_keys(label, textInteractionFlags="TextSelectableByMouse")  # see qt_early
         self.history_button = QPushButton(self)
         self.history_button.setObjectName("spotHistoryButton")
         self.history_button.clicked.connect(self._request_history)

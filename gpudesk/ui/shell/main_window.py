@@ -102,7 +102,7 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
         self._providers_given = providers
         self._titles: list[Callable[[], str]] = []
         self.page_actions: list[QAction] = []
-        self._shortcuts: list[tuple[QAction, QKeySequence]] = []  # set in finish_start
+        self._shortcuts: list[tuple[QAction, QKeySequence]] = []  # set in start_background
         self.welcome: QDialog | None = None
         self.quit_box: QDialog | None = None  # "machines are still billing" on quitting
         self.quit_failed_box: QDialog | None = None  # the machines that quitting did not end
@@ -193,9 +193,6 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
         from gpudesk.ui.widgets.money import DISPLAY
 
         self.started = True
-        for action, keys in self._shortcuts:
-            action.setShortcut(keys)
-        self._shortcuts.clear()
         settings = self.settings
         providers = self._providers_given
         self.providers: ProviderFactory = (providers if providers is not None
@@ -216,6 +213,11 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
         if not self.started:
             self.finish_start(background_later=True)
         self.background_started = True
+        # Key shortcuts after the first screen: the first one makes Python enums of all of
+        # Qt's namespace (93 of them, 13 ms), which the Plan page is made without.
+        for action, keys in self._shortcuts:
+            action.setShortcut(keys)
+        self._shortcuts.clear()
         from gpudesk.services.core.window_state import load_state
         from gpudesk.ui.watch.budget_alerts import BudgetAlerts
         from gpudesk.ui.watch.budget_alerts import BudgetBanner

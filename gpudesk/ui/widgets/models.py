@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel
 from PySide6.QtCore import QModelIndex
 from PySide6.QtCore import QPersistentModelIndex
-from PySide6.QtCore import Qt
+
+from gpudesk.ui.widgets.qt_early import DISPLAY_ROLE
+
+if TYPE_CHECKING:
+    from PySide6.QtCore import Qt
 
 # The index type Qt passes to a model's methods.
 Index = QModelIndex | QPersistentModelIndex
@@ -22,6 +27,7 @@ class NamedColumnsModel(QAbstractTableModel):
     """
 
     columns: tuple[str, ...] = ()
+    _header_read = False  # by a view: only then has a new language to be told
 
     def row_total(self) -> int:
         raise NotImplementedError
@@ -36,10 +42,21 @@ class NamedColumnsModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self.columns)
 
     def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+                   role: int = DISPLAY_ROLE) -> Any:
+        from PySide6.QtCore import Qt  # see qt_early
+
+        self._header_read = True
+        if orientation == Qt.Orientation.Horizontal and role == DISPLAY_ROLE:
             return self.header_text(self.columns[section])
         return None
+
+    def refresh_header(self) -> None:
+        """Tell views to read the column titles again, once one has read them (a model
+        made with its page is not asked to name Qt's enums, see qt_early)."""
+        if self._header_read:
+            from PySide6.QtCore import Qt
+
+            self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, len(self.columns) - 1)
 
     def refresh_all(self) -> None:
         """Tell views to re-read every cell (the rows are the same, their texts are not)."""

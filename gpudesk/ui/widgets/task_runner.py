@@ -14,26 +14,28 @@ line with the traceback under "Show Details…".
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import traceback
 from collections.abc import Awaitable
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import TypeVar
 
 import shiboken6
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtCore import QObject
-from PySide6.QtCore import Qt
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QAbstractButton
 from PySide6.QtWidgets import QMessageBox
 from PySide6.QtWidgets import QProgressBar
 from PySide6.QtWidgets import QWidget
+
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -90,6 +92,8 @@ def error_text(exc: BaseException) -> tuple[str, bool]:
 
 def show_error(parent: QWidget | None, title: str, exc: BaseException) -> QMessageBox:
     """Open (not exec) an error box for ``exc``; the box deletes itself when closed."""
+    from PySide6.QtCore import Qt  # the Plan page's runner is made first: see qt_early
+
     message, expected = error_text(exc)
     box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok,
                       parent)
@@ -164,6 +168,8 @@ class TaskRunner(QObject):
     def run(self, work: Awaitable[T], on_success: Callable[[T], None] | None = None,
             *, title: str = "") -> asyncio.Future[Any]:
         """Start ``work`` (a coroutine) on the running qasync loop; busy from now on."""
+        import asyncio  # here: the first screen is made before the loop's machinery
+
         self.cancel()
         self._set_busy(True)
         task = asyncio.ensure_future(self._guard(work, on_success, title))
@@ -182,6 +188,8 @@ class TaskRunner(QObject):
                      on_success: Callable[[T], None] | None = None,
                      title: str = "") -> asyncio.Future[Any]:
         """Run ``fn(*args)`` in a worker thread; it must not touch widgets."""
+        import asyncio
+
         return self.run(asyncio.to_thread(fn, *args), on_success, title=title)
 
     def cancel(self) -> None:
@@ -190,6 +198,8 @@ class TaskRunner(QObject):
 
     async def _guard(self, work: Awaitable[T], on_success: Callable[[T], None] | None,
                      title: str) -> bool:
+        import asyncio
+
         try:
             result = await work
             if on_success is not None and _alive(self):  # no widget to show it on: done
@@ -242,6 +252,8 @@ class TaskRunner(QObject):
             self._busy.progress.setVisible(users > 0)
         if busy:
             if self._busy_cursor:
+                from PySide6.QtCore import Qt
+
                 QGuiApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)
             self.started.emit()
         elif self._busy_cursor:
