@@ -13,6 +13,7 @@ from PySide6.QtCore import QTimer  # noqa: E402
 from PySide6.QtGui import QPalette  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 from PySide6.QtWidgets import QDialogButtonBox  # noqa: E402
+from PySide6.QtWidgets import QStyleFactory  # noqa: E402
 
 from gpudesk import app as app_module  # noqa: E402
 from gpudesk.services.cloud.catalog import load_catalog  # noqa: E402
@@ -24,6 +25,7 @@ from gpudesk.ui.shell.i18n import install_translator  # noqa: E402
 from gpudesk.ui.shell.main_window import MainWindow  # noqa: E402
 from gpudesk.ui.shell.settings_dialog import SettingsDialog  # noqa: E402
 from gpudesk.ui.shell.theme import apply_theme  # noqa: E402
+from gpudesk.ui.shell.theme import light_palette  # noqa: E402
 
 
 @pytest.fixture
@@ -37,6 +39,21 @@ def window(qtbot, qapp):  # type: ignore[no-untyped-def]
 
 def window_colour(app: QApplication) -> int:
     return app.palette().color(QPalette.ColorRole.Window).lightness()
+
+
+def test_the_light_palette_is_fusions_own(qapp) -> None:  # type: ignore[no-untyped-def]
+    """theme.light_palette gives Fusion's standard palette by value (asking the style for it
+    before the first paint cost 5 ms): every role, in every colour group."""
+    fusion = QStyleFactory.create("Fusion").standardPalette()
+    ours = light_palette()
+    groups = (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive,
+              QPalette.ColorGroup.Disabled)
+    roles = [r for r in QPalette.ColorRole if r.name not in ("NoRole", "NColorRoles")]
+    assert len(roles) >= 21
+    for group in groups:
+        for role in roles:
+            assert ours.color(group, role).rgba() == fusion.color(group, role).rgba(), (
+                group, role)
 
 
 def test_theme_switching_changes_window_colour(window, qapp) -> None:  # type: ignore[no-untyped-def]

@@ -64,7 +64,8 @@ class PageNavigation(WindowParts):
         def _tell(self, heading: str, text: str) -> None: ...
 
     def add_page(self, key: str, widget: QWidget, title: Callable[[], str]) -> None:
-        item = QListWidgetItem(title(), self.nav)
+        item = QListWidgetItem(self.nav)  # QListWidgetItem(text, …) is told from the icon
+        item.setText(title())  # overload by building QIcon's enums (2 ms before the paint)
         item.setData(PAGE_KEY_ROLE, key)
         item.setSizeHint(QSize(0, 36))
         widget.setProperty("pageKey", key)

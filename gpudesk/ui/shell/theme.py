@@ -19,6 +19,25 @@ THEMES: tuple[str, ...] = ("system", "light", "dark")
 
 _state: dict[str, str] = {"theme": "light", "effective": "light"}
 _connected: list[bool] = []
+_fusion: list[bool] = []  # the app's style is Fusion (set here, or given at its start)
+
+# Fusion's own light palette (QFusionStyle::standardPalette), by value: role -> (colour in
+# the active and inactive groups, colour when disabled). Asking the style for it names
+# QStyle, whose 11 Python enums took 5 ms before the first paint; tests/test_ui_shell.py
+# checks these against the style's.
+_LIGHT = {
+    "WindowText": ("#000000", "#bebebe"), "Button": ("#efefef", "#efefef"),
+    "Light": ("#ffffff", "#ffffff"), "Midlight": ("#cacaca", "#cacaca"),
+    "Dark": ("#9f9f9f", "#bebebe"), "Mid": ("#b8b8b8", "#b8b8b8"),
+    "Text": ("#000000", "#bebebe"), "BrightText": ("#ffffff", "#ffffff"),
+    "ButtonText": ("#000000", "#bebebe"), "Base": ("#ffffff", "#efefef"),
+    "Window": ("#efefef", "#efefef"), "Shadow": ("#767676", "#b1b1b1"),
+    "Highlight": ("#308cc6", "#919191"), "HighlightedText": ("#ffffff", "#ffffff"),
+    "Link": ("#0000ff", "#0000ff"), "LinkVisited": ("#ff00ff", "#ff00ff"),
+    "AlternateBase": ("#f7f7f7", "#f7f7f7"), "ToolTipBase": ("#ffffdc", "#ffffdc"),
+    "ToolTipText": ("#000000", "#000000"), "PlaceholderText": ("#80000000", "#80000000"),
+    "Accent": ("#308cc6", "#919191"),
+}
 
 
 def system_scheme() -> str:
@@ -72,22 +91,30 @@ def dark_palette() -> QPalette:
     return p
 
 
-def light_palette(app: QApplication) -> QPalette:
-    style = app.style()
-    return style.standardPalette() if style is not None else QPalette()
+def light_palette() -> QPalette:
+    p = QPalette()
+    for name, (normal, disabled) in _LIGHT.items():
+        role = getattr(QPalette.ColorRole, name)
+        for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive):
+            p.setColor(group, role, QColor(normal))
+        p.setColor(QPalette.ColorGroup.Disabled, role, QColor(disabled))
+    return p
 
 
-def apply_theme(app: QApplication, theme: str, seen: str = "") -> str:
+def apply_theme(app: QApplication, theme: str, seen: str = "", *,
+                fusion_given: bool = False) -> str:
     """Use ``theme`` from now on; return the scheme in effect (``"light"``/``"dark"``).
 
     ``seen``: see ``resolve_theme``; the caller checks the OS with ``system_scheme``
-    once the window is up."""
-    if app.style() is None or app.style().name().lower() != "fusion":
+    once the window is up. ``fusion_given``: the app was made with ``-style Fusion``."""
+    if not (fusion_given or _fusion) and (app.style() is None
+                                          or app.style().name().lower() != "fusion"):
         app.setStyle("Fusion")
+    _fusion[:] = [True]
     _state["theme"] = theme if theme in THEMES else "system"
     effective = resolve_theme(_state["theme"], seen)
     _state["effective"] = effective
-    app.setPalette(dark_palette() if effective == "dark" else light_palette(app))
+    app.setPalette(dark_palette() if effective == "dark" else light_palette())
     # Widgets under a style sheet keep the palette they were polished with; set the
     # sheet again so that they pick up the new one.
     for top in app.topLevelWidgets():
