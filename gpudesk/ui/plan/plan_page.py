@@ -216,6 +216,8 @@ class PlanPage(Retranslating, QWidget):
         ov = QVBoxLayout(self.offers_box)
         ov.addLayout(fh)
         ov.addWidget(self.table)
+        self._table_room = QWidget(self.offers_box)  # the table's room until it is shown:
+        ov.addWidget(self._table_room, 1)  # the filters stay at the top
 
         # spot offers: the selected one's interruption risk and price history (issue 33)
         self.spot_rates: dict[Any, Any] = {}  # spot_rates.load_rates(), read off the GUI thread
@@ -414,6 +416,7 @@ class PlanPage(Retranslating, QWidget):
         self.table.setSortingEnabled(True)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
         self._apply_sort()
+        self._table_room.setVisible(False)
         self.table.setVisible(True)
 
     def _apply_sort(self) -> None:
