@@ -25,13 +25,11 @@ from PySide6.QtCore import QSize
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtGui import QCloseEvent
-from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QDialog
 from PySide6.QtWidgets import QHBoxLayout
 from PySide6.QtWidgets import QLabel
 from PySide6.QtWidgets import QListWidget
 from PySide6.QtWidgets import QMainWindow
-from PySide6.QtWidgets import QMessageBox
 from PySide6.QtWidgets import QStackedWidget
 from PySide6.QtWidgets import QVBoxLayout
 from PySide6.QtWidgets import QWidget
@@ -42,12 +40,15 @@ from gpudesk.ui.shell.background import SPOT_PRICES_EVERY_MS
 from gpudesk.ui.shell.background import BackgroundWork
 from gpudesk.ui.shell.menus import LANGUAGE_NAMES
 from gpudesk.ui.shell.menus import WindowMenus
+from gpudesk.ui.shell.menus import key_sequence
 from gpudesk.ui.shell.navigation import PAGE_KEY_ROLE
 from gpudesk.ui.shell.navigation import PageNavigation
 from gpudesk.ui.shell.quit_question import QuitQuestion
 from gpudesk.ui.widgets.retranslate import Retranslating
 
 if TYPE_CHECKING:  # imported after the first paint (fast start), or when a page is first opened
+    from PySide6.QtWidgets import QMessageBox
+
     from gpudesk.services.cloud.accounts import ProviderFactory
     from gpudesk.services.cloud.catalog import Catalog
     from gpudesk.services.cloud.launcher import Launcher
@@ -102,7 +103,7 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
         self._providers_given = providers
         self._titles: list[Callable[[], str]] = []
         self.page_actions: list[QAction] = []
-        self._shortcuts: list[tuple[QAction, QKeySequence]] = []  # set in start_background
+        self._shortcuts: list[tuple[QAction, str]] = []  # set in start_background
         self.welcome: QDialog | None = None
         self.quit_box: QDialog | None = None  # "machines are still billing" on quitting
         self.quit_failed_box: QDialog | None = None  # the machines that quitting did not end
@@ -216,7 +217,7 @@ class MainWindow(Retranslating, WindowMenus, PageNavigation, BackgroundWork, Qui
         # Key shortcuts after the first screen: the first one makes Python enums of all of
         # Qt's namespace (93 of them, 13 ms), which the Plan page is made without.
         for action, keys in self._shortcuts:
-            action.setShortcut(keys)
+            action.setShortcut(key_sequence(keys))
         self._shortcuts.clear()
         from gpudesk.services.core.window_state import load_state
         from gpudesk.ui.watch.budget_alerts import BudgetAlerts

@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QAction
 from PySide6.QtGui import QActionGroup
-from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QApplication
-from PySide6.QtWidgets import QMessageBox
 
 from gpudesk.ui.shell.i18n import install_translator
 from gpudesk.ui.shell.window_parts import WindowParts
 
 if TYPE_CHECKING:
+    from PySide6.QtGui import QKeySequence
     from PySide6.QtWidgets import QDialog
+    from PySide6.QtWidgets import QMessageBox
 
     from gpudesk.ui.plan.plan_page import PlanPage
 
@@ -29,11 +29,21 @@ if TYPE_CHECKING:
 LANGUAGE_NAMES = {"en": "English", "zh_CN": "简体中文"}  # each in its own language
 
 
+def key_sequence(keys: str) -> QKeySequence:
+    """``keys`` as Qt's key sequence: the name of one of its standard keys ("Open": the
+    platform's own), or keys as written ("Ctrl+E"). Made only when set: naming QKeySequence
+    builds its enums, which the first paint does without."""
+    from PySide6.QtGui import QKeySequence
+
+    standard = getattr(QKeySequence.StandardKey, keys, None)
+    return QKeySequence(standard) if standard is not None else QKeySequence(keys)
+
+
 class WindowMenus(WindowParts):
     """File, View, Tools and Help; mix in before ``QMainWindow``."""
 
     page_actions: list[QAction]
-    _shortcuts: list[tuple[QAction, QKeySequence]]
+    _shortcuts: list[tuple[QAction, str]]
 
     if TYPE_CHECKING:  # the window's own, and its other parts'
         @property
@@ -44,34 +54,31 @@ class WindowMenus(WindowParts):
         def open_log_folder(self) -> QMessageBox: ...
         def refresh_prices(self) -> None: ...
 
-    def _action(self, slot: Callable[[], object], shortcut: QKeySequence | None = None
-                ) -> QAction:
+    def _action(self, slot: Callable[[], object], shortcut: str = "") -> QAction:
         action = QAction(self)
         action.triggered.connect(lambda _checked=False: slot())
-        if shortcut is not None:
+        if shortcut:
             self._set_shortcut(action, shortcut)
         return action
 
-    def _set_shortcut(self, action: QAction, keys: QKeySequence) -> None:
-        """Now once started; before, kept for ``finish_start``: the first ``setShortcut``
-        builds Qt's namespace enums (~20 ms) and no key reaches the frame before then."""
-        if self.started:
-            action.setShortcut(keys)
+    def _set_shortcut(self, action: QAction, keys: str) -> None:
+        """Now once the first screen is up; before, kept for ``start_background``: the
+        first ``setShortcut`` builds Qt's namespace enums (13 ms, see qt_early), and no key
+        reaches the window before then."""
+        if self.background_started:
+            action.setShortcut(key_sequence(keys))
         else:
             self._shortcuts.append((action, keys))
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
         self.file_menu = bar.addMenu("")
-        self.open_action = self._action(lambda: self.plan.open_plan_dialog(),
-                                        QKeySequence(QKeySequence.StandardKey.Open))
-        self.save_action = self._action(lambda: self.plan.save_plan_dialog(),
-                                        QKeySequence(QKeySequence.StandardKey.Save))
-        self.export_action = self._action(lambda: self.plan.export_csv_dialog(),
-                                          QKeySequence("Ctrl+E"))
-        self.preferences_action = self._action(self.show_preferences, QKeySequence("Ctrl+,"))
+        self.open_action = self._action(lambda: self.plan.open_plan_dialog(), "Open")
+        self.save_action = self._action(lambda: self.plan.save_plan_dialog(), "Save")
+        self.export_action = self._action(lambda: self.plan.export_csv_dialog(), "Ctrl+E")
+        self.preferences_action = self._action(self.show_preferences, "Ctrl+,")
         self.preferences_action.setMenuRole(QAction.MenuRole.PreferencesRole)
-        self.quit_action = self._action(self.close, QKeySequence("Ctrl+Q"))
+        self.quit_action = self._action(self.close, "Ctrl+Q")
         self.quit_action.setMenuRole(QAction.MenuRole.QuitRole)
         for action in (self.open_action, self.save_action, self.export_action):
             self.file_menu.addAction(action)
@@ -106,13 +113,13 @@ class WindowMenus(WindowParts):
             self.pages_menu.addAction(page_action)
 
         self.tools_menu = bar.addMenu("")
-        self.trace_action = self._action(self.show_trace_dialog, QKeySequence("Ctrl+T"))
+        self.trace_action = self._action(self.show_trace_dialog, "Ctrl+T")
         self.tools_menu.addAction(self.trace_action)
         self.prices_action = self._action(self.refresh_prices)
         self.tools_menu.addAction(self.prices_action)
 
         self.help_menu = bar.addMenu("")
-        self.about_action = self._action(self.show_about, QKeySequence("F1"))
+        self.about_action = self._action(self.show_about, "F1")
         self.about_action.setMenuRole(QAction.MenuRole.AboutRole)
         self.logs_action = self._action(self.open_log_folder)
         self.help_menu.addAction(self.logs_action)

@@ -13,7 +13,6 @@ from typing import cast
 
 from PySide6.QtCore import QSize
 from PySide6.QtGui import QAction
-from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QListWidget
 from PySide6.QtWidgets import QListWidgetItem
 from PySide6.QtWidgets import QMenu
@@ -57,7 +56,7 @@ class PageNavigation(WindowParts):
         def launcher(self) -> Launcher: ...
 
         def finish_start(self) -> None: ...
-        def _set_shortcut(self, action: QAction, keys: QKeySequence) -> None: ...
+        def _set_shortcut(self, action: QAction, keys: str) -> None: ...
         def show_launch_dialog(self, ranked: object) -> QDialog | None: ...
         def _show_catalog_age(self) -> None: ...
         def _show_billing(self, count: int, per_hour: float) -> None: ...
@@ -72,10 +71,11 @@ class PageNavigation(WindowParts):
         self.pages.addWidget(widget)
         self._titles.append(title)
         row = len(self._titles) - 1
-        action = QAction(title(), self)
+        action = QAction(self)  # as the item above: no QIcon overload check
+        action.setText(title())
         action.setObjectName(f"page_{key}")
         if row < 9:
-            self._set_shortcut(action, QKeySequence(f"Ctrl+{row + 1}"))
+            self._set_shortcut(action, f"Ctrl+{row + 1}")
         action.triggered.connect(lambda _checked=False, r=row: self.nav.setCurrentRow(r))
         self.addAction(action)  # the shortcut works even before the menus exist
         self.page_actions.append(action)

@@ -24,6 +24,7 @@ class WindowParts(_Base):
 
     settings: Settings
     started: bool  # the first screen is made (``MainWindow.finish_start``)
+    background_started: bool  # what works behind it runs (``MainWindow.start_background``)
     providers: ProviderFactory
     money: Money
 
