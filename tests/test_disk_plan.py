@@ -20,6 +20,7 @@ from gpudesk.calc import sizing
 from gpudesk.cli.entry import main
 from gpudesk.services.cloud.credentials import save_credentials
 from gpudesk.services.core.files import read_json_object
+from gpudesk.services.core.files import write_json_object
 from gpudesk.services.plan import disk_plan
 from gpudesk.services.plan.disk_plan import GIB
 from gpudesk.services.plan.disk_plan import DiskPlanError
@@ -130,7 +131,7 @@ def test_a_push_keeps_the_size_and_one_pushed_elsewhere_is_read_from_its_manifes
     path = dataset_registry.registry_path()
     registry = read_json_object(path)
     del registry["mini"]["bytes"]
-    dataset_registry.write_json(path, registry)
+    write_json_object(path, registry)
     assert dataset_registry.known_bytes() == {}
     assert dataset_registry.known()["mini"][0].endswith("/lab/")
     assert datasets.size_of("mini") == 8000

@@ -31,6 +31,7 @@ from gpudesk.cli.entry import main
 from gpudesk.services.cloud import credentials
 from gpudesk.services.cloud.catalog import load_catalog
 from gpudesk.services.core.files import read_json_object
+from gpudesk.services.core.files import write_json_object
 from gpudesk.services.core.settings import Settings
 from gpudesk.services.money.ledger import Account
 from gpudesk.services.plan import disk_plan
@@ -198,7 +199,7 @@ def test_a_dataset_without_a_kept_size_is_read_from_its_bucket(
                  "s3://lab-data/p", "--region", "us-east-1"]) == 0
     registry = read_json_object(dataset_registry.registry_path())
     del registry["pushed-elsewhere"]["bytes"]  # as a registry from before sizes were kept
-    dataset_registry.write_json(dataset_registry.registry_path(), registry)
+    write_json_object(dataset_registry.registry_path(), registry)
     box = DiskNeeded()
     qtbot.addWidget(box)
     _retype(qtbot, box.kept, "0")

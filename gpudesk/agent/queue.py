@@ -71,6 +71,7 @@ from typing import Set
 
 from .run_folder import finished_before_exit
 from .run_folder import launcher_alive
+from .run_folder import pid_alive
 
 QUEUE_DIR = "queue"
 ENTRIES = "entries"
@@ -282,21 +283,13 @@ def listing(folder: Path, now: Optional[float] = None) -> Dict[str, Any]:
     at = beat.get("at") if isinstance(beat, dict) else None
     age = now - float(at) if isinstance(at, (int, float)) else None
     running = bool(isinstance(pid, int) and pid > 0 and age is not None and age < AGENT_FRESH_S
-                   and _pid_lives(pid))
+                   and pid_alive(pid))
     gpus = beat.get("gpus") if isinstance(beat, dict) else None
     return {"gpus": gpus if isinstance(gpus, int) else None, "agent_running": running,
             "agent_seen_s": None if age is None else round(age, 1),
             "entries": [{k: v for k, v in e.items() if k != "spec"} for e in entries]}
 
 
-def _pid_lives(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # --------------------------------------------------------------------------- the agent's part

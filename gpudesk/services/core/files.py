@@ -42,6 +42,11 @@ def atomic_write_text(path: Path, text: str, mode: int = 0o600) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), mode)
 
 
+def write_json_object(path: Path, data: dict[str, Any]) -> None:
+    """A cache or registry file: ``data`` as indented, sorted JSON, written atomically."""
+    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
 def read_json_object(path: Path) -> dict[str, Any]:
     """A cache or registry file's JSON object; {} when it is missing, torn or not an object
     (a cache is rebuilt, never a reason to fail)."""

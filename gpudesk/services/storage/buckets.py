@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
-from gpudesk.services.core.files import atomic_write_text
+from gpudesk.services.core.files import write_json_object
 from gpudesk.services.core.said import Said
 from gpudesk.services.storage.errors import StorageError
 from gpudesk.services.storage.errors import from_client_error
@@ -93,7 +93,7 @@ class BucketMemory:
     def put(self, key: str, name: str) -> None:
         data = self._load()
         data[key] = name
-        atomic_write_text(self.path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+        write_json_object(self.path, data)
 
 
 def default_name(target: BucketTarget, suffix: str = "") -> str:

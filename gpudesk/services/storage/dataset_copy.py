@@ -29,11 +29,11 @@ from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.files import read_json_object
+from gpudesk.services.core.files import write_json_object
 from gpudesk.services.core.said import Said
 from gpudesk.services.core.sizes import size_text
 from gpudesk.services.storage import data_costs
 from gpudesk.services.storage import datasets
-from gpudesk.services.storage.dataset_registry import write_json
 from gpudesk.services.storage.datasets import BLOBS
 from gpudesk.services.storage.datasets import DataFile
 from gpudesk.services.storage.datasets import Dataset
@@ -300,7 +300,7 @@ def remember_copy(name: str, store: StoreUri, region: str, manifest_sha256: str)
     entry: dict[str, Any] = found if isinstance(found, dict) else {}
     entry[region] = {"store": str(store), "manifest_sha256": manifest_sha256}
     data[name] = entry
-    write_json(path, data)
+    write_json_object(path, data)
 
 
 def copies_of(name: str) -> dict[str, KnownCopy]:

@@ -6,12 +6,12 @@ to size a machine's disk while the window starts, and needs none of the rest.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
 from gpudesk.services.core.files import read_json_object
+from gpudesk.services.core.files import write_json_object
 
 if TYPE_CHECKING:
     from gpudesk.services.storage.uri import StoreUri
@@ -21,14 +21,6 @@ def registry_path() -> Path:
     from gpudesk.services.core import paths
 
     return paths.data_dir() / "datasets.json"
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """``data`` as this computer's JSON file at ``path``, atomically."""
-    from gpudesk.services.core.files import atomic_write_text
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def known() -> dict[str, tuple[str, str]]:
@@ -48,7 +40,7 @@ def remember(name: str, store: StoreUri, region: str, size: int | None = None) -
     if size is not None:
         entry["bytes"] = int(size)
     data[name] = entry
-    write_json(registry_path(), data)
+    write_json_object(registry_path(), data)
 
 
 def known_bytes() -> dict[str, int]:
@@ -64,4 +56,4 @@ def known_bytes() -> dict[str, int]:
 def forget(name: str) -> None:
     data = read_json_object(registry_path())
     if data.pop(name, None) is not None:
-        write_json(registry_path(), data)
+        write_json_object(registry_path(), data)

@@ -34,11 +34,11 @@ from typing import Any
 
 from gpudesk.i18n_marks import QT_TRANSLATE_NOOP
 from gpudesk.services.core.files import read_json_object
+from gpudesk.services.core.files import write_json_object
 from gpudesk.services.storage.dataset_registry import forget
 from gpudesk.services.storage.dataset_registry import known
 from gpudesk.services.storage.dataset_registry import known_bytes
 from gpudesk.services.storage.dataset_registry import remember
-from gpudesk.services.storage.dataset_registry import write_json
 from gpudesk.services.storage.errors import StorageError
 from gpudesk.services.storage.errors import from_client_error
 from gpudesk.services.storage.uri import StoreUri
@@ -210,7 +210,7 @@ def scan(folder: Path) -> list[tuple[DataFile, Path]]:
         files = list(pool.map(one, found))
     for (df, path), (_, _, st) in zip(files, found, strict=True):
         cache[str(path)] = {"stamp": f"{st.st_size}:{st.st_mtime_ns}", "sha256": df.sha256}
-    write_json(_hash_cache_path(), cache)
+    write_json_object(_hash_cache_path(), cache)
     return files
 
 
