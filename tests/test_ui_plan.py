@@ -677,3 +677,28 @@ def test_the_chosen_offer_stays_in_view_after_a_filter_or_a_sort(page: PlanPage,
         bar.setValue(bar.maximum())  # the user had scrolled to the bottom
         change()
         qtbot.waitUntil(chosen_in_view)
+
+
+def test_a_sort_chosen_before_the_prices_arrive_is_kept_and_applied(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """At start the offers table waits for the catalog (it is made after the first screen);
+    a sort the user picks meanwhile is remembered and is the table's order once it comes."""
+    from PySide6.QtTest import QTest
+
+    settings = Settings()
+    p = PlanPage(settings)  # no catalog yet, as at the window's start
+    qtbot.addWidget(p)
+    p.resize(1280, 800)
+    p.show()
+    assert not p.table.isVisible() and p.sort.isVisible()
+    assert p.selected_offer() is None
+    p.sort.setFocus()
+    while p.sort.currentData() != "price":
+        QTest.keyClick(p.sort, Qt.Key.Key_Down)
+    assert settings.last_plan["sort"] == "price"
+
+    p.set_catalog(load_catalog())  # the prices arrive
+    assert p.table.isVisible()
+    got = p.visible_offers()
+    assert len(got) > 10
+    assert [sort_key(r, "price") for r in got] == sorted(sort_key(r, "price") for r in got)
+    assert p.selected_offer() is not None  # the first row, chosen as always

@@ -203,7 +203,6 @@ class PlanPage(Retranslating, QWidget):
         # model's header is read at once, which names Qt's enums (see qt_early), and
         # there is nothing to list before.
         self.table.setVisible(False)
-        self._offers_shown = False
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setVisible(False)
@@ -407,11 +406,15 @@ class PlanPage(Retranslating, QWidget):
         self._restore_selection()
         self._save_inputs()
 
+    @property
+    def _offers_shown(self) -> bool:
+        """The table has its model: a catalog came (``_show_offers``)."""
+        return self.table.model() is not None
+
     def _show_offers(self) -> None:
         """The table, from the first catalog on."""
         if self._offers_shown:
             return
-        self._offers_shown = True
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
@@ -425,12 +428,11 @@ class PlanPage(Retranslating, QWidget):
         self.table.sortByColumn(COL[combo_key(self.sort)], Qt.SortOrder.AscendingOrder)
 
     def _sort_changed(self) -> None:
-        if not self._offers_shown:  # sorted when the first catalog shows the table
-            return
-        self._apply_sort()
-        rows = self.table.selectionModel().selectedRows()
-        if rows:  # the chosen offer moved with the sort: keep it in view (issue 31)
-            self.table.scrollTo(rows[0], QAbstractItemView.ScrollHint.EnsureVisible)
+        if self._offers_shown:  # else sorted when the first catalog shows the table
+            self._apply_sort()
+            rows = self.table.selectionModel().selectedRows()
+            if rows:  # the chosen offer moved with the sort: keep it in view (issue 31)
+                self.table.scrollTo(rows[0], QAbstractItemView.ScrollHint.EnsureVisible)
         self._save_inputs()
 
     # ----------------------------------------------------------------- compute
@@ -495,15 +497,15 @@ class PlanPage(Retranslating, QWidget):
         return "\n".join(lines)
 
     def _restore_selection(self) -> None:
+        if not self._offers_shown:  # no catalog yet: no table
+            self._show_results()
+            return
         row = self._closest_row()
         if self._selected_key is not None:
             for i in range(self.proxy.rowCount()):
                 if _key(self.proxy.ranked_at(i)) == self._selected_key:
                     row = i
                     break
-        if not self._offers_shown:  # no catalog yet: no table
-            self._show_results()
-            return
         sm = self.table.selectionModel()
         self._selecting = True
         try:
